@@ -1,0 +1,209 @@
+//! Node ids and the cluster layout (which node plays which role).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A node's id: its index in the cluster, stable across crash and restart.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Debug for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "n{}", self.0)
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "n{}", self.0)
+    }
+}
+
+/// How many nodes play one role. Roles are laid out in declaration order: the first
+/// role's nodes get the lowest ids.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RoleSpec {
+    pub role: String,
+    pub count: u32,
+}
+
+/// The layout of a run: every node's role. Node ids are `0..size()`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Cluster {
+    roles: Vec<RoleSpec>,
+    /// `role_of[i]` indexes `roles`.
+    role_of: Vec<u16>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClusterError {
+    Empty,
+    ZeroCount { role: String },
+    DuplicateRole { role: String },
+    TooLarge { nodes: usize },
+}
+
+impl fmt::Display for ClusterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClusterError::Empty => write!(f, "a cluster needs at least one node"),
+            ClusterError::ZeroCount { role } => write!(f, "role `{role}` has a count of 0"),
+            ClusterError::DuplicateRole { role } => write!(f, "role `{role}` is declared twice"),
+            ClusterError::TooLarge { nodes } => {
+                write!(
+                    f,
+                    "{nodes} nodes is more than the {} tenure supports",
+                    Cluster::MAX_NODES
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ClusterError {}
+
+impl Cluster {
+    /// A limit on everything: larger clusters are almost surely a typo.
+    pub const MAX_NODES: usize = 10_000;
+
+    pub fn new(roles: Vec<RoleSpec>) -> Result<Cluster, ClusterError> {
+        let mut role_of = Vec::new();
+        for (i, spec) in roles.iter().enumerate() {
+            if spec.count == 0 {
+                return Err(ClusterError::ZeroCount {
+                    role: spec.role.clone(),
+                });
+            }
+            if roles[..i].iter().any(|r| r.role == spec.role) {
+                return Err(ClusterError::DuplicateRole {
+                    role: spec.role.clone(),
+                });
+            }
+            role_of.extend(std::iter::repeat_n(i as u16, spec.count as usize));
+            if role_of.len() > Self::MAX_NODES {
+                return Err(ClusterError::TooLarge {
+                    nodes: role_of.len(),
+                });
+            }
+        }
+        if role_of.is_empty() {
+            return Err(ClusterError::Empty);
+        }
+        Ok(Cluster { roles, role_of })
+    }
+
+    /// `n` nodes that all play `role`.
+    pub fn uniform(role: &str, n: u32) -> Cluster {
+        Cluster::new(vec![RoleSpec {
+            role: role.to_string(),
+            count: n,
+        }])
+        .expect("uniform cluster of at least one node")
+    }
+
+    pub fn size(&self) -> usize {
+        self.role_of.len()
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.role_of.len() as u32).map(NodeId)
+    }
+
+    pub fn contains(&self, node: NodeId) -> bool {
+        node.index() < self.role_of.len()
+    }
+
+    pub fn roles(&self) -> &[RoleSpec] {
+        &self.roles
+    }
+
+    /// The role `node` plays. Panics if the node is not in the cluster (a bug).
+    pub fn role_of(&self, node: NodeId) -> &str {
+        &self.roles[self.role_of[node.index()] as usize].role
+    }
+
+    /// Every node playing `role`, in id order (empty if no node plays it).
+    pub fn with_role<'a>(&'a self, role: &'a str) -> impl Iterator<Item = NodeId> + 'a {
+        self.nodes().filter(move |n| self.role_of(*n) == role)
+    }
+
+    pub fn count(&self, role: &str) -> usize {
+        self.with_role(role).count()
+    }
+
+    /// The other nodes playing the same role as `node`.
+    pub fn peers(&self, node: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        let role = self.role_of[node.index()];
+        self.nodes()
+            .filter(move |n| *n != node && self.role_of[n.index()] == role)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_are_laid_out_in_order() {
+        let c = Cluster::new(vec![
+            RoleSpec {
+                role: "server".into(),
+                count: 3,
+            },
+            RoleSpec {
+                role: "client".into(),
+                count: 2,
+            },
+        ])
+        .unwrap();
+        assert_eq!(c.size(), 5);
+        assert_eq!(
+            c.with_role("server").collect::<Vec<_>>(),
+            vec![NodeId(0), NodeId(1), NodeId(2)]
+        );
+        assert_eq!(
+            c.with_role("client").collect::<Vec<_>>(),
+            vec![NodeId(3), NodeId(4)]
+        );
+        assert_eq!(
+            c.peers(NodeId(1)).collect::<Vec<_>>(),
+            vec![NodeId(0), NodeId(2)]
+        );
+        assert_eq!(c.role_of(NodeId(4)), "client");
+        assert!(!c.contains(NodeId(5)));
+    }
+
+    #[test]
+    fn bad_layouts_are_errors() {
+        assert_eq!(Cluster::new(vec![]), Err(ClusterError::Empty));
+        let zero = vec![RoleSpec {
+            role: "a".into(),
+            count: 0,
+        }];
+        assert!(matches!(
+            Cluster::new(zero),
+            Err(ClusterError::ZeroCount { .. })
+        ));
+        let dup = vec![
+            RoleSpec {
+                role: "a".into(),
+                count: 1,
+            },
+            RoleSpec {
+                role: "a".into(),
+                count: 1,
+            },
+        ];
+        assert!(matches!(
+            Cluster::new(dup),
+            Err(ClusterError::DuplicateRole { .. })
+        ));
+    }
+}

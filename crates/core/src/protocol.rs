@@ -1,0 +1,133 @@
+//! The sans-IO protocol trait.
+
+use crate::{Cluster, Env, NodeId};
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// A protocol node: a state machine driven by handlers. It never blocks, never reads a
+/// real clock, never opens a socket and never calls a global RNG; everything it touches
+/// comes through `env`.
+///
+/// The same value runs in the simulator and the model explorer, so a node's state is a
+/// plain value: `Clone`, `Eq`, `Hash` (the explorer deduplicates states by hash), and
+/// handlers must be functions of (state, input, env readings) alone.
+///
+/// Crash and restart: the host drops the value, keeps its [`Storage`](crate::Storage),
+/// builds a fresh one with [`Protocol::new`] and calls [`Protocol::on_start`], which is
+/// where durable state is read back.
+pub trait Protocol: Clone + Debug + Eq + Hash + Send + 'static {
+    type Msg: Clone + Debug + Eq + Hash + Ord + Send + 'static;
+    type Timer: Clone + Debug + Eq + Hash + Ord + Send + 'static;
+    /// Parameters and variant, shared by every node of a run.
+    type Config: Clone + Debug + Send + Sync + 'static;
+
+    /// A fresh process for `me`, before any durable state is read.
+    fn new(config: &Self::Config, me: NodeId, cluster: &Cluster) -> Self;
+
+    /// The process starts (first boot or restart): read storage, set timers.
+    fn on_start(&mut self, env: &mut dyn Env<Self::Msg, Self::Timer>);
+
+    fn on_message(
+        &mut self,
+        env: &mut dyn Env<Self::Msg, Self::Timer>,
+        from: NodeId,
+        msg: Self::Msg,
+    );
+
+    fn on_timer(&mut self, env: &mut dyn Env<Self::Msg, Self::Timer>, timer: Self::Timer);
+
+    /// A request from outside the cluster (a scenario's `request` event). Most protocols
+    /// drive their clients from timers instead and ignore this.
+    fn on_request(&mut self, env: &mut dyn Env<Self::Msg, Self::Timer>, request: &Request) {
+        let _ = (env, request);
+    }
+}
+
+/// A request injected by a scenario: a name and an argument, meaning what the protocol
+/// says they mean.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Request {
+    pub name: String,
+    #[serde(default)]
+    pub arg: i64,
+}
+
+/// What `tenure list` shows about a protocol, and what scenario validation checks.
+#[derive(Clone, Debug)]
+pub struct ProtocolInfo {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// The roles in cluster order; a scenario may give each a count.
+    pub roles: &'static [RoleInfo],
+    /// `correct` first, then the broken variants.
+    pub variants: &'static [VariantInfo],
+}
+
+#[derive(Clone, Debug)]
+pub struct RoleInfo {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub default_count: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct VariantInfo {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// The checkers this variant is known to break (empty for correct variants and
+    /// for cost-only variants).
+    pub breaks: &'static [&'static str],
+}
+
+impl ProtocolInfo {
+    pub fn variant(&self, name: &str) -> Option<&VariantInfo> {
+        self.variants.iter().find(|v| v.name == name)
+    }
+    pub fn role(&self, name: &str) -> Option<&RoleInfo> {
+        self.roles.iter().find(|r| r.name == name)
+    }
+}
+
+/// A protocol the `tenure` tool can build from a scenario file: it describes itself and
+/// turns parameters plus a variant name into its [`Protocol::Config`].
+///
+/// Parameters arrive as JSON (a scenario's `[protocol.params]` table) and are read into
+/// `Params` with `#[serde(deny_unknown_fields)]`, so a misspelt parameter is an error.
+pub trait Configurable: Protocol {
+    type Params: serde::de::DeserializeOwned + Default + Debug;
+
+    fn info() -> &'static ProtocolInfo;
+
+    /// `variant` is one of `info().variants` (the caller has checked). An error names the
+    /// parameter at fault.
+    fn configure(
+        params: Self::Params,
+        variant: &str,
+        cluster: &Cluster,
+    ) -> Result<Self::Config, ParamError>;
+}
+
+/// A parameter that makes no sense (e.g. a minimum above its maximum).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamError {
+    /// The parameter's name, as written in the scenario (`election_timeout`).
+    pub field: String,
+    pub message: String,
+}
+
+impl ParamError {
+    pub fn new(field: &str, message: impl Into<String>) -> ParamError {
+        ParamError {
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ParamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for ParamError {}

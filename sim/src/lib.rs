@@ -1,0 +1,1 @@
+//! tenure-sim
