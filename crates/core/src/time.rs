@@ -160,7 +160,7 @@ pub fn format_duration(d: Duration) -> String {
         ("ms", 1_000_000),
         ("us", 1_000),
     ] {
-        if n % scale == 0 {
+        if n.is_multiple_of(scale) {
             return format!("{}{unit}", n / scale);
         }
     }

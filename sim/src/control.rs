@@ -1,0 +1,175 @@
+//! Fault verbs: what a scenario timeline (or a test) does to a running cluster.
+//! Every verb but `request` counts as a fault: the liveness phase starts after the last.
+
+use crate::world::{Status, World};
+use std::time::Duration;
+use tenure_core::{NodeId, Protocol, Request, SimTime};
+
+/// A scheduled action on the running cluster.
+pub type Action<P> = Box<dyn FnOnce(&mut Control<'_, P>) + Send>;
+
+/// The cluster as the fault supervisor sees it at one instant.
+pub struct Control<'a, P: Protocol> {
+    pub(crate) world: &'a mut World<P>,
+    pub(crate) handle: &'a madsim::runtime::Handle,
+    pub(crate) madsim_ids: &'a [madsim::task::NodeId],
+    pub(crate) now: SimTime,
+    pub(crate) later: Vec<(SimTime, Action<P>)>,
+}
+
+impl<P: Protocol> Control<'_, P> {
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// The node that currently believes it leads the highest term, if any.
+    pub fn leader(&self) -> Option<NodeId> {
+        self.world.leader()
+    }
+
+    pub fn status(&self, node: NodeId) -> Status {
+        self.world.nodes[node.index()].status
+    }
+
+    fn fault(&mut self, kind: &'static str, nodes: Vec<NodeId>, detail: String) {
+        self.world.calm_from = self.now;
+        tracing::info!(kind, ?nodes, %detail, "fault");
+        self.world.trace_fault(self.now, kind, nodes, detail);
+    }
+
+    /// Schedules `action` to run `after` from now.
+    pub fn after(&mut self, after: Duration, action: Action<P>) {
+        self.later.push((self.now + after, action));
+    }
+
+    /// Kills the node's process: volatile state and timers are lost, storage is kept.
+    /// No-op on a node that is already down.
+    pub fn crash(&mut self, node: NodeId) {
+        if self.status(node) == Status::Down {
+            return;
+        }
+        if self.status(node) == Status::Paused {
+            self.handle.resume(self.madsim_ids[node.index()]);
+        }
+        self.fault("crash", vec![node], String::new());
+        self.world.crash_node(node, self.now);
+        self.handle.kill(self.madsim_ids[node.index()]);
+    }
+
+    /// Starts a crashed node's process again. No-op on a node that is not down.
+    pub fn restart(&mut self, node: NodeId) {
+        if self.status(node) != Status::Down {
+            return;
+        }
+        self.fault("restart", vec![node], String::new());
+        self.handle.restart(self.madsim_ids[node.index()]);
+    }
+
+    /// Stops the node for `duration` (a GC or VM stall): no handler runs, messages and
+    /// timers pile up, and it keeps believing what it believed.
+    pub fn pause(&mut self, node: NodeId, duration: Duration) {
+        if self.status(node) != Status::Up {
+            return;
+        }
+        self.fault("pause", vec![node], tenure_core::format_duration(duration));
+        self.world.nodes[node.index()].status = Status::Paused;
+        self.handle.pause(self.madsim_ids[node.index()]);
+        self.after(
+            duration,
+            Box::new(move |c: &mut Control<'_, P>| c.resume(node)),
+        );
+    }
+
+    pub fn resume(&mut self, node: NodeId) {
+        if self.status(node) != Status::Paused {
+            return;
+        }
+        self.fault("resume", vec![node], String::new());
+        self.world.nodes[node.index()].status = Status::Up;
+        self.handle.resume(self.madsim_ids[node.index()]);
+        self.world.ring(node);
+    }
+
+    pub fn partition(&mut self, groups: &[Vec<NodeId>]) {
+        self.fault("partition", groups.concat(), format!("{groups:?}"));
+        self.world.net.partition(groups);
+    }
+
+    pub fn isolate(&mut self, node: NodeId) {
+        self.fault("isolate", vec![node], String::new());
+        self.world.net.isolate(node);
+    }
+
+    pub fn cut(&mut self, a: NodeId, b: NodeId) {
+        self.fault("cut", vec![a, b], String::new());
+        self.world.net.cut(a, b);
+    }
+
+    pub fn one_way(&mut self, from: &[NodeId], to: &[NodeId]) {
+        self.fault(
+            "one-way",
+            [from, to].concat(),
+            format!("{from:?} -/-> {to:?}"),
+        );
+        self.world.net.one_way(from, to);
+    }
+
+    pub fn bridge(&mut self, bridge: NodeId, groups: &[Vec<NodeId>]) {
+        self.fault("bridge", vec![bridge], format!("{groups:?}"));
+        self.world.net.bridge(bridge, groups);
+    }
+
+    pub fn heal(&mut self) {
+        self.fault("heal", Vec::new(), String::new());
+        self.world.net.heal();
+    }
+
+    /// Steps the node's wall clock by `by_ns` (its monotonic clock is untouched).
+    pub fn clock_jump(&mut self, node: NodeId, by_ns: i64) {
+        self.fault(
+            "clock-jump",
+            vec![node],
+            tenure_core::SignedDuration(by_ns).to_string(),
+        );
+        self.world.nodes[node.index()].clock.jump(by_ns);
+        self.world.ring(node);
+    }
+
+    /// From now on the node's clock runs at `1 + drift`; its timers move with it.
+    pub fn clock_drift(&mut self, node: NodeId, drift: f64) {
+        self.fault("clock-drift", vec![node], format!("{drift}"));
+        let now = self.now;
+        self.world.nodes[node.index()].clock.set_drift(now, drift);
+        self.world.ring(node);
+    }
+
+    /// Changes the network-wide defaults from now on.
+    pub fn network(
+        &mut self,
+        latency: Option<(Duration, Duration)>,
+        loss: Option<f64>,
+        duplicate: Option<f64>,
+    ) {
+        let d = &mut self.world.net.defaults;
+        if let Some(l) = latency {
+            d.latency = l;
+        }
+        if let Some(l) = loss {
+            d.loss = l;
+        }
+        if let Some(x) = duplicate {
+            d.duplicate = x;
+        }
+        let detail = format!("{:?}", self.world.net.defaults);
+        self.fault("network", Vec::new(), detail);
+    }
+
+    /// Hands a client request to the node (not a fault). Dropped if the node is down.
+    pub fn request(&mut self, node: NodeId, request: Request) {
+        if self.status(node) == Status::Down {
+            return;
+        }
+        let now = self.now;
+        self.world.request(node, now, request);
+    }
+}

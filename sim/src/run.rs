@@ -1,0 +1,209 @@
+//! The runner: build a simulation of a protocol, schedule faults, run one seed.
+
+use crate::clock::NodeClock;
+use crate::control::{Action, Control};
+use crate::host::{lock, node_main, now, Doorbell};
+use crate::net::{LinkOverride, LinkSettings, Network};
+use crate::trace::TraceEvent;
+use crate::world::{RecordHook, Stats, World};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tenure_core::{Cluster, History, NodeId, Protocol, SimTime};
+
+/// A simulation of one protocol on one cluster, ready to run a seed.
+pub struct Sim<P: Protocol> {
+    cluster: Cluster,
+    config: P::Config,
+    seed: u64,
+    duration: Duration,
+    network: LinkSettings,
+    links: Vec<(NodeId, NodeId, LinkOverride)>,
+    clocks: Vec<NodeClock>,
+    actions: Vec<(SimTime, Action<P>)>,
+    trace: bool,
+    hook: Option<RecordHook>,
+}
+
+/// What a run produced.
+pub struct RunOutput {
+    pub history: History,
+    /// The full trace, when asked for with [`Sim::trace`].
+    pub trace: Option<Vec<TraceEvent>>,
+    pub stats: Stats,
+    /// True if the record hook asked to stop before the planned end.
+    pub stopped_early: bool,
+}
+
+impl<P: Protocol> Sim<P> {
+    pub fn new(cluster: Cluster, config: P::Config, seed: u64) -> Sim<P> {
+        let clocks = vec![NodeClock::new(0, 0.0); cluster.size()];
+        Sim {
+            cluster,
+            config,
+            seed,
+            duration: Duration::from_secs(10),
+            network: LinkSettings::default(),
+            links: Vec::new(),
+            clocks,
+            actions: Vec::new(),
+            trace: false,
+            hook: None,
+        }
+    }
+
+    pub fn duration(mut self, duration: Duration) -> Self {
+        self.duration = duration;
+        self
+    }
+
+    pub fn network(mut self, settings: LinkSettings) -> Self {
+        self.network = settings;
+        self
+    }
+
+    pub fn link(mut self, from: NodeId, to: NodeId, link: LinkOverride) -> Self {
+        self.links.push((from, to, link));
+        self
+    }
+
+    /// The node's clock starts at `offset_ns` and runs at `1 + drift`.
+    pub fn clock(mut self, node: NodeId, offset_ns: i64, drift: f64) -> Self {
+        self.clocks[node.index()] = NodeClock::new(offset_ns, drift);
+        self
+    }
+
+    /// Records the full trace (messages, timers, faults), not only observations.
+    pub fn trace(mut self, on: bool) -> Self {
+        self.trace = on;
+        self
+    }
+
+    /// Called with each observation as it is made; returning true stops the run.
+    pub fn on_record(mut self, hook: RecordHook) -> Self {
+        self.hook = Some(hook);
+        self
+    }
+
+    /// Runs `action` at true time `at`.
+    pub fn at(
+        mut self,
+        at: Duration,
+        action: impl FnOnce(&mut Control<'_, P>) + Send + 'static,
+    ) -> Self {
+        self.actions
+            .push((SimTime::from_duration(at), Box::new(action)));
+        self
+    }
+
+    /// Runs the seed to the end (or until the hook stops it).
+    pub fn run(self) -> RunOutput {
+        let Sim {
+            cluster,
+            config,
+            seed,
+            duration,
+            network,
+            links,
+            clocks,
+            actions,
+            trace,
+            hook,
+        } = self;
+        let mut net = Network::new(cluster.size(), network);
+        for (from, to, link) in links {
+            net.set_override(from, to, link);
+        }
+        let mut world = World::<P>::new(cluster.clone(), config, seed, net, clocks, trace);
+        if let Some(hook) = hook {
+            world.set_hook(hook);
+        }
+        let world = Arc::new(Mutex::new(world));
+        let end = SimTime::from_duration(duration);
+
+        let runtime =
+            madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+        let handle = runtime.handle().clone();
+        let mut madsim_ids = Vec::with_capacity(cluster.size());
+        for node in cluster.nodes() {
+            let w = world.clone();
+            let built = handle
+                .create_node()
+                .name(node.to_string())
+                .init(move || node_main(w.clone(), node))
+                .build();
+            madsim_ids.push(built.id());
+        }
+
+        let supervisor = supervise(world.clone(), handle, madsim_ids, actions, end);
+        let stopped_early = runtime.block_on(supervisor);
+        drop(runtime); // kills every node task, releasing their handles on the world
+
+        let mut w = lock(&world);
+        let end_time = if stopped_early {
+            w.records.last().map_or(SimTime::ZERO, |r| r.time)
+        } else {
+            end
+        };
+        RunOutput {
+            history: w.history(end_time),
+            trace: w.trace.take(),
+            stats: w.stats.clone(),
+            stopped_early,
+        }
+    }
+}
+
+/// Applies the scheduled actions at their times until the end; true if stopped early.
+async fn supervise<P: Protocol>(
+    world: Arc<Mutex<World<P>>>,
+    handle: madsim::runtime::Handle,
+    madsim_ids: Vec<madsim::task::NodeId>,
+    actions: Vec<(SimTime, Action<P>)>,
+    end: SimTime,
+) -> bool {
+    // Stable order: by time, then as scheduled.
+    let mut queue: Vec<(SimTime, u64, Action<P>)> = actions
+        .into_iter()
+        .enumerate()
+        .map(|(i, (at, a))| (at, i as u64, a))
+        .collect();
+    let mut next_order = queue.len() as u64;
+    loop {
+        queue.sort_by_key(|(at, order, _)| std::cmp::Reverse((*at, *order)));
+        let next_at = queue.last().map_or(end, |(at, _, _)| (*at).min(end));
+        let t = now();
+        if next_at > t {
+            let sleep = Some(Box::pin(madsim::time::sleep(next_at.saturating_sub(t))));
+            Doorbell {
+                world: &world,
+                node: None,
+                sleep,
+            }
+            .await;
+        }
+        let t = now();
+        let mut w = lock(&world);
+        if w.stop_requested {
+            return true;
+        }
+        if t >= end {
+            return false;
+        }
+        while queue.last().is_some_and(|(at, _, _)| *at <= t) {
+            let (_, _, action) = queue.pop().expect("peeked");
+            let mut control = Control {
+                world: &mut w,
+                handle: &handle,
+                madsim_ids: &madsim_ids,
+                now: t,
+                later: Vec::new(),
+            };
+            action(&mut control);
+            for (at, a) in control.later {
+                queue.push((at, next_order, a));
+                next_order += 1;
+            }
+            queue.sort_by_key(|(at, order, _)| std::cmp::Reverse((*at, *order)));
+        }
+    }
+}

@@ -1,0 +1,488 @@
+//! The shared state of a run: every node's process, storage, clock, timers and inbox,
+//! the network, and the history. Node tasks and the fault supervisor take turns on it
+//! (madsim runs one task at a time); nothing here reads real time or global randomness.
+
+use crate::clock::NodeClock;
+use crate::net::{DropReason, Fate, Network};
+use crate::rng::SeededRng;
+use crate::trace::TraceEvent;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::task::Waker;
+use tenure_core::{
+    Cluster, Effect, History, LocalTime, NodeId, Observation, Protocol, Record, Request, RunInfo,
+    SimTime, Step, StorageMap,
+};
+
+/// A protocol handler running this many events at one true instant is a livelock bug.
+const MAX_EVENTS_PER_INSTANT: u32 = 1_000_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Up,
+    Paused,
+    Down,
+}
+
+enum Input<M> {
+    Message { id: u64, from: NodeId, msg: M },
+    Request(Request),
+}
+
+/// Something due at a node: ordered by true time, then by the order it was scheduled.
+struct Pending<M> {
+    at: SimTime,
+    seq: u64,
+    input: Input<M>,
+}
+
+impl<M> PartialEq for Pending<M> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl<M> Eq for Pending<M> {}
+impl<M> PartialOrd for Pending<M> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<M> Ord for Pending<M> {
+    /// Reversed: `BinaryHeap` is a max-heap and we want the earliest first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+pub struct NodeSlot<P: Protocol> {
+    pub status: Status,
+    proto: Option<P>,
+    pub storage: StorageMap,
+    /// Each timer's deadline on the node's monotonic clock, and its scheduling order.
+    timers: BTreeMap<P::Timer, (LocalTime, u64)>,
+    inbox: BinaryHeap<Pending<P::Msg>>,
+    pub clock: NodeClock,
+    rng: SeededRng,
+    /// The node task's waker and whether it was rung since it last looked.
+    waker: Option<Waker>,
+    rung: bool,
+    /// When the node task plans to wake next; earlier arrivals ring the doorbell.
+    planned_wake: SimTime,
+    pub incarnation: u32,
+}
+
+/// Counters kept for every run (cheap; the full trace is optional).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Stats {
+    pub messages_sent: u64,
+    pub messages_delivered: u64,
+    pub messages_dropped: u64,
+    pub timers_fired: u64,
+    pub handler_calls: u64,
+}
+
+/// Called with each new record; returns true to stop the run at once (online checking).
+pub type RecordHook = Box<dyn FnMut(usize, &Record) -> bool + Send>;
+
+pub struct World<P: Protocol> {
+    pub cluster: Cluster,
+    config: P::Config,
+    pub seed: u64,
+    pub nodes: Vec<NodeSlot<P>>,
+    pub net: Network,
+    net_rng: SeededRng,
+    seq: u64,
+    pub records: Vec<Record>,
+    pub trace: Option<Vec<TraceEvent>>,
+    pub stats: Stats,
+    /// Each node's latest role belief (`Leader{term}` or not), for the `leader` selector.
+    leading: Vec<Option<u64>>,
+    pub calm_from: SimTime,
+    hook: Option<RecordHook>,
+    pub stop_requested: bool,
+    /// The supervisor's doorbell (rung when a hook asks to stop).
+    pub supervisor_waker: Option<Waker>,
+}
+
+impl<P: Protocol> World<P> {
+    pub fn new(
+        cluster: Cluster,
+        config: P::Config,
+        seed: u64,
+        net: Network,
+        clocks: Vec<NodeClock>,
+        trace: bool,
+    ) -> Self {
+        assert_eq!(clocks.len(), cluster.size());
+        let nodes = clocks
+            .into_iter()
+            .enumerate()
+            .map(|(i, clock)| NodeSlot {
+                status: Status::Down,
+                proto: None,
+                storage: StorageMap::new(),
+                timers: BTreeMap::new(),
+                inbox: BinaryHeap::new(),
+                clock,
+                rng: SeededRng::node(seed, i),
+                waker: None,
+                rung: false,
+                planned_wake: SimTime::ZERO,
+                incarnation: 0,
+            })
+            .collect();
+        let n = cluster.size();
+        World {
+            cluster,
+            config,
+            seed,
+            nodes,
+            net,
+            net_rng: SeededRng::network(seed),
+            seq: 0,
+            records: Vec::new(),
+            trace: trace.then(Vec::new),
+            stats: Stats::default(),
+            leading: vec![None; n],
+            calm_from: SimTime::ZERO,
+            hook: None,
+            stop_requested: false,
+            supervisor_waker: None,
+        }
+    }
+
+    pub fn set_hook(&mut self, hook: RecordHook) {
+        self.hook = Some(hook);
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    fn trace(&mut self, event: impl FnOnce() -> TraceEvent) {
+        if let Some(t) = &mut self.trace {
+            t.push(event());
+        }
+    }
+
+    pub fn trace_fault(
+        &mut self,
+        now: SimTime,
+        kind: &'static str,
+        nodes: Vec<NodeId>,
+        detail: String,
+    ) {
+        self.trace(|| TraceEvent::Fault {
+            time: now,
+            kind,
+            nodes,
+            detail,
+        });
+    }
+
+    /// Records an observation of `node` at `now`, stamped with its clock readings.
+    pub fn record(&mut self, now: SimTime, node: NodeId, obs: Observation) {
+        match &obs {
+            Observation::Leader { term } => self.leading[node.index()] = Some(*term),
+            Observation::Follower { .. } | Observation::Candidate { .. } | Observation::Crashed => {
+                self.leading[node.index()] = None
+            }
+            _ => {}
+        }
+        let clock = &self.nodes[node.index()].clock;
+        let record = Record {
+            time: now,
+            node,
+            mono: clock.monotonic(now),
+            wall: clock.wall(now),
+            obs,
+        };
+        if let Some(t) = &mut self.trace {
+            t.push(TraceEvent::Observed(record.clone()));
+        }
+        let index = self.records.len();
+        self.records.push(record);
+        if let Some(hook) = &mut self.hook {
+            if hook(index, &self.records[index]) {
+                self.stop_requested = true;
+                if let Some(w) = self.supervisor_waker.take() {
+                    w.wake();
+                }
+            }
+        }
+    }
+
+    /// The node that believes it leads the highest term (lowest id on a tie), if any.
+    pub fn leader(&self) -> Option<NodeId> {
+        let mut best: Option<(u64, NodeId)> = None;
+        for (i, term) in self.leading.iter().enumerate() {
+            if let Some(term) = term {
+                if best.is_none_or(|(t, _)| *term > t) {
+                    best = Some((*term, NodeId(i as u32)));
+                }
+            }
+        }
+        best.map(|(_, n)| n)
+    }
+
+    pub fn ring(&mut self, node: NodeId) {
+        let slot = &mut self.nodes[node.index()];
+        slot.rung = true;
+        if let Some(w) = slot.waker.take() {
+            w.wake();
+        }
+    }
+
+    /// The node task looks at its doorbell: true if it was rung (and clears it);
+    /// otherwise keeps `waker` to be woken later.
+    pub fn check_doorbell(&mut self, node: NodeId, waker: &Waker) -> bool {
+        let slot = &mut self.nodes[node.index()];
+        if slot.rung {
+            slot.rung = false;
+            return true;
+        }
+        slot.waker = Some(waker.clone());
+        false
+    }
+
+    /// A process starts on `node`: a fresh protocol value over the kept storage. What
+    /// arrived while it was down is lost.
+    pub fn start_node(&mut self, node: NodeId, now: SimTime) {
+        let i = node.index();
+        let stale: Vec<Pending<P::Msg>> = {
+            let inbox = &mut self.nodes[i].inbox;
+            let mut keep = BinaryHeap::new();
+            let mut stale = Vec::new();
+            for p in std::mem::take(inbox).into_vec() {
+                if p.at <= now {
+                    stale.push(p);
+                } else {
+                    keep.push(p);
+                }
+            }
+            *inbox = keep;
+            stale
+        };
+        for p in stale {
+            self.stats.messages_dropped += 1;
+            if let Input::Message { id, .. } = p.input {
+                self.trace(|| TraceEvent::Lost {
+                    time: now,
+                    id,
+                    to: node,
+                    reason: DropReason::Down,
+                });
+            }
+        }
+        let slot = &mut self.nodes[i];
+        slot.status = Status::Up;
+        slot.incarnation += 1;
+        slot.timers.clear();
+        slot.proto = Some(P::new(&self.config, node, &self.cluster));
+        self.record(now, node, Observation::Started);
+        self.run_handler(node, now, |p, env| p.on_start(env));
+    }
+
+    /// The process on `node` dies: volatile state and timers are gone, storage stays.
+    pub fn crash_node(&mut self, node: NodeId, now: SimTime) {
+        let slot = &mut self.nodes[node.index()];
+        slot.status = Status::Down;
+        slot.proto = None;
+        slot.timers.clear();
+        slot.waker = None;
+        slot.rung = false;
+        self.record(now, node, Observation::Crashed);
+    }
+
+    /// Runs one handler on `node` and applies its effects.
+    fn run_handler(
+        &mut self,
+        node: NodeId,
+        now: SimTime,
+        f: impl FnOnce(&mut P, &mut Step<'_, P::Msg, P::Timer>),
+    ) {
+        self.stats.handler_calls += 1;
+        let effects = {
+            let slot = &mut self.nodes[node.index()];
+            let proto = slot
+                .proto
+                .as_mut()
+                .expect("handlers run only on live nodes");
+            let mono = slot.clock.monotonic(now);
+            let wall = slot.clock.wall(now);
+            let mut step = Step::new(
+                node,
+                &self.cluster,
+                mono,
+                wall,
+                &mut slot.storage,
+                &mut slot.rng,
+            );
+            f(proto, &mut step);
+            step.effects
+        };
+        self.apply(node, now, effects);
+    }
+
+    fn apply(&mut self, node: NodeId, now: SimTime, effects: Vec<Effect<P::Msg, P::Timer>>) {
+        for effect in effects {
+            match effect {
+                Effect::Send { to, msg } => self.send(node, to, now, msg),
+                Effect::SetTimer { timer, after } => {
+                    let seq = self.next_seq();
+                    let slot = &mut self.nodes[node.index()];
+                    let deadline = slot.clock.monotonic(now) + after;
+                    slot.timers.insert(timer, (deadline, seq));
+                }
+                Effect::CancelTimer { timer } => {
+                    self.nodes[node.index()].timers.remove(&timer);
+                }
+                Effect::Store { .. } => {} // already applied by Step
+                Effect::Observe(obs) => self.record(now, node, obs),
+            }
+        }
+    }
+
+    fn send(&mut self, from: NodeId, to: NodeId, now: SimTime, msg: P::Msg) {
+        self.stats.messages_sent += 1;
+        let id = self.next_seq();
+        let fate = self.net.route(from, to, now, &mut self.net_rng);
+        if self.trace.is_some() {
+            let (deliver_at, dropped) = match &fate {
+                Fate::Dropped(r) => (Vec::new(), Some(*r)),
+                Fate::Delivered(at) => (at.clone(), None),
+            };
+            let msg = format!("{msg:?}");
+            self.trace(|| TraceEvent::Sent {
+                time: now,
+                id,
+                from,
+                to,
+                msg,
+                deliver_at,
+                dropped,
+            });
+        }
+        match fate {
+            Fate::Dropped(_) => self.stats.messages_dropped += 1,
+            Fate::Delivered(at) => {
+                let last = at.len() - 1;
+                let mut msg = Some(msg);
+                for (k, at) in at.into_iter().enumerate() {
+                    let m = if k == last {
+                        msg.take().expect("moved once")
+                    } else {
+                        msg.clone().expect("still here")
+                    };
+                    let seq = self.next_seq();
+                    let slot = &mut self.nodes[to.index()];
+                    slot.inbox.push(Pending {
+                        at,
+                        seq,
+                        input: Input::Message { id, from, msg: m },
+                    });
+                    if at < slot.planned_wake {
+                        self.ring(to);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Queues a client request for `node`, due now.
+    pub fn request(&mut self, node: NodeId, now: SimTime, request: Request) {
+        let seq = self.next_seq();
+        self.nodes[node.index()].inbox.push(Pending {
+            at: now,
+            seq,
+            input: Input::Request(request),
+        });
+        self.ring(node);
+    }
+
+    /// The earliest due item of `node`: the inbox top or a timer.
+    fn next_due(&self, node: NodeId, now: SimTime) -> Option<(SimTime, u64, Option<P::Timer>)> {
+        let slot = &self.nodes[node.index()];
+        let mut best = slot.inbox.peek().map(|p| (p.at, p.seq, None));
+        for (timer, (deadline, seq)) in &slot.timers {
+            let at = slot.clock.true_time_at(now, *deadline);
+            if best
+                .as_ref()
+                .is_none_or(|(b_at, b_seq, _)| (at, *seq) < (*b_at, *b_seq))
+            {
+                best = Some((at, *seq, Some(timer.clone())));
+            }
+        }
+        best
+    }
+
+    /// Runs everything due at `node` by `now`, in order; returns when it next needs to
+    /// wake (`SimTime::MAX` if nothing is scheduled).
+    pub fn process_due(&mut self, node: NodeId, now: SimTime) -> SimTime {
+        let mut count = 0u32;
+        loop {
+            if self.nodes[node.index()].status != Status::Up || self.stop_requested {
+                return SimTime::MAX;
+            }
+            let Some((at, _, timer)) = self.next_due(node, now) else {
+                self.nodes[node.index()].planned_wake = SimTime::MAX;
+                return SimTime::MAX;
+            };
+            if at > now {
+                self.nodes[node.index()].planned_wake = at;
+                return at;
+            }
+            count += 1;
+            assert!(
+                count < MAX_EVENTS_PER_INSTANT,
+                "{node} handled {count} events at {now}: a livelock in the protocol"
+            );
+            match timer {
+                Some(timer) => {
+                    self.nodes[node.index()].timers.remove(&timer);
+                    self.stats.timers_fired += 1;
+                    if self.trace.is_some() {
+                        let text = format!("{timer:?}");
+                        self.trace(|| TraceEvent::Timer {
+                            time: now,
+                            node,
+                            timer: text,
+                        });
+                    }
+                    self.run_handler(node, now, |p, env| p.on_timer(env, timer));
+                }
+                None => {
+                    let pending = self.nodes[node.index()].inbox.pop().expect("peeked");
+                    match pending.input {
+                        Input::Message { id, from, msg } => {
+                            self.stats.messages_delivered += 1;
+                            self.trace(|| TraceEvent::Delivered {
+                                time: now,
+                                id,
+                                from,
+                                to: node,
+                            });
+                            self.run_handler(node, now, |p, env| p.on_message(env, from, msg));
+                        }
+                        Input::Request(r) => {
+                            self.run_handler(node, now, |p, env| p.on_request(env, &r))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn history(&self, end: SimTime) -> History {
+        History {
+            info: RunInfo {
+                cluster: self.cluster.clone(),
+                seed: self.seed,
+                end,
+                calm_from: self.calm_from,
+            },
+            records: self.records.clone(),
+        }
+    }
+}
