@@ -10,3 +10,6 @@
 pub mod bully;
 pub mod raft;
 pub mod util;
+
+#[cfg(test)]
+mod testkit;

@@ -23,6 +23,8 @@
 //! (/work/shared/seeds/002).
 
 #[cfg(test)]
+mod cluster_tests;
+#[cfg(test)]
 mod tests;
 
 use serde::{Deserialize, Serialize};

@@ -27,6 +27,8 @@
 //! Algorithm" (2014) §5.2, §5.4.1, Figure 2; Ongaro, "Consensus: Bridging Theory and
 //! Practice" (2014) §4.2.3, §6.2, §9.6.
 
+#[cfg(test)]
+mod cluster_tests;
 mod config;
 #[cfg(test)]
 mod tests;

@@ -359,6 +359,29 @@ fn a_follower_observes_its_leader_once_and_resets_its_timer() {
 }
 
 #[test]
+fn a_candidate_follows_a_leader_of_its_own_term() {
+    let mut node = Node::started(RaftConfig::new(RaftVariant::Correct), 0);
+    node.fire(RaftTimer::Election);
+    let timeout = node.next_timeout();
+    assert_eq!(
+        node.recv(3, heartbeat(1)),
+        vec![
+            follower(1, Some(3)),
+            send(
+                3,
+                RaftMsg::AppendEntriesReply {
+                    term: 1,
+                    success: true
+                }
+            ),
+            set_timer(RaftTimer::Election, timeout),
+        ]
+    );
+    // The vote it gave itself stands.
+    assert_eq!(node.raft.voted_for(), Some(NodeId(0)));
+}
+
+#[test]
 fn a_leader_steps_down_on_a_higher_term() {
     let mut node = Node::started(RaftConfig::new(RaftVariant::Correct), 0);
     node.elect();
