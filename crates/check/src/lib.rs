@@ -327,6 +327,38 @@ mod tests {
     }
 
     #[test]
+    fn check_history_stops_feeding_a_checker_after_its_first_violation_and_finishes_the_rest() {
+        let cluster = Cluster::uniform("node", 3);
+        // Two double-applies online (only the first is reported), then an end-of-run
+        // liveness failure (no leader ever).
+        let history = H::new(cluster.clone())
+            .at_ms(10)
+            .node(0)
+            .applied("a")
+            .at_ms(20)
+            .node(1)
+            .applied("a")
+            .at_ms(30)
+            .node(2)
+            .applied("a")
+            .end_ms(100)
+            .history();
+        let mut checkers: Vec<Box<dyn Checker>> = vec![
+            build("exactly-once", &serde_json::Value::Null, &cluster).unwrap(),
+            build("leader-liveness", &json!({"within": "50ms"}), &cluster).unwrap(),
+        ];
+        let found = check_history(&history, &mut checkers);
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].checker, "exactly-once");
+        assert_eq!(found[0].records, vec![0, 1]);
+        assert_eq!(found[1].checker, "leader-liveness");
+        assert_eq!(found[1].time, SimTime(50_000_000));
+        assert!(found[1]
+            .message
+            .starts_with("no node believed it led from 0.050_000s until the end"));
+    }
+
+    #[test]
     fn check_history_reports_the_first_violation_of_each_checker() {
         let cluster = Cluster::uniform("node", 3);
         let history = H::new(cluster.clone())
