@@ -1,1 +1,64 @@
-//! tenure-scenario
+//! tenure-scenario: the scenario file format. A scenario (TOML) names the protocol and
+//! its parameters, the cluster, network defaults, per-node clocks, an explicit fault
+//! timeline, the checks, the expected outcome and a default seed.
+//!
+//! * [`load`] / [`parse`] read a file into a [`Scenario`]; anything wrong is a
+//!   [`ScenarioError`] naming the file, the line and the field
+//!   (`leader.toml:12:8: field `fault[2].node`: ...`), never a panic.
+//! * [`Scenario::resolve_cluster`] and [`Scenario::validate`] check what needs the
+//!   protocol's [`tenure_core::ProtocolInfo`] (roles, variants, node ids in range);
+//!   [`Scenario::params`] and [`Scenario::check_params`] read the raw parameter tables
+//!   into typed structs, errors again pointing into the file.
+//! * [`Scenario::to_toml`] writes a scenario back in canonical layout; parsing that
+//!   gives an equal scenario (except `file` and `source`), so fuzz and shrink can save
+//!   what they generate.
+//!
+//! # Fault kinds
+//!
+//! Each `[[fault]]` has `at` (true time since the start), `kind`, and the kind's fields:
+//!
+//! | kind | fields | effect |
+//! |---|---|---|
+//! | `partition` | `groups = [[0, 1], [2]]` | split into groups; nodes not listed form one more group |
+//! | `isolate` | `node` | cut `node` off from everyone |
+//! | `cut` | `nodes = [a, b]` | cut one link, both ways |
+//! | `one-way` | `from = [..]`, `to = [..]` | drop messages from `from` to `to`; the reverse works |
+//! | `bridge` | `node`, `groups = [[..], [..]]` | `node` sees everyone; the groups do not see each other |
+//! | `heal` | | remove every partition, cut, one-way and bridge |
+//! | `crash` / `restart` | `node` | stop (storage survives) / start again |
+//! | `pause` | `node`, `duration` | a GC/VM stall; resumes by itself |
+//! | `clock-jump` | `node`, `by = "-3s"` | the wall clock steps |
+//! | `clock-drift` | `node`, `drift = 0.01` | the clock runs at `drift` from then on |
+//! | `network` | `latency?`, `loss?`, `duplicate?` | change the global defaults from then on |
+//! | `request` | `node`, `name`, `arg = 0` | a client request to `node` |
+//!
+//! `node` fields take an id or `"leader"` ([`NodeSel`]); node lists take ids.
+//!
+//! # Checks and expectation
+//!
+//! `checks` lists the checkers to run; `[check.<name>]` gives one its parameters.
+//! `[expect] outcome = "pass"` (the default) or `outcome = "violation"` with
+//! `checker = "<one of checks>"`. An optional `[profile]` (a random fault profile) is
+//! kept raw.
+//!
+//! # A full example
+//!
+#![doc = concat!("```toml\n", include_str!("example.toml"), "```")]
+
+mod error;
+mod model;
+mod parse;
+mod resolve;
+mod serde_util;
+mod write;
+
+pub use error::{locate, ScenarioError};
+pub use model::{
+    CheckSpec, ClockSpec, ClusterSpec, Expectation, Fault, FaultEvent, Latency, LinkSpec,
+    NetworkSpec, NodeSel, ProtocolSpec, Scenario,
+};
+pub use parse::{load, parse};
+
+/// The full example from the crate docs, for tests.
+#[cfg(test)]
+pub(crate) const EXAMPLE: &str = include_str!("example.toml");

@@ -1,0 +1,469 @@
+//! The typed scenario: what a scenario file says, after parsing and the checks that need
+//! no protocol (see [`crate::resolve`] for those that do).
+//!
+//! The serde derives here mirror the TOML layout (key names, defaults, unknown fields
+//! denied), so parsing and error paths follow the file; [`Scenario`] itself is assembled
+//! by [`crate::parse`].
+
+use crate::serde_util::{drift, human, opt_probability, probability};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+use tenure_core::{NodeId, RoleSpec, SignedDuration};
+
+/// One scenario file, parsed. Fields are public: the simulator reads them, and fuzz and
+/// shrink build or edit them and write them back with [`Scenario::to_toml`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Where the scenario came from, as given to [`crate::parse`] (used in errors).
+    pub file: String,
+    /// The text it was parsed from (used by [`Scenario::error_at`] to find lines).
+    pub source: String,
+    /// `name`, or the file stem when not written.
+    pub name: String,
+    pub description: Option<String>,
+    /// The default seed (`seed`, 1 when not written).
+    pub seed: u64,
+    /// How long the run lasts in true time; more than zero.
+    pub duration: Duration,
+    pub protocol: ProtocolSpec,
+    pub cluster: ClusterSpec,
+    pub network: NetworkSpec,
+    /// Per-node clocks; nodes not listed run a perfect clock.
+    pub clocks: Vec<ClockSpec>,
+    /// The explicit fault timeline, in non-decreasing `at` order, every `at` before
+    /// `duration`.
+    pub faults: Vec<FaultEvent>,
+    /// The checks to run, in the order written, each with its raw parameters.
+    pub checks: Vec<CheckSpec>,
+    pub expect: Expectation,
+    /// The random fault profile (`[profile]`), kept raw until it is specified.
+    pub profile: Option<serde_json::Value>,
+}
+
+/// `[protocol]`: which protocol, which variant, and its raw parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProtocolSpec {
+    pub name: String,
+    /// `correct` unless written.
+    pub variant: String,
+    /// `[protocol.params]` as JSON (an object, empty when not written); the protocol
+    /// reads it with [`Scenario::params`].
+    pub params: serde_json::Value,
+}
+
+/// `[cluster]`: either a node count for the protocol's first role or a count per role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClusterSpec {
+    /// `nodes = N`: the first role gets `N` nodes, every other role its default count.
+    Nodes(u32),
+    /// `[cluster.roles]`, in the order written (a count of 0 leaves a role out). Roles
+    /// not written follow, in the protocol's order, with their default counts. Empty
+    /// when `[cluster]` is not written: every role gets its default count.
+    Roles(Vec<RoleSpec>),
+}
+
+impl Default for ClusterSpec {
+    fn default() -> Self {
+        ClusterSpec::Roles(Vec::new())
+    }
+}
+
+/// A uniform message delay range, written `["1ms", "5ms"]`; `min <= max`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Latency {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+impl Latency {
+    pub fn new(min: Duration, max: Duration) -> Latency {
+        assert!(min <= max, "latency minimum {min:?} above maximum {max:?}");
+        Latency { min, max }
+    }
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency::new(Duration::from_millis(1), Duration::from_millis(5))
+    }
+}
+
+impl Serialize for Latency {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        [
+            tenure_core::HumanDuration(self.min),
+            tenure_core::HumanDuration(self.max),
+        ]
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Latency {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let [min, max] = <[tenure_core::HumanDuration; 2]>::deserialize(d)?;
+        if min > max {
+            return Err(serde::de::Error::custom(format!(
+                "the minimum `{}` is above the maximum `{}`",
+                tenure_core::format_duration(min.0),
+                tenure_core::format_duration(max.0)
+            )));
+        }
+        Ok(Latency::new(min.0, max.0))
+    }
+}
+
+/// `[network]`: the defaults every message sees, and per-link overrides.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    #[serde(default)]
+    pub latency: Latency,
+    /// Probability that a message is lost, `0..=1`.
+    #[serde(default, deserialize_with = "probability")]
+    pub loss: f64,
+    /// Probability that a message is delivered twice, `0..=1`.
+    #[serde(default, deserialize_with = "probability")]
+    pub duplicate: f64,
+    /// `[[network.link]]`, in the order written.
+    #[serde(default, rename = "link")]
+    pub links: Vec<LinkSpec>,
+}
+
+impl Default for NetworkSpec {
+    fn default() -> Self {
+        NetworkSpec {
+            latency: Latency::default(),
+            loss: 0.0,
+            duplicate: 0.0,
+            links: Vec::new(),
+        }
+    }
+}
+
+/// `[[network.link]]`: overrides for messages from `from` to `to` (and back, if `both`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub from: NodeId,
+    pub to: NodeId,
+    #[serde(default)]
+    pub both: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+    #[serde(
+        default,
+        deserialize_with = "opt_probability",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub loss: Option<f64>,
+    #[serde(
+        default,
+        deserialize_with = "opt_probability",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duplicate: Option<f64>,
+}
+
+/// `[[clock]]`: a node's clock reads `offset + (1 + drift) * true_time`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockSpec {
+    pub node: NodeId,
+    #[serde(default)]
+    pub offset: SignedDuration,
+    /// A fraction: `0.01` runs 1% fast, `-0.01` 1% slow; more than -1.
+    #[serde(default, deserialize_with = "drift")]
+    pub drift: f64,
+}
+
+/// One entry of the fault timeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultEvent {
+    /// True time since the start of the run.
+    pub at: Duration,
+    pub fault: Fault,
+}
+
+/// Which node a fault applies to: a fixed id, or whichever node leads when the event
+/// fires (the simulator resolves it at run time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NodeSel {
+    Id(u32),
+    Leader,
+}
+
+impl NodeSel {
+    /// The fixed node, if this is not `Leader`.
+    pub fn id(self) -> Option<NodeId> {
+        match self {
+            NodeSel::Id(n) => Some(NodeId(n)),
+            NodeSel::Leader => None,
+        }
+    }
+}
+
+impl fmt::Display for NodeSel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeSel::Id(n) => write!(f, "{n}"),
+            NodeSel::Leader => write!(f, "leader"),
+        }
+    }
+}
+
+impl Serialize for NodeSel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            NodeSel::Id(n) => s.serialize_u32(*n),
+            NodeSel::Leader => s.serialize_str("leader"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for NodeSel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = NodeSel;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a node id (an integer) or \"leader\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<NodeSel, E> {
+                u32::try_from(v)
+                    .map(NodeSel::Id)
+                    .map_err(|_| E::custom(format!("node id {v} is too large")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<NodeSel, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::custom(format!(
+                        "node id {v} is negative; ids count from 0"
+                    ))),
+                }
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NodeSel, E> {
+                if v == "leader" {
+                    Ok(NodeSel::Leader)
+                } else {
+                    Err(E::custom(format!(
+                        "expected a node id (an integer) or \"leader\", found \"{v}\""
+                    )))
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// What happens at a fault event. In a file: `kind = "<kebab-case name>"` plus the
+/// variant's fields. Single `node` fields take a [`NodeSel`]; node lists take ids.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Fault {
+    /// Split into `groups`; nodes not listed form one more group together.
+    Partition { groups: Vec<Vec<NodeId>> },
+    /// Cut `node` off from everyone, both ways.
+    Isolate { node: NodeSel },
+    /// Cut the one link between two nodes, both ways.
+    Cut { nodes: [NodeId; 2] },
+    /// Drop messages from any of `from` to any of `to`; the reverse direction works.
+    OneWay { from: Vec<NodeId>, to: Vec<NodeId> },
+    /// A partial partition: `node` sees everyone, the groups do not see each other.
+    Bridge {
+        node: NodeSel,
+        groups: Vec<Vec<NodeId>>,
+    },
+    /// Remove every partition, cut, one-way and bridge.
+    Heal {},
+    /// Stop the process: volatile state and timers are lost, storage survives.
+    Crash { node: NodeSel },
+    /// Start a crashed process again.
+    Restart { node: NodeSel },
+    /// Stall the process (GC, VM) for `duration`; it resumes by itself, beliefs intact.
+    Pause {
+        node: NodeSel,
+        #[serde(with = "human")]
+        duration: Duration,
+    },
+    /// Step the node's wall clock by `by` (monotonic time does not jump).
+    ClockJump { node: NodeSel, by: SignedDuration },
+    /// The node's clock runs at `drift` from now on.
+    ClockDrift {
+        node: NodeSel,
+        #[serde(deserialize_with = "drift")]
+        drift: f64,
+    },
+    /// Change the global network defaults from now on (fields not written keep theirs).
+    Network {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        latency: Option<Latency>,
+        #[serde(
+            default,
+            deserialize_with = "opt_probability",
+            skip_serializing_if = "Option::is_none"
+        )]
+        loss: Option<f64>,
+        #[serde(
+            default,
+            deserialize_with = "opt_probability",
+            skip_serializing_if = "Option::is_none"
+        )]
+        duplicate: Option<f64>,
+    },
+    /// A client request delivered to `node` (see `tenure_core::Request`).
+    Request {
+        node: NodeSel,
+        name: String,
+        #[serde(default)]
+        arg: i64,
+    },
+}
+
+impl Fault {
+    /// Every `kind` a fault event may have, as written in files.
+    pub const KINDS: &'static [&'static str] = &[
+        "partition",
+        "isolate",
+        "cut",
+        "one-way",
+        "bridge",
+        "heal",
+        "crash",
+        "restart",
+        "pause",
+        "clock-jump",
+        "clock-drift",
+        "network",
+        "request",
+    ];
+
+    /// This fault's `kind`, as written in files.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Fault::Partition { .. } => "partition",
+            Fault::Isolate { .. } => "isolate",
+            Fault::Cut { .. } => "cut",
+            Fault::OneWay { .. } => "one-way",
+            Fault::Bridge { .. } => "bridge",
+            Fault::Heal {} => "heal",
+            Fault::Crash { .. } => "crash",
+            Fault::Restart { .. } => "restart",
+            Fault::Pause { .. } => "pause",
+            Fault::ClockJump { .. } => "clock-jump",
+            Fault::ClockDrift { .. } => "clock-drift",
+            Fault::Network { .. } => "network",
+            Fault::Request { .. } => "request",
+        }
+    }
+}
+
+/// One entry of `checks`, with its `[check.<name>]` table as JSON (an empty object when
+/// not written).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckSpec {
+    pub name: String,
+    pub params: serde_json::Value,
+}
+
+/// `[expect]`: what the run must end with.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Expectation {
+    /// Every check passes.
+    #[default]
+    Pass,
+    /// `checker` (one of the scenario's checks) reports a violation.
+    Violation { checker: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_listed_and_named_by_serde() {
+        let faults = [
+            Fault::Partition { groups: vec![] },
+            Fault::Isolate {
+                node: NodeSel::Leader,
+            },
+            Fault::Cut {
+                nodes: [NodeId(0), NodeId(1)],
+            },
+            Fault::OneWay {
+                from: vec![],
+                to: vec![],
+            },
+            Fault::Bridge {
+                node: NodeSel::Id(0),
+                groups: vec![],
+            },
+            Fault::Heal {},
+            Fault::Crash {
+                node: NodeSel::Id(1),
+            },
+            Fault::Restart {
+                node: NodeSel::Id(1),
+            },
+            Fault::Pause {
+                node: NodeSel::Id(1),
+                duration: Duration::from_secs(1),
+            },
+            Fault::ClockJump {
+                node: NodeSel::Id(1),
+                by: SignedDuration(-1),
+            },
+            Fault::ClockDrift {
+                node: NodeSel::Id(1),
+                drift: 0.5,
+            },
+            Fault::Network {
+                latency: None,
+                loss: None,
+                duplicate: None,
+            },
+            Fault::Request {
+                node: NodeSel::Id(1),
+                name: "put".into(),
+                arg: 0,
+            },
+        ];
+        let kinds: Vec<&str> = faults.iter().map(Fault::kind).collect();
+        assert_eq!(kinds, Fault::KINDS);
+        for f in &faults {
+            let json = serde_json::to_value(f).unwrap();
+            let tag = json.as_object().unwrap().keys().next().unwrap().clone();
+            assert_eq!(tag, f.kind());
+            assert_eq!(&serde_json::from_value::<Fault>(json).unwrap(), f);
+        }
+    }
+
+    #[test]
+    fn node_selectors_read_ids_and_leader() {
+        assert_eq!(
+            serde_json::from_str::<NodeSel>("3").unwrap(),
+            NodeSel::Id(3)
+        );
+        assert_eq!(
+            serde_json::from_str::<NodeSel>("\"leader\"").unwrap(),
+            NodeSel::Leader
+        );
+        let err = serde_json::from_str::<NodeSel>("\"boss\"").unwrap_err();
+        assert!(err.to_string().contains("\"leader\""), "{err}");
+        let err = serde_json::from_str::<NodeSel>("-1").unwrap_err();
+        assert!(err.to_string().contains("negative"), "{err}");
+        assert_eq!(NodeSel::Leader.id(), None);
+        assert_eq!(NodeSel::Id(2).id(), Some(NodeId(2)));
+    }
+
+    #[test]
+    fn latency_rejects_min_above_max() {
+        let l: Latency = serde_json::from_str(r#"["1ms","5ms"]"#).unwrap();
+        assert_eq!(
+            l,
+            Latency::new(Duration::from_millis(1), Duration::from_millis(5))
+        );
+        let err = serde_json::from_str::<Latency>(r#"["5ms","1ms"]"#).unwrap_err();
+        assert!(err.to_string().contains("above the maximum"), "{err}");
+    }
+}
