@@ -37,6 +37,13 @@ impl<P: Protocol> Control<'_, P> {
         self.world.trace_fault(self.now, kind, nodes, detail);
     }
 
+    /// Records in the trace that an event aimed at "the leader" found none.
+    pub fn note_skipped(&mut self, kind: &'static str) {
+        let detail = format!("{kind} skipped: no node believes it leads");
+        tracing::info!(%detail, "fault skipped");
+        self.world.trace_fault(self.now, "skipped", Vec::new(), detail);
+    }
+
     /// Schedules `action` to run `after` from now.
     pub fn after(&mut self, after: Duration, action: Action<P>) {
         self.later.push((self.now + after, action));

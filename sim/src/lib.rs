@@ -14,6 +14,8 @@
 pub mod clock;
 mod control;
 mod host;
+pub mod play;
+pub mod registry;
 pub mod net;
 pub mod rng;
 mod run;
@@ -22,6 +24,7 @@ mod world;
 
 pub use control::{Action, Control};
 pub use net::{DropReason, LinkOverride, LinkSettings};
+pub use play::{judge, simulation, Prepared, Report, RunOptions};
 pub use run::{RunOutput, Sim};
 pub use trace::{trace_hash, TraceEvent};
 pub use world::{RecordHook, Stats, Status};

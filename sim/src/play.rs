@@ -1,0 +1,246 @@
+//! Running a scenario file: validate it against its protocol and checkers, turn its
+//! timeline into fault verbs, run a seed with the checkers online, and judge the result
+//! against the scenario's expectation.
+
+use crate::control::Control;
+use crate::net::{LinkOverride, LinkSettings};
+use crate::registry;
+use crate::run::{RunOutput, Sim};
+use crate::trace::TraceEvent;
+use crate::world::Stats;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+use tenure_check::{Checker, Violation};
+use tenure_core::{Cluster, Configurable, History, NodeId, Protocol, Request};
+use tenure_scenario::{Expectation, Fault, NodeSel, Scenario, ScenarioError};
+
+/// How to run a seed.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Keep the full trace (messages, timers, faults).
+    pub trace: bool,
+    /// Stop the run at the first violation (fuzzing); otherwise run to the end so every
+    /// check is judged.
+    pub stop_at_first_violation: bool,
+}
+
+/// The result of one seed of one scenario.
+pub struct Report {
+    pub seed: u64,
+    /// First violation of each failed check, in the order the checks are listed.
+    pub violations: Vec<Violation>,
+    pub history: History,
+    pub trace: Option<Vec<TraceEvent>>,
+    pub stats: Stats,
+    pub stopped_early: bool,
+    /// Whether the run met the scenario's `[expect]`.
+    pub expectation_met: bool,
+}
+
+impl Report {
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// A scenario checked against its protocol, ready to run any seed.
+pub struct Prepared {
+    pub scenario: Scenario,
+    pub cluster: Cluster,
+    pub info: &'static tenure_core::ProtocolInfo,
+    runner: Box<dyn Fn(u64, &RunOptions) -> Report + Send + Sync>,
+}
+
+impl Prepared {
+    /// Validates everything that can be known before running: protocol, variant,
+    /// parameters, cluster, node ids, checks and their parameters.
+    pub fn new(scenario: Scenario) -> Result<Prepared, ScenarioError> {
+        let Some(entry) = registry::lookup(&scenario.protocol.name) else {
+            let msg = format!(
+                "unknown protocol `{}`; known protocols: {}",
+                scenario.protocol.name,
+                registry::names().join(", ")
+            );
+            return Err(scenario.error_at("protocol.name", msg));
+        };
+        let cluster = scenario.resolve_cluster(entry.info)?;
+        scenario.validate(entry.info, &cluster)?;
+        build_checkers(&scenario, &cluster)?;
+        let runner = entry.playable.prepare(&scenario, &cluster)?;
+        Ok(Prepared { scenario, cluster, info: entry.info, runner })
+    }
+
+    pub fn run(&self, seed: u64, options: &RunOptions) -> Report {
+        (self.runner)(seed, options)
+    }
+}
+
+/// Builds the scenario's checkers afresh (they are stateful: one set per run).
+pub fn build_checkers(scenario: &Scenario, cluster: &Cluster) -> Result<Vec<Box<dyn Checker>>, ScenarioError> {
+    scenario
+        .checks
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            tenure_check::build(&spec.name, &spec.params, cluster).map_err(|e| {
+                let path = if e.field.is_empty() {
+                    format!("checks[{i}]")
+                } else {
+                    format!("check.{}.{}", spec.name, e.field)
+                };
+                scenario.error_at(&path, e.message)
+            })
+        })
+        .collect()
+}
+
+/// A protocol that can play scenarios (type-erased over `P`).
+pub(crate) trait Playable {
+    #[allow(clippy::type_complexity)]
+    fn prepare(
+        &self,
+        scenario: &Scenario,
+        cluster: &Cluster,
+    ) -> Result<Box<dyn Fn(u64, &RunOptions) -> Report + Send + Sync>, ScenarioError>;
+}
+
+pub(crate) struct Protocolled<P>(pub PhantomData<fn() -> P>);
+
+impl<P: Configurable> Playable for Protocolled<P>
+where
+    P::Config: Sync,
+{
+    fn prepare(
+        &self,
+        scenario: &Scenario,
+        cluster: &Cluster,
+    ) -> Result<Box<dyn Fn(u64, &RunOptions) -> Report + Send + Sync>, ScenarioError> {
+        let params: P::Params = scenario.params()?;
+        let config = P::configure(params, &scenario.protocol.variant, cluster).map_err(|e| scenario.param_error(&e))?;
+        let scenario = scenario.clone();
+        let cluster = cluster.clone();
+        Ok(Box::new(move |seed, options| play::<P>(&scenario, &cluster, config.clone(), seed, options)))
+    }
+}
+
+/// Builds the simulation a scenario describes (without checkers).
+pub fn simulation<P: Protocol>(scenario: &Scenario, cluster: &Cluster, config: P::Config, seed: u64) -> Sim<P> {
+    let net = &scenario.network;
+    let mut sim = Sim::<P>::new(cluster.clone(), config, seed).duration(scenario.duration).network(LinkSettings {
+        latency: (net.latency.min, net.latency.max),
+        loss: net.loss,
+        duplicate: net.duplicate,
+    });
+    for link in &net.links {
+        let o = LinkOverride {
+            latency: link.latency.map(|l| (l.min, l.max)),
+            loss: link.loss,
+            duplicate: link.duplicate,
+        };
+        sim = sim.link(link.from, link.to, o.clone());
+        if link.both {
+            sim = sim.link(link.to, link.from, o);
+        }
+    }
+    for c in &scenario.clocks {
+        sim = sim.clock(c.node, c.offset.0, c.drift);
+    }
+    for event in &scenario.faults {
+        let fault = event.fault.clone();
+        sim = sim.at(event.at, move |c| apply(c, &fault));
+    }
+    sim
+}
+
+fn play<P: Protocol>(scenario: &Scenario, cluster: &Cluster, config: P::Config, seed: u64, options: &RunOptions) -> Report {
+    let checkers = build_checkers(scenario, cluster).expect("checked when prepared");
+    let slots: Vec<Option<Violation>> = checkers.iter().map(|_| None).collect();
+    let state = Arc::new(Mutex::new((checkers, slots)));
+    let hook_state = state.clone();
+    let stop_at_first = options.stop_at_first_violation;
+    let sim = simulation::<P>(scenario, cluster, config, seed).trace(options.trace).on_record(Box::new(
+        move |index, record| {
+            let mut guard = hook_state.lock().unwrap_or_else(|p| p.into_inner());
+            let (checkers, slots) = &mut *guard;
+            let mut found = false;
+            for (checker, slot) in checkers.iter_mut().zip(slots.iter_mut()) {
+                if slot.is_none() {
+                    *slot = checker.on_record(index, record);
+                    found |= slot.is_some();
+                }
+            }
+            found && stop_at_first
+        },
+    ));
+    let RunOutput { history, trace, stats, stopped_early } = sim.run();
+    let mut guard = state.lock().unwrap_or_else(|p| p.into_inner());
+    let (checkers, slots) = &mut *guard;
+    if !stopped_early {
+        for (checker, slot) in checkers.iter_mut().zip(slots.iter_mut()) {
+            if slot.is_none() {
+                *slot = checker.finish(&history.info);
+            }
+        }
+    }
+    let violations: Vec<Violation> = slots.iter_mut().filter_map(Option::take).collect();
+    let expectation_met = judge(&scenario.expect, &violations, stopped_early);
+    Report { seed, violations, history, trace, stats, stopped_early, expectation_met }
+}
+
+/// `pass`: no check failed. `violation`: the named check failed and every other passed.
+pub fn judge(expect: &Expectation, violations: &[Violation], stopped_early: bool) -> bool {
+    match expect {
+        Expectation::Pass => violations.is_empty(),
+        Expectation::Violation { checker } => {
+            violations.iter().any(|v| v.checker == checker)
+                && (stopped_early || violations.iter().all(|v| v.checker == checker))
+        }
+    }
+}
+
+fn resolve<P: Protocol>(c: &Control<'_, P>, sel: NodeSel) -> Option<NodeId> {
+    match sel {
+        NodeSel::Id(n) => Some(NodeId(n)),
+        NodeSel::Leader => c.leader(),
+    }
+}
+
+/// Applies one timeline event. A `leader` selector with no leader at that instant skips
+/// the event (the trace says so).
+fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
+    let target = |c: &Control<'_, P>, sel: &NodeSel| resolve(c, *sel);
+    let node = match fault {
+        Fault::Isolate { node }
+        | Fault::Bridge { node, .. }
+        | Fault::Crash { node }
+        | Fault::Restart { node }
+        | Fault::Pause { node, .. }
+        | Fault::ClockJump { node, .. }
+        | Fault::ClockDrift { node, .. }
+        | Fault::Request { node, .. } => match target(c, node) {
+            Some(n) => Some(n),
+            None => {
+                c.note_skipped(fault.kind());
+                return;
+            }
+        },
+        _ => None,
+    };
+    let n = || node.expect("resolved above");
+    match fault {
+        Fault::Partition { groups } => c.partition(groups),
+        Fault::Isolate { .. } => c.isolate(n()),
+        Fault::Cut { nodes } => c.cut(nodes[0], nodes[1]),
+        Fault::OneWay { from, to } => c.one_way(from, to),
+        Fault::Bridge { groups, .. } => c.bridge(n(), groups),
+        Fault::Heal {} => c.heal(),
+        Fault::Crash { .. } => c.crash(n()),
+        Fault::Restart { .. } => c.restart(n()),
+        Fault::Pause { duration, .. } => c.pause(n(), *duration),
+        Fault::ClockJump { by, .. } => c.clock_jump(n(), by.0),
+        Fault::ClockDrift { drift, .. } => c.clock_drift(n(), *drift),
+        Fault::Network { latency, loss, duplicate } => c.network(latency.map(|l| (l.min, l.max)), *loss, *duplicate),
+        Fault::Request { name, arg, .. } => c.request(n(), Request { name: name.clone(), arg: *arg }),
+    }
+}
+

@@ -1,0 +1,35 @@
+//! Every protocol the `tenure` tool can run by name. Adding a protocol to the zoo means
+//! one line here.
+
+use crate::play::{Playable, Protocolled};
+use tenure_core::ProtocolInfo;
+use tenure_protocols::{bully::Bully, raft::Raft};
+
+/// A protocol of the zoo, type-erased.
+pub struct Entry {
+    pub info: &'static ProtocolInfo,
+    pub(crate) playable: &'static (dyn Playable + Sync),
+}
+
+macro_rules! zoo {
+    ($($ty:ty),* $(,)?) => {
+        /// The zoo, in the order `tenure list` shows it.
+        pub fn entries() -> Vec<Entry> {
+            vec![$(Entry {
+                info: <$ty as tenure_core::Configurable>::info(),
+                playable: &Protocolled::<$ty>(std::marker::PhantomData),
+            }),*]
+        }
+    };
+}
+
+zoo!(Raft, Bully);
+
+pub fn lookup(name: &str) -> Option<Entry> {
+    entries().into_iter().find(|e| e.info.name == name)
+}
+
+/// The protocol names, for error messages.
+pub fn names() -> Vec<&'static str> {
+    entries().iter().map(|e| e.info.name).collect()
+}
