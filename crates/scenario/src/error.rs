@@ -20,7 +20,7 @@ pub struct ScenarioError {
 }
 
 impl fmt::Display for ScenarioError {
-    /// `file:line:col: field `x`: message`, leaving out what is unknown.
+    /// ``file:line:col: field `x`: message``, leaving out what is unknown.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.file)?;
         if let Some(line) = self.line {
@@ -124,6 +124,19 @@ pub(crate) fn split_path(path: &str) -> Vec<PathStep> {
 /// except that a path whose first key is missing points at the start of the file, where
 /// top-level keys belong.
 pub fn locate(source: &str, path: &str) -> Option<usize> {
+    walk(source, path).map(|(offset, _)| offset)
+}
+
+/// Whether every step of `path` is written in `source`.
+pub(crate) fn is_written(source: &str, path: &str) -> bool {
+    walk(source, path).is_some_and(|(_, exact)| exact)
+}
+
+/// [`locate`], and whether the whole path was found.
+fn walk(source: &str, path: &str) -> Option<(usize, bool)> {
+    if source.trim().is_empty() {
+        return None; // a scenario built in code, not read from a file
+    }
     let doc = toml_edit::ImDocument::parse(source).ok()?;
     let steps = split_path(path);
     if steps.is_empty() {
@@ -131,16 +144,18 @@ pub fn locate(source: &str, path: &str) -> Option<usize> {
     }
     let mut best: Option<Range<usize>> = Some(0..0);
     let mut node = Node::Item(doc.as_item());
+    let mut found = 0;
     for step in &steps {
         let Some((span, next)) = node.step(step) else {
             break;
         };
+        found += 1;
         if span.is_some() {
             best = span;
         }
         node = next;
     }
-    best.map(|r| r.start)
+    best.map(|r| (r.start, found == steps.len()))
 }
 
 /// Where the walk is: toml_edit distinguishes items (tables, arrays of tables) from
@@ -249,7 +264,10 @@ groups = [[0, 1], [2]]
         assert_eq!(line_of("protocol.variant"), Some(4));
         assert_eq!(line_of("expect.checker"), Some(1));
         assert_eq!(line_of(""), None);
+        assert_eq!(locate("", "seed"), None);
         assert_eq!(locate("not toml = = =", "seed"), None);
+        assert!(is_written(SOURCE, "fault[1].groups[0]"));
+        assert!(!is_written(SOURCE, "fault[1].node"));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //!
 //! * [`load`] / [`parse`] read a file into a [`Scenario`]; anything wrong is a
 //!   [`ScenarioError`] naming the file, the line and the field
-//!   (`leader.toml:12:8: field `fault[2].node`: ...`), never a panic.
+//!   (``leader.toml:12:8: field `fault[2].node`: ...``), never a panic.
 //! * [`Scenario::resolve_cluster`] and [`Scenario::validate`] check what needs the
 //!   protocol's [`tenure_core::ProtocolInfo`] (roles, variants, node ids in range);
 //!   [`Scenario::params`] and [`Scenario::check_params`] read the raw parameter tables

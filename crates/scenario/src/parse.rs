@@ -210,7 +210,7 @@ pub(crate) fn de_error(
         if let Some(name) = quoted_after(&message, lead) {
             // serde_path_to_error has already stepped into an unknown key, not into a
             // missing one.
-            let last = path.iter().last();
+            let last = path.iter().next_back();
             let field = match last {
                 Some(serde_path_to_error::Segment::Map { key }) if key == name => field,
                 _ => child(&field, name),
@@ -514,5 +514,333 @@ impl Reader<'_> {
             )),
             (Outcome::Violation, Some(checker)) => Ok(Expectation::Violation { checker }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EXAMPLE;
+
+    const HEAD: &str = "duration = \"10s\"\n[protocol]\nname = \"raft\"\n";
+
+    /// Parses `HEAD` + `rest` as `bad.toml` and expects an error on `line` at `field`.
+    fn error(rest: &str) -> ScenarioError {
+        let source = format!("{HEAD}{rest}");
+        parse(&source, "dir/bad.toml").expect_err("the scenario should be rejected")
+    }
+
+    fn assert_error(err: &ScenarioError, line: usize, field: &str, says: &str) {
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("dir/bad.toml:{line}:")),
+            "wrong file/line: {text}"
+        );
+        assert_eq!(err.line, Some(line), "{text}");
+        assert_eq!(err.field, field, "{text}");
+        if !field.is_empty() {
+            assert!(text.contains(&format!("field `{field}`")), "{text}");
+        }
+        assert!(text.contains(says), "`{says}` not in: {text}");
+    }
+
+    #[test]
+    fn a_minimal_file_gets_the_defaults() {
+        let s = parse(HEAD, "dir/leader-crash.toml").unwrap();
+        assert_eq!(s.name, "leader-crash");
+        assert_eq!(s.file, "dir/leader-crash.toml");
+        assert_eq!(s.source, HEAD);
+        assert_eq!(s.description, None);
+        assert_eq!(s.seed, 1);
+        assert_eq!(s.duration, Duration::from_secs(10));
+        assert_eq!(s.protocol.variant, "correct");
+        assert_eq!(s.protocol.params, serde_json::json!({}));
+        assert_eq!(s.cluster, ClusterSpec::Roles(vec![]));
+        assert_eq!(s.network, NetworkSpec::default());
+        assert!(s.clocks.is_empty() && s.faults.is_empty() && s.checks.is_empty());
+        assert_eq!(s.expect, Expectation::Pass);
+        assert_eq!(s.profile, None);
+    }
+
+    #[test]
+    fn the_full_example_parses_as_written() {
+        let s = parse(EXAMPLE, "leader.toml").unwrap();
+        assert_eq!(s.name, "leader crash");
+        assert_eq!(
+            s.cluster,
+            ClusterSpec::Roles(vec![
+                RoleSpec {
+                    role: "server".into(),
+                    count: 5
+                },
+                RoleSpec {
+                    role: "client".into(),
+                    count: 1
+                },
+            ])
+        );
+        assert_eq!(s.network.loss, 0.01);
+        assert_eq!(
+            s.network.links,
+            vec![LinkSpec {
+                from: NodeId(1),
+                to: NodeId(2),
+                both: true,
+                latency: Some(Latency::new(
+                    Duration::from_millis(20),
+                    Duration::from_millis(20)
+                )),
+                loss: Some(0.5),
+                duplicate: None,
+            }]
+        );
+        assert_eq!(
+            s.clocks,
+            vec![ClockSpec {
+                node: NodeId(2),
+                offset: tenure_core::SignedDuration(-3_000_000_000),
+                drift: 0.01,
+            }]
+        );
+        assert_eq!(s.faults.len(), 8);
+        assert_eq!(
+            s.faults[1],
+            FaultEvent {
+                at: Duration::from_secs(5),
+                fault: Fault::Crash {
+                    node: NodeSel::Leader
+                },
+            }
+        );
+        assert_eq!(
+            s.faults[7].fault,
+            Fault::Request {
+                node: NodeSel::Id(5),
+                name: "put".into(),
+                arg: 7
+            }
+        );
+        let names: Vec<&str> = s.checks.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "single-leader-per-term",
+                "single-leader-at-a-time",
+                "leader-liveness"
+            ]
+        );
+        assert_eq!(s.checks[0].params, serde_json::json!({}));
+        assert_eq!(s.checks[2].params, serde_json::json!({"within": "5s"}));
+        assert_eq!(
+            s.protocol.params,
+            serde_json::json!({"election_timeout": ["150ms", "300ms"], "heartbeat": "50ms"})
+        );
+    }
+
+    #[test]
+    fn malformed_toml_names_file_and_line() {
+        let err = error("variant = = \"x\"\n");
+        assert_error(&err, 4, "", "invalid string");
+        assert_eq!(err.column, Some(11));
+    }
+
+    #[test]
+    fn unknown_top_level_field() {
+        let err = parse(
+            "duration = \"1s\"\nbogus = 1\n[protocol]\nname = \"x\"\n",
+            "dir/bad.toml",
+        )
+        .unwrap_err();
+        assert_error(
+            &err,
+            2,
+            "bogus",
+            "unknown field `bogus`, expected one of `name`",
+        );
+    }
+
+    #[test]
+    fn unknown_nested_field() {
+        let err = error("varient = \"broken\"\n");
+        assert_error(
+            &err,
+            4,
+            "protocol.varient",
+            "expected one of `name`, `variant`",
+        );
+    }
+
+    #[test]
+    fn negative_duration() {
+        let err = parse(
+            "\n\nduration = \"-5s\"\n[protocol]\nname = \"x\"\n",
+            "dir/bad.toml",
+        )
+        .unwrap_err();
+        assert_error(&err, 3, "duration", "negative");
+        let err = parse(
+            "duration = \"0s\"\n[protocol]\nname = \"x\"\n",
+            "dir/bad.toml",
+        )
+        .unwrap_err();
+        assert_error(&err, 1, "duration", "more than zero");
+    }
+
+    #[test]
+    fn missing_duration() {
+        let err = parse("seed = 3\n[protocol]\nname = \"x\"\n", "dir/bad.toml").unwrap_err();
+        assert_error(&err, 1, "duration", "missing field `duration`");
+    }
+
+    #[test]
+    fn loss_above_one() {
+        let err = error("[network]\nlatency = [\"1ms\", \"2ms\"]\nloss = 1.5\n");
+        assert_error(&err, 6, "network.loss", "1.5 is not a probability");
+        let err = error("[[network.link]]\nfrom = 0\nto = 1\nduplicate = -0.1\n");
+        assert_error(&err, 7, "network.link[0].duplicate", "not a probability");
+        let err = error("[[fault]]\nat = \"1s\"\nkind = \"network\"\nloss = 2\n");
+        assert_error(&err, 7, "fault[0].loss", "not a probability");
+    }
+
+    #[test]
+    fn latency_minimum_above_maximum() {
+        let err = error("[network]\nlatency = [\"5ms\", \"1ms\"]\n");
+        assert_error(&err, 5, "network.latency", "above the maximum");
+    }
+
+    #[test]
+    fn unsorted_fault_times() {
+        let err = error(
+            "[[fault]]\nat = \"5s\"\nkind = \"heal\"\n\n[[fault]]\nat = \"4s\"\nkind = \"heal\"\n",
+        );
+        assert_error(&err, 9, "fault[1].at", "before the previous event's `5s`");
+    }
+
+    #[test]
+    fn fault_after_the_end() {
+        let err = error("[[fault]]\nat = \"10s\"\nkind = \"heal\"\n");
+        assert_error(&err, 5, "fault[0].at", "not before the end of the run");
+    }
+
+    #[test]
+    fn unknown_fault_kind_lists_the_kinds() {
+        let err = error("[[fault]]\nat = \"1s\"\nkind = \"explode\"\n");
+        assert_error(&err, 6, "fault[0].kind", "unknown fault kind `explode`");
+        assert!(
+            err.message.contains("partition, isolate, cut, one-way"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn fault_fields_are_named() {
+        let err = error("[[fault]]\nat = \"1s\"\nkind = \"crash\"\nnode = \"boss\"\n");
+        assert_error(&err, 7, "fault[0].node", "or \"leader\"");
+        let err = error("[[fault]]\nat = \"1s\"\nkind = \"crash\"\nnodes = 1\n");
+        assert_error(&err, 7, "fault[0].nodes", "unknown field `nodes`");
+        let err = error("[[fault]]\nat = \"1s\"\nkind = \"pause\"\nnode = 1\n");
+        assert_error(&err, 4, "fault[0].duration", "missing field `duration`");
+        let err = error("[[fault]]\nkind = \"heal\"\n");
+        assert_error(&err, 4, "fault[0].at", "missing field `at`");
+        let err = error("[[fault]]\nat = \"1s\"\nkind = \"partition\"\ngroups = [[0, 1], [1]]\n");
+        assert_error(&err, 7, "fault[0].groups[1][0]", "node 1 appears twice");
+        let err = error("[[fault]]\nat = \"1s\"\nkind = \"clock-drift\"\nnode = 1\ndrift = -1.5\n");
+        assert_error(&err, 8, "fault[0].drift", "drift -1.5 is out of range");
+        let err = error("[[fault]]\nat = \"1s\"\nkind = \"cut\"\nnodes = [2, 2]\n");
+        assert_error(&err, 7, "fault[0].nodes", "two different nodes");
+    }
+
+    #[test]
+    fn violation_naming_a_checker_not_in_checks() {
+        let err = parse(
+            "duration = \"1s\"\nchecks = [\"a\"]\n[protocol]\nname = \"x\"\n[expect]\n\
+             outcome = \"violation\"\nchecker = \"b\"\n",
+            "dir/bad.toml",
+        )
+        .unwrap_err();
+        assert_error(
+            &err,
+            7,
+            "expect.checker",
+            "`b` is not one of the checks [a]",
+        );
+        let err = error("[expect]\noutcome = \"violation\"\n");
+        assert_error(&err, 4, "expect.checker", "needs `checker`");
+        let err = error("[expect]\noutcome = \"maybe\"\n");
+        assert_error(&err, 5, "expect.outcome", "unknown variant `maybe`");
+    }
+
+    #[test]
+    fn check_parameters_need_a_listed_check() {
+        let err = error("[check.liveness]\nwithin = \"1s\"\n");
+        assert_error(&err, 4, "check.liveness", "not in `checks`");
+        let err = parse(
+            "duration = \"1s\"\nchecks = [\"a\", \"a\"]\n[protocol]\nname = \"x\"\n",
+            "dir/bad.toml",
+        )
+        .unwrap_err();
+        assert_error(&err, 2, "checks[1]", "listed twice");
+    }
+
+    #[test]
+    fn cluster_is_nodes_or_roles() {
+        let err = error("[cluster]\nnodes = 3\n[cluster.roles]\nserver = 3\n");
+        assert_error(&err, 5, "cluster.nodes", "not both");
+        let err = error("[cluster]\nnodes = 0\n");
+        assert_error(&err, 5, "cluster.nodes", "at least one node");
+        let err = error("[cluster.roles]\nserver = -1\n");
+        assert_error(&err, 5, "cluster.roles.server", "expected u32");
+    }
+
+    #[test]
+    fn clocks_and_links_are_checked() {
+        let err = error("[[clock]]\nnode = 1\ndrift = -1\n");
+        assert_error(&err, 6, "clock[0].drift", "out of range");
+        let err = error("[[clock]]\nnode = 1\n[[clock]]\nnode = 1\n");
+        assert_error(&err, 7, "clock[1].node", "already has a [[clock]]");
+        let err = error("[[network.link]]\nfrom = 1\nto = 1\n");
+        assert_error(&err, 6, "network.link[0].to", "two different nodes");
+    }
+
+    #[test]
+    fn non_finite_parameters_are_errors() {
+        let err = error("[protocol.params]\nx = [1.0, nan]\n");
+        assert_error(&err, 5, "protocol.params.x[1]", "not a finite number");
+    }
+
+    #[test]
+    fn an_unreadable_file_is_an_error_without_a_line() {
+        let err = load(Path::new("/nonexistent/x.toml")).unwrap_err();
+        assert_eq!(err.line, None);
+        assert!(
+            err.to_string()
+                .starts_with("/nonexistent/x.toml: cannot read the scenario"),
+            "{err}"
+        );
+    }
+
+    /// Whatever the input, parsing returns; it never panics.
+    #[test]
+    fn no_input_makes_the_parser_panic() {
+        let mut inputs: Vec<String> = (0..=EXAMPLE.len())
+            .filter(|i| EXAMPLE.is_char_boundary(*i))
+            .map(|i| EXAMPLE[..i].to_string())
+            .collect();
+        let lines: Vec<&str> = EXAMPLE.lines().collect();
+        for skip in 0..lines.len() {
+            let mut without = lines.clone();
+            without.remove(skip);
+            inputs.push(without.join("\n"));
+        }
+        let mut parsed = 0;
+        for input in &inputs {
+            let result = std::panic::catch_unwind(|| parse(input, "fuzz.toml"));
+            match result {
+                Ok(Ok(_)) => parsed += 1,
+                Ok(Err(e)) => assert_eq!(e.file, "fuzz.toml"),
+                Err(_) => panic!("parse panicked on:\n{input}"),
+            }
+        }
+        assert!(parsed > 0, "some line deletions leave a valid file");
     }
 }

@@ -143,7 +143,15 @@ impl Scenario {
     /// `check.<name>.<path>`. Panics if `index` is out of range (a bug in the caller).
     pub fn check_params<T: DeserializeOwned>(&self, index: usize) -> Result<T, ScenarioError> {
         let check = &self.checks[index];
-        self.read_json(&check.params, &format!("check.{}", check.name))
+        let prefix = format!("check.{}", check.name);
+        self.read_json(&check.params, &prefix).map_err(|mut e| {
+            // No `[check.<name>]` table: the check's entry in `checks` is the place.
+            if !crate::error::is_written(&self.source, &prefix) {
+                let at = self.error_at(&format!("checks[{index}]"), "");
+                (e.line, e.column) = (at.line, at.column);
+            }
+            e
+        })
     }
 
     fn read_json<T: DeserializeOwned>(
@@ -198,4 +206,234 @@ fn fault_nodes(fault: &Fault) -> Vec<(String, NodeId)> {
         Fault::Heal {} | Fault::Network { .. } => {}
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse;
+    use serde::Deserialize;
+    use tenure_core::{HumanDuration, RoleInfo, VariantInfo};
+
+    static LOCKS: ProtocolInfo = ProtocolInfo {
+        name: "locks",
+        summary: "a lock service and its clients",
+        roles: &[
+            RoleInfo {
+                name: "server",
+                summary: "grants locks",
+                default_count: 3,
+            },
+            RoleInfo {
+                name: "client",
+                summary: "takes locks",
+                default_count: 2,
+            },
+            RoleInfo {
+                name: "storage",
+                summary: "only when asked for",
+                default_count: 0,
+            },
+        ],
+        variants: &[
+            VariantInfo {
+                name: "correct",
+                summary: "fenced",
+                breaks: &[],
+            },
+            VariantInfo {
+                name: "no-fencing",
+                summary: "trusts the lease",
+                breaks: &["fencing-safety"],
+            },
+        ],
+    };
+
+    fn scenario(rest: &str) -> Scenario {
+        let source = format!("duration = \"10s\"\n[protocol]\nname = \"locks\"\n{rest}");
+        parse(&source, "dir/bad.toml").unwrap()
+    }
+
+    fn roles(cluster: &Cluster) -> Vec<(String, u32)> {
+        cluster
+            .roles()
+            .iter()
+            .map(|r| (r.role.clone(), r.count))
+            .collect()
+    }
+
+    fn assert_error(err: &ScenarioError, line: usize, field: &str, says: &str) {
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("dir/bad.toml:{line}:")),
+            "wrong file/line: {text}"
+        );
+        assert_eq!(err.field, field, "{text}");
+        assert!(text.contains(&format!("field `{field}`")), "{text}");
+        assert!(text.contains(says), "`{says}` not in: {text}");
+    }
+
+    fn pair(role: &str, count: u32) -> (String, u32) {
+        (role.to_string(), count)
+    }
+
+    #[test]
+    fn roles_default_and_nodes_go_to_the_first_role() {
+        let c = scenario("").resolve_cluster(&LOCKS).unwrap();
+        assert_eq!(roles(&c), [pair("server", 3), pair("client", 2)]);
+        let c = scenario("[cluster]\nnodes = 5\n")
+            .resolve_cluster(&LOCKS)
+            .unwrap();
+        assert_eq!(roles(&c), [pair("server", 5), pair("client", 2)]);
+    }
+
+    #[test]
+    fn written_roles_come_first_in_their_order() {
+        let s = scenario("[cluster.roles]\nstorage = 1\nclient = 0\nserver = 5\n");
+        let c = s.resolve_cluster(&LOCKS).unwrap();
+        assert_eq!(roles(&c), [pair("storage", 1), pair("server", 5)]);
+        assert_eq!(c.role_of(NodeId(0)), "storage");
+    }
+
+    #[test]
+    fn an_unknown_role_is_located() {
+        let s = scenario("[cluster.roles]\nserver = 3\nclerk = 2\n");
+        let err = s.resolve_cluster(&LOCKS).unwrap_err();
+        assert_error(
+            &err,
+            6,
+            "cluster.roles.clerk",
+            "no role `clerk`; its roles are: server, client, storage",
+        );
+    }
+
+    #[test]
+    fn unknown_variant_lists_the_known_ones() {
+        let s = scenario("variant = \"no-fence\"\n");
+        let cluster = s.resolve_cluster(&LOCKS).unwrap();
+        let err = s.validate(&LOCKS, &cluster).unwrap_err();
+        assert_error(
+            &err,
+            4,
+            "protocol.variant",
+            "no variant `no-fence`; its variants are: correct, no-fencing",
+        );
+        let s = scenario("variant = \"no-fencing\"\n");
+        assert_eq!(s.validate(&LOCKS, &cluster), Ok(()));
+    }
+
+    #[test]
+    fn node_ids_out_of_range_are_located() {
+        let s = scenario(
+            "[[fault]]\nat = \"1s\"\nkind = \"crash\"\nnode = \"leader\"\n\n\
+             [[fault]]\nat = \"2s\"\nkind = \"crash\"\nnode = 5\n",
+        );
+        let cluster = s.resolve_cluster(&LOCKS).unwrap();
+        let err = s.validate(&LOCKS, &cluster).unwrap_err();
+        assert_error(
+            &err,
+            12,
+            "fault[1].node",
+            "node 5 is not in the cluster; its nodes are 0..=4",
+        );
+
+        let s = scenario("[[fault]]\nat = \"1s\"\nkind = \"partition\"\ngroups = [[0], [1, 9]]\n");
+        let err = s.validate(&LOCKS, &cluster).unwrap_err();
+        assert_error(&err, 7, "fault[0].groups[1][1]", "node 9");
+        let s = scenario("[[clock]]\nnode = 7\n");
+        let err = s.validate(&LOCKS, &cluster).unwrap_err();
+        assert_error(&err, 5, "clock[0].node", "node 7");
+        let s = scenario("[[network.link]]\nfrom = 0\nto = 5\n");
+        let err = s.validate(&LOCKS, &cluster).unwrap_err();
+        assert_error(&err, 6, "network.link[0].to", "node 5");
+    }
+
+    #[test]
+    fn another_protocol_is_an_error() {
+        let s = parse(
+            "duration = \"1s\"\n[protocol]\nname = \"raft\"\n",
+            "dir/bad.toml",
+        )
+        .unwrap();
+        let cluster = Cluster::uniform("server", 3);
+        let err = s.validate(&LOCKS, &cluster).unwrap_err();
+        assert_error(&err, 3, "protocol.name", "names `raft`");
+    }
+
+    #[derive(Debug, Default, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields, default)]
+    struct Params {
+        election_timeout: Option<[HumanDuration; 2]>,
+        retries: u32,
+    }
+
+    #[test]
+    fn params_are_read_typed() {
+        let s = scenario("[protocol.params]\nelection_timeout = [\"150ms\", \"300ms\"]\n");
+        let p: Params = s.params().unwrap();
+        assert_eq!(
+            p.election_timeout.unwrap()[1].0,
+            std::time::Duration::from_millis(300)
+        );
+        assert_eq!(scenario("").params::<Params>().unwrap(), Params::default());
+    }
+
+    #[test]
+    fn param_errors_point_into_the_file() {
+        let s = scenario(
+            "[protocol.params]\nretries = 1\nelection_timeout = [\"150ms\", \"3 parsecs\"]\n",
+        );
+        let err = s.params::<Params>().unwrap_err();
+        assert_error(
+            &err,
+            6,
+            "protocol.params.election_timeout[1]",
+            "unknown unit",
+        );
+        let s = scenario("[protocol.params]\nretries = 1\nretry = 2\n");
+        let err = s.params::<Params>().unwrap_err();
+        assert_error(&err, 6, "protocol.params.retry", "unknown field `retry`");
+        let err = s.param_error(&ParamError::new("retries", "too many"));
+        assert_error(&err, 5, "protocol.params.retries", "too many");
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Liveness {
+        within: HumanDuration,
+    }
+
+    #[test]
+    fn check_params_are_read_and_located() {
+        let s = parse(
+            "duration = \"10s\"\nchecks = [\"safety\", \"leader-liveness\"]\n\
+             [protocol]\nname = \"locks\"\n",
+            "dir/bad.toml",
+        )
+        .unwrap();
+        let err = s.check_params::<Liveness>(1).unwrap_err();
+        assert_error(
+            &err,
+            2,
+            "check.leader-liveness.within",
+            "missing field `within`",
+        );
+        assert_eq!(err.column, Some(21), "at the name in `checks`");
+        let s = parse(
+            "duration = \"10s\"\nchecks = [\"safety\", \"leader-liveness\"]\n\
+             [protocol]\nname = \"locks\"\n[check.leader-liveness]\nwithin = \"-5s\"\n",
+            "dir/bad.toml",
+        )
+        .unwrap();
+        let err = s.check_params::<Liveness>(1).unwrap_err();
+        assert_error(&err, 6, "check.leader-liveness.within", "negative");
+        let s = parse(
+            "duration = \"10s\"\nchecks = [\"leader-liveness\"]\n[protocol]\nname = \"locks\"\n\
+             [check.leader-liveness]\nwithin = \"5s\"\n",
+            "dir/bad.toml",
+        )
+        .unwrap();
+        let p: Liveness = s.check_params(0).unwrap();
+        assert_eq!(p.within.0, std::time::Duration::from_secs(5));
+    }
 }
