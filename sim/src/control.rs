@@ -41,7 +41,8 @@ impl<P: Protocol> Control<'_, P> {
     pub fn note_skipped(&mut self, kind: &'static str) {
         let detail = format!("{kind} skipped: no node believes it leads");
         tracing::info!(%detail, "fault skipped");
-        self.world.trace_fault(self.now, "skipped", Vec::new(), detail);
+        self.world
+            .trace_fault(self.now, "skipped", Vec::new(), detail);
     }
 
     /// Schedules `action` to run `after` from now.

@@ -14,9 +14,10 @@
 pub mod clock;
 mod control;
 mod host;
+pub mod log;
+pub mod net;
 pub mod play;
 pub mod registry;
-pub mod net;
 pub mod rng;
 mod run;
 pub mod trace;

@@ -67,7 +67,12 @@ impl Prepared {
         scenario.validate(entry.info, &cluster)?;
         build_checkers(&scenario, &cluster)?;
         let runner = entry.playable.prepare(&scenario, &cluster)?;
-        Ok(Prepared { scenario, cluster, info: entry.info, runner })
+        Ok(Prepared {
+            scenario,
+            cluster,
+            info: entry.info,
+            runner,
+        })
     }
 
     pub fn run(&self, seed: u64, options: &RunOptions) -> Report {
@@ -76,7 +81,10 @@ impl Prepared {
 }
 
 /// Builds the scenario's checkers afresh (they are stateful: one set per run).
-pub fn build_checkers(scenario: &Scenario, cluster: &Cluster) -> Result<Vec<Box<dyn Checker>>, ScenarioError> {
+pub fn build_checkers(
+    scenario: &Scenario,
+    cluster: &Cluster,
+) -> Result<Vec<Box<dyn Checker>>, ScenarioError> {
     scenario
         .checks
         .iter()
@@ -116,21 +124,31 @@ where
         cluster: &Cluster,
     ) -> Result<Box<dyn Fn(u64, &RunOptions) -> Report + Send + Sync>, ScenarioError> {
         let params: P::Params = scenario.params()?;
-        let config = P::configure(params, &scenario.protocol.variant, cluster).map_err(|e| scenario.param_error(&e))?;
+        let config = P::configure(params, &scenario.protocol.variant, cluster)
+            .map_err(|e| scenario.param_error(&e))?;
         let scenario = scenario.clone();
         let cluster = cluster.clone();
-        Ok(Box::new(move |seed, options| play::<P>(&scenario, &cluster, config.clone(), seed, options)))
+        Ok(Box::new(move |seed, options| {
+            play::<P>(&scenario, &cluster, config.clone(), seed, options)
+        }))
     }
 }
 
 /// Builds the simulation a scenario describes (without checkers).
-pub fn simulation<P: Protocol>(scenario: &Scenario, cluster: &Cluster, config: P::Config, seed: u64) -> Sim<P> {
+pub fn simulation<P: Protocol>(
+    scenario: &Scenario,
+    cluster: &Cluster,
+    config: P::Config,
+    seed: u64,
+) -> Sim<P> {
     let net = &scenario.network;
-    let mut sim = Sim::<P>::new(cluster.clone(), config, seed).duration(scenario.duration).network(LinkSettings {
-        latency: (net.latency.min, net.latency.max),
-        loss: net.loss,
-        duplicate: net.duplicate,
-    });
+    let mut sim = Sim::<P>::new(cluster.clone(), config, seed)
+        .duration(scenario.duration)
+        .network(LinkSettings {
+            latency: (net.latency.min, net.latency.max),
+            loss: net.loss,
+            duplicate: net.duplicate,
+        });
     for link in &net.links {
         let o = LinkOverride {
             latency: link.latency.map(|l| (l.min, l.max)),
@@ -152,14 +170,21 @@ pub fn simulation<P: Protocol>(scenario: &Scenario, cluster: &Cluster, config: P
     sim
 }
 
-fn play<P: Protocol>(scenario: &Scenario, cluster: &Cluster, config: P::Config, seed: u64, options: &RunOptions) -> Report {
+fn play<P: Protocol>(
+    scenario: &Scenario,
+    cluster: &Cluster,
+    config: P::Config,
+    seed: u64,
+    options: &RunOptions,
+) -> Report {
     let checkers = build_checkers(scenario, cluster).expect("checked when prepared");
     let slots: Vec<Option<Violation>> = checkers.iter().map(|_| None).collect();
     let state = Arc::new(Mutex::new((checkers, slots)));
     let hook_state = state.clone();
     let stop_at_first = options.stop_at_first_violation;
-    let sim = simulation::<P>(scenario, cluster, config, seed).trace(options.trace).on_record(Box::new(
-        move |index, record| {
+    let sim = simulation::<P>(scenario, cluster, config, seed)
+        .trace(options.trace)
+        .on_record(Box::new(move |index, record| {
             let mut guard = hook_state.lock().unwrap_or_else(|p| p.into_inner());
             let (checkers, slots) = &mut *guard;
             let mut found = false;
@@ -170,9 +195,13 @@ fn play<P: Protocol>(scenario: &Scenario, cluster: &Cluster, config: P::Config, 
                 }
             }
             found && stop_at_first
-        },
-    ));
-    let RunOutput { history, trace, stats, stopped_early } = sim.run();
+        }));
+    let RunOutput {
+        history,
+        trace,
+        stats,
+        stopped_early,
+    } = sim.run();
     let mut guard = state.lock().unwrap_or_else(|p| p.into_inner());
     let (checkers, slots) = &mut *guard;
     if !stopped_early {
@@ -184,7 +213,15 @@ fn play<P: Protocol>(scenario: &Scenario, cluster: &Cluster, config: P::Config, 
     }
     let violations: Vec<Violation> = slots.iter_mut().filter_map(Option::take).collect();
     let expectation_met = judge(&scenario.expect, &violations, stopped_early);
-    Report { seed, violations, history, trace, stats, stopped_early, expectation_met }
+    Report {
+        seed,
+        violations,
+        history,
+        trace,
+        stats,
+        stopped_early,
+        expectation_met,
+    }
 }
 
 /// `pass`: no check failed. `violation`: the named check failed and every other passed.
@@ -239,8 +276,17 @@ fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
         Fault::Pause { duration, .. } => c.pause(n(), *duration),
         Fault::ClockJump { by, .. } => c.clock_jump(n(), by.0),
         Fault::ClockDrift { drift, .. } => c.clock_drift(n(), *drift),
-        Fault::Network { latency, loss, duplicate } => c.network(latency.map(|l| (l.min, l.max)), *loss, *duplicate),
-        Fault::Request { name, arg, .. } => c.request(n(), Request { name: name.clone(), arg: *arg }),
+        Fault::Network {
+            latency,
+            loss,
+            duplicate,
+        } => c.network(latency.map(|l| (l.min, l.max)), *loss, *duplicate),
+        Fault::Request { name, arg, .. } => c.request(
+            n(),
+            Request {
+                name: name.clone(),
+                arg: *arg,
+            },
+        ),
     }
 }
-

@@ -7,8 +7,12 @@ use tenure_protocols::raft::{Raft, RaftConfig, RaftVariant};
 use tenure_sim::{trace_hash, Sim};
 
 fn raft(seed: u64) -> Sim<Raft> {
-    Sim::<Raft>::new(Cluster::uniform("server", 5), RaftConfig::new(RaftVariant::Correct), seed)
-        .duration(Duration::from_secs(5))
+    Sim::<Raft>::new(
+        Cluster::uniform("server", 5),
+        RaftConfig::new(RaftVariant::Correct),
+        seed,
+    )
+    .duration(Duration::from_secs(5))
 }
 
 fn leaders(out: &tenure_sim::RunOutput) -> Vec<(u64, NodeId)> {
@@ -35,11 +39,18 @@ fn same_seed_same_trace() {
     for seed in 0..5 {
         let a = raft(seed).trace(true).run();
         let b = raft(seed).trace(true).run();
-        assert_eq!(trace_hash(a.trace.as_ref().unwrap()), trace_hash(b.trace.as_ref().unwrap()), "seed {seed}");
+        assert_eq!(
+            trace_hash(a.trace.as_ref().unwrap()),
+            trace_hash(b.trace.as_ref().unwrap()),
+            "seed {seed}"
+        );
     }
     let a = raft(1).trace(true).run();
     let b = raft(2).trace(true).run();
-    assert_ne!(trace_hash(a.trace.as_ref().unwrap()), trace_hash(b.trace.as_ref().unwrap()));
+    assert_ne!(
+        trace_hash(a.trace.as_ref().unwrap()),
+        trace_hash(b.trace.as_ref().unwrap())
+    );
 }
 
 #[test]
@@ -57,8 +68,24 @@ fn crashing_the_leader_elects_another() {
         .run();
     let l = leaders(&out);
     let first = l[0];
-    let crashed = out.history.records.iter().find(|r| r.obs == Observation::Crashed).unwrap();
+    let crashed = out
+        .history
+        .records
+        .iter()
+        .find(|r| r.obs == Observation::Crashed)
+        .unwrap();
     assert_eq!(crashed.node, first.1);
-    assert!(l.iter().any(|(term, node)| *term > first.0 && *node != first.1), "{l:?}");
-    assert!(out.history.records.iter().filter(|r| r.obs == Observation::Started).count() == 6);
+    assert!(
+        l.iter()
+            .any(|(term, node)| *term > first.0 && *node != first.1),
+        "{l:?}"
+    );
+    assert!(
+        out.history
+            .records
+            .iter()
+            .filter(|r| r.obs == Observation::Started)
+            .count()
+            == 6
+    );
 }

@@ -1,1 +1,117 @@
-fn main() {}
+//! `tenure`: run, verify and explore coordination-protocol scenarios.
+//!
+//! Exit codes: 0 every check passed (or every scenario met its expectation), 1 a check
+//! failed, 2 bad input or usage, 3 internal error (a bug in tenure or a protocol,
+//! nondeterminism included).
+
+mod cmd_list;
+mod cmd_run;
+mod cmd_verify;
+mod report;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Deterministic simulation and verification of leader election, leases, locks,
+/// fencing tokens and idempotent retries.
+#[derive(Parser, Debug)]
+#[command(name = "tenure", version, about, long_about = None, after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+const EXIT_CODES: &str =
+    "Exit codes: 0 all checks passed, 1 a check failed, 2 bad input or usage, 3 internal error.\n\
+Logs: set RUST_LOG (e.g. RUST_LOG=info) to see faults and events, stamped with simulated time.";
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one scenario file with one seed and judge its checks.
+    Run(cmd_run::RunArgs),
+    /// Run scenario files and check each meets its declared expectation.
+    Verify(cmd_verify::VerifyArgs),
+    /// List protocols (with roles and variants), checkers and fault kinds.
+    List(cmd_list::ListArgs),
+}
+
+/// How a command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    CheckFailed,
+    BadInput,
+    Internal,
+}
+
+impl Outcome {
+    fn code(self) -> u8 {
+        match self {
+            Outcome::Passed => 0,
+            Outcome::CheckFailed => 1,
+            Outcome::BadInput => 2,
+            Outcome::Internal => 3,
+        }
+    }
+}
+
+/// The path as the user would type it again (for replay commands).
+pub fn shown(path: &std::path::Path) -> String {
+    path.display().to_string()
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    tenure_sim::log::init_logging();
+    let result = std::panic::catch_unwind(|| match cli.command {
+        Command::Run(args) => cmd_run::run(args),
+        Command::Verify(args) => cmd_verify::verify(args),
+        Command::List(args) => cmd_list::list(args),
+    });
+    match result {
+        Ok(outcome) => ExitCode::from(outcome.code()),
+        Err(_) => {
+            eprintln!("tenure: internal error (the panic message is above). This is a bug in tenure or in a protocol; please report it with the command you ran.");
+            ExitCode::from(Outcome::Internal.code())
+        }
+    }
+}
+
+/// Every `*.toml` under `paths` (files as given, directories recursively), sorted.
+pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            collect(p, &mut out).map_err(|e| format!("{}: {e}", p.display()))?;
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            return Err(format!("{}: no such file or directory", p.display()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn collect(dir: &std::path::Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            collect(&p, out)?;
+        } else if p.extension().is_some_and(|e| e == "toml") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! `tenure list`: what can be run and checked.
+
+use crate::Outcome;
+use clap::Args;
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Print as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn list(args: ListArgs) -> Outcome {
+    let entries = tenure_sim::registry::entries();
+    if args.json {
+        let protocols: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "name": e.info.name,
+                    "summary": e.info.summary,
+                    "roles": e.info.roles.iter().map(|r| serde_json::json!({"name": r.name, "default_count": r.default_count, "summary": r.summary})).collect::<Vec<_>>(),
+                    "variants": e.info.variants.iter().map(|v| serde_json::json!({"name": v.name, "summary": v.summary, "breaks": v.breaks})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let checkers: Vec<serde_json::Value> = tenure_check::catalog()
+            .iter()
+            .map(|c| serde_json::json!({"name": c.name, "summary": c.summary, "property": c.property, "source": c.source, "params": c.params}))
+            .collect();
+        let out = serde_json::json!({"protocols": protocols, "checkers": checkers, "fault_kinds": tenure_scenario::Fault::KINDS});
+        println!("{}", serde_json::to_string_pretty(&out).expect("json"));
+        return Outcome::Passed;
+    }
+    println!("PROTOCOLS");
+    for e in &entries {
+        println!("  {:<14} {}", e.info.name, e.info.summary);
+        let roles: Vec<String> = e
+            .info
+            .roles
+            .iter()
+            .map(|r| format!("{} (default {})", r.name, r.default_count))
+            .collect();
+        println!("    roles:    {}", roles.join(", "));
+        for v in e.info.variants {
+            let breaks = if v.breaks.is_empty() {
+                String::new()
+            } else {
+                format!("  [breaks {}]", v.breaks.join(", "))
+            };
+            println!("    variant:  {:<20} {}{breaks}", v.name, v.summary);
+        }
+    }
+    println!("\nCHECKERS");
+    for c in tenure_check::catalog() {
+        println!("  {:<24} {}", c.name, c.summary);
+        if !c.params.is_empty() {
+            println!("  {:<24} params: {}", "", c.params);
+        }
+    }
+    println!(
+        "\nFAULT KINDS\n  {}",
+        tenure_scenario::Fault::KINDS.join(", ")
+    );
+    Outcome::Passed
+}
