@@ -1,1 +1,4 @@
 //! tenure-protocols
+
+pub mod resource;
+pub mod workload;
