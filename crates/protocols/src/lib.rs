@@ -1,4 +1,5 @@
 //! tenure-protocols
 
+pub mod lock_server;
 pub mod resource;
 pub mod workload;
