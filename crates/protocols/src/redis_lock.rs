@@ -783,11 +783,13 @@ pub(crate) mod tests {
         let p: LockParams =
             serde_json::from_str(r#"{"ttl": "5s", "think_time": ["1s", "2s"]}"#).unwrap();
         assert_eq!(p.ttl.0, Duration::from_secs(5));
-        let mut p = LockParams::default();
-        p.retry_backoff = [
-            HumanDuration(Duration::from_secs(2)),
-            HumanDuration(Duration::from_secs(1)),
-        ];
+        let p = LockParams {
+            retry_backoff: [
+                HumanDuration(Duration::from_secs(2)),
+                HumanDuration(Duration::from_secs(1)),
+            ],
+            ..LockParams::default()
+        };
         assert_eq!(
             RedisLock::configure(p, "correct", &lock_cluster())
                 .unwrap_err()
