@@ -1,5 +1,6 @@
 //! tenure-protocols
 
+pub mod fencing;
 pub mod lock_server;
 pub mod redis_lock;
 pub mod resource;
