@@ -3,5 +3,6 @@
 pub mod fencing;
 pub mod lock_server;
 pub mod redis_lock;
+pub mod redlock;
 pub mod resource;
 pub mod workload;

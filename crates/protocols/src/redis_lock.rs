@@ -471,7 +471,8 @@ pub(crate) mod tests {
         RedisLock::configure(LockParams::default(), variant, &lock_cluster()).unwrap()
     }
 
-    /// Runs `f` on node `me` at monotonic time `mono_ms`; returns the effects.
+    /// Runs `f` on node `me` of the default lock cluster at monotonic time `mono_ms`;
+    /// returns the effects.
     pub(crate) fn run<P: Protocol>(
         node: &mut P,
         me: NodeId,
@@ -479,12 +480,24 @@ pub(crate) mod tests {
         seed: u64,
         f: impl FnOnce(&mut P, &mut dyn Env<P::Msg, P::Timer>),
     ) -> Vec<Effect<P::Msg, P::Timer>> {
-        let cluster = lock_cluster();
+        run_in(&lock_cluster(), node, me, mono_ms, seed, f)
+    }
+
+    /// Runs `f` on `node` (any state machine) as node `me` of `cluster`, at monotonic
+    /// (and wall) time `mono_ms`, with fresh storage; returns the effects.
+    pub(crate) fn run_in<N, M, T: Clone>(
+        cluster: &Cluster,
+        node: &mut N,
+        me: NodeId,
+        mono_ms: i64,
+        seed: u64,
+        f: impl FnOnce(&mut N, &mut dyn Env<M, T>),
+    ) -> Vec<Effect<M, T>> {
         let mut storage = StorageMap::new();
         let mut rng = SplitMix64(seed);
-        let mut step: Step<'_, P::Msg, P::Timer> = Step::new(
+        let mut step: Step<'_, M, T> = Step::new(
             me,
-            &cluster,
+            cluster,
             LocalTime(mono_ms * 1_000_000),
             LocalTime(mono_ms * 1_000_000),
             &mut storage,
