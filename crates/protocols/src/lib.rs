@@ -1,6 +1,7 @@
 //! tenure-protocols
 
 pub mod fencing;
+pub mod idempotency;
 pub mod lock_server;
 pub mod redis_lock;
 pub mod redlock;
