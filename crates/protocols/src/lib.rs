@@ -1,15 +1,32 @@
-//! tenure-protocols: the protocol zoo.
+//! tenure-protocols: the protocol zoo, one module per system, each with its correct
+//! version and its known-broken variants (see each module's `info()`), written sans-IO
+//! against [`tenure_core::Env`].
 //!
-//! Each module is one system, written sans-IO against [`tenure_core::Env`], with its
-//! correct version and its known-broken variants (see each module's `info()`):
-//!
+//! Elections:
 //! * [`raft`]: Raft leader election (terms, votes, the up-to-date rule), with optional
 //!   PreVote and CheckQuorum.
 //! * [`bully`]: the Bully algorithm (highest id wins).
+//!
+//! Locks, fencing and idempotency:
+//! * [`resource`]: the protected resource (a counter per name, fenced or not) that
+//!   lock protocols embed as their `storage` role.
+//! * [`workload`]: the lock-client workload (acquire, read-modify-write, release,
+//!   think) over a small [`workload::LockApi`] trait.
+//! * [`lock_server`]: a Redis-like lock server (`SET NX PX`, compare-and-delete, `DEL`,
+//!   fencing tokens).
+//! * [`redis_lock`] (`redis-lock`), [`redlock`] (`redlock`), [`fencing`] (`fencing`),
+//!   [`idempotency`] (`idempotency`).
 
 pub mod bully;
+pub mod fencing;
+pub mod idempotency;
+pub mod lock_server;
 pub mod raft;
+pub mod redis_lock;
+pub mod redlock;
+pub mod resource;
 pub mod util;
+pub mod workload;
 
 #[cfg(test)]
 mod testkit;

@@ -1,0 +1,677 @@
+//! `idempotency`: a payment-like service made safe to retry with idempotency keys.
+//! Sources: seed 003 ("Idempotency Example: Payment Processing": a unique transaction
+//! ID makes a retried payment happen once); Stripe's API docs, "Idempotent requests";
+//! Brandur Leach, "Implementing Stripe-like Idempotency Keys in Postgres" (2017), on
+//! recording the key and the effect in one transaction.
+//!
+//! Clients issue operations, each with a fresh key (`Requested`), and retry on a
+//! timeout with exponential backoff and jitter, because the network may lose or
+//! duplicate requests and replies. A client persists its pending key before sending,
+//! so a restarted client retries the same key. The service applies each key's effect
+//! (`Applied`, e.g. charging a card) and remembers the result durably; a retry of a
+//! known key gets the remembered result and no second effect. A client observes
+//! `Completed` when it learns the outcome.
+//!
+//! What it promises (correct): every key's effect happens exactly once, whatever the
+//! network loses or duplicates and however often the service crashes, because the key
+//! and the effect are recorded in one atomic handler.
+//!
+//! Broken variants:
+//! * `no-key`: the service ignores the key; every delivered copy of a request (a retry
+//!   or a network duplicate) is applied again. Breaks exactly-once.
+//! * `key-after-effect`: the service applies the effect, then records the key only
+//!   after `processing_delay` (a timer: the rest of the request's processing). A crash
+//!   in that window forgets the key; the client's retry applies the effect a second
+//!   time. Breaks exactly-once.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tenure_core::{
+    Cluster, Configurable, Env, HumanDuration, NodeId, Observation, ParamError, Protocol,
+    ProtocolInfo, RoleInfo, StorageExt, VariantInfo,
+};
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Msg {
+    /// Do the operation identified by `key` (every retry carries the same key).
+    Request { key: String },
+    /// The outcome of `key`.
+    Reply { key: String, ok: bool },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Timer {
+    /// Client: thinking is over, issue the next operation.
+    Think,
+    /// Client: no reply in time, send the request again.
+    Retry,
+    /// Service (`key-after-effect`): processing of `key` is done, record it.
+    Record { key: String },
+}
+
+/// How the service deduplicates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dedup {
+    /// Key and effect in one atomic handler.
+    Atomic,
+    /// No deduplication at all.
+    None,
+    /// Effect first, key recorded `processing_delay` later.
+    KeyAfterEffect,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IdempotencyConfig {
+    pub dedup: Dedup,
+    /// How many operations each client issues.
+    pub operations: u32,
+    pub request_timeout: Duration,
+    /// Jitter added to every retry timeout, drawn uniformly.
+    pub retry_backoff: (Duration, Duration),
+    pub think_time: (Duration, Duration),
+    pub processing_delay: Duration,
+}
+
+/// The retry timeout doubles with each attempt, up to this many doublings.
+const MAX_DOUBLINGS: u32 = 4;
+
+fn result_key(key: &str) -> String {
+    format!("idem/result/{key}")
+}
+
+/// The payment-like service.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Service {
+    dedup: Dedup,
+    processing_delay: Duration,
+    /// Keys applied but not yet recorded (`key-after-effect`), with who asked. Volatile.
+    processing: BTreeMap<String, NodeId>,
+}
+
+impl Service {
+    fn on_request(&mut self, env: &mut dyn Env<Msg, Timer>, from: NodeId, key: String) {
+        match self.dedup {
+            Dedup::None => {
+                env.observe(Observation::Applied { key: key.clone() });
+                env.send(from, Msg::Reply { key, ok: true });
+            }
+            Dedup::Atomic => {
+                let ok = match env.load::<bool>(&result_key(&key)) {
+                    Some(ok) => ok,
+                    None => {
+                        env.observe(Observation::Applied { key: key.clone() });
+                        env.store(&result_key(&key), &true);
+                        true
+                    }
+                };
+                env.send(from, Msg::Reply { key, ok });
+            }
+            Dedup::KeyAfterEffect => {
+                if let Some(ok) = env.load::<bool>(&result_key(&key)) {
+                    env.send(from, Msg::Reply { key, ok });
+                } else if !self.processing.contains_key(&key) {
+                    env.observe(Observation::Applied { key: key.clone() });
+                    self.processing.insert(key.clone(), from);
+                    env.set_timer(Timer::Record { key }, self.processing_delay);
+                }
+                // Else a retry while processing: the reply goes out when it is done.
+            }
+        }
+    }
+
+    fn on_record(&mut self, env: &mut dyn Env<Msg, Timer>, key: String) {
+        let Some(from) = self.processing.remove(&key) else {
+            return;
+        };
+        env.store(&result_key(&key), &true);
+        env.send(from, Msg::Reply { key, ok: true });
+    }
+}
+
+/// What a client keeps durably.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct ClientRecord {
+    next_seq: u64,
+    pending: Option<String>,
+}
+
+const CLIENT_KEY: &str = "idem/client";
+
+/// A client issuing operations and retrying them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Client {
+    me: NodeId,
+    service: NodeId,
+    config: IdempotencyConfig,
+    record: ClientRecord,
+    attempt: u32,
+}
+
+impl Client {
+    fn on_start(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        self.record = env.load(CLIENT_KEY).unwrap_or_default();
+        if self.record.pending.is_some() {
+            // Restarted with an operation in flight: retry it under the same key.
+            self.send_pending(env);
+        } else {
+            self.think(env);
+        }
+    }
+
+    fn think(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        if self.record.next_seq < u64::from(self.config.operations) {
+            let (lo, hi) = self.config.think_time;
+            let pause = env.duration_between(lo, hi);
+            env.set_timer(Timer::Think, pause);
+        }
+    }
+
+    fn on_think(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        if self.record.pending.is_some() {
+            return;
+        }
+        let key = format!("{}-{}", self.me, self.record.next_seq);
+        self.record.next_seq += 1;
+        self.record.pending = Some(key.clone());
+        env.store(CLIENT_KEY, &self.record);
+        env.observe(Observation::Requested { key });
+        self.attempt = 0;
+        self.send_pending(env);
+    }
+
+    fn send_pending(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        let key = self.record.pending.clone().expect("an operation in flight");
+        env.send(self.service, Msg::Request { key });
+        let doublings = self.attempt.min(MAX_DOUBLINGS);
+        let (lo, hi) = self.config.retry_backoff;
+        let timeout = self.config.request_timeout * (1 << doublings) + env.duration_between(lo, hi);
+        env.set_timer(Timer::Retry, timeout);
+    }
+
+    fn on_retry(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        if self.record.pending.is_some() {
+            self.attempt += 1;
+            self.send_pending(env);
+        }
+    }
+
+    fn on_reply(&mut self, env: &mut dyn Env<Msg, Timer>, key: String, ok: bool) {
+        if self.record.pending.as_ref() != Some(&key) {
+            return; // A duplicate or a reply to an earlier operation.
+        }
+        self.record.pending = None;
+        env.store(CLIENT_KEY, &self.record);
+        env.cancel_timer(&Timer::Retry);
+        env.observe(Observation::Completed { key, ok });
+        self.think(env);
+    }
+}
+
+/// An idempotency node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Idempotency {
+    Service(Service),
+    Client(Client),
+}
+
+impl Protocol for Idempotency {
+    type Msg = Msg;
+    type Timer = Timer;
+    type Config = IdempotencyConfig;
+
+    fn new(config: &IdempotencyConfig, me: NodeId, cluster: &Cluster) -> Idempotency {
+        match cluster.role_of(me) {
+            "service" => Idempotency::Service(Service {
+                dedup: config.dedup,
+                processing_delay: config.processing_delay,
+                processing: BTreeMap::new(),
+            }),
+            "client" => Idempotency::Client(Client {
+                me,
+                service: cluster
+                    .with_role("service")
+                    .next()
+                    .expect("configure checked there is a service"),
+                config: config.clone(),
+                record: ClientRecord::default(),
+                attempt: 0,
+            }),
+            other => panic!("{me} plays role `{other}`, which idempotency does not have"),
+        }
+    }
+
+    fn on_start(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        if let Idempotency::Client(c) = self {
+            c.on_start(env);
+        }
+    }
+
+    fn on_message(&mut self, env: &mut dyn Env<Msg, Timer>, from: NodeId, msg: Msg) {
+        match (self, msg) {
+            (Idempotency::Service(s), Msg::Request { key }) => s.on_request(env, from, key),
+            (Idempotency::Client(c), Msg::Reply { key, ok }) => c.on_reply(env, key, ok),
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut dyn Env<Msg, Timer>, timer: Timer) {
+        match (self, timer) {
+            (Idempotency::Service(s), Timer::Record { key }) => s.on_record(env, key),
+            (Idempotency::Client(c), Timer::Think) => c.on_think(env),
+            (Idempotency::Client(c), Timer::Retry) => c.on_retry(env),
+            _ => {}
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IdempotencyParams {
+    /// How many operations each client issues.
+    pub operations: u32,
+    /// The first retry timeout; it doubles with each retry (up to 16×).
+    pub request_timeout: HumanDuration,
+    /// Jitter added to every retry timeout.
+    pub retry_backoff: [HumanDuration; 2],
+    pub think_time: [HumanDuration; 2],
+    /// `key-after-effect`: how long after the effect the key is recorded.
+    pub processing_delay: HumanDuration,
+}
+
+impl Default for IdempotencyParams {
+    fn default() -> IdempotencyParams {
+        let ms = |n| HumanDuration(Duration::from_millis(n));
+        IdempotencyParams {
+            operations: 20,
+            request_timeout: ms(200),
+            retry_backoff: [ms(0), ms(100)],
+            think_time: [ms(50), ms(200)],
+            processing_delay: ms(500),
+        }
+    }
+}
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "idempotency",
+    summary: "a payment-like service that applies each idempotency key once, under retries",
+    roles: &[
+        RoleInfo {
+            name: "service",
+            summary: "the payment-like service",
+            default_count: 1,
+        },
+        RoleInfo {
+            name: "client",
+            summary: "clients issuing keyed operations and retrying them",
+            default_count: 3,
+        },
+    ],
+    variants: &[
+        VariantInfo {
+            name: "correct",
+            summary: "the key and the effect are recorded in one atomic handler",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "no-key",
+            summary: "every delivered request is applied: retries and duplicates charge again",
+            breaks: &["exactly-once"],
+        },
+        VariantInfo {
+            name: "key-after-effect",
+            summary:
+                "the key is recorded after the effect: a crash in between charges again on retry",
+            breaks: &["exactly-once"],
+        },
+    ],
+};
+
+impl Configurable for Idempotency {
+    type Params = IdempotencyParams;
+
+    fn info() -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn configure(
+        params: IdempotencyParams,
+        variant: &str,
+        cluster: &Cluster,
+    ) -> Result<IdempotencyConfig, ParamError> {
+        let dedup = match variant {
+            "correct" => Dedup::Atomic,
+            "no-key" => Dedup::None,
+            "key-after-effect" => Dedup::KeyAfterEffect,
+            other => panic!("idempotency has no variant `{other}`; the caller checks"),
+        };
+        if cluster.count("service") != 1 {
+            return Err(ParamError::new(
+                "cluster.roles.service",
+                format!(
+                    "needs exactly 1 `service` node, got {}",
+                    cluster.count("service")
+                ),
+            ));
+        }
+        if params.request_timeout.0.is_zero() {
+            return Err(ParamError::new("request_timeout", "must be above zero"));
+        }
+        for (field, [lo, hi]) in [
+            ("retry_backoff", params.retry_backoff),
+            ("think_time", params.think_time),
+        ] {
+            if lo > hi {
+                return Err(ParamError::new(field, "the minimum is above the maximum"));
+            }
+        }
+        Ok(IdempotencyConfig {
+            dedup,
+            operations: params.operations,
+            request_timeout: params.request_timeout.0,
+            retry_backoff: (params.retry_backoff[0].0, params.retry_backoff[1].0),
+            think_time: (params.think_time[0].0, params.think_time[1].0),
+            processing_delay: params.processing_delay.0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tenure_core::{Effect, LocalTime, Rng, RoleSpec, SplitMix64, Step, StorageMap};
+
+    const SERVICE: NodeId = NodeId(0);
+    const CLIENT: NodeId = NodeId(1);
+
+    fn cluster() -> Cluster {
+        Cluster::new(vec![
+            RoleSpec {
+                role: "service".into(),
+                count: 1,
+            },
+            RoleSpec {
+                role: "client".into(),
+                count: 2,
+            },
+        ])
+        .unwrap()
+    }
+
+    fn node(variant: &str, me: NodeId) -> Idempotency {
+        let config =
+            Idempotency::configure(IdempotencyParams::default(), variant, &cluster()).unwrap();
+        Idempotency::new(&config, me, &cluster())
+    }
+
+    /// Runs `f` on `node` as `me` with the given durable storage; returns the effects.
+    fn run(
+        node: &mut Idempotency,
+        me: NodeId,
+        storage: &mut StorageMap,
+        f: impl FnOnce(&mut Idempotency, &mut dyn Env<Msg, Timer>),
+    ) -> Vec<Effect<Msg, Timer>> {
+        let cluster = cluster();
+        let mut rng = SplitMix64(1);
+        let mut step = Step::new(me, &cluster, LocalTime(0), LocalTime(0), storage, &mut rng);
+        f(node, &mut step);
+        step.effects
+    }
+
+    fn request(key: &str) -> Msg {
+        Msg::Request { key: key.into() }
+    }
+
+    fn applied(key: &str) -> Effect<Msg, Timer> {
+        Effect::Observe(Observation::Applied { key: key.into() })
+    }
+
+    fn reply(key: &str) -> Effect<Msg, Timer> {
+        Effect::Send {
+            to: CLIENT,
+            msg: Msg::Reply {
+                key: key.into(),
+                ok: true,
+            },
+        }
+    }
+
+    #[test]
+    fn correct_applies_and_records_a_key_once() {
+        let mut s = node("correct", SERVICE);
+        let mut st = StorageMap::new();
+        let first = run(&mut s, SERVICE, &mut st, |s, env| {
+            s.on_message(env, CLIENT, request("k"))
+        });
+        assert_eq!(
+            first,
+            vec![
+                applied("k"),
+                Effect::Store {
+                    key: "idem/result/k".into(),
+                    value: Some("true".into())
+                },
+                reply("k"),
+            ]
+        );
+        // A retry, even after a crash and restart, gets the recorded result only.
+        let mut restarted = node("correct", SERVICE);
+        run(&mut restarted, SERVICE, &mut st, |s, env| s.on_start(env));
+        let retry = run(&mut restarted, SERVICE, &mut st, |s, env| {
+            s.on_message(env, CLIENT, request("k"))
+        });
+        assert_eq!(retry, vec![reply("k")]);
+    }
+
+    #[test]
+    fn no_key_applies_every_copy() {
+        let mut s = node("no-key", SERVICE);
+        let mut st = StorageMap::new();
+        for _ in 0..2 {
+            let effects = run(&mut s, SERVICE, &mut st, |s, env| {
+                s.on_message(env, CLIENT, request("k"))
+            });
+            assert_eq!(effects, vec![applied("k"), reply("k")]);
+        }
+    }
+
+    #[test]
+    fn key_after_effect_records_late_and_forgets_on_a_crash() {
+        let mut s = node("key-after-effect", SERVICE);
+        let mut st = StorageMap::new();
+        let first = run(&mut s, SERVICE, &mut st, |s, env| {
+            s.on_message(env, CLIENT, request("k"))
+        });
+        assert_eq!(
+            first,
+            vec![
+                applied("k"),
+                Effect::SetTimer {
+                    timer: Timer::Record { key: "k".into() },
+                    after: Duration::from_millis(500)
+                },
+            ]
+        );
+        // A retry while processing is not applied again.
+        let dup = run(&mut s, SERVICE, &mut st, |s, env| {
+            s.on_message(env, CLIENT, request("k"))
+        });
+        assert!(dup.is_empty());
+        // A crash in the window: the fresh process applies the retry again.
+        let mut restarted = node("key-after-effect", SERVICE);
+        let again = run(&mut restarted, SERVICE, &mut st, |s, env| {
+            s.on_message(env, CLIENT, request("k"))
+        });
+        assert_eq!(again[0], applied("k"));
+        // Without the crash, the record timer stores the key and replies.
+        let done = run(&mut s, SERVICE, &mut st, |s, env| {
+            s.on_timer(env, Timer::Record { key: "k".into() })
+        });
+        assert_eq!(
+            done,
+            vec![
+                Effect::Store {
+                    key: "idem/result/k".into(),
+                    value: Some("true".into())
+                },
+                reply("k"),
+            ]
+        );
+    }
+
+    #[test]
+    fn client_persists_its_key_before_requesting_then_retries_with_backoff() {
+        let mut c = node("correct", CLIENT);
+        let mut st = StorageMap::new();
+        let effects = run(&mut c, CLIENT, &mut st, |c, env| {
+            c.on_timer(env, Timer::Think)
+        });
+        let jitter = SplitMix64(1).duration_between(Duration::ZERO, Duration::from_millis(100));
+        assert_eq!(
+            effects,
+            vec![
+                Effect::Store {
+                    key: CLIENT_KEY.into(),
+                    value: Some(r#"{"next_seq":1,"pending":"n1-0"}"#.into())
+                },
+                Effect::Observe(Observation::Requested { key: "n1-0".into() }),
+                Effect::Send {
+                    to: SERVICE,
+                    msg: request("n1-0")
+                },
+                Effect::SetTimer {
+                    timer: Timer::Retry,
+                    after: Duration::from_millis(200) + jitter
+                },
+            ]
+        );
+        let retry = run(&mut c, CLIENT, &mut st, |c, env| {
+            c.on_timer(env, Timer::Retry)
+        });
+        assert_eq!(
+            retry,
+            vec![
+                Effect::Send {
+                    to: SERVICE,
+                    msg: request("n1-0")
+                },
+                Effect::SetTimer {
+                    timer: Timer::Retry,
+                    after: Duration::from_millis(400) + jitter
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn client_completes_once_and_ignores_duplicate_replies() {
+        let mut c = node("correct", CLIENT);
+        let mut st = StorageMap::new();
+        run(&mut c, CLIENT, &mut st, |c, env| {
+            c.on_timer(env, Timer::Think)
+        });
+        let reply = Msg::Reply {
+            key: "n1-0".into(),
+            ok: true,
+        };
+        let effects = run(&mut c, CLIENT, &mut st, |c, env| {
+            c.on_message(env, SERVICE, reply.clone())
+        });
+        assert_eq!(
+            effects[..3],
+            [
+                Effect::Store {
+                    key: CLIENT_KEY.into(),
+                    value: Some(r#"{"next_seq":1,"pending":null}"#.into())
+                },
+                Effect::CancelTimer {
+                    timer: Timer::Retry
+                },
+                Effect::Observe(Observation::Completed {
+                    key: "n1-0".into(),
+                    ok: true
+                }),
+            ]
+        );
+        assert!(matches!(
+            effects[3],
+            Effect::SetTimer {
+                timer: Timer::Think,
+                ..
+            }
+        ));
+        assert!(run(&mut c, CLIENT, &mut st, |c, env| c
+            .on_message(env, SERVICE, reply))
+        .is_empty());
+    }
+
+    #[test]
+    fn restarted_client_retries_its_pending_key() {
+        let mut c = node("correct", CLIENT);
+        let mut st = StorageMap::new();
+        run(&mut c, CLIENT, &mut st, |c, env| {
+            c.on_timer(env, Timer::Think)
+        });
+        let mut restarted = node("correct", CLIENT);
+        let effects = run(&mut restarted, CLIENT, &mut st, |c, env| c.on_start(env));
+        assert_eq!(
+            effects[0],
+            Effect::Send {
+                to: SERVICE,
+                msg: request("n1-0")
+            }
+        );
+        // The next operation gets a fresh key.
+        let done = Msg::Reply {
+            key: "n1-0".into(),
+            ok: true,
+        };
+        run(&mut restarted, CLIENT, &mut st, |c, env| {
+            c.on_message(env, SERVICE, done)
+        });
+        let next = run(&mut restarted, CLIENT, &mut st, |c, env| {
+            c.on_timer(env, Timer::Think)
+        });
+        assert_eq!(
+            next[1],
+            Effect::Observe(Observation::Requested { key: "n1-1".into() })
+        );
+    }
+
+    #[test]
+    fn client_stops_after_its_operations() {
+        let params = IdempotencyParams {
+            operations: 0,
+            ..IdempotencyParams::default()
+        };
+        let config = Idempotency::configure(params, "correct", &cluster()).unwrap();
+        let mut c = Idempotency::new(&config, CLIENT, &cluster());
+        let mut st = StorageMap::new();
+        assert!(run(&mut c, CLIENT, &mut st, |c, env| c.on_start(env)).is_empty());
+    }
+
+    #[test]
+    fn params_and_info() {
+        assert!(serde_json::from_str::<IdempotencyParams>(r#"{"operation": 3}"#).is_err());
+        let p = IdempotencyParams {
+            think_time: [
+                HumanDuration(Duration::from_secs(2)),
+                HumanDuration(Duration::ZERO),
+            ],
+            ..IdempotencyParams::default()
+        };
+        assert_eq!(
+            Idempotency::configure(p, "correct", &cluster())
+                .unwrap_err()
+                .field,
+            "think_time"
+        );
+        let info = Idempotency::info();
+        assert_eq!(info.variants[0].name, "correct");
+        assert_eq!(info.variant("no-key").unwrap().breaks, ["exactly-once"]);
+        assert_eq!(
+            info.variant("key-after-effect").unwrap().breaks,
+            ["exactly-once"]
+        );
+    }
+}

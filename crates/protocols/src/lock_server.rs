@@ -1,0 +1,315 @@
+//! A Redis-like lock server: `SET key value NX PX ttl`, the compare-and-delete release
+//! script, plain `DEL`, and optionally a fencing token from a durable counter (`INCR`)
+//! with every grant. The redis-lock, redlock and fencing protocols all run it.
+//!
+//! What it promises: at most one owner per key *by its own clock*. A key set with a TTL
+//! expires when the server's clock passes `set time + ttl`, read from the monotonic
+//! clock ([`ExpiryClock::Monotonic`]) or from the wall clock ([`ExpiryClock::Wall`]).
+//! With the wall clock a forward jump (an NTP step, an operator fixing the time)
+//! expires a lock early: the clock-jump case of Kleppmann, "How to do distributed
+//! locking" (2016), "Breaking Redlock with clock jumps". The release script is the one
+//! in the Redis `SET` documentation (and seed 002): delete only if the value is still
+//! mine. A plain `DEL` deletes whoever's lock is there.
+//!
+//! The lock table lives in memory (a Redis without fsync'd persistence: a restart
+//! forgets every lock). The token counter, when tokens are issued, is durable, so a
+//! restarted server never issues a token twice.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tenure_core::{Clock, Env, LocalTime, NodeId, Storage, StorageExt};
+
+/// Which clock times a key's TTL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ExpiryClock {
+    Monotonic,
+    Wall,
+}
+
+/// Lock-server requests and replies.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum LockMsg {
+    /// `SET key owner NX [PX ttl]`: set only if absent; no `ttl` means no expiry.
+    Set {
+        req: u64,
+        key: String,
+        owner: u64,
+        ttl: Option<Duration>,
+    },
+    /// `token` is the fencing token, when the server issues them.
+    SetReply {
+        req: u64,
+        granted: bool,
+        token: Option<u64>,
+    },
+    /// The release script: delete `key` only if its value is still `owner`.
+    DelIfOwner { key: String, owner: u64 },
+    /// Plain `DEL key`.
+    Del { key: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Held {
+    owner: u64,
+    /// By the server's expiry clock; `None` never expires.
+    expires_at: Option<LocalTime>,
+}
+
+/// The lock server's state.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LockServer {
+    expiry: ExpiryClock,
+    issue_tokens: bool,
+    locks: BTreeMap<String, Held>,
+    last_token: u64,
+}
+
+const TOKEN_KEY: &str = "lock/last_token";
+
+impl LockServer {
+    pub fn new(expiry: ExpiryClock, issue_tokens: bool) -> LockServer {
+        LockServer {
+            expiry,
+            issue_tokens,
+            locks: BTreeMap::new(),
+            last_token: 0,
+        }
+    }
+
+    /// Reads the token counter back (the lock table is volatile).
+    pub fn on_start<E: Storage + ?Sized>(&mut self, env: &E) {
+        self.last_token = env.load(TOKEN_KEY).unwrap_or(0);
+    }
+
+    /// The owner of `key` now (by the server's clock reading `now`), if any.
+    pub fn owner(&self, key: &str, now: LocalTime) -> Option<u64> {
+        self.locks
+            .get(key)
+            .filter(|h| h.expires_at.is_none_or(|e| now < e))
+            .map(|h| h.owner)
+    }
+
+    fn now<E: Clock + ?Sized>(&self, env: &E) -> LocalTime {
+        match self.expiry {
+            ExpiryClock::Monotonic => env.monotonic(),
+            ExpiryClock::Wall => env.wall(),
+        }
+    }
+
+    /// Handles one request and returns the reply, if the request has one.
+    pub fn handle<E: Clock + Storage + ?Sized>(
+        &mut self,
+        env: &mut E,
+        msg: LockMsg,
+    ) -> Option<LockMsg> {
+        let now = self.now(env);
+        match msg {
+            LockMsg::Set {
+                req,
+                key,
+                owner,
+                ttl,
+            } => {
+                if self.owner(&key, now).is_some() {
+                    return Some(LockMsg::SetReply {
+                        req,
+                        granted: false,
+                        token: None,
+                    });
+                }
+                let expires_at = ttl.map(|t| now + t);
+                self.locks.insert(key, Held { owner, expires_at });
+                let token = self.issue_tokens.then(|| {
+                    self.last_token += 1;
+                    env.store(TOKEN_KEY, &self.last_token);
+                    self.last_token
+                });
+                Some(LockMsg::SetReply {
+                    req,
+                    granted: true,
+                    token,
+                })
+            }
+            LockMsg::DelIfOwner { key, owner } => {
+                if self.owner(&key, now) == Some(owner) {
+                    self.locks.remove(&key);
+                }
+                None
+            }
+            LockMsg::Del { key } => {
+                self.locks.remove(&key);
+                None
+            }
+            LockMsg::SetReply { .. } => None,
+        }
+    }
+
+    /// [`LockServer::handle`], then sends the reply (if any) back to `from`.
+    pub fn on_message<M: From<LockMsg>, T>(
+        &mut self,
+        env: &mut dyn Env<M, T>,
+        from: NodeId,
+        msg: LockMsg,
+    ) {
+        if let Some(reply) = self.handle(env, msg) {
+            env.send(from, M::from(reply));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tenure_core::{Cluster, Effect, SplitMix64, Step, StorageMap};
+
+    const SEC: i64 = 1_000_000_000;
+
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    struct Wrapped(LockMsg);
+    impl From<LockMsg> for Wrapped {
+        fn from(m: LockMsg) -> Wrapped {
+            Wrapped(m)
+        }
+    }
+
+    /// Runs one message on `server` with the given clock readings (in seconds).
+    fn step(
+        server: &mut LockServer,
+        storage: &mut StorageMap,
+        mono_s: i64,
+        wall_s: i64,
+        msg: LockMsg,
+    ) -> Vec<Effect<Wrapped, ()>> {
+        let cluster = Cluster::uniform("node", 3);
+        let mut rng = SplitMix64(1);
+        let mut s: Step<'_, Wrapped, ()> = Step::new(
+            NodeId(0),
+            &cluster,
+            LocalTime(mono_s * SEC),
+            LocalTime(wall_s * SEC),
+            storage,
+            &mut rng,
+        );
+        server.on_message(&mut s, NodeId(1), msg);
+        s.effects
+    }
+
+    fn set(req: u64, owner: u64, ttl_s: Option<u64>) -> LockMsg {
+        LockMsg::Set {
+            req,
+            key: "k".into(),
+            owner,
+            ttl: ttl_s.map(Duration::from_secs),
+        }
+    }
+
+    fn reply(req: u64, granted: bool, token: Option<u64>) -> Vec<Effect<Wrapped, ()>> {
+        vec![Effect::Send {
+            to: NodeId(1),
+            msg: Wrapped(LockMsg::SetReply {
+                req,
+                granted,
+                token,
+            }),
+        }]
+    }
+
+    #[test]
+    fn set_nx_grants_once_until_expiry_by_the_monotonic_clock() {
+        let mut s = LockServer::new(ExpiryClock::Monotonic, false);
+        let mut st = StorageMap::new();
+        assert_eq!(
+            step(&mut s, &mut st, 10, 0, set(1, 7, Some(2))),
+            reply(1, true, None)
+        );
+        // A wall clock jump does not matter to the monotonic clock.
+        assert_eq!(
+            step(&mut s, &mut st, 11, 100, set(2, 8, Some(2))),
+            reply(2, false, None)
+        );
+        assert_eq!(
+            step(&mut s, &mut st, 12, 0, set(3, 8, Some(2))),
+            reply(3, true, None)
+        );
+    }
+
+    #[test]
+    fn wall_clock_expiry_expires_early_on_a_forward_jump() {
+        let mut s = LockServer::new(ExpiryClock::Wall, false);
+        let mut st = StorageMap::new();
+        step(&mut s, &mut st, 10, 10, set(1, 7, Some(10)));
+        assert_eq!(
+            step(&mut s, &mut st, 11, 100, set(2, 8, Some(10))),
+            reply(2, true, None)
+        );
+    }
+
+    #[test]
+    fn no_ttl_never_expires() {
+        let mut s = LockServer::new(ExpiryClock::Monotonic, false);
+        let mut st = StorageMap::new();
+        step(&mut s, &mut st, 0, 0, set(1, 7, None));
+        assert_eq!(
+            step(&mut s, &mut st, 1_000_000, 0, set(2, 8, None)),
+            reply(2, false, None)
+        );
+    }
+
+    #[test]
+    fn compare_and_delete_spares_another_owners_lock_but_del_does_not() {
+        let mut s = LockServer::new(ExpiryClock::Monotonic, false);
+        let mut st = StorageMap::new();
+        step(&mut s, &mut st, 0, 0, set(1, 7, Some(2)));
+        // Owner 7's lock expired; 8 took it.
+        step(&mut s, &mut st, 3, 0, set(2, 8, Some(2)));
+        let del_if = LockMsg::DelIfOwner {
+            key: "k".into(),
+            owner: 7,
+        };
+        assert!(step(&mut s, &mut st, 3, 0, del_if).is_empty());
+        assert_eq!(s.owner("k", LocalTime(3 * SEC)), Some(8));
+        step(&mut s, &mut st, 3, 0, LockMsg::Del { key: "k".into() });
+        assert_eq!(s.owner("k", LocalTime(3 * SEC)), None);
+    }
+
+    #[test]
+    fn tokens_increase_and_survive_a_restart() {
+        let mut s = LockServer::new(ExpiryClock::Monotonic, true);
+        let mut st = StorageMap::new();
+        let effects = step(&mut s, &mut st, 0, 0, set(1, 7, Some(1)));
+        assert_eq!(
+            effects,
+            vec![
+                Effect::Store {
+                    key: TOKEN_KEY.into(),
+                    value: Some("1".into())
+                },
+                reply(1, true, Some(1)).remove(0),
+            ]
+        );
+        // A denied SET issues no token.
+        assert_eq!(
+            step(&mut s, &mut st, 0, 0, set(2, 8, Some(1))),
+            reply(2, false, None)
+        );
+        let mut restarted = LockServer::new(ExpiryClock::Monotonic, true);
+        {
+            let cluster = Cluster::uniform("node", 3);
+            let mut rng = SplitMix64(1);
+            let env: Step<'_, Wrapped, ()> = Step::new(
+                NodeId(0),
+                &cluster,
+                LocalTime(0),
+                LocalTime(0),
+                &mut st,
+                &mut rng,
+            );
+            restarted.on_start(&env);
+        }
+        assert_eq!(
+            step(&mut restarted, &mut st, 5, 0, set(3, 8, Some(1)))[1],
+            reply(3, true, Some(2)).remove(0)
+        );
+    }
+}

@@ -1,0 +1,849 @@
+//! `redis-lock`: a lock on a single Redis instance, `SET key value NX PX ttl` to acquire
+//! and the compare-and-delete script to release. Source: the Redis `SET` docs and
+//! "Distributed locks with Redis" (single-instance section); seed 002 ("Lock
+//! Acquisition Process (Redis Example)").
+//!
+//! What it promises: while the server is up, at most one client holds the key *by the
+//! server's clock*; a crashed holder's key expires after `ttl`, so the lock is live.
+//! Each client believes it holds the lock for `ttl` minus the time since it sent its
+//! `SET`, by its own monotonic clock.
+//!
+//! How it fails, even when correct: a client paused (GC, VM stall) longer than the TTL
+//! keeps believing it holds the lock after the server has given it to someone else, and
+//! writes to the unfenced storage from a stale read (Kleppmann, "How to do distributed
+//! locking", 2016, "Protecting a resource with a lock"). Scenario
+//! `scenarios/redis-lock/gc-pause.toml` encodes that as an expected violation.
+//!
+//! Broken variants:
+//! * `plain-del-release`: release is a plain `DEL`. A client whose lock expired while it
+//!   worked deletes the next holder's lock, and a third client gets it while the second
+//!   still holds it. Breaks mutual-exclusion.
+//! * `no-ttl`: `SET` without `PX`. A holder that crashes never releases, and every other
+//!   client waits forever. Breaks lock-liveness.
+//!
+//! [`SingleServerConfig`] and [`RedisLock`] are shared with the `fencing` protocol,
+//! which is the same machinery with tokens and a fenced resource.
+
+use crate::lock_server::{ExpiryClock, LockMsg, LockServer};
+use crate::resource::{FencingMode, Resource, ResourceMsg};
+use crate::workload::{LockApi, Workload, WorkloadConfig, WorkloadTimer};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tenure_core::{
+    Cluster, Configurable, Env, HumanDuration, LocalTime, NodeId, ParamError, Protocol,
+    ProtocolInfo, RoleInfo, VariantInfo,
+};
+
+/// Messages of the lock protocols that run a [`LockServer`] (redis-lock, redlock,
+/// fencing).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Msg {
+    Lock(LockMsg),
+    Resource(ResourceMsg),
+}
+
+impl From<LockMsg> for Msg {
+    fn from(m: LockMsg) -> Msg {
+        Msg::Lock(m)
+    }
+}
+
+impl From<ResourceMsg> for Msg {
+    fn from(m: ResourceMsg) -> Msg {
+        Msg::Resource(m)
+    }
+}
+
+/// Timers of the lock protocols' clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Timer {
+    Workload(WorkloadTimer),
+    /// The lock server(s) did not answer the acquire in time.
+    AcquireTimeout,
+}
+
+impl From<WorkloadTimer> for Timer {
+    fn from(t: WorkloadTimer) -> Timer {
+        Timer::Workload(t)
+    }
+}
+
+/// How a client releases its lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReleaseKind {
+    /// The release script: delete only if the value is still mine.
+    CompareAndDelete,
+    /// Plain `DEL`.
+    PlainDel,
+}
+
+/// Configuration of a single-lock-server protocol (redis-lock, fencing).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SingleServerConfig {
+    /// `None`: `SET` without `PX` (never expires).
+    pub ttl: Option<Duration>,
+    pub release: ReleaseKind,
+    /// Whether the server issues fencing tokens (and clients pass them on).
+    pub issue_tokens: bool,
+    pub resource_mode: FencingMode,
+    pub acquire_timeout: Duration,
+    pub workload: WorkloadConfig,
+}
+
+/// The lock half of a single-server client.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SingleServerLock {
+    server: NodeId,
+    key: String,
+    ttl: Option<Duration>,
+    release: ReleaseKind,
+    acquire_timeout: Duration,
+    req: u64,
+    /// The outstanding acquire: its request id, owner value and send time.
+    attempt: Option<(u64, u64, LocalTime)>,
+    /// The owner value of the lock we were granted and have not released.
+    held_owner: Option<u64>,
+}
+
+impl LockApi<Msg, Timer> for SingleServerLock {
+    fn start_acquire(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        self.req += 1;
+        let owner = env.next_u64();
+        self.attempt = Some((self.req, owner, env.monotonic()));
+        env.send(
+            self.server,
+            Msg::Lock(LockMsg::Set {
+                req: self.req,
+                key: self.key.clone(),
+                owner,
+                ttl: self.ttl,
+            }),
+        );
+        env.set_timer(Timer::AcquireTimeout, self.acquire_timeout);
+    }
+
+    fn release(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        let Some(owner) = self.held_owner.take() else {
+            return;
+        };
+        let key = self.key.clone();
+        let msg = match self.release {
+            ReleaseKind::CompareAndDelete => LockMsg::DelIfOwner { key, owner },
+            ReleaseKind::PlainDel => LockMsg::Del { key },
+        };
+        env.send(self.server, Msg::Lock(msg));
+    }
+}
+
+/// A client: the lock half plus the workload.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SingleServerClient {
+    pub lock: SingleServerLock,
+    pub workload: Workload,
+}
+
+impl SingleServerClient {
+    fn on_set_reply(
+        &mut self,
+        env: &mut dyn Env<Msg, Timer>,
+        req: u64,
+        granted: bool,
+        token: Option<u64>,
+    ) {
+        let Some((pending, owner, sent_at)) = self.lock.attempt else {
+            return;
+        };
+        if pending != req {
+            return;
+        }
+        self.lock.attempt = None;
+        env.cancel_timer(&Timer::AcquireTimeout);
+        if !granted {
+            self.workload.on_acquire_failed(env);
+            return;
+        }
+        self.lock.held_owner = Some(owner);
+        let elapsed = sent_at.until(env.monotonic());
+        match self.lock.ttl.map(|t| t.saturating_sub(elapsed)) {
+            Some(validity) if validity.is_zero() => {
+                // Granted, but too late to use: give it back.
+                self.lock.release(env);
+                self.workload.on_acquire_failed(env);
+            }
+            validity => self.workload.on_acquired(env, token, validity),
+        }
+    }
+
+    fn on_acquire_timeout(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        if self.lock.attempt.take().is_some() {
+            self.workload.on_acquire_failed(env);
+        }
+    }
+}
+
+/// A redis-lock (or fencing) node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RedisLock {
+    Server(LockServer),
+    Client(Box<SingleServerClient>),
+    Storage(Resource),
+}
+
+impl Protocol for RedisLock {
+    type Msg = Msg;
+    type Timer = Timer;
+    type Config = SingleServerConfig;
+
+    fn new(config: &SingleServerConfig, me: NodeId, cluster: &Cluster) -> RedisLock {
+        match cluster.role_of(me) {
+            "server" => {
+                RedisLock::Server(LockServer::new(ExpiryClock::Monotonic, config.issue_tokens))
+            }
+            "client" => RedisLock::Client(Box::new(SingleServerClient {
+                lock: SingleServerLock {
+                    server: the_one(cluster, "server"),
+                    key: config.workload.resource.clone(),
+                    ttl: config.ttl,
+                    release: config.release,
+                    acquire_timeout: config.acquire_timeout,
+                    req: 0,
+                    attempt: None,
+                    held_owner: None,
+                },
+                workload: Workload::new(config.workload.clone()),
+            })),
+            "storage" => RedisLock::Storage(Resource::new(config.resource_mode)),
+            other => panic!("{me} plays role `{other}`, which redis-lock does not have"),
+        }
+    }
+
+    fn on_start(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        match self {
+            RedisLock::Server(s) => s.on_start(env),
+            RedisLock::Client(c) => c.workload.on_start(env),
+            RedisLock::Storage(r) => r.on_start(env),
+        }
+    }
+
+    fn on_message(&mut self, env: &mut dyn Env<Msg, Timer>, from: NodeId, msg: Msg) {
+        match (self, msg) {
+            (RedisLock::Server(s), Msg::Lock(m)) => s.on_message(env, from, m),
+            (
+                RedisLock::Client(c),
+                Msg::Lock(LockMsg::SetReply {
+                    req,
+                    granted,
+                    token,
+                }),
+            ) => c.on_set_reply(env, req, granted, token),
+            (RedisLock::Client(c), Msg::Resource(m)) => {
+                let c = &mut **c;
+                c.workload.on_resource_reply(env, &mut c.lock, m);
+            }
+            (RedisLock::Storage(r), Msg::Resource(m)) => r.on_message(env, from, m),
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut dyn Env<Msg, Timer>, timer: Timer) {
+        if let RedisLock::Client(c) = self {
+            let c = &mut **c;
+            match timer {
+                Timer::Workload(t) => c.workload.on_timer(env, &mut c.lock, t),
+                Timer::AcquireTimeout => c.on_acquire_timeout(env),
+            }
+        }
+    }
+}
+
+/// The only node playing `role` (configure has checked there is exactly one).
+pub(crate) fn the_one(cluster: &Cluster, role: &str) -> NodeId {
+    let mut nodes = cluster.with_role(role);
+    let node = nodes.next().expect("configure checked the role is present");
+    assert!(
+        nodes.next().is_none(),
+        "configure checked the role has one node"
+    );
+    node
+}
+
+/// Checks that `role` has between `min` and `max` nodes.
+pub(crate) fn check_role_count(
+    cluster: &Cluster,
+    role: &str,
+    min: usize,
+    max: usize,
+) -> Result<(), ParamError> {
+    let n = cluster.count(role);
+    if n < min || n > max {
+        let want = if min == max {
+            format!("exactly {min}")
+        } else if max == usize::MAX {
+            format!("at least {min}")
+        } else {
+            format!("{min} to {max}")
+        };
+        return Err(ParamError::new(
+            &format!("cluster.roles.{role}"),
+            format!("needs {want} `{role}` node(s), got {n}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Parameters of the lock protocols' clients and single server (redis-lock, fencing).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LockParams {
+    /// The key's time to live (`PX`), timed by the server.
+    pub ttl: HumanDuration,
+    /// How long a client waits for the lock server's answer.
+    pub acquire_timeout: HumanDuration,
+    /// The lock key and the protected resource's name.
+    pub resource: String,
+    /// How long a client works with the lock, between its read and its write.
+    pub work_duration: HumanDuration,
+    pub think_time: [HumanDuration; 2],
+    pub retry_backoff: [HumanDuration; 2],
+    /// How much each read-modify-write adds.
+    pub amount: i64,
+    /// How long a client waits for the storage's reply.
+    pub request_timeout: HumanDuration,
+    /// The k-th client waits k × this before its first acquire.
+    pub start_stagger: HumanDuration,
+}
+
+impl Default for LockParams {
+    fn default() -> LockParams {
+        let ms = |n| HumanDuration(Duration::from_millis(n));
+        LockParams {
+            ttl: ms(2_000),
+            acquire_timeout: ms(200),
+            resource: "counter".to_string(),
+            work_duration: ms(100),
+            think_time: [ms(100), ms(300)],
+            retry_backoff: [ms(50), ms(150)],
+            amount: 1,
+            request_timeout: ms(1_000),
+            start_stagger: ms(0),
+        }
+    }
+}
+
+impl LockParams {
+    /// The workload half, against the cluster's storage node; checks the ranges and
+    /// that `storage` is exactly one node and `client` at least one.
+    pub fn workload(&self, cluster: &Cluster) -> Result<WorkloadConfig, ParamError> {
+        check_role_count(cluster, "storage", 1, 1)?;
+        check_role_count(cluster, "client", 1, usize::MAX)?;
+        let config = WorkloadConfig {
+            resource: self.resource.clone(),
+            storage: the_one(cluster, "storage"),
+            work_duration: self.work_duration.0,
+            think_time: (self.think_time[0].0, self.think_time[1].0),
+            retry_backoff: (self.retry_backoff[0].0, self.retry_backoff[1].0),
+            amount: self.amount,
+            request_timeout: self.request_timeout.0,
+            start_stagger: self.start_stagger.0,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The single-server protocol's configuration (redis-lock and fencing).
+    pub fn single_server(
+        &self,
+        cluster: &Cluster,
+        ttl: bool,
+        release: ReleaseKind,
+        issue_tokens: bool,
+        resource_mode: FencingMode,
+    ) -> Result<SingleServerConfig, ParamError> {
+        check_role_count(cluster, "server", 1, 1)?;
+        if self.ttl.0.is_zero() {
+            return Err(ParamError::new("ttl", "must be above zero"));
+        }
+        if self.acquire_timeout.0.is_zero() {
+            return Err(ParamError::new("acquire_timeout", "must be above zero"));
+        }
+        Ok(SingleServerConfig {
+            ttl: ttl.then_some(self.ttl.0),
+            release,
+            issue_tokens,
+            resource_mode,
+            acquire_timeout: self.acquire_timeout.0,
+            workload: self.workload(cluster)?,
+        })
+    }
+}
+
+pub(crate) const LOCK_ROLES: &[RoleInfo] = &[
+    RoleInfo {
+        name: "server",
+        summary: "the lock server (one Redis instance)",
+        default_count: 1,
+    },
+    RoleInfo {
+        name: "client",
+        summary: "lock clients: acquire, read-modify-write the storage, release",
+        default_count: 3,
+    },
+    RoleInfo {
+        name: "storage",
+        summary: "the protected resource, a counter",
+        default_count: 1,
+    },
+];
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "redis-lock",
+    summary: "a lock on one Redis instance: SET NX PX to acquire, compare-and-delete to release",
+    roles: LOCK_ROLES,
+    variants: &[
+        VariantInfo {
+            name: "correct",
+            summary: "SET NX PX and the compare-and-delete script (still unsafe under a pause longer than the TTL)",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "plain-del-release",
+            summary: "release is a plain DEL: a client whose lock expired deletes the next holder's lock",
+            breaks: &["mutual-exclusion"],
+        },
+        VariantInfo {
+            name: "no-ttl",
+            summary: "SET without PX: a crashed holder blocks everyone forever",
+            breaks: &["lock-liveness"],
+        },
+    ],
+};
+
+impl Configurable for RedisLock {
+    type Params = LockParams;
+
+    fn info() -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn configure(
+        params: LockParams,
+        variant: &str,
+        cluster: &Cluster,
+    ) -> Result<SingleServerConfig, ParamError> {
+        let (ttl, release) = match variant {
+            "correct" => (true, ReleaseKind::CompareAndDelete),
+            "plain-del-release" => (true, ReleaseKind::PlainDel),
+            "no-ttl" => (false, ReleaseKind::CompareAndDelete),
+            other => panic!("redis-lock has no variant `{other}`; the caller checks"),
+        };
+        params.single_server(cluster, ttl, release, false, FencingMode::Unfenced)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use tenure_core::{Effect, Observation, Rng, RoleSpec, SplitMix64, Step, StorageMap};
+
+    pub(crate) fn lock_cluster() -> Cluster {
+        Cluster::new(vec![
+            RoleSpec {
+                role: "server".into(),
+                count: 1,
+            },
+            RoleSpec {
+                role: "client".into(),
+                count: 2,
+            },
+            RoleSpec {
+                role: "storage".into(),
+                count: 1,
+            },
+        ])
+        .unwrap()
+    }
+
+    const SERVER: NodeId = NodeId(0);
+    const CLIENT: NodeId = NodeId(1);
+    const STORAGE: NodeId = NodeId(3);
+
+    fn config(variant: &str) -> SingleServerConfig {
+        RedisLock::configure(LockParams::default(), variant, &lock_cluster()).unwrap()
+    }
+
+    /// Runs `f` on node `me` of the default lock cluster at monotonic time `mono_ms`;
+    /// returns the effects.
+    pub(crate) fn run<P: Protocol>(
+        node: &mut P,
+        me: NodeId,
+        mono_ms: i64,
+        seed: u64,
+        f: impl FnOnce(&mut P, &mut dyn Env<P::Msg, P::Timer>),
+    ) -> Vec<Effect<P::Msg, P::Timer>> {
+        run_in(&lock_cluster(), node, me, mono_ms, seed, f)
+    }
+
+    /// Runs `f` on `node` (any state machine) as node `me` of `cluster`, at monotonic
+    /// (and wall) time `mono_ms`, with fresh storage; returns the effects.
+    pub(crate) fn run_in<N, M, T: Clone>(
+        cluster: &Cluster,
+        node: &mut N,
+        me: NodeId,
+        mono_ms: i64,
+        seed: u64,
+        f: impl FnOnce(&mut N, &mut dyn Env<M, T>),
+    ) -> Vec<Effect<M, T>> {
+        let mut storage = StorageMap::new();
+        let mut rng = SplitMix64(seed);
+        let mut step: Step<'_, M, T> = Step::new(
+            me,
+            cluster,
+            LocalTime(mono_ms * 1_000_000),
+            LocalTime(mono_ms * 1_000_000),
+            &mut storage,
+            &mut rng,
+        );
+        f(node, &mut step);
+        step.effects
+    }
+
+    /// A client that has thought and sent its SET (owner from seed 1), at time 0.
+    fn acquiring(variant: &str) -> (RedisLock, u64) {
+        let mut c = RedisLock::new(&config(variant), CLIENT, &lock_cluster());
+        run(&mut c, CLIENT, 0, 1, |c, env| c.on_start(env));
+        run(&mut c, CLIENT, 0, 1, |c, env| {
+            c.on_timer(env, Timer::Workload(WorkloadTimer::Think))
+        });
+        (c, SplitMix64(1).next_u64())
+    }
+
+    #[test]
+    fn think_over_sends_set_nx_px_with_a_random_owner() {
+        let mut c = RedisLock::new(&config("correct"), CLIENT, &lock_cluster());
+        let effects = run(&mut c, CLIENT, 0, 1, |c, env| {
+            c.on_timer(env, Timer::Workload(WorkloadTimer::Think))
+        });
+        let owner = SplitMix64(1).next_u64();
+        assert_eq!(
+            effects,
+            vec![
+                Effect::Observe(Observation::Waiting {
+                    resource: "counter".into()
+                }),
+                Effect::Send {
+                    to: SERVER,
+                    msg: Msg::Lock(LockMsg::Set {
+                        req: 1,
+                        key: "counter".into(),
+                        owner,
+                        ttl: Some(Duration::from_secs(2)),
+                    })
+                },
+                Effect::SetTimer {
+                    timer: Timer::AcquireTimeout,
+                    after: Duration::from_millis(200)
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn no_ttl_sends_set_without_px() {
+        let mut c = RedisLock::new(&config("no-ttl"), CLIENT, &lock_cluster());
+        let effects = run(&mut c, CLIENT, 0, 1, |c, env| {
+            c.on_timer(env, Timer::Workload(WorkloadTimer::Think))
+        });
+        assert!(matches!(
+            effects[1],
+            Effect::Send {
+                msg: Msg::Lock(LockMsg::Set { ttl: None, .. }),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn grant_holds_with_validity_ttl_minus_elapsed() {
+        let (mut c, _) = acquiring("correct");
+        let grant = Msg::Lock(LockMsg::SetReply {
+            req: 1,
+            granted: true,
+            token: None,
+        });
+        let effects = run(&mut c, CLIENT, 30, 1, |c, env| {
+            c.on_message(env, SERVER, grant.clone())
+        });
+        assert_eq!(
+            effects,
+            vec![
+                Effect::CancelTimer {
+                    timer: Timer::AcquireTimeout
+                },
+                Effect::CancelTimer {
+                    timer: Timer::Workload(WorkloadTimer::Retry)
+                },
+                Effect::Observe(Observation::Holds {
+                    resource: "counter".into(),
+                    token: 0
+                }),
+                Effect::SetTimer {
+                    timer: Timer::Workload(WorkloadTimer::Validity),
+                    after: Duration::from_millis(1_970)
+                },
+                Effect::Send {
+                    to: STORAGE,
+                    msg: Msg::Resource(ResourceMsg::Read {
+                        resource: "counter".into(),
+                        op: 1,
+                        token: None
+                    })
+                },
+                Effect::SetTimer {
+                    timer: Timer::Workload(WorkloadTimer::Request),
+                    after: Duration::from_secs(1)
+                },
+            ]
+        );
+        // A duplicate of the grant changes nothing.
+        assert!(run(&mut c, CLIENT, 31, 1, |c, env| c
+            .on_message(env, SERVER, grant))
+        .is_empty());
+    }
+
+    #[test]
+    fn denial_and_timeout_back_off() {
+        let (mut c, _) = acquiring("correct");
+        let denied = Msg::Lock(LockMsg::SetReply {
+            req: 1,
+            granted: false,
+            token: None,
+        });
+        let effects = run(&mut c, CLIENT, 5, 2, |c, env| {
+            c.on_message(env, SERVER, denied)
+        });
+        assert_eq!(
+            effects[0],
+            Effect::CancelTimer {
+                timer: Timer::AcquireTimeout
+            }
+        );
+        assert!(matches!(
+            effects[1],
+            Effect::SetTimer {
+                timer: Timer::Workload(WorkloadTimer::Retry),
+                ..
+            }
+        ));
+        assert_eq!(effects.len(), 2);
+        // Retry, then time out.
+        run(&mut c, CLIENT, 100, 2, |c, env| {
+            c.on_timer(env, Timer::Workload(WorkloadTimer::Retry))
+        });
+        let effects = run(&mut c, CLIENT, 300, 2, |c, env| {
+            c.on_timer(env, Timer::AcquireTimeout)
+        });
+        assert!(matches!(
+            effects[..],
+            [Effect::SetTimer {
+                timer: Timer::Workload(WorkloadTimer::Retry),
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn a_grant_that_arrives_after_the_ttl_is_given_back() {
+        let (mut c, owner) = acquiring("correct");
+        let grant = Msg::Lock(LockMsg::SetReply {
+            req: 1,
+            granted: true,
+            token: None,
+        });
+        let effects = run(&mut c, CLIENT, 2_500, 1, |c, env| {
+            c.on_message(env, SERVER, grant)
+        });
+        assert_eq!(
+            effects[1],
+            Effect::Send {
+                to: SERVER,
+                msg: Msg::Lock(LockMsg::DelIfOwner {
+                    key: "counter".into(),
+                    owner
+                })
+            }
+        );
+        assert!(!effects
+            .iter()
+            .any(|e| matches!(e, Effect::Observe(Observation::Holds { .. }))));
+    }
+
+    /// Drives a client through grant, read and write; returns the release message.
+    fn release_message(variant: &str) -> (Msg, u64) {
+        let (mut c, owner) = acquiring(variant);
+        let grant = Msg::Lock(LockMsg::SetReply {
+            req: 1,
+            granted: true,
+            token: None,
+        });
+        run(&mut c, CLIENT, 1, 1, |c, env| {
+            c.on_message(env, SERVER, grant)
+        });
+        let read = Msg::Resource(ResourceMsg::ReadReply {
+            resource: "counter".into(),
+            op: 1,
+            value: 4,
+        });
+        run(&mut c, CLIENT, 2, 1, |c, env| {
+            c.on_message(env, STORAGE, read)
+        });
+        let effects = run(&mut c, CLIENT, 102, 1, |c, env| {
+            c.on_timer(env, Timer::Workload(WorkloadTimer::Work))
+        });
+        assert_eq!(
+            effects[0],
+            Effect::Send {
+                to: STORAGE,
+                msg: Msg::Resource(ResourceMsg::Write {
+                    resource: "counter".into(),
+                    op: 2,
+                    token: None,
+                    value: 5
+                })
+            }
+        );
+        let written = Msg::Resource(ResourceMsg::WriteReply {
+            resource: "counter".into(),
+            op: 2,
+            accepted: true,
+        });
+        let effects = run(&mut c, CLIENT, 103, 1, |c, env| {
+            c.on_message(env, STORAGE, written)
+        });
+        let sent: Vec<Msg> = effects
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Send { to, msg } if to == SERVER => Some(msg),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent.len(), 1);
+        (sent[0].clone(), owner)
+    }
+
+    #[test]
+    fn correct_releases_with_compare_and_delete() {
+        let (msg, owner) = release_message("correct");
+        assert_eq!(
+            msg,
+            Msg::Lock(LockMsg::DelIfOwner {
+                key: "counter".into(),
+                owner
+            })
+        );
+    }
+
+    #[test]
+    fn plain_del_release_sends_del() {
+        let (msg, _) = release_message("plain-del-release");
+        assert_eq!(
+            msg,
+            Msg::Lock(LockMsg::Del {
+                key: "counter".into()
+            })
+        );
+    }
+
+    #[test]
+    fn server_and_storage_answer_requests() {
+        let cfg = config("correct");
+        let mut server = RedisLock::new(&cfg, SERVER, &lock_cluster());
+        let set = Msg::Lock(LockMsg::Set {
+            req: 3,
+            key: "counter".into(),
+            owner: 9,
+            ttl: Some(Duration::from_secs(2)),
+        });
+        assert_eq!(
+            run(&mut server, SERVER, 0, 1, |s, env| s
+                .on_message(env, CLIENT, set)),
+            vec![Effect::Send {
+                to: CLIENT,
+                msg: Msg::Lock(LockMsg::SetReply {
+                    req: 3,
+                    granted: true,
+                    token: None
+                })
+            }]
+        );
+        let mut storage = RedisLock::new(&cfg, STORAGE, &lock_cluster());
+        assert!(matches!(storage, RedisLock::Storage(ref r) if r.mode() == FencingMode::Unfenced));
+        let write = Msg::Resource(ResourceMsg::Write {
+            resource: "counter".into(),
+            op: 1,
+            token: None,
+            value: 1,
+        });
+        let effects = run(&mut storage, STORAGE, 0, 1, |s, env| {
+            s.on_message(env, CLIENT, write)
+        });
+        assert_eq!(effects.len(), 3);
+    }
+
+    #[test]
+    fn params_are_checked() {
+        let bad: Result<LockParams, _> = serde_json::from_str(r#"{"tll": "2s"}"#);
+        assert!(bad.unwrap_err().to_string().contains("tll"));
+        let p: LockParams =
+            serde_json::from_str(r#"{"ttl": "5s", "think_time": ["1s", "2s"]}"#).unwrap();
+        assert_eq!(p.ttl.0, Duration::from_secs(5));
+        let p = LockParams {
+            retry_backoff: [
+                HumanDuration(Duration::from_secs(2)),
+                HumanDuration(Duration::from_secs(1)),
+            ],
+            ..LockParams::default()
+        };
+        assert_eq!(
+            RedisLock::configure(p, "correct", &lock_cluster())
+                .unwrap_err()
+                .field,
+            "retry_backoff"
+        );
+        let two_servers = Cluster::new(vec![
+            RoleSpec {
+                role: "server".into(),
+                count: 2,
+            },
+            RoleSpec {
+                role: "client".into(),
+                count: 1,
+            },
+            RoleSpec {
+                role: "storage".into(),
+                count: 1,
+            },
+        ])
+        .unwrap();
+        assert_eq!(
+            RedisLock::configure(LockParams::default(), "correct", &two_servers)
+                .unwrap_err()
+                .field,
+            "cluster.roles.server"
+        );
+        assert_eq!(config("no-ttl").ttl, None);
+    }
+
+    #[test]
+    fn info_lists_correct_first_and_what_the_broken_variants_break() {
+        let info = RedisLock::info();
+        assert_eq!(info.variants[0].name, "correct");
+        assert!(info.variants[0].breaks.is_empty());
+        assert_eq!(
+            info.variant("plain-del-release").unwrap().breaks,
+            ["mutual-exclusion"]
+        );
+        assert_eq!(info.variant("no-ttl").unwrap().breaks, ["lock-liveness"]);
+        let roles: Vec<&str> = info.roles.iter().map(|r| r.name).collect();
+        assert_eq!(roles, ["server", "client", "storage"]);
+    }
+}

@@ -1,0 +1,672 @@
+//! `redlock`: the Redlock algorithm over N independent Redis-like lock servers. Source:
+//! "Distributed locks with Redis" (redis.io, "The Redlock algorithm"), and its critique,
+//! Kleppmann, "How to do distributed locking" (2016).
+//!
+//! The algorithm, as the client runs it: take the current time (monotonic); send
+//! `SET key owner NX PX ttl` to all N servers in parallel, each with a per-request
+//! timeout (`acquire_timeout`); the lock is acquired iff a quorum of N/2+1 servers
+//! granted it and the validity `ttl − elapsed − drift allowance` is still positive,
+//! where the allowance is `clock_drift_factor × ttl + 2ms`. The client then believes
+//! it holds the lock for that validity. On failure, and on release, it sends the
+//! compare-and-delete script to every server.
+//!
+//! What it promises: no two clients hold a quorum at once, *provided* that every
+//! server's TTL runs at about the same rate as true time and no client pauses or is
+//! delayed longer than its validity. Kleppmann shows both provisos are timing
+//! assumptions a real system breaks:
+//! * a client paused after it acquired (GC, VM stall) keeps believing it holds the lock
+//!   after every server expired it; another client takes a quorum
+//!   (`scenarios/redlock/client-pause.toml`). This breaks the correct variant too, which
+//!   is why its `breaks` list stays empty: the scenario encodes it as expected.
+//! * variant `wall-clock-expiry`: servers time the TTL on their wall clock (as Redis did
+//!   for key expiry). A forward jump on one server of the quorum expires the lock
+//!   there early; a second client takes that server plus two others, and two clients
+//!   hold a quorum each (`scenarios/redlock/clock-jump.toml`). Breaks mutual-exclusion.
+
+use crate::lock_server::{ExpiryClock, LockMsg, LockServer};
+use crate::redis_lock::{check_role_count, LockParams, Msg, Timer};
+use crate::resource::{FencingMode, Resource};
+use crate::workload::{LockApi, Workload, WorkloadConfig};
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::time::Duration;
+use tenure_core::{
+    Cluster, Configurable, Env, HumanDuration, LocalTime, NodeId, ParamError, Protocol,
+    ProtocolInfo, RoleInfo, VariantInfo,
+};
+
+/// Configuration shared by every node of a redlock run.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RedlockConfig {
+    /// Which clock the servers time TTLs on.
+    pub expiry: ExpiryClock,
+    pub ttl: Duration,
+    /// Subtracted from the validity: `clock_drift_factor × ttl + 2ms`.
+    pub drift_allowance: Duration,
+    /// How long a client waits for the servers' answers.
+    pub acquire_timeout: Duration,
+    pub workload: WorkloadConfig,
+}
+
+/// One acquire in progress.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Attempt {
+    req: u64,
+    owner: u64,
+    started_at: LocalTime,
+    granted: BTreeSet<NodeId>,
+    replied: BTreeSet<NodeId>,
+}
+
+/// The lock half of a Redlock client.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RedlockLock {
+    servers: Vec<NodeId>,
+    key: String,
+    ttl: Duration,
+    drift_allowance: Duration,
+    acquire_timeout: Duration,
+    req: u64,
+    attempt: Option<Attempt>,
+    held_owner: Option<u64>,
+}
+
+impl RedlockLock {
+    fn quorum(&self) -> usize {
+        self.servers.len() / 2 + 1
+    }
+
+    fn unlock_all(&self, env: &mut dyn Env<Msg, Timer>, owner: u64) {
+        for &s in &self.servers {
+            env.send(
+                s,
+                Msg::Lock(LockMsg::DelIfOwner {
+                    key: self.key.clone(),
+                    owner,
+                }),
+            );
+        }
+    }
+}
+
+impl LockApi<Msg, Timer> for RedlockLock {
+    fn start_acquire(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        self.req += 1;
+        let owner = env.next_u64();
+        self.attempt = Some(Attempt {
+            req: self.req,
+            owner,
+            started_at: env.monotonic(),
+            granted: BTreeSet::new(),
+            replied: BTreeSet::new(),
+        });
+        for &s in &self.servers {
+            env.send(
+                s,
+                Msg::Lock(LockMsg::Set {
+                    req: self.req,
+                    key: self.key.clone(),
+                    owner,
+                    ttl: Some(self.ttl),
+                }),
+            );
+        }
+        env.set_timer(Timer::AcquireTimeout, self.acquire_timeout);
+    }
+
+    fn release(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        if let Some(owner) = self.held_owner.take() {
+            self.unlock_all(env, owner);
+        }
+    }
+}
+
+/// A Redlock client: the lock half plus the workload.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RedlockClient {
+    pub lock: RedlockLock,
+    pub workload: Workload,
+}
+
+impl RedlockClient {
+    fn on_set_reply(
+        &mut self,
+        env: &mut dyn Env<Msg, Timer>,
+        from: NodeId,
+        req: u64,
+        granted: bool,
+    ) {
+        let quorum = self.lock.quorum();
+        let n = self.lock.servers.len();
+        let Some(a) = self.lock.attempt.as_mut() else {
+            return;
+        };
+        if a.req != req || !self.lock.servers.contains(&from) {
+            return;
+        }
+        a.replied.insert(from);
+        if granted {
+            a.granted.insert(from);
+        }
+        if a.granted.len() >= quorum || a.replied.len() == n {
+            self.decide(env);
+        }
+    }
+
+    fn on_acquire_timeout(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        if self.lock.attempt.is_some() {
+            self.decide(env);
+        }
+    }
+
+    /// Acquired iff a quorum granted and some validity is left.
+    fn decide(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        let a = self.lock.attempt.take().expect("an attempt to decide");
+        env.cancel_timer(&Timer::AcquireTimeout);
+        let elapsed = a.started_at.until(env.monotonic());
+        let validity = self
+            .lock
+            .ttl
+            .checked_sub(elapsed + self.lock.drift_allowance)
+            .filter(|v| !v.is_zero());
+        match validity {
+            Some(v) if a.granted.len() >= self.lock.quorum() => {
+                self.lock.held_owner = Some(a.owner);
+                self.workload.on_acquired(env, None, Some(v));
+            }
+            _ => {
+                self.lock.unlock_all(env, a.owner);
+                self.workload.on_acquire_failed(env);
+            }
+        }
+    }
+}
+
+/// A redlock node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Redlock {
+    Server(LockServer),
+    Client(Box<RedlockClient>),
+    Storage(Resource),
+}
+
+impl Protocol for Redlock {
+    type Msg = Msg;
+    type Timer = Timer;
+    type Config = RedlockConfig;
+
+    fn new(config: &RedlockConfig, me: NodeId, cluster: &Cluster) -> Redlock {
+        match cluster.role_of(me) {
+            "server" => Redlock::Server(LockServer::new(config.expiry, false)),
+            "client" => Redlock::Client(Box::new(RedlockClient {
+                lock: RedlockLock {
+                    servers: cluster.with_role("server").collect(),
+                    key: config.workload.resource.clone(),
+                    ttl: config.ttl,
+                    drift_allowance: config.drift_allowance,
+                    acquire_timeout: config.acquire_timeout,
+                    req: 0,
+                    attempt: None,
+                    held_owner: None,
+                },
+                workload: Workload::new(config.workload.clone()),
+            })),
+            "storage" => Redlock::Storage(Resource::new(FencingMode::Unfenced)),
+            other => panic!("{me} plays role `{other}`, which redlock does not have"),
+        }
+    }
+
+    fn on_start(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        match self {
+            Redlock::Server(s) => s.on_start(env),
+            Redlock::Client(c) => c.workload.on_start(env),
+            Redlock::Storage(r) => r.on_start(env),
+        }
+    }
+
+    fn on_message(&mut self, env: &mut dyn Env<Msg, Timer>, from: NodeId, msg: Msg) {
+        match (self, msg) {
+            (Redlock::Server(s), Msg::Lock(m)) => s.on_message(env, from, m),
+            (Redlock::Client(c), Msg::Lock(LockMsg::SetReply { req, granted, .. })) => {
+                c.on_set_reply(env, from, req, granted)
+            }
+            (Redlock::Client(c), Msg::Resource(m)) => {
+                let c = &mut **c;
+                c.workload.on_resource_reply(env, &mut c.lock, m);
+            }
+            (Redlock::Storage(r), Msg::Resource(m)) => r.on_message(env, from, m),
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut dyn Env<Msg, Timer>, timer: Timer) {
+        if let Redlock::Client(c) = self {
+            let c = &mut **c;
+            match timer {
+                Timer::Workload(t) => c.workload.on_timer(env, &mut c.lock, t),
+                Timer::AcquireTimeout => c.on_acquire_timeout(env),
+            }
+        }
+    }
+}
+
+/// Redlock's parameters: those of [`LockParams`] plus `clock_drift_factor`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RedlockParams {
+    /// The keys' time to live on every server.
+    pub ttl: HumanDuration,
+    /// How long a client waits for the servers' answers (the per-request timeout).
+    pub acquire_timeout: HumanDuration,
+    /// The drift allowance is `clock_drift_factor × ttl + 2ms` (redis.io uses 0.01).
+    pub clock_drift_factor: f64,
+    pub resource: String,
+    pub work_duration: HumanDuration,
+    pub think_time: [HumanDuration; 2],
+    pub retry_backoff: [HumanDuration; 2],
+    pub amount: i64,
+    pub request_timeout: HumanDuration,
+    pub start_stagger: HumanDuration,
+}
+
+impl Default for RedlockParams {
+    fn default() -> RedlockParams {
+        let lock = LockParams::default();
+        RedlockParams {
+            ttl: lock.ttl,
+            acquire_timeout: HumanDuration(Duration::from_millis(100)),
+            clock_drift_factor: 0.01,
+            resource: lock.resource,
+            work_duration: lock.work_duration,
+            think_time: lock.think_time,
+            retry_backoff: lock.retry_backoff,
+            amount: lock.amount,
+            request_timeout: lock.request_timeout,
+            start_stagger: lock.start_stagger,
+        }
+    }
+}
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "redlock",
+    summary: "Redlock: a quorum of N independent Redis-like lock servers, validity = TTL - elapsed - drift",
+    roles: &[
+        RoleInfo {
+            name: "server",
+            summary: "independent lock servers (Redis masters)",
+            default_count: 5,
+        },
+        RoleInfo {
+            name: "client",
+            summary: "lock clients: acquire a quorum, read-modify-write the storage, release",
+            default_count: 3,
+        },
+        RoleInfo {
+            name: "storage",
+            summary: "the protected resource, a counter (unfenced)",
+            default_count: 1,
+        },
+    ],
+    variants: &[
+        VariantInfo {
+            name: "correct",
+            summary: "servers time TTLs on their monotonic clocks (still unsafe under a client pause longer than the validity)",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "wall-clock-expiry",
+            summary: "servers time TTLs on their wall clocks: a forward jump on one server expires the lock early",
+            breaks: &["mutual-exclusion"],
+        },
+    ],
+};
+
+impl Configurable for Redlock {
+    type Params = RedlockParams;
+
+    fn info() -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn configure(
+        params: RedlockParams,
+        variant: &str,
+        cluster: &Cluster,
+    ) -> Result<RedlockConfig, ParamError> {
+        let expiry = match variant {
+            "correct" => ExpiryClock::Monotonic,
+            "wall-clock-expiry" => ExpiryClock::Wall,
+            other => panic!("redlock has no variant `{other}`; the caller checks"),
+        };
+        check_role_count(cluster, "server", 1, usize::MAX)?;
+        if params.ttl.0.is_zero() {
+            return Err(ParamError::new("ttl", "must be above zero"));
+        }
+        if params.acquire_timeout.0.is_zero() {
+            return Err(ParamError::new("acquire_timeout", "must be above zero"));
+        }
+        if !(0.0..1.0).contains(&params.clock_drift_factor) {
+            return Err(ParamError::new(
+                "clock_drift_factor",
+                format!("must be in [0, 1), got {}", params.clock_drift_factor),
+            ));
+        }
+        let drift_allowance =
+            params.ttl.0.mul_f64(params.clock_drift_factor) + Duration::from_millis(2);
+        if drift_allowance >= params.ttl.0 {
+            return Err(ParamError::new(
+                "ttl",
+                "must be longer than the drift allowance (clock_drift_factor × ttl + 2ms)",
+            ));
+        }
+        let lock = LockParams {
+            ttl: params.ttl,
+            acquire_timeout: params.acquire_timeout,
+            resource: params.resource,
+            work_duration: params.work_duration,
+            think_time: params.think_time,
+            retry_backoff: params.retry_backoff,
+            amount: params.amount,
+            request_timeout: params.request_timeout,
+            start_stagger: params.start_stagger,
+        };
+        Ok(RedlockConfig {
+            expiry,
+            ttl: params.ttl.0,
+            drift_allowance,
+            acquire_timeout: params.acquire_timeout.0,
+            workload: lock.workload(cluster)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redis_lock::tests::run_in;
+    use crate::workload::WorkloadTimer;
+    use tenure_core::{Effect, Observation, Rng, RoleSpec, SplitMix64};
+
+    fn cluster() -> Cluster {
+        Cluster::new(vec![
+            RoleSpec {
+                role: "server".into(),
+                count: 5,
+            },
+            RoleSpec {
+                role: "client".into(),
+                count: 2,
+            },
+            RoleSpec {
+                role: "storage".into(),
+                count: 1,
+            },
+        ])
+        .unwrap()
+    }
+
+    const CLIENT: NodeId = NodeId(5);
+    const STORAGE: NodeId = NodeId(7);
+
+    fn config(variant: &str) -> RedlockConfig {
+        Redlock::configure(RedlockParams::default(), variant, &cluster()).unwrap()
+    }
+
+    fn on(
+        node: &mut Redlock,
+        me: NodeId,
+        mono_ms: i64,
+        f: impl FnOnce(&mut Redlock, &mut dyn Env<Msg, Timer>),
+    ) -> Vec<Effect<Msg, Timer>> {
+        run_in(&cluster(), node, me, mono_ms, 1, f)
+    }
+
+    fn reply(req: u64, granted: bool) -> Msg {
+        Msg::Lock(LockMsg::SetReply {
+            req,
+            granted,
+            token: None,
+        })
+    }
+
+    /// A client that sent its SETs at time 0 (owner from seed 1).
+    fn acquiring() -> (Redlock, u64) {
+        let mut c = Redlock::new(&config("correct"), CLIENT, &cluster());
+        let effects = on(&mut c, CLIENT, 0, |c, env| {
+            c.on_timer(env, Timer::Workload(WorkloadTimer::Think))
+        });
+        let owner = SplitMix64(1).next_u64();
+        let sets: Vec<_> = (0..5)
+            .map(|s| Effect::Send {
+                to: NodeId(s),
+                msg: Msg::Lock(LockMsg::Set {
+                    req: 1,
+                    key: "counter".into(),
+                    owner,
+                    ttl: Some(Duration::from_secs(2)),
+                }),
+            })
+            .collect();
+        assert_eq!(effects[1..6], sets[..]);
+        assert_eq!(
+            effects[6],
+            Effect::SetTimer {
+                timer: Timer::AcquireTimeout,
+                after: Duration::from_millis(100)
+            }
+        );
+        (c, owner)
+    }
+
+    #[test]
+    fn drift_allowance_is_factor_times_ttl_plus_2ms() {
+        assert_eq!(config("correct").drift_allowance, Duration::from_millis(22));
+        assert_eq!(config("correct").expiry, ExpiryClock::Monotonic);
+        assert_eq!(config("wall-clock-expiry").expiry, ExpiryClock::Wall);
+    }
+
+    #[test]
+    fn a_quorum_of_grants_acquires_with_validity_ttl_minus_elapsed_minus_drift() {
+        let (mut c, _) = acquiring();
+        assert!(on(&mut c, CLIENT, 10, |c, env| c.on_message(
+            env,
+            NodeId(0),
+            reply(1, true)
+        ))
+        .is_empty());
+        // A duplicate grant from the same server does not count twice.
+        assert!(on(&mut c, CLIENT, 10, |c, env| c.on_message(
+            env,
+            NodeId(0),
+            reply(1, true)
+        ))
+        .is_empty());
+        assert!(on(&mut c, CLIENT, 12, |c, env| c.on_message(
+            env,
+            NodeId(1),
+            reply(1, false)
+        ))
+        .is_empty());
+        assert!(on(&mut c, CLIENT, 15, |c, env| c.on_message(
+            env,
+            NodeId(2),
+            reply(1, true)
+        ))
+        .is_empty());
+        let effects = on(&mut c, CLIENT, 20, |c, env| {
+            c.on_message(env, NodeId(3), reply(1, true))
+        });
+        assert_eq!(
+            effects[..4],
+            [
+                Effect::CancelTimer {
+                    timer: Timer::AcquireTimeout
+                },
+                Effect::CancelTimer {
+                    timer: Timer::Workload(WorkloadTimer::Retry)
+                },
+                Effect::Observe(Observation::Holds {
+                    resource: "counter".into(),
+                    token: 0
+                }),
+                Effect::SetTimer {
+                    timer: Timer::Workload(WorkloadTimer::Validity),
+                    after: Duration::from_millis(2_000 - 20 - 22)
+                },
+            ]
+        );
+        assert!(matches!(effects[4], Effect::Send { to: STORAGE, .. }));
+    }
+
+    #[test]
+    fn a_minority_unlocks_every_server_and_backs_off() {
+        let (mut c, owner) = acquiring();
+        for s in 0..2 {
+            on(&mut c, CLIENT, 5, |c, env| {
+                c.on_message(env, NodeId(s), reply(1, true))
+            });
+        }
+        let effects = on(&mut c, CLIENT, 100, |c, env| {
+            c.on_timer(env, Timer::AcquireTimeout)
+        });
+        let unlocks: Vec<_> = (0..5)
+            .map(|s| Effect::Send {
+                to: NodeId(s),
+                msg: Msg::Lock(LockMsg::DelIfOwner {
+                    key: "counter".into(),
+                    owner,
+                }),
+            })
+            .collect();
+        assert_eq!(
+            effects[0],
+            Effect::CancelTimer {
+                timer: Timer::AcquireTimeout
+            }
+        );
+        assert_eq!(effects[1..6], unlocks[..]);
+        assert!(matches!(
+            effects[6..],
+            [Effect::SetTimer {
+                timer: Timer::Workload(WorkloadTimer::Retry),
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn a_quorum_that_took_too_long_is_given_back() {
+        let (mut c, owner) = acquiring();
+        for s in 0..2 {
+            on(&mut c, CLIENT, 5, |c, env| {
+                c.on_message(env, NodeId(s), reply(1, true))
+            });
+        }
+        // The third grant arrives when ttl - elapsed - drift is no longer positive.
+        let effects = on(&mut c, CLIENT, 1_978, |c, env| {
+            c.on_message(env, NodeId(2), reply(1, true))
+        });
+        assert_eq!(
+            effects[1],
+            Effect::Send {
+                to: NodeId(0),
+                msg: Msg::Lock(LockMsg::DelIfOwner {
+                    key: "counter".into(),
+                    owner
+                })
+            }
+        );
+        assert!(!effects
+            .iter()
+            .any(|e| matches!(e, Effect::Observe(Observation::Holds { .. }))));
+    }
+
+    #[test]
+    fn replies_to_an_old_attempt_or_from_non_servers_are_ignored() {
+        let (mut c, _) = acquiring();
+        assert!(on(&mut c, CLIENT, 5, |c, env| c.on_message(
+            env,
+            NodeId(0),
+            reply(0, true)
+        ))
+        .is_empty());
+        assert!(on(&mut c, CLIENT, 5, |c, env| c.on_message(
+            env,
+            NodeId(6),
+            reply(1, true)
+        ))
+        .is_empty());
+    }
+
+    #[test]
+    fn release_unlocks_every_server() {
+        let (mut c, owner) = acquiring();
+        for s in 0..3 {
+            on(&mut c, CLIENT, 5, |c, env| {
+                c.on_message(env, NodeId(s), reply(1, true))
+            });
+        }
+        let Redlock::Client(client) = &mut c else {
+            unreachable!()
+        };
+        let effects = run_in(
+            &cluster(),
+            &mut **client,
+            CLIENT,
+            10,
+            1,
+            |c, env: &mut dyn Env<Msg, Timer>| c.lock.release(env),
+        );
+        assert_eq!(effects.len(), 5);
+        assert_eq!(
+            effects[4],
+            Effect::Send {
+                to: NodeId(4),
+                msg: Msg::Lock(LockMsg::DelIfOwner {
+                    key: "counter".into(),
+                    owner
+                })
+            }
+        );
+    }
+
+    #[test]
+    fn params_are_checked() {
+        let p: RedlockParams =
+            serde_json::from_str(r#"{"ttl": "10s", "clock_drift_factor": 0.05}"#).unwrap();
+        let c = Redlock::configure(p, "correct", &cluster()).unwrap();
+        assert_eq!(c.drift_allowance, Duration::from_millis(502));
+        let p = RedlockParams {
+            clock_drift_factor: 1.5,
+            ..RedlockParams::default()
+        };
+        assert_eq!(
+            Redlock::configure(p, "correct", &cluster())
+                .unwrap_err()
+                .field,
+            "clock_drift_factor"
+        );
+        let p = RedlockParams {
+            ttl: HumanDuration(Duration::from_millis(2)),
+            ..RedlockParams::default()
+        };
+        assert_eq!(
+            Redlock::configure(p, "correct", &cluster())
+                .unwrap_err()
+                .field,
+            "ttl"
+        );
+        assert!(serde_json::from_str::<RedlockParams>(r#"{"drift": 0.1}"#).is_err());
+    }
+
+    #[test]
+    fn info_lists_correct_first() {
+        let info = Redlock::info();
+        assert_eq!(info.variants[0].name, "correct");
+        assert_eq!(
+            info.variant("wall-clock-expiry").unwrap().breaks,
+            ["mutual-exclusion"]
+        );
+        assert_eq!(info.role("server").unwrap().default_count, 5);
+    }
+}
