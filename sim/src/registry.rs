@@ -3,7 +3,9 @@
 
 use crate::play::{Playable, Protocolled};
 use tenure_core::ProtocolInfo;
-use tenure_protocols::{bully::Bully, raft::Raft};
+use tenure_protocols::{
+    bully::Bully, fencing::Fencing, idempotency::Idempotency, raft::Raft, redis_lock::RedisLock, redlock::Redlock,
+};
 
 /// A protocol of the zoo, type-erased.
 pub struct Entry {
@@ -23,7 +25,7 @@ macro_rules! zoo {
     };
 }
 
-zoo!(Raft, Bully);
+zoo!(Raft, Bully, RedisLock, Redlock, Fencing, Idempotency);
 
 pub fn lookup(name: &str) -> Option<Entry> {
     entries().into_iter().find(|e| e.info.name == name)

@@ -1,0 +1,174 @@
+//! The `tenure` binary's contract: exit codes, error messages that name the file, line
+//! and field, JSON output, and never a panic on bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tenure(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tenure")).args(args).current_dir(repo()).output().expect("tenure runs")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// Writes `body` to a scratch file named after the test and returns its path.
+fn scratch(name: &str, body: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+const GOOD: &str = r#"name = "ok"
+seed = 3
+duration = "5s"
+checks = ["single-leader-per-term"]
+
+[protocol]
+name = "raft"
+
+[cluster]
+nodes = 3
+
+[[fault]]
+at = "1s"
+kind = "crash"
+node = 2
+"#;
+
+fn assert_bad_input(name: &str, body: &str, line: usize, needles: &[&str]) {
+    let p = scratch(name, body);
+    let o = tenure(&["run", p.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{name}: expected exit 2, got {:?}\n{t}", o.status.code());
+    assert!(t.contains(&format!("{name}:{line}")), "{name}: the message should name file and line {line}:\n{t}");
+    for n in needles {
+        assert!(t.contains(n), "{name}: the message should mention `{n}`:\n{t}");
+    }
+    assert!(!t.contains("panicked"), "{name}: no panics on bad input:\n{t}");
+}
+
+#[test]
+fn malformed_toml_is_exit_2_with_file_and_line() {
+    assert_bad_input("malformed.toml", &GOOD.replace("duration = \"5s\"", "duration = \"5s"), 3, &[]);
+}
+
+#[test]
+fn unknown_protocol_names_the_field_and_the_known_ones() {
+    assert_bad_input("unknown-protocol.toml", &GOOD.replace("name = \"raft\"", "name = \"paxos\""), 7, &["protocol.name", "raft", "bully"]);
+}
+
+#[test]
+fn unknown_variant_names_the_field() {
+    let body = GOOD.replace("name = \"raft\"", "name = \"raft\"\nvariant = \"forget-everything\"");
+    assert_bad_input("unknown-variant.toml", &body, 8, &["protocol.variant", "forget-vote"]);
+}
+
+#[test]
+fn node_out_of_range_names_the_fault() {
+    assert_bad_input("node-range.toml", &GOOD.replace("node = 2", "node = 7"), 15, &["fault[0].node", "7"]);
+}
+
+#[test]
+fn negative_duration_is_refused() {
+    assert_bad_input("negative.toml", &GOOD.replace("duration = \"5s\"", "duration = \"-5s\""), 3, &["duration", "negative"]);
+}
+
+#[test]
+fn unknown_parameter_names_it() {
+    let body = GOOD.replace("[cluster]", "[protocol.params]\nelection_timeoot = [\"1s\", \"2s\"]\n\n[cluster]");
+    assert_bad_input("unknown-param.toml", &body, 10, &["election_timeoot"]);
+}
+
+#[test]
+fn unknown_checker_names_it() {
+    let body = GOOD.replace("single-leader-per-term", "single-leader-per-turn");
+    assert_bad_input("unknown-check.toml", &body, 4, &["single-leader-per-turn", "single-leader-per-term"]);
+}
+
+#[test]
+fn missing_file_is_exit_2() {
+    let o = tenure(&["run", "no/such/file.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn usage_errors_are_exit_2_and_help_is_0() {
+    assert_eq!(tenure(&["frobnicate"]).status.code(), Some(2));
+    let help = tenure(&["--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(text(&help).contains("verify"));
+}
+
+#[test]
+fn a_passing_run_exits_0_and_prints_the_seed() {
+    let p = scratch("good.toml", GOOD);
+    let o = tenure(&["run", p.to_str().unwrap(), "--seed", "9"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("seed 9"));
+}
+
+#[test]
+fn a_failing_run_exits_1_with_the_narrative_and_the_replay_command() {
+    let o = tenure(&["run", "scenarios/raft/forget-vote-restart.toml"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("single-leader-per-term violated"), "{t}");
+    assert!(t.contains("crashed"), "the narrative shows the crash: {t}");
+    assert!(t.contains("replay: tenure run scenarios/raft/forget-vote-restart.toml --seed 1"), "{t}");
+}
+
+#[test]
+fn json_report_parses_and_trace_is_written() {
+    let trace = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests/bully.jsonl");
+    let o = tenure(&["run", "scenarios/bully/split-brain.toml", "--json", "--trace", trace.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON report");
+    assert_eq!(j["outcome"], "violation");
+    assert_eq!(j["expectation_met"], true);
+    assert_eq!(j["violations"][0]["checker"], "single-leader-at-a-time");
+    let lines = std::fs::read_to_string(&trace).unwrap();
+    assert!(lines.lines().count() > 100);
+    for l in lines.lines() {
+        serde_json::from_str::<serde_json::Value>(l).expect("each trace line is JSON");
+    }
+}
+
+#[test]
+fn check_determinism_passes_on_a_real_scenario() {
+    let o = tenure(&["run", "scenarios/raft/clock-drift-and-jumps.toml", "--check-determinism"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("deterministic"));
+}
+
+#[test]
+fn trace_output_never_overwrites_the_scenario() {
+    let p = scratch("keep-me.toml", GOOD);
+    let o = tenure(&["run", p.to_str().unwrap(), "--trace", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), GOOD);
+}
+
+#[test]
+fn verify_of_the_bully_scenarios_exits_0() {
+    let o = tenure(&["verify", "scenarios/bully"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn list_shows_protocols_and_checkers() {
+    let o = tenure(&["list", "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(j["protocols"].as_array().unwrap().iter().any(|p| p["name"] == "raft"));
+    assert_eq!(j["checkers"].as_array().unwrap().len(), tenure_check_count());
+}
+
+fn tenure_check_count() -> usize {
+    9
+}

@@ -1,0 +1,1 @@
+//! Workspace integration tests live in `integration/` (one test binary, modules by topic).

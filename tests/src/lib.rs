@@ -1,1 +1,0 @@
-//! Workspace integration tests live in tests/tests/.
