@@ -43,12 +43,15 @@ impl Report {
     }
 }
 
+/// Runs one seed of a prepared scenario.
+type Runner = Box<dyn Fn(u64, &RunOptions) -> Report + Send + Sync>;
+
 /// A scenario checked against its protocol, ready to run any seed.
 pub struct Prepared {
     pub scenario: Scenario,
     pub cluster: Cluster,
     pub info: &'static tenure_core::ProtocolInfo,
-    runner: Box<dyn Fn(u64, &RunOptions) -> Report + Send + Sync>,
+    runner: Runner,
 }
 
 impl Prepared {
@@ -104,12 +107,7 @@ pub fn build_checkers(
 
 /// A protocol that can play scenarios (type-erased over `P`).
 pub(crate) trait Playable {
-    #[allow(clippy::type_complexity)]
-    fn prepare(
-        &self,
-        scenario: &Scenario,
-        cluster: &Cluster,
-    ) -> Result<Box<dyn Fn(u64, &RunOptions) -> Report + Send + Sync>, ScenarioError>;
+    fn prepare(&self, scenario: &Scenario, cluster: &Cluster) -> Result<Runner, ScenarioError>;
 }
 
 pub(crate) struct Protocolled<P>(pub PhantomData<fn() -> P>);
@@ -118,11 +116,7 @@ impl<P: Configurable> Playable for Protocolled<P>
 where
     P::Config: Sync,
 {
-    fn prepare(
-        &self,
-        scenario: &Scenario,
-        cluster: &Cluster,
-    ) -> Result<Box<dyn Fn(u64, &RunOptions) -> Report + Send + Sync>, ScenarioError> {
+    fn prepare(&self, scenario: &Scenario, cluster: &Cluster) -> Result<Runner, ScenarioError> {
         let params: P::Params = scenario.params()?;
         let config = P::configure(params, &scenario.protocol.variant, cluster)
             .map_err(|e| scenario.param_error(&e))?;

@@ -4,7 +4,8 @@
 use crate::play::{Playable, Protocolled};
 use tenure_core::ProtocolInfo;
 use tenure_protocols::{
-    bully::Bully, fencing::Fencing, idempotency::Idempotency, raft::Raft, redis_lock::RedisLock, redlock::Redlock,
+    bully::Bully, fencing::Fencing, idempotency::Idempotency, raft::Raft, redis_lock::RedisLock,
+    redlock::Redlock,
 };
 
 /// A protocol of the zoo, type-erased.

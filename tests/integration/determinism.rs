@@ -7,12 +7,18 @@ use tenure_sim::{trace_hash, RunOptions};
 
 fn hashes(file: &str, seeds: std::ops::Range<u64>) -> Vec<u64> {
     let prepared = prepare(&repo_root().join(file));
-    let options = RunOptions { trace: true, stop_at_first_violation: false };
+    let options = RunOptions {
+        trace: true,
+        stop_at_first_violation: false,
+    };
     seeds
         .map(|seed| {
             let a = prepared.run(seed, &options);
             let b = prepared.run(seed, &options);
-            let (ha, hb) = (trace_hash(a.trace.as_ref().unwrap()), trace_hash(b.trace.as_ref().unwrap()));
+            let (ha, hb) = (
+                trace_hash(a.trace.as_ref().unwrap()),
+                trace_hash(b.trace.as_ref().unwrap()),
+            );
             assert_eq!(ha, hb, "{file} seed {seed} ran differently twice");
             ha
         })
@@ -23,7 +29,11 @@ fn hashes(file: &str, seeds: std::ops::Range<u64>) -> Vec<u64> {
 fn raft_with_crashes_is_deterministic_over_100_seeds() {
     let h = hashes("scenarios/raft/leader-crash.toml", 0..100);
     let distinct: std::collections::BTreeSet<u64> = h.iter().copied().collect();
-    assert!(distinct.len() > 90, "seeds should give different runs, got {} distinct of 100", distinct.len());
+    assert!(
+        distinct.len() > 90,
+        "seeds should give different runs, got {} distinct of 100",
+        distinct.len()
+    );
 }
 
 #[test]

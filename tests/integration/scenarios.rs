@@ -13,10 +13,19 @@ fn every_scenario_meets_its_expectation() {
         let report = prepared.run(prepared.scenario.seed, &RunOptions::default());
         if !report.expectation_met {
             let got: Vec<String> = report.violations.iter().map(|v| v.to_string()).collect();
-            unmet.push(format!("{}: expected {:?}, got {:?}", path.display(), prepared.scenario.expect, got));
+            unmet.push(format!(
+                "{}: expected {:?}, got {:?}",
+                path.display(),
+                prepared.scenario.expect,
+                got
+            ));
         }
     }
-    assert!(unmet.is_empty(), "scenarios that missed their expectation:\n{}", unmet.join("\n"));
+    assert!(
+        unmet.is_empty(),
+        "scenarios that missed their expectation:\n{}",
+        unmet.join("\n")
+    );
 }
 
 #[test]

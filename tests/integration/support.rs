@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 use tenure_sim::Prepared;
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the repo root").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the repo root")
+        .to_path_buf()
 }
 
 /// Every scenario file under `scenarios/`, sorted.

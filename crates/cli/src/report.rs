@@ -95,7 +95,7 @@ pub fn narrative(report: &Report, v: &Violation, context: usize) -> Vec<String> 
             }
         }
     }
-    lines.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    lines.sort_by_key(|l| (l.0, l.1));
     lines.into_iter().map(|(_, _, l)| l).collect()
 }
 

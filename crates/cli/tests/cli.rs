@@ -9,11 +9,19 @@ fn repo() -> PathBuf {
 }
 
 fn tenure(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tenure")).args(args).current_dir(repo()).output().expect("tenure runs")
+    Command::new(env!("CARGO_BIN_EXE_tenure"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("tenure runs")
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// Writes `body` to a scratch file named after the test and returns its path.
@@ -46,50 +54,100 @@ fn assert_bad_input(name: &str, body: &str, line: usize, needles: &[&str]) {
     let p = scratch(name, body);
     let o = tenure(&["run", p.to_str().unwrap()]);
     let t = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{name}: expected exit 2, got {:?}\n{t}", o.status.code());
-    assert!(t.contains(&format!("{name}:{line}")), "{name}: the message should name file and line {line}:\n{t}");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{name}: expected exit 2, got {:?}\n{t}",
+        o.status.code()
+    );
+    assert!(
+        t.contains(&format!("{name}:{line}")),
+        "{name}: the message should name file and line {line}:\n{t}"
+    );
     for n in needles {
-        assert!(t.contains(n), "{name}: the message should mention `{n}`:\n{t}");
+        assert!(
+            t.contains(n),
+            "{name}: the message should mention `{n}`:\n{t}"
+        );
     }
-    assert!(!t.contains("panicked"), "{name}: no panics on bad input:\n{t}");
+    assert!(
+        !t.contains("panicked"),
+        "{name}: no panics on bad input:\n{t}"
+    );
 }
 
 #[test]
 fn malformed_toml_is_exit_2_with_file_and_line() {
-    assert_bad_input("malformed.toml", &GOOD.replace("duration = \"5s\"", "duration = \"5s"), 3, &[]);
+    assert_bad_input(
+        "malformed.toml",
+        &GOOD.replace("duration = \"5s\"", "duration = \"5s"),
+        3,
+        &[],
+    );
 }
 
 #[test]
 fn unknown_protocol_names_the_field_and_the_known_ones() {
-    assert_bad_input("unknown-protocol.toml", &GOOD.replace("name = \"raft\"", "name = \"paxos\""), 7, &["protocol.name", "raft", "bully"]);
+    assert_bad_input(
+        "unknown-protocol.toml",
+        &GOOD.replace("name = \"raft\"", "name = \"paxos\""),
+        7,
+        &["protocol.name", "raft", "bully"],
+    );
 }
 
 #[test]
 fn unknown_variant_names_the_field() {
-    let body = GOOD.replace("name = \"raft\"", "name = \"raft\"\nvariant = \"forget-everything\"");
-    assert_bad_input("unknown-variant.toml", &body, 8, &["protocol.variant", "forget-vote"]);
+    let body = GOOD.replace(
+        "name = \"raft\"",
+        "name = \"raft\"\nvariant = \"forget-everything\"",
+    );
+    assert_bad_input(
+        "unknown-variant.toml",
+        &body,
+        8,
+        &["protocol.variant", "forget-vote"],
+    );
 }
 
 #[test]
 fn node_out_of_range_names_the_fault() {
-    assert_bad_input("node-range.toml", &GOOD.replace("node = 2", "node = 7"), 15, &["fault[0].node", "7"]);
+    assert_bad_input(
+        "node-range.toml",
+        &GOOD.replace("node = 2", "node = 7"),
+        15,
+        &["fault[0].node", "7"],
+    );
 }
 
 #[test]
 fn negative_duration_is_refused() {
-    assert_bad_input("negative.toml", &GOOD.replace("duration = \"5s\"", "duration = \"-5s\""), 3, &["duration", "negative"]);
+    assert_bad_input(
+        "negative.toml",
+        &GOOD.replace("duration = \"5s\"", "duration = \"-5s\""),
+        3,
+        &["duration", "negative"],
+    );
 }
 
 #[test]
 fn unknown_parameter_names_it() {
-    let body = GOOD.replace("[cluster]", "[protocol.params]\nelection_timeoot = [\"1s\", \"2s\"]\n\n[cluster]");
+    let body = GOOD.replace(
+        "[cluster]",
+        "[protocol.params]\nelection_timeoot = [\"1s\", \"2s\"]\n\n[cluster]",
+    );
     assert_bad_input("unknown-param.toml", &body, 10, &["election_timeoot"]);
 }
 
 #[test]
 fn unknown_checker_names_it() {
     let body = GOOD.replace("single-leader-per-term", "single-leader-per-turn");
-    assert_bad_input("unknown-check.toml", &body, 4, &["single-leader-per-turn", "single-leader-per-term"]);
+    assert_bad_input(
+        "unknown-check.toml",
+        &body,
+        4,
+        &["single-leader-per-turn", "single-leader-per-term"],
+    );
 }
 
 #[test]
@@ -121,15 +179,25 @@ fn a_failing_run_exits_1_with_the_narrative_and_the_replay_command() {
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(t.contains("single-leader-per-term violated"), "{t}");
     assert!(t.contains("crashed"), "the narrative shows the crash: {t}");
-    assert!(t.contains("replay: tenure run scenarios/raft/forget-vote-restart.toml --seed 1"), "{t}");
+    assert!(
+        t.contains("replay: tenure run scenarios/raft/forget-vote-restart.toml --seed 1"),
+        "{t}"
+    );
 }
 
 #[test]
 fn json_report_parses_and_trace_is_written() {
     let trace = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests/bully.jsonl");
-    let o = tenure(&["run", "scenarios/bully/split-brain.toml", "--json", "--trace", trace.to_str().unwrap()]);
+    let o = tenure(&[
+        "run",
+        "scenarios/bully/split-brain.toml",
+        "--json",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON report");
+    let j: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is one JSON report");
     assert_eq!(j["outcome"], "violation");
     assert_eq!(j["expectation_met"], true);
     assert_eq!(j["violations"][0]["checker"], "single-leader-at-a-time");
@@ -142,7 +210,11 @@ fn json_report_parses_and_trace_is_written() {
 
 #[test]
 fn check_determinism_passes_on_a_real_scenario() {
-    let o = tenure(&["run", "scenarios/raft/clock-drift-and-jumps.toml", "--check-determinism"]);
+    let o = tenure(&[
+        "run",
+        "scenarios/raft/clock-drift-and-jumps.toml",
+        "--check-determinism",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("deterministic"));
 }
@@ -165,8 +237,15 @@ fn verify_of_the_bully_scenarios_exits_0() {
 fn list_shows_protocols_and_checkers() {
     let o = tenure(&["list", "--json"]);
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(j["protocols"].as_array().unwrap().iter().any(|p| p["name"] == "raft"));
-    assert_eq!(j["checkers"].as_array().unwrap().len(), tenure_check_count());
+    assert!(j["protocols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["name"] == "raft"));
+    assert_eq!(
+        j["checkers"].as_array().unwrap().len(),
+        tenure_check_count()
+    );
 }
 
 fn tenure_check_count() -> usize {
