@@ -1,1 +1,6 @@
 //! tenure-protocols
+
+pub mod leader_lease;
+
+#[cfg(test)]
+mod coord_testkit;
