@@ -1,0 +1,653 @@
+//! The lock-client workload: acquire, hold, read-modify-write the protected
+//! [`Resource`](crate::resource::Resource), release, think, repeat.
+//!
+//! Every lock protocol's client embeds a [`Workload`] next to its own lock-client state,
+//! which implements [`LockApi`]. The workload calls [`LockApi::start_acquire`] and
+//! [`LockApi::release`]; the protocol reports the outcome of an acquire with
+//! [`Workload::on_acquired`] or [`Workload::on_acquire_failed`], and forwards the
+//! workload's timers and the resource's replies.
+//!
+//! What it observes: `Waiting` when it starts trying, `Holds { token }` when it believes
+//! it holds the lock (token 0 if the lock service issues none), `Acked { amount }` when
+//! its write was accepted, `Releases` when it believes it no longer holds the lock (it
+//! released it, gave up, or its validity timer fired).
+//!
+//! How it fails, on purpose: like most real lock clients, it does *not* check that its
+//! lock is still valid between reading and writing. A client paused (a GC or VM stall)
+//! after `Holds` and its read keeps believing it holds the lock, and on waking writes a
+//! value computed from a stale read: the classic GC pause of Kleppmann, "How to do
+//! distributed locking" (2016). Only a fenced resource rejects that write.
+
+use crate::resource::ResourceMsg;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tenure_core::{Env, NodeId, Observation, ParamError};
+
+/// The lock API a protocol's client offers the workload.
+pub trait LockApi<M, T> {
+    /// Starts acquiring the lock. The protocol later calls [`Workload::on_acquired`] or
+    /// [`Workload::on_acquire_failed`] (or nothing, if the lock service never answers).
+    fn start_acquire(&mut self, env: &mut dyn Env<M, T>);
+    /// Releases the lock (fire and forget). Called after every hold, also when the
+    /// client's validity has already expired, as real clients do.
+    fn release(&mut self, env: &mut dyn Env<M, T>);
+}
+
+/// The workload's own timers; the protocol wraps them in its `Timer` type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum WorkloadTimer {
+    /// Thinking is over: start acquiring.
+    Think,
+    /// Backoff after a failed acquire is over: try again.
+    Retry,
+    /// The work between read and write is done: write.
+    Work,
+    /// The lock's validity (as the lock API reported it) is over.
+    Validity,
+    /// No reply from the resource in time.
+    Request,
+}
+
+/// How a workload behaves (shared by every client of a run).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WorkloadConfig {
+    /// The name of the lock and of the protected resource.
+    pub resource: String,
+    /// The storage node holding the resource.
+    pub storage: NodeId,
+    /// How long the client works while holding the lock, between read and write.
+    pub work_duration: Duration,
+    /// Pause between a release and the next acquire, drawn uniformly.
+    pub think_time: (Duration, Duration),
+    /// Pause after a failed acquire, drawn uniformly (the jitter spreads clients out).
+    pub retry_backoff: (Duration, Duration),
+    /// How much each read-modify-write adds.
+    pub amount: i64,
+    /// How long to wait for the resource's reply before giving up the hold.
+    pub request_timeout: Duration,
+}
+
+impl WorkloadConfig {
+    /// Checks the ranges; errors name the parameter.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if self.think_time.0 > self.think_time.1 {
+            return Err(ParamError::new(
+                "think_time",
+                "the minimum is above the maximum",
+            ));
+        }
+        if self.retry_backoff.0 > self.retry_backoff.1 {
+            return Err(ParamError::new(
+                "retry_backoff",
+                "the minimum is above the maximum",
+            ));
+        }
+        if self.retry_backoff.1.is_zero() {
+            return Err(ParamError::new(
+                "retry_backoff",
+                "must allow a pause above zero, or clients spin",
+            ));
+        }
+        if self.request_timeout.is_zero() {
+            return Err(ParamError::new("request_timeout", "must be above zero"));
+        }
+        if self.resource.is_empty() {
+            return Err(ParamError::new("resource", "must not be empty"));
+        }
+        Ok(())
+    }
+}
+
+/// Where the client is in its cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    Thinking,
+    /// Acquire in progress (or backing off before retrying).
+    Acquiring,
+    /// Holds the lock, waiting for the read reply.
+    Reading,
+    /// Holds the lock, working before the write.
+    Working,
+    /// Holds the lock, waiting for the write reply.
+    Writing,
+}
+
+/// One client's workload state. Nothing of it is durable: a restarted client starts
+/// a fresh cycle.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Workload {
+    config: WorkloadConfig,
+    phase: Phase,
+    /// Whether the client believes it holds the lock (between `Holds` and `Releases`).
+    holding: bool,
+    token: Option<u64>,
+    /// The id of the outstanding resource request.
+    op: u64,
+    read_value: i64,
+}
+
+impl Workload {
+    pub fn new(config: WorkloadConfig) -> Workload {
+        Workload {
+            config,
+            phase: Phase::Thinking,
+            holding: false,
+            token: None,
+            op: 0,
+            read_value: 0,
+        }
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// Whether the client believes it holds the lock.
+    pub fn holding(&self) -> bool {
+        self.holding
+    }
+
+    pub fn config(&self) -> &WorkloadConfig {
+        &self.config
+    }
+
+    /// The client starts (or restarts): think first.
+    pub fn on_start<M, T: From<WorkloadTimer>>(&mut self, env: &mut dyn Env<M, T>) {
+        self.think(env);
+    }
+
+    /// The lock API granted the lock, with fencing `token` (if the service issues one)
+    /// and `validity` (how long the client may believe it holds it; `None`: until it
+    /// releases). Ignored unless an acquire is in progress.
+    pub fn on_acquired<M: From<ResourceMsg>, T: From<WorkloadTimer>>(
+        &mut self,
+        env: &mut dyn Env<M, T>,
+        token: Option<u64>,
+        validity: Option<Duration>,
+    ) {
+        if self.phase != Phase::Acquiring {
+            return;
+        }
+        env.cancel_timer(&T::from(WorkloadTimer::Retry));
+        self.holding = true;
+        self.token = token;
+        env.observe(Observation::Holds {
+            resource: self.config.resource.clone(),
+            token: token.unwrap_or(0),
+        });
+        if let Some(v) = validity {
+            env.set_timer(T::from(WorkloadTimer::Validity), v);
+        }
+        self.phase = Phase::Reading;
+        self.op += 1;
+        env.send(
+            self.config.storage,
+            M::from(ResourceMsg::Read {
+                resource: self.config.resource.clone(),
+                op: self.op,
+            }),
+        );
+        env.set_timer(T::from(WorkloadTimer::Request), self.config.request_timeout);
+    }
+
+    /// The lock API could not get the lock this time: back off and retry.
+    pub fn on_acquire_failed<M, T: From<WorkloadTimer>>(&mut self, env: &mut dyn Env<M, T>) {
+        if self.phase != Phase::Acquiring {
+            return;
+        }
+        let (lo, hi) = self.config.retry_backoff;
+        let backoff = env.duration_between(lo, hi);
+        env.set_timer(T::from(WorkloadTimer::Retry), backoff);
+    }
+
+    pub fn on_timer<M: From<ResourceMsg>, T: From<WorkloadTimer>>(
+        &mut self,
+        env: &mut dyn Env<M, T>,
+        lock: &mut dyn LockApi<M, T>,
+        timer: WorkloadTimer,
+    ) {
+        match (timer, self.phase) {
+            (WorkloadTimer::Think, Phase::Thinking) => {
+                self.phase = Phase::Acquiring;
+                env.observe(Observation::Waiting {
+                    resource: self.config.resource.clone(),
+                });
+                lock.start_acquire(env);
+            }
+            (WorkloadTimer::Retry, Phase::Acquiring) => lock.start_acquire(env),
+            (WorkloadTimer::Work, Phase::Working) => {
+                // No validity check here: that is the window the GC pause exploits.
+                self.phase = Phase::Writing;
+                self.op += 1;
+                env.send(
+                    self.config.storage,
+                    M::from(ResourceMsg::Write {
+                        resource: self.config.resource.clone(),
+                        op: self.op,
+                        token: self.token,
+                        value: self.read_value + self.config.amount,
+                    }),
+                );
+                env.set_timer(T::from(WorkloadTimer::Request), self.config.request_timeout);
+            }
+            (WorkloadTimer::Validity, _) if self.holding => self.stop_holding(env),
+            (WorkloadTimer::Request, Phase::Reading | Phase::Writing) => {
+                self.finish(env, lock);
+            }
+            _ => {}
+        }
+    }
+
+    /// A reply from the resource. Replies to older requests are ignored.
+    pub fn on_resource_reply<M, T: From<WorkloadTimer>>(
+        &mut self,
+        env: &mut dyn Env<M, T>,
+        lock: &mut dyn LockApi<M, T>,
+        msg: ResourceMsg,
+    ) {
+        match msg {
+            ResourceMsg::ReadReply { op, value, .. }
+                if op == self.op && self.phase == Phase::Reading =>
+            {
+                env.cancel_timer(&T::from(WorkloadTimer::Request));
+                self.read_value = value;
+                self.phase = Phase::Working;
+                env.set_timer(T::from(WorkloadTimer::Work), self.config.work_duration);
+            }
+            ResourceMsg::WriteReply { op, accepted, .. }
+                if op == self.op && self.phase == Phase::Writing =>
+            {
+                env.cancel_timer(&T::from(WorkloadTimer::Request));
+                if accepted {
+                    env.observe(Observation::Acked {
+                        resource: self.config.resource.clone(),
+                        amount: self.config.amount,
+                    });
+                }
+                self.finish(env, lock);
+            }
+            _ => {}
+        }
+    }
+
+    /// The hold is over (written, or gave up): release and think.
+    fn finish<M, T: From<WorkloadTimer>>(
+        &mut self,
+        env: &mut dyn Env<M, T>,
+        lock: &mut dyn LockApi<M, T>,
+    ) {
+        lock.release(env);
+        if self.holding {
+            self.stop_holding(env);
+        }
+        self.token = None;
+        self.think(env);
+    }
+
+    fn stop_holding<M, T: From<WorkloadTimer>>(&mut self, env: &mut dyn Env<M, T>) {
+        assert!(self.holding);
+        self.holding = false;
+        env.cancel_timer(&T::from(WorkloadTimer::Validity));
+        env.observe(Observation::Releases {
+            resource: self.config.resource.clone(),
+        });
+    }
+
+    fn think<M, T: From<WorkloadTimer>>(&mut self, env: &mut dyn Env<M, T>) {
+        self.phase = Phase::Thinking;
+        let (lo, hi) = self.config.think_time;
+        let pause = env.duration_between(lo, hi);
+        env.set_timer(T::from(WorkloadTimer::Think), pause);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tenure_core::{Cluster, Effect, LocalTime, Rng, SplitMix64, Step, StorageMap};
+
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    enum Msg {
+        Resource(ResourceMsg),
+        Lock(&'static str),
+    }
+    impl From<ResourceMsg> for Msg {
+        fn from(m: ResourceMsg) -> Msg {
+            Msg::Resource(m)
+        }
+    }
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    struct Timer(WorkloadTimer);
+    impl From<WorkloadTimer> for Timer {
+        fn from(t: WorkloadTimer) -> Timer {
+            Timer(t)
+        }
+    }
+
+    /// A lock API that just sends a marker message to node 0.
+    struct FakeLock;
+    impl LockApi<Msg, Timer> for FakeLock {
+        fn start_acquire(&mut self, env: &mut dyn Env<Msg, Timer>) {
+            env.send(NodeId(0), Msg::Lock("acquire"));
+        }
+        fn release(&mut self, env: &mut dyn Env<Msg, Timer>) {
+            env.send(NodeId(0), Msg::Lock("release"));
+        }
+    }
+
+    const STORAGE: NodeId = NodeId(1);
+
+    fn config() -> WorkloadConfig {
+        WorkloadConfig {
+            resource: "r".into(),
+            storage: STORAGE,
+            work_duration: Duration::from_millis(100),
+            think_time: (Duration::from_millis(10), Duration::from_millis(20)),
+            retry_backoff: (Duration::from_millis(30), Duration::from_millis(40)),
+            amount: 3,
+            request_timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// Runs `f` on a fresh step for node 2 and returns the effects.
+    fn step(f: impl FnOnce(&mut dyn Env<Msg, Timer>), rng_seed: u64) -> Vec<Effect<Msg, Timer>> {
+        let cluster = Cluster::uniform("node", 3);
+        let mut storage = StorageMap::new();
+        let mut rng = SplitMix64(rng_seed);
+        let mut s: Step<'_, Msg, Timer> = Step::new(
+            NodeId(2),
+            &cluster,
+            LocalTime(0),
+            LocalTime(0),
+            &mut storage,
+            &mut rng,
+        );
+        f(&mut s);
+        s.effects
+    }
+
+    fn timer(t: WorkloadTimer, after: Duration) -> Effect<Msg, Timer> {
+        Effect::SetTimer {
+            timer: Timer(t),
+            after,
+        }
+    }
+
+    fn cancel(t: WorkloadTimer) -> Effect<Msg, Timer> {
+        Effect::CancelTimer { timer: Timer(t) }
+    }
+
+    fn obs(o: Observation) -> Effect<Msg, Timer> {
+        Effect::Observe(o)
+    }
+
+    fn send(to: NodeId, msg: Msg) -> Effect<Msg, Timer> {
+        Effect::Send { to, msg }
+    }
+
+    fn holding_after_read(value: i64) -> Workload {
+        let mut w = Workload::new(config());
+        w.phase = Phase::Acquiring;
+        step(|env| w.on_acquired(env, Some(9), None), 1);
+        step(
+            |env| {
+                w.on_resource_reply(
+                    env,
+                    &mut FakeLock,
+                    ResourceMsg::ReadReply {
+                        resource: "r".into(),
+                        op: 1,
+                        value,
+                    },
+                )
+            },
+            1,
+        );
+        assert_eq!(w.phase, Phase::Working);
+        w
+    }
+
+    #[test]
+    fn start_thinks_for_a_seeded_time() {
+        let mut w = Workload::new(config());
+        let effects = step(|env| w.on_start(env), 5);
+        let expected =
+            SplitMix64(5).duration_between(Duration::from_millis(10), Duration::from_millis(20));
+        assert_eq!(effects, vec![timer(WorkloadTimer::Think, expected)]);
+    }
+
+    #[test]
+    fn think_over_observes_waiting_and_starts_acquiring() {
+        let mut w = Workload::new(config());
+        let effects = step(
+            |env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Think),
+            1,
+        );
+        assert_eq!(
+            effects,
+            vec![
+                obs(Observation::Waiting {
+                    resource: "r".into()
+                }),
+                send(NodeId(0), Msg::Lock("acquire")),
+            ]
+        );
+        assert_eq!(w.phase, Phase::Acquiring);
+    }
+
+    #[test]
+    fn acquired_observes_holds_and_reads() {
+        let mut w = Workload::new(config());
+        w.phase = Phase::Acquiring;
+        let effects = step(
+            |env| w.on_acquired(env, Some(9), Some(Duration::from_millis(500))),
+            1,
+        );
+        assert_eq!(
+            effects,
+            vec![
+                cancel(WorkloadTimer::Retry),
+                obs(Observation::Holds {
+                    resource: "r".into(),
+                    token: 9
+                }),
+                timer(WorkloadTimer::Validity, Duration::from_millis(500)),
+                send(
+                    STORAGE,
+                    Msg::Resource(ResourceMsg::Read {
+                        resource: "r".into(),
+                        op: 1
+                    })
+                ),
+                timer(WorkloadTimer::Request, Duration::from_secs(1)),
+            ]
+        );
+        assert!(w.holding);
+    }
+
+    #[test]
+    fn a_late_grant_is_ignored() {
+        let mut w = Workload::new(config());
+        let effects = step(|env| w.on_acquired(env, None, None), 1);
+        assert!(effects.is_empty());
+        assert!(!w.holding);
+    }
+
+    #[test]
+    fn failed_acquire_backs_off_with_jitter_then_retries() {
+        let mut w = Workload::new(config());
+        w.phase = Phase::Acquiring;
+        let effects = step(|env| w.on_acquire_failed(env), 3);
+        let expected =
+            SplitMix64(3).duration_between(Duration::from_millis(30), Duration::from_millis(40));
+        assert_eq!(effects, vec![timer(WorkloadTimer::Retry, expected)]);
+        let effects = step(
+            |env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Retry),
+            3,
+        );
+        assert_eq!(effects, vec![send(NodeId(0), Msg::Lock("acquire"))]);
+    }
+
+    #[test]
+    fn read_reply_starts_work_then_writes_value_plus_amount_with_the_token() {
+        let mut w = holding_after_read(40);
+        let effects = step(|env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Work), 1);
+        assert_eq!(
+            effects,
+            vec![
+                send(
+                    STORAGE,
+                    Msg::Resource(ResourceMsg::Write {
+                        resource: "r".into(),
+                        op: 2,
+                        token: Some(9),
+                        value: 43
+                    })
+                ),
+                timer(WorkloadTimer::Request, Duration::from_secs(1)),
+            ]
+        );
+    }
+
+    #[test]
+    fn accepted_write_acks_releases_and_thinks() {
+        let mut w = holding_after_read(40);
+        step(|env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Work), 1);
+        let reply = ResourceMsg::WriteReply {
+            resource: "r".into(),
+            op: 2,
+            accepted: true,
+        };
+        let effects = step(
+            |env| w.on_resource_reply(env, &mut FakeLock, reply.clone()),
+            4,
+        );
+        let think =
+            SplitMix64(4).duration_between(Duration::from_millis(10), Duration::from_millis(20));
+        assert_eq!(
+            effects,
+            vec![
+                cancel(WorkloadTimer::Request),
+                obs(Observation::Acked {
+                    resource: "r".into(),
+                    amount: 3
+                }),
+                send(NodeId(0), Msg::Lock("release")),
+                cancel(WorkloadTimer::Validity),
+                obs(Observation::Releases {
+                    resource: "r".into()
+                }),
+                timer(WorkloadTimer::Think, think),
+            ]
+        );
+        // A duplicate of the same reply changes nothing.
+        let effects = step(|env| w.on_resource_reply(env, &mut FakeLock, reply), 4);
+        assert!(effects.is_empty());
+    }
+
+    #[test]
+    fn rejected_write_does_not_ack() {
+        let mut w = holding_after_read(40);
+        step(|env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Work), 1);
+        let effects = step(
+            |env| {
+                w.on_resource_reply(
+                    env,
+                    &mut FakeLock,
+                    ResourceMsg::WriteReply {
+                        resource: "r".into(),
+                        op: 2,
+                        accepted: false,
+                    },
+                )
+            },
+            4,
+        );
+        assert!(!effects
+            .iter()
+            .any(|e| matches!(e, Effect::Observe(Observation::Acked { .. }))));
+        assert_eq!(w.phase, Phase::Thinking);
+    }
+
+    #[test]
+    fn validity_expiry_ends_belief_but_the_write_still_goes_out() {
+        let mut w = holding_after_read(40);
+        let effects = step(
+            |env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Validity),
+            1,
+        );
+        assert_eq!(
+            effects,
+            vec![
+                cancel(WorkloadTimer::Validity),
+                obs(Observation::Releases {
+                    resource: "r".into()
+                }),
+            ]
+        );
+        // The client's code does not check validity before writing (the GC-pause window).
+        let effects = step(|env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Work), 1);
+        assert!(matches!(
+            effects[0],
+            Effect::Send {
+                msg: Msg::Resource(ResourceMsg::Write { value: 43, .. }),
+                ..
+            }
+        ));
+        // After the reply it still releases (real clients do), but observes no second
+        // `Releases`.
+        let effects = step(
+            |env| {
+                w.on_resource_reply(
+                    env,
+                    &mut FakeLock,
+                    ResourceMsg::WriteReply {
+                        resource: "r".into(),
+                        op: 2,
+                        accepted: true,
+                    },
+                )
+            },
+            1,
+        );
+        assert_eq!(effects[2], send(NodeId(0), Msg::Lock("release")));
+        assert_eq!(
+            effects
+                .iter()
+                .filter(|e| matches!(e, Effect::Observe(Observation::Releases { .. })))
+                .count(),
+            0
+        );
+    }
+
+    #[test]
+    fn request_timeout_gives_up_the_hold() {
+        let mut w = Workload::new(config());
+        w.phase = Phase::Acquiring;
+        step(|env| w.on_acquired(env, None, None), 1);
+        let effects = step(
+            |env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Request),
+            1,
+        );
+        assert_eq!(effects[0], send(NodeId(0), Msg::Lock("release")));
+        assert_eq!(
+            effects[2],
+            obs(Observation::Releases {
+                resource: "r".into()
+            })
+        );
+        assert_eq!(w.phase, Phase::Thinking);
+        assert!(!w.holding);
+    }
+
+    #[test]
+    fn bad_ranges_name_the_parameter() {
+        let mut c = config();
+        c.think_time = (Duration::from_secs(2), Duration::from_secs(1));
+        assert_eq!(c.validate().unwrap_err().field, "think_time");
+        let mut c = config();
+        c.retry_backoff = (Duration::ZERO, Duration::ZERO);
+        assert_eq!(c.validate().unwrap_err().field, "retry_backoff");
+        assert!(config().validate().is_ok());
+    }
+}
