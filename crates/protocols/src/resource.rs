@@ -4,7 +4,8 @@
 //! enum (`Msg::Resource(ResourceMsg)` plus `impl From<ResourceMsg> for Msg`).
 //!
 //! What it promises: in [`FencingMode::Fenced`] it never accepts a write whose fencing
-//! token is lower than the highest token it has already accepted for that resource, and
+//! token is lower than the highest token it has already accepted (or seen on a read) for
+//! that resource, and
 //! it rejects writes that carry no token at all. That is the storage-side check of
 //! Kleppmann, "How to do distributed locking" (2016), "Making the lock safe with
 //! fencing": the lock service alone cannot stop a paused client from writing, only the
@@ -33,9 +34,12 @@ pub enum FencingMode {
 /// back, so a late or duplicated reply to an older request can be told apart.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ResourceMsg {
+    /// In fenced mode a read's token counts as seen: later writes with a lower token
+    /// are rejected (see [`Resource::handle`]).
     Read {
         resource: String,
         op: u64,
+        token: Option<u64>,
     },
     ReadReply {
         resource: String,
@@ -59,7 +63,7 @@ pub enum ResourceMsg {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Cell {
     pub value: i64,
-    /// The highest fencing token accepted so far (fenced mode only).
+    /// The highest fencing token accepted (or seen on a read) so far, fenced mode only.
     pub highest_token: Option<u64>,
 }
 
@@ -103,6 +107,11 @@ impl Resource {
     /// Handles one request from `from` and returns the reply to send back (`None` for a
     /// message that is not a request, e.g. a stray reply). Accepted writes are stored
     /// before the reply is returned; every write is observed.
+    ///
+    /// In fenced mode a read's token raises the highest token seen, like a write's. Were
+    /// only writes to count, a paused holder's stale write landing between the new
+    /// holder's read and write would be accepted and then silently overwritten: fencing
+    /// must cover the whole read-modify-write, not just its last step.
     pub fn handle<E: Storage + Observe + ?Sized>(
         &mut self,
         env: &mut E,
@@ -110,7 +119,18 @@ impl Resource {
         msg: ResourceMsg,
     ) -> Option<ResourceMsg> {
         match msg {
-            ResourceMsg::Read { resource, op } => {
+            ResourceMsg::Read {
+                resource,
+                op,
+                token,
+            } => {
+                if let (FencingMode::Fenced, Some(t)) = (self.mode, token) {
+                    let cell = self.cells.entry(resource.clone()).or_default();
+                    if cell.highest_token.is_none_or(|h| h < t) {
+                        cell.highest_token = Some(t);
+                        env.store(STORAGE_KEY, &self.cells);
+                    }
+                }
                 let value = self.value(&resource);
                 Some(ResourceMsg::ReadReply {
                     resource,
@@ -237,6 +257,7 @@ mod tests {
             ResourceMsg::Read {
                 resource: "r".into(),
                 op: 7,
+                token: None,
             },
         );
         assert_eq!(
@@ -344,6 +365,40 @@ mod tests {
         fn delete(&mut self, key: &str) {
             self.0.remove(key);
         }
+    }
+
+    #[test]
+    fn fenced_read_raises_the_highest_token() {
+        let mut res = Resource::new(FencingMode::Fenced);
+        let mut storage = StorageMap::new();
+        step(&mut res, &mut storage, 1, write(1, Some(1), 10));
+        let read = ResourceMsg::Read {
+            resource: "r".into(),
+            op: 2,
+            token: Some(2),
+        };
+        let effects = step(&mut res, &mut storage, 2, read);
+        assert_eq!(
+            effects,
+            vec![
+                Effect::Store {
+                    key: STORAGE_KEY.into(),
+                    value: Some(r#"{"r":{"value":10,"highest_token":2}}"#.into())
+                },
+                Effect::Send {
+                    to: NodeId(2),
+                    msg: Wrapped(ResourceMsg::ReadReply {
+                        resource: "r".into(),
+                        op: 2,
+                        value: 10
+                    })
+                },
+            ]
+        );
+        // The old holder's stale write, landing between the new holder's read and
+        // write, is rejected.
+        let stale = step(&mut res, &mut storage, 1, write(3, Some(1), 11));
+        assert_eq!(stale[0], Effect::Observe(write_obs(1, Some(1), false, 11)));
     }
 
     #[test]

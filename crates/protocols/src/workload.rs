@@ -65,6 +65,9 @@ pub struct WorkloadConfig {
     pub amount: i64,
     /// How long to wait for the resource's reply before giving up the hold.
     pub request_timeout: Duration,
+    /// The k-th client of its role (k = 0, 1, ...) waits an extra k × `start_stagger`
+    /// before its first acquire, so scenarios can know who goes first.
+    pub start_stagger: Duration,
 }
 
 impl WorkloadConfig {
@@ -151,9 +154,21 @@ impl Workload {
         &self.config
     }
 
-    /// The client starts (or restarts): think first.
+    /// The client starts (or restarts): think first, plus its stagger (see
+    /// [`WorkloadConfig::start_stagger`]).
     pub fn on_start<M, T: From<WorkloadTimer>>(&mut self, env: &mut dyn Env<M, T>) {
-        self.think(env);
+        let me = env.me();
+        let role = env.cluster().role_of(me).to_string();
+        let rank = env
+            .cluster()
+            .with_role(&role)
+            .position(|n| n == me)
+            .expect("a node plays its own role") as u32;
+        let stagger = self.config.start_stagger.saturating_mul(rank);
+        self.phase = Phase::Thinking;
+        let (lo, hi) = self.config.think_time;
+        let pause = env.duration_between(lo, hi);
+        env.set_timer(T::from(WorkloadTimer::Think), pause + stagger);
     }
 
     /// The lock API granted the lock, with fencing `token` (if the service issues one)
@@ -185,6 +200,7 @@ impl Workload {
             M::from(ResourceMsg::Read {
                 resource: self.config.resource.clone(),
                 op: self.op,
+                token: self.token,
             }),
         );
         env.set_timer(T::from(WorkloadTimer::Request), self.config.request_timeout);
@@ -346,6 +362,7 @@ mod tests {
             retry_backoff: (Duration::from_millis(30), Duration::from_millis(40)),
             amount: 3,
             request_timeout: Duration::from_secs(1),
+            start_stagger: Duration::from_millis(1000),
         }
     }
 
@@ -408,11 +425,13 @@ mod tests {
     }
 
     #[test]
-    fn start_thinks_for_a_seeded_time() {
+    fn start_thinks_for_a_seeded_time_plus_its_stagger() {
         let mut w = Workload::new(config());
+        // Node 2 is the third node of its role: two staggers of 1s.
         let effects = step(|env| w.on_start(env), 5);
-        let expected =
-            SplitMix64(5).duration_between(Duration::from_millis(10), Duration::from_millis(20));
+        let expected = SplitMix64(5)
+            .duration_between(Duration::from_millis(10), Duration::from_millis(20))
+            + Duration::from_secs(2);
         assert_eq!(effects, vec![timer(WorkloadTimer::Think, expected)]);
     }
 
@@ -456,7 +475,8 @@ mod tests {
                     STORAGE,
                     Msg::Resource(ResourceMsg::Read {
                         resource: "r".into(),
-                        op: 1
+                        op: 1,
+                        token: Some(9)
                     })
                 ),
                 timer(WorkloadTimer::Request, Duration::from_secs(1)),
