@@ -5,8 +5,7 @@
 //!
 //! What it promises: in [`FencingMode::Fenced`] it never accepts a write whose fencing
 //! token is lower than the highest token it has already accepted (or seen on a read) for
-//! that resource, and
-//! it rejects writes that carry no token at all. That is the storage-side check of
+//! that resource, and it rejects writes that carry no token at all. That is the storage-side check of
 //! Kleppmann, "How to do distributed locking" (2016), "Making the lock safe with
 //! fencing": the lock service alone cannot stop a paused client from writing, only the
 //! resource can. In [`FencingMode::Unfenced`] it accepts every write, so a client that
