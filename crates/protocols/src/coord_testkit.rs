@@ -231,21 +231,12 @@ impl<P: Protocol> Net<P> {
         self.now = self.now.max(until);
     }
 
-    /// The observations of `node`, in order.
-    pub fn observed(&self, id: u32) -> Vec<&Observation> {
-        self.records
-            .iter()
-            .filter(|(_, n, _)| *n == NodeId(id))
-            .map(|(_, _, o)| o)
-            .collect()
-    }
-
-    /// Messages sent from true time `since` on that match `pred`.
-    pub fn count_sent(&self, since: Duration, pred: impl Fn(&P::Msg) -> bool) -> usize {
-        let since = since.as_nanos() as u64;
+    /// Messages sent in true time `from..=to` (ns) that match `pred`: what a stretch of
+    /// a run cost.
+    pub fn count_sent(&self, from: u64, to: u64, pred: impl Fn(&P::Msg) -> bool) -> usize {
         self.sent
             .iter()
-            .filter(|(t, _, _, m)| *t >= since && pred(m))
+            .filter(|(t, _, _, m)| (from..=to).contains(t) && pred(m))
             .count()
     }
 }

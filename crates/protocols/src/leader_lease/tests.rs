@@ -614,7 +614,7 @@ fn info_lists_correct_first_and_what_the_others_break() {
 
 /// Every node's lease intervals in true time (ns): LeaseStart to LeaseEnd, a crash, or
 /// the end of the run.
-fn lease_intervals(net: &Net<LeaderLease>) -> Vec<(NodeId, u64, u64)> {
+fn lease_intervals(net: &Net<LeaderLease>) -> Vec<Interval> {
     let mut open: std::collections::BTreeMap<NodeId, u64> = Default::default();
     let mut out = Vec::new();
     for (t, node, obs) in &net.records {
@@ -634,7 +634,10 @@ fn lease_intervals(net: &Net<LeaderLease>) -> Vec<(NodeId, u64, u64)> {
     out
 }
 
-fn overlaps(net: &Net<LeaderLease>) -> Vec<((NodeId, u64, u64), (NodeId, u64, u64))> {
+/// A node's lease in true time (ns): (node, start, end).
+type Interval = (NodeId, u64, u64);
+
+fn overlaps(net: &Net<LeaderLease>) -> Vec<(Interval, Interval)> {
     let iv = lease_intervals(net);
     let mut out = Vec::new();
     for (i, a) in iv.iter().enumerate() {
