@@ -1,5 +1,6 @@
 //! tenure-protocols
 
+pub mod etcd_lock;
 pub mod leader_lease;
 pub mod resource;
 pub mod workload;
