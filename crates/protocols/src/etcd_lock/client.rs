@@ -168,9 +168,7 @@ impl EtcdLockClient {
     fn on_message(&mut self, env: &mut EtcdEnv<'_>, msg: EtcdMsg) -> Option<Change> {
         match msg {
             EtcdMsg::LeaseGranted { req, lease, ttl } => {
-                let Some((pending, sent_at)) = self.lease_request else {
-                    return None;
-                };
+                let (pending, sent_at) = self.lease_request?;
                 if pending != req || self.lease.is_some() {
                     return None; // a late grant: that lease expires unused
                 }
@@ -183,9 +181,7 @@ impl EtcdLockClient {
                 None
             }
             EtcdMsg::KeepAliveReply { req, lease, ttl } if Some(lease) == self.lease => {
-                let Some((pending, sent_at)) = self.lease_request else {
-                    return None;
-                };
+                let (pending, sent_at) = self.lease_request?;
                 if pending != req {
                     return None;
                 }
