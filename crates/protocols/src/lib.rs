@@ -2,10 +2,12 @@
 //! version and its known-broken variants (see each module's `info()`), written sans-IO
 //! against [`tenure_core::Env`].
 //!
-//! Elections:
+//! Elections and leases:
 //! * [`raft`]: Raft leader election (terms, votes, the up-to-date rule), with optional
 //!   PreVote and CheckQuorum.
 //! * [`bully`]: the Bully algorithm (highest id wins).
+//! * [`leader_lease`] (`leader-lease`): a leader holding a majority-granted lease that
+//!   a successor waits out.
 //!
 //! Locks, fencing and idempotency:
 //! * [`resource`]: the protected resource (a counter per name, fenced or not) that
@@ -16,10 +18,15 @@
 //!   fencing tokens).
 //! * [`redis_lock`] (`redis-lock`), [`redlock`] (`redlock`), [`fencing`] (`fencing`),
 //!   [`idempotency`] (`idempotency`).
+//! * [`zookeeper`] (`zookeeper`): sessions, ephemeral sequential znodes and watches, with
+//!   the election and lock recipes; [`etcd_lock`] (`etcd-lock`): leases, revisions as
+//!   fencing tokens.
 
 pub mod bully;
+pub mod etcd_lock;
 pub mod fencing;
 pub mod idempotency;
+pub mod leader_lease;
 pub mod lock_server;
 pub mod raft;
 pub mod redis_lock;
@@ -27,6 +34,9 @@ pub mod redlock;
 pub mod resource;
 pub mod util;
 pub mod workload;
+pub mod zookeeper;
 
+#[cfg(test)]
+mod coord_testkit;
 #[cfg(test)]
 mod testkit;

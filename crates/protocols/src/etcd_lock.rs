@@ -1,0 +1,324 @@
+//! etcd-style lease locks: a key per client under the lock prefix, attached to the
+//! client's lease; the lowest create revision holds the lock and is its fencing token.
+//!
+//! **Model.** The etcd cluster is modelled as ONE linearizable KV server (role `server`):
+//! Raft replication and leader changes are out of scope. What the lock depends on is
+//! kept: a global revision bumped by every change; leases with a TTL, kept alive by the
+//! client and expired by the server's monotonic clock, deleting their keys; watches on a
+//! key's deletion. The server's state is durable; after a restart every lease gets a
+//! fresh TTL, as etcd does after a leader change.
+//!
+//! **The lock** (etcd `clientv3/concurrency.Mutex`): the client grants itself a lease and
+//! keeps it alive every `ttl / 3`. To lock it puts `<prefix>/<lease id>` with its lease
+//! if absent and learns the key's create revision. If no key under the prefix has a
+//! lower create revision, it holds the lock with that revision as its fencing token
+//! (`Holds { token: create_revision }`). Otherwise it watches the key with the next
+//! lower revision (its predecessor) for deletion and looks again when it goes, so one
+//! release wakes one waiter. A client believes in its lease until `ttl` after it sent
+//! the last keep-alive that was answered (its monotonic clock); past that it gives up
+//! the lock. Releasing deletes the key.
+//!
+//! **How it fails.** Even correct, a client paused longer than its TTL (a GC or VM
+//! stall) keeps believing it holds the lock after the server deleted its key and the
+//! next waiter took over: mutual exclusion of belief is lost, and only the fenced
+//! resource, which rejects the stale token, keeps the data safe. The `no-keepalive`
+//! variant stops keep-alives while it holds the lock and does not watch its lease
+//! either (it assumes the work is short): when the work outlasts the TTL the lease
+//! expires under it and the next waiter gets the lock (breaks `mutual-exclusion`).
+//!
+//! **Source.** etcd docs, "Lease" (API guide) and `clientv3/concurrency` (`Mutex.Lock`,
+//! `waitDeletes`); Kleppmann, "How to do distributed locking" (2016), on pauses and
+//! fencing tokens; the seed article "Coordination Patterns" ("etcd: Lease-based locks
+//! with TTL").
+
+mod client;
+mod server;
+
+pub use client::{EtcdClient, EtcdLockClient};
+pub use server::{EtcdData, EtcdServer, Kv, Lease};
+
+use crate::resource::{FencingMode, Resource, ResourceMsg};
+use crate::workload::{WorkloadConfig, WorkloadTimer};
+use crate::zookeeper::single_node;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tenure_core::{
+    Cluster, Configurable, Env, HumanDuration, NodeId, ParamError, Protocol, ProtocolInfo,
+    RoleInfo, VariantInfo,
+};
+
+pub type LeaseId = u64;
+
+/// Messages between clients and the server (`req` is the client's request id, echoed
+/// back), and to the protected resource.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum EtcdMsg {
+    LeaseGrant {
+        req: u64,
+        ttl: Duration,
+    },
+    LeaseGranted {
+        req: u64,
+        lease: LeaseId,
+        ttl: Duration,
+    },
+    KeepAlive {
+        req: u64,
+        lease: LeaseId,
+    },
+    /// `ttl` is `None` when the lease is gone.
+    KeepAliveReply {
+        req: u64,
+        lease: LeaseId,
+        ttl: Option<Duration>,
+    },
+    /// A transaction: if the key does not exist, put it with `lease`. The reply carries
+    /// the key's create revision either way (`None`: the lease is gone).
+    PutIfAbsent {
+        req: u64,
+        key: String,
+        lease: LeaseId,
+    },
+    PutReply {
+        req: u64,
+        key: String,
+        create_revision: Option<u64>,
+    },
+    /// The key under `prefix` with the highest create revision below `before`.
+    GetPredecessor {
+        req: u64,
+        prefix: String,
+        before: u64,
+    },
+    Predecessor {
+        req: u64,
+        key: Option<String>,
+    },
+    /// Watch `key` until it is deleted (reported at once if it is already gone).
+    WatchDelete {
+        req: u64,
+        key: String,
+    },
+    KeyDeleted {
+        req: u64,
+        key: String,
+    },
+    Delete {
+        req: u64,
+        key: String,
+    },
+    Deleted {
+        req: u64,
+    },
+    Resource(ResourceMsg),
+}
+
+impl From<ResourceMsg> for EtcdMsg {
+    fn from(m: ResourceMsg) -> EtcdMsg {
+        EtcdMsg::Resource(m)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum EtcdTimer {
+    /// Server: the lease's TTL may be over.
+    LeaseExpire(LeaseId),
+    /// Client: send a keep-alive (or ask for a new lease).
+    KeepAlive,
+    /// Client: its lease runs out by its own clock.
+    LeaseCheck,
+    Workload(WorkloadTimer),
+}
+
+impl From<WorkloadTimer> for EtcdTimer {
+    fn from(t: WorkloadTimer) -> EtcdTimer {
+        EtcdTimer::Workload(t)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EtcdVariant {
+    Correct,
+    NoKeepalive,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct EtcdConfig {
+    pub variant: EtcdVariant,
+    pub ttl: Duration,
+    pub resource_mode: FencingMode,
+    pub workload: WorkloadConfig,
+}
+
+/// Scenario parameters (`[protocol.params]`); the workload fields have the same names
+/// and defaults as the other lock protocols'.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EtcdLockParams {
+    /// The lease's time to live, timed by the server.
+    pub ttl: HumanDuration,
+    /// Whether the storage checks the tokens (create revisions).
+    pub resource_mode: FencingMode,
+    pub resource: String,
+    pub work_duration: HumanDuration,
+    pub think_time: [HumanDuration; 2],
+    pub retry_backoff: [HumanDuration; 2],
+    pub amount: i64,
+    pub request_timeout: HumanDuration,
+    pub start_stagger: HumanDuration,
+}
+
+impl Default for EtcdLockParams {
+    fn default() -> Self {
+        let ms = |n| HumanDuration(Duration::from_millis(n));
+        EtcdLockParams {
+            ttl: ms(2_000),
+            resource_mode: FencingMode::Fenced,
+            resource: "counter".to_string(),
+            work_duration: ms(100),
+            think_time: [ms(100), ms(300)],
+            retry_backoff: [ms(50), ms(150)],
+            amount: 1,
+            request_timeout: ms(1_000),
+            start_stagger: ms(0),
+        }
+    }
+}
+
+/// A node of the etcd-lock protocol.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum EtcdLock {
+    Server(EtcdServer),
+    Client(Box<EtcdClient>),
+    Storage(Resource),
+}
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "etcd-lock",
+    summary: "etcd-style lease locks: lowest create revision holds, waiters watch their \
+              predecessor, the revision is the fencing token (one linearizable KV server)",
+    roles: &[
+        RoleInfo {
+            name: "server",
+            summary: "the KV store with leases (one linearizable server standing for the \
+                      cluster)",
+            default_count: 1,
+        },
+        RoleInfo {
+            name: "client",
+            summary: "lock clients: acquire, read-modify-write the storage, release",
+            default_count: 3,
+        },
+        RoleInfo {
+            name: "storage",
+            summary: "the protected resource, a counter",
+            default_count: 1,
+        },
+    ],
+    variants: &[
+        VariantInfo {
+            name: "correct",
+            summary: "keep-alives every ttl/3; the client gives up when its lease runs out \
+                      (still unsafe under a pause longer than the TTL, fencing saves the data)",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "no-keepalive",
+            summary: "no keep-alives while holding: the lease expires under a long hold",
+            breaks: &["mutual-exclusion"],
+        },
+    ],
+};
+
+impl Protocol for EtcdLock {
+    type Msg = EtcdMsg;
+    type Timer = EtcdTimer;
+    type Config = EtcdConfig;
+
+    fn new(config: &EtcdConfig, me: NodeId, cluster: &Cluster) -> EtcdLock {
+        match cluster.role_of(me) {
+            "server" => EtcdLock::Server(EtcdServer::new()),
+            "client" => EtcdLock::Client(Box::new(EtcdClient::new(config, me, cluster))),
+            "storage" => EtcdLock::Storage(Resource::new(config.resource_mode)),
+            other => panic!("{me} plays role `{other}`, which etcd-lock does not have"),
+        }
+    }
+
+    fn on_start(&mut self, env: &mut dyn Env<EtcdMsg, EtcdTimer>) {
+        match self {
+            EtcdLock::Server(s) => s.on_start(env),
+            EtcdLock::Client(c) => c.on_start(env),
+            EtcdLock::Storage(r) => r.on_start(env),
+        }
+    }
+
+    fn on_message(&mut self, env: &mut dyn Env<EtcdMsg, EtcdTimer>, from: NodeId, msg: EtcdMsg) {
+        match (self, msg) {
+            (EtcdLock::Storage(r), EtcdMsg::Resource(m)) => r.on_message(env, from, m),
+            (EtcdLock::Storage(_), _) => {}
+            (EtcdLock::Server(s), msg) => s.on_message(env, from, msg),
+            (EtcdLock::Client(c), msg) => c.on_message(env, msg),
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut dyn Env<EtcdMsg, EtcdTimer>, timer: EtcdTimer) {
+        match self {
+            EtcdLock::Server(s) => s.on_timer(env, timer),
+            EtcdLock::Client(c) => c.on_timer(env, timer),
+            EtcdLock::Storage(_) => {}
+        }
+    }
+}
+
+impl Configurable for EtcdLock {
+    type Params = EtcdLockParams;
+
+    fn info() -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn configure(
+        params: EtcdLockParams,
+        variant: &str,
+        cluster: &Cluster,
+    ) -> Result<EtcdConfig, ParamError> {
+        let variant = match variant {
+            "correct" => EtcdVariant::Correct,
+            "no-keepalive" => EtcdVariant::NoKeepalive,
+            other => panic!("etcd-lock has no variant `{other}`; the caller checks"),
+        };
+        single_node(cluster, "server")?;
+        if cluster.count("client") == 0 {
+            return Err(ParamError::new(
+                "cluster.roles.client",
+                "needs at least 1 `client` node",
+            ));
+        }
+        if params.ttl.0 < Duration::from_millis(30) {
+            return Err(ParamError::new(
+                "ttl",
+                "must be at least 30ms (clients keep alive every third of it)",
+            ));
+        }
+        let workload = WorkloadConfig {
+            resource: params.resource.clone(),
+            storage: single_node(cluster, "storage")?,
+            work_duration: params.work_duration.0,
+            think_time: (params.think_time[0].0, params.think_time[1].0),
+            retry_backoff: (params.retry_backoff[0].0, params.retry_backoff[1].0),
+            amount: params.amount,
+            request_timeout: params.request_timeout.0,
+            start_stagger: params.start_stagger.0,
+        };
+        workload.validate()?;
+        Ok(EtcdConfig {
+            variant,
+            ttl: params.ttl.0,
+            resource_mode: params.resource_mode,
+            workload,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,615 @@
+//! Leader leases granted by a majority, with voter promises and a drift margin.
+//!
+//! **Promise.** At most one node acts on a valid lease at any true instant (the
+//! `lease-safety` checker), and at most one node leads each term. A gap with no leader
+//! (after a leader dies, until its lease has run out) is fine; two leaders never are.
+//!
+//! **How.** Every server is a voter. A candidate (or the leader, to renew) notes the
+//! time it *sent* `RequestLease` and asks every server. A voter grants when it has no
+//! unexpired promise to another node, and then promises by its own *monotonic* clock not
+//! to grant anyone else for `lease_duration` from when it received the request. With
+//! grants from a majority the requester holds the lease until
+//! `sent_at + lease_duration - margin` by its own monotonic clock, where
+//! `margin = lease_duration * 2 * max_drift + 10ms` covers a slow leader clock against a
+//! fast voter clock (the constant covers timer granularity). Any two majorities share a
+//! voter, and that voter only grants the next leader once its promise ran out, which is
+//! after the old leader's lease ended: a new leader waits out the old lease. A voter's
+//! promises are volatile, so a (re)started server grants nothing for one
+//! `lease_duration` (its quiet period). Term and vote are durable: one grant per voter
+//! per term.
+//!
+//! **How it fails (the broken variants).**
+//! * `no-drift-margin`: the lease ends exactly `lease_duration` after the request by the
+//!   leader's clock. A leader whose clock runs slow believes in its lease after the
+//!   voters' promises ran out and a new leader was granted one.
+//! * `wall-clock-lease`: the leader times its lease on the wall clock. A backward step
+//!   (NTP correction, operator) stretches its belief by the size of the step.
+//!
+//! **Source.** Gray and Cheriton, "Leases" (SOSP 1989), on clock drift and the
+//! `epsilon` margin; Chandra et al., "Paxos Made Live" (PODC 2007) §5.2 on master
+//! leases; the seed article "Coordination Patterns" (leader lease timeline: "During
+//! T=8-15: No leader (safer than split-brain)"); Kleppmann, "How to do distributed
+//! locking" (2016) on trusting clocks.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use tenure_core::{
+    Cluster, Configurable, Env, HumanDuration, LocalTime, NodeId, Observation, ParamError,
+    Protocol, ProtocolInfo, RoleInfo, StorageExt, VariantInfo,
+};
+
+/// Added to the drift margin: timers fire up to a millisecond late in the simulator,
+/// and real timers are coarser still.
+pub const MARGIN_CONSTANT: Duration = Duration::from_millis(10);
+
+/// Storage key of the durable vote.
+const VOTE_KEY: &str = "leader-lease/vote";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LeaderLeaseVariant {
+    Correct,
+    NoDriftMargin,
+    WallClockLease,
+}
+
+/// Scenario parameters (`[protocol.params]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LeaderLeaseParams {
+    /// How long a voter's promise lasts, by the voter's monotonic clock.
+    pub lease_duration: HumanDuration,
+    /// How often the leader renews.
+    pub renew_interval: HumanDuration,
+    /// `[min, max]`: a follower stands for election after this long without a renewal.
+    pub election_timeout: [HumanDuration; 2],
+    /// The largest clock drift rate the margin tolerates (a fraction: 0.01 = 1%).
+    pub max_drift: f64,
+}
+
+impl Default for LeaderLeaseParams {
+    fn default() -> Self {
+        LeaderLeaseParams {
+            lease_duration: HumanDuration(Duration::from_secs(2)),
+            renew_interval: HumanDuration(Duration::from_millis(500)),
+            election_timeout: [
+                HumanDuration(Duration::from_millis(1000)),
+                HumanDuration(Duration::from_millis(1500)),
+            ],
+            max_drift: 0.01,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LeaderLeaseConfig {
+    pub variant: LeaderLeaseVariant,
+    pub lease_duration: Duration,
+    pub renew_interval: Duration,
+    pub election_timeout_min: Duration,
+    pub election_timeout_max: Duration,
+    /// Subtracted from `lease_duration` on the leader's side (zero in `no-drift-margin`).
+    pub margin: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum LeaseMsg {
+    /// "Grant me (or renew) the lease of `term`." `round` tells the requester's attempts
+    /// apart; `leader` is true for renewals by a node that already leads.
+    RequestLease {
+        term: u64,
+        round: u64,
+        leader: bool,
+    },
+    Grant {
+        term: u64,
+        round: u64,
+    },
+    /// `term` is the voter's; `retry_after` is how long its promise to another node (or
+    /// its quiet period) still runs, by its clock, if that is the reason.
+    Reject {
+        term: u64,
+        round: u64,
+        retry_after: Option<Duration>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LeaseTimer {
+    Election,
+    Renew,
+    LeaseEnd,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LeaseRole {
+    Follower,
+    Candidate,
+    Leader,
+}
+
+/// A voter's promise not to grant anyone but `to` until `until` (its monotonic clock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Promise {
+    pub to: NodeId,
+    pub until: LocalTime,
+}
+
+/// One request for (or renewal of) the lease.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Attempt {
+    pub term: u64,
+    pub round: u64,
+    /// When the request was sent, by the clock the lease is timed on.
+    pub sent_at: LocalTime,
+    pub grants: BTreeSet<NodeId>,
+    pub won: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Vote {
+    term: u64,
+    voted_for: Option<NodeId>,
+}
+
+/// One server of the leader-lease protocol.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LeaderLease {
+    config: LeaderLeaseConfig,
+    me: NodeId,
+    servers: Vec<NodeId>,
+    // durable (the vote)
+    term: u64,
+    voted_for: Option<NodeId>,
+    // voter, volatile
+    promise: Option<Promise>,
+    quiet_until: LocalTime,
+    // candidate / leader, volatile
+    role: LeaseRole,
+    round: u64,
+    attempt: Option<Attempt>,
+    /// When the lease ends, by the clock it is timed on.
+    lease_end: Option<LocalTime>,
+    /// What this node last observed as a follower (to observe changes only).
+    following: Option<(u64, Option<NodeId>)>,
+}
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "leader-lease",
+    summary: "a leader holds a time-limited lease granted by a majority, renewed before it \
+              expires; voters wait out their promises by their own monotonic clocks",
+    roles: &[RoleInfo {
+        name: "server",
+        summary: "a voter that may also stand for leader",
+        default_count: 5,
+    }],
+    variants: &[
+        VariantInfo {
+            name: "correct",
+            summary: "lease timed from the request's send time on the monotonic clock, minus \
+                      a drift margin",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "no-drift-margin",
+            summary: "no drift margin: a leader with a slow clock outlives the voters' promises",
+            breaks: &["lease-safety"],
+        },
+        VariantInfo {
+            name: "wall-clock-lease",
+            summary: "the leader times its lease on the wall clock: a backward step extends it",
+            breaks: &["lease-safety"],
+        },
+    ],
+};
+
+impl LeaderLease {
+    pub fn role(&self) -> LeaseRole {
+        self.role
+    }
+    pub fn term(&self) -> u64 {
+        self.term
+    }
+    pub fn promise(&self) -> Option<Promise> {
+        self.promise
+    }
+    pub fn lease_end(&self) -> Option<LocalTime> {
+        self.lease_end
+    }
+
+    fn majority(&self) -> usize {
+        self.servers.len() / 2 + 1
+    }
+
+    /// The clock the leader times its lease on (the wall clock only in the broken variant).
+    fn lease_now(&self, env: &dyn Env<LeaseMsg, LeaseTimer>) -> LocalTime {
+        match self.config.variant {
+            LeaderLeaseVariant::WallClockLease => env.wall(),
+            _ => env.monotonic(),
+        }
+    }
+
+    fn election_timeout(&self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) -> Duration {
+        env.duration_between(
+            self.config.election_timeout_min,
+            self.config.election_timeout_max,
+        )
+    }
+
+    fn jitter(&self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) -> Duration {
+        env.duration_between(
+            Duration::ZERO,
+            self.config.election_timeout_max - self.config.election_timeout_min,
+        )
+    }
+
+    fn store_vote(&self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) {
+        env.store(
+            VOTE_KEY,
+            &Vote {
+                term: self.term,
+                voted_for: self.voted_for,
+            },
+        );
+    }
+
+    /// Why this voter may not grant `to` now: `Some(remaining)` while a promise to
+    /// another node or the quiet period runs.
+    fn blocked_for(&self, now: LocalTime, to: NodeId) -> Option<Duration> {
+        if now < self.quiet_until {
+            return Some(now.until(self.quiet_until));
+        }
+        match self.promise {
+            Some(p) if p.to != to && now < p.until => Some(now.until(p.until)),
+            _ => None,
+        }
+    }
+
+    fn observe_follower(
+        &mut self,
+        env: &mut dyn Env<LeaseMsg, LeaseTimer>,
+        leader: Option<NodeId>,
+    ) {
+        let now = (self.term, leader);
+        if self.following != Some(now) {
+            self.following = Some(now);
+            env.observe(Observation::Follower {
+                term: self.term,
+                leader,
+            });
+        }
+    }
+
+    fn start_attempt(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) {
+        self.round += 1;
+        let now = env.monotonic();
+        // Our own grant: the same promise every voter makes.
+        self.promise = Some(Promise {
+            to: self.me,
+            until: now + self.config.lease_duration,
+        });
+        self.attempt = Some(Attempt {
+            term: self.term,
+            round: self.round,
+            sent_at: self.lease_now(env),
+            grants: BTreeSet::from([self.me]),
+            won: false,
+        });
+        let msg = LeaseMsg::RequestLease {
+            term: self.term,
+            round: self.round,
+            leader: self.role == LeaseRole::Leader,
+        };
+        for &peer in &self.servers {
+            if peer != self.me {
+                env.send(peer, msg.clone());
+            }
+        }
+    }
+
+    fn on_election_timer(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) {
+        if self.role == LeaseRole::Leader {
+            return;
+        }
+        let now = env.monotonic();
+        if let Some(remaining) = self.blocked_for(now, self.me) {
+            // Wait out the lease we promised someone else (or our quiet period).
+            let after = remaining + self.jitter(env);
+            env.set_timer(LeaseTimer::Election, after);
+            return;
+        }
+        self.term += 1;
+        self.voted_for = Some(self.me);
+        self.store_vote(env);
+        self.role = LeaseRole::Candidate;
+        self.following = None;
+        env.observe(Observation::Candidate { term: self.term });
+        self.start_attempt(env);
+        let after = self.election_timeout(env);
+        env.set_timer(LeaseTimer::Election, after);
+    }
+
+    fn on_renew_timer(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) {
+        if self.role != LeaseRole::Leader {
+            return;
+        }
+        self.start_attempt(env);
+        env.set_timer(LeaseTimer::Renew, self.config.renew_interval);
+    }
+
+    fn on_lease_end_timer(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) {
+        let Some(end) = self.lease_end else { return };
+        let now = self.lease_now(env);
+        if now < end {
+            // Only the wall clock can get here: it was stepped back, and the leader
+            // believes its lease has that much longer to run.
+            env.set_timer(LeaseTimer::LeaseEnd, now.until(end));
+            return;
+        }
+        assert_eq!(self.role, LeaseRole::Leader, "a lease end without a lease");
+        self.lease_end = None;
+        self.attempt = None;
+        env.observe(Observation::LeaseEnd { term: self.term });
+        self.role = LeaseRole::Follower;
+        self.observe_follower(env, None);
+        env.cancel_timer(&LeaseTimer::Renew);
+        let after = self.election_timeout(env);
+        env.set_timer(LeaseTimer::Election, after);
+    }
+
+    fn on_request_lease(
+        &mut self,
+        env: &mut dyn Env<LeaseMsg, LeaseTimer>,
+        from: NodeId,
+        term: u64,
+        round: u64,
+        leader: bool,
+    ) {
+        let now = env.monotonic();
+        let reject = |this: &Self, retry_after| LeaseMsg::Reject {
+            term: this.term,
+            round,
+            retry_after,
+        };
+        if term < self.term {
+            env.send(from, reject(self, None));
+            return;
+        }
+        if let Some(remaining) = self.blocked_for(now, from) {
+            env.send(from, reject(self, Some(remaining)));
+            return;
+        }
+        if term == self.term && self.voted_for.is_some_and(|v| v != from) {
+            env.send(from, reject(self, None));
+            return;
+        }
+        if term > self.term || self.voted_for.is_none() {
+            self.term = term;
+            self.voted_for = Some(from);
+            self.store_vote(env);
+        }
+        self.promise = Some(Promise {
+            to: from,
+            until: now + self.config.lease_duration,
+        });
+        if self.role == LeaseRole::Leader {
+            // Our promise to ourselves ran out while we still believe in our lease. The
+            // drift margin rules that out, so only a broken variant gets here: it goes
+            // on believing (the bug it demonstrates).
+            assert_ne!(
+                self.config.variant,
+                LeaderLeaseVariant::Correct,
+                "a leader outlived its own promise"
+            );
+            env.send(from, LeaseMsg::Grant { term, round });
+            return;
+        }
+        // A candidate's own promise has run out: it gives up its attempt and follows.
+        self.role = LeaseRole::Follower;
+        self.attempt = None;
+        self.observe_follower(env, leader.then_some(from));
+        env.send(from, LeaseMsg::Grant { term, round });
+        let after = self.election_timeout(env);
+        env.set_timer(LeaseTimer::Election, after);
+    }
+
+    fn on_grant(
+        &mut self,
+        env: &mut dyn Env<LeaseMsg, LeaseTimer>,
+        from: NodeId,
+        term: u64,
+        round: u64,
+    ) {
+        let majority = self.majority();
+        let Some(attempt) = self.attempt.as_mut() else {
+            return;
+        };
+        if attempt.term != term || attempt.round != round || attempt.won {
+            return;
+        }
+        attempt.grants.insert(from);
+        if attempt.grants.len() < majority {
+            return;
+        }
+        attempt.won = true;
+        let end = attempt.sent_at + self.config.lease_duration - self.config.margin;
+        let now = self.lease_now(env);
+        if end <= now {
+            return; // the grants came too late to be worth anything
+        }
+        if self.role != LeaseRole::Leader {
+            self.role = LeaseRole::Leader;
+            self.following = None;
+            env.observe(Observation::Leader { term });
+            env.observe(Observation::LeaseStart { term });
+            env.cancel_timer(&LeaseTimer::Election);
+            env.set_timer(LeaseTimer::Renew, self.config.renew_interval);
+        }
+        let end = self.lease_end.map_or(end, |old| old.max(end));
+        self.lease_end = Some(end);
+        env.set_timer(LeaseTimer::LeaseEnd, now.until(end));
+    }
+
+    fn on_reject(
+        &mut self,
+        env: &mut dyn Env<LeaseMsg, LeaseTimer>,
+        term: u64,
+        round: u64,
+        retry_after: Option<Duration>,
+    ) {
+        if self.role != LeaseRole::Candidate {
+            return; // a leader's lease timer decides when it stops leading
+        }
+        if term > self.term {
+            self.term = term;
+            self.voted_for = None;
+            self.store_vote(env);
+        }
+        let current = self
+            .attempt
+            .as_ref()
+            .is_some_and(|a| a.round == round && !a.won);
+        if let (true, Some(remaining)) = (current, retry_after) {
+            // Try again just after the voter's promise runs out.
+            let after = remaining + self.jitter(env);
+            env.set_timer(LeaseTimer::Election, after);
+        }
+    }
+}
+
+impl Protocol for LeaderLease {
+    type Msg = LeaseMsg;
+    type Timer = LeaseTimer;
+    type Config = LeaderLeaseConfig;
+
+    fn new(config: &LeaderLeaseConfig, me: NodeId, cluster: &Cluster) -> Self {
+        let servers: Vec<NodeId> = cluster.with_role("server").collect();
+        assert!(servers.contains(&me), "{me} is not a leader-lease server");
+        LeaderLease {
+            config: config.clone(),
+            me,
+            servers,
+            term: 0,
+            voted_for: None,
+            promise: None,
+            quiet_until: LocalTime(i64::MIN),
+            role: LeaseRole::Follower,
+            round: 0,
+            attempt: None,
+            lease_end: None,
+            following: None,
+        }
+    }
+
+    fn on_start(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) {
+        if let Some(vote) = env.load::<Vote>(VOTE_KEY) {
+            self.term = vote.term;
+            self.voted_for = vote.voted_for;
+        }
+        // Promises made before a crash were volatile: grant nothing until any of them
+        // has surely run out.
+        self.quiet_until = env.monotonic() + self.config.lease_duration;
+        self.observe_follower(env, None);
+        let after = self.election_timeout(env);
+        env.set_timer(LeaseTimer::Election, after);
+    }
+
+    fn on_message(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>, from: NodeId, msg: LeaseMsg) {
+        match msg {
+            LeaseMsg::RequestLease {
+                term,
+                round,
+                leader,
+            } => self.on_request_lease(env, from, term, round, leader),
+            LeaseMsg::Grant { term, round } => self.on_grant(env, from, term, round),
+            LeaseMsg::Reject {
+                term,
+                round,
+                retry_after,
+            } => self.on_reject(env, term, round, retry_after),
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>, timer: LeaseTimer) {
+        match timer {
+            LeaseTimer::Election => self.on_election_timer(env),
+            LeaseTimer::Renew => self.on_renew_timer(env),
+            LeaseTimer::LeaseEnd => self.on_lease_end_timer(env),
+        }
+    }
+}
+
+impl Configurable for LeaderLease {
+    type Params = LeaderLeaseParams;
+
+    fn info() -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn configure(
+        params: LeaderLeaseParams,
+        variant: &str,
+        cluster: &Cluster,
+    ) -> Result<LeaderLeaseConfig, ParamError> {
+        let variant = match variant {
+            "correct" => LeaderLeaseVariant::Correct,
+            "no-drift-margin" => LeaderLeaseVariant::NoDriftMargin,
+            "wall-clock-lease" => LeaderLeaseVariant::WallClockLease,
+            other => panic!("unknown leader-lease variant `{other}` (the caller checks)"),
+        };
+        if cluster.count("server") == 0 {
+            return Err(ParamError::new(
+                "cluster",
+                "leader-lease needs at least one server",
+            ));
+        }
+        let lease_duration = params.lease_duration.0;
+        let renew_interval = params.renew_interval.0;
+        let [min, max] = params.election_timeout.map(|d| d.0);
+        if !(0.0..0.5).contains(&params.max_drift) {
+            return Err(ParamError::new(
+                "max_drift",
+                format!("{} is not a fraction in [0, 0.5)", params.max_drift),
+            ));
+        }
+        let margin = match variant {
+            LeaderLeaseVariant::NoDriftMargin => Duration::ZERO,
+            _ => lease_duration.mul_f64(2.0 * params.max_drift) + MARGIN_CONSTANT,
+        };
+        if margin >= lease_duration {
+            return Err(ParamError::new(
+                "lease_duration",
+                "must be longer than its drift margin (lease_duration * 2 * max_drift + 10ms)",
+            ));
+        }
+        if renew_interval.is_zero() || renew_interval >= lease_duration - margin {
+            return Err(ParamError::new(
+                "renew_interval",
+                "must be above zero and shorter than the lease minus its drift margin",
+            ));
+        }
+        if min > max {
+            return Err(ParamError::new(
+                "election_timeout",
+                "the minimum is above the maximum",
+            ));
+        }
+        if min <= renew_interval {
+            return Err(ParamError::new(
+                "election_timeout",
+                "the minimum must be longer than renew_interval",
+            ));
+        }
+        Ok(LeaderLeaseConfig {
+            variant,
+            lease_duration,
+            renew_interval,
+            election_timeout_min: min,
+            election_timeout_max: max,
+            margin,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

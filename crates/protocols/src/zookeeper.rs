@@ -1,0 +1,404 @@
+//! ZooKeeper-style coordination: sessions, ephemeral sequential znodes and one-shot
+//! watches, with the two classic recipes on top (leader election and a lock).
+//!
+//! **Model.** The ensemble is modelled as ONE linearizable server (role `server`): ZAB
+//! replication, followers, observers and leader failover are out of scope. What the
+//! recipes depend on is kept: sessions kept alive by client pings and expired by the
+//! server's monotonic clock; expiring a session deletes its ephemeral nodes and fires
+//! the watches on them; sequential nodes get a per-parent, ever-growing suffix; every
+//! change gets the next zxid. The server's whole state (tree, sessions, watches, zxid)
+//! is durable, standing in for a quorum's log; after a restart every session gets a
+//! fresh timeout, as after a real leader change. Keeping watches across a restart stands
+//! in for the client library re-registering them on reconnect.
+//!
+//! **Recipes** (param `recipe`), run by every `client` node:
+//! * `election`: create `/election/n-<id>-` ephemeral+sequential; the smallest sequence
+//!   number leads (`Leader { term: sequence }`), every other node watches its
+//!   predecessor with an `exists` watch and checks again when that node goes
+//!   (`Follower { term: leader's sequence, leader }`).
+//! * `lock`: the same under `/lock/<resource>`, driven by the lock-client
+//!   [`Workload`]; the holder's token is its node's czxid (`Holds { token: czxid }`),
+//!   passed to the protected resource on the `storage` node.
+//!
+//! A client that hears nothing from the server for 2/3 of its session timeout suspects
+//! its session and gives up leadership (Curator's `SUSPENDED`), so a partition alone
+//! does not make two leaders. A *paused* client runs no timers, though: if its session
+//! expires during the pause it still believes it leads or holds the lock until it runs
+//! again and hears from the server (or its own timer fires), while the server has already
+//! handed over. That is the lesson, and the scenarios expect the violation
+//! (`mutual-exclusion` for the lock, `single-leader-at-a-time` for the election); only
+//! the fenced resource keeps the data safe.
+//!
+//! **Variants.** `correct`; `herd`: every waiter sets a `getChildren` watch on the parent
+//! and re-reads the children on every change, so one release wakes every waiter (the
+//! herd effect). It breaks no checker; it shows in the message counts.
+//!
+//! **Source.** ZooKeeper Recipes and Solutions ("Leader Election", "Locks": "watch the
+//! node with the next lowest sequence number ... to avoid the herd effect"); Hunt et
+//! al., "ZooKeeper: Wait-free coordination for Internet-scale systems" (USENIX ATC
+//! 2010) §2.4; the seed article "Coordination Patterns" (ZooKeeper election); Kleppmann,
+//! "How to do distributed locking" (2016) on pauses and fencing with the zxid.
+
+mod client;
+mod server;
+
+pub use client::{ZkClient, ZkRecipeClient};
+pub use server::{Session, ZkData, ZkServer, Znode};
+
+use crate::resource::{FencingMode, Resource, ResourceMsg};
+use crate::workload::{WorkloadConfig, WorkloadTimer};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tenure_core::{
+    Cluster, Configurable, Env, HumanDuration, NodeId, ParamError, Protocol, ProtocolInfo,
+    RoleInfo, VariantInfo,
+};
+
+pub type SessionId = u64;
+
+/// What a watch reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ZkEvent {
+    NodeCreated,
+    NodeDeleted,
+    ChildrenChanged,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ZkError {
+    NoNode,
+    NodeExists,
+    NotEmpty,
+}
+
+/// Messages between clients and the server, and to the protected resource. `xid` is
+/// the client's request id, echoed in the reply.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ZkMsg {
+    // client -> server
+    Connect {
+        timeout: Duration,
+    },
+    Ping {
+        session: SessionId,
+    },
+    Create {
+        session: SessionId,
+        xid: u64,
+        path: String,
+        ephemeral: bool,
+        sequential: bool,
+    },
+    Delete {
+        session: SessionId,
+        xid: u64,
+        path: String,
+    },
+    GetChildren {
+        session: SessionId,
+        xid: u64,
+        path: String,
+        watch: bool,
+    },
+    Exists {
+        session: SessionId,
+        xid: u64,
+        path: String,
+        watch: bool,
+    },
+    // server -> client
+    Connected {
+        session: SessionId,
+        timeout: Duration,
+    },
+    Pong {
+        session: SessionId,
+    },
+    /// The session is gone (expired, or never existed): the reply to any request on it.
+    SessionExpired {
+        session: SessionId,
+    },
+    Created {
+        session: SessionId,
+        xid: u64,
+        path: String,
+        czxid: u64,
+    },
+    Deleted {
+        session: SessionId,
+        xid: u64,
+    },
+    Error {
+        session: SessionId,
+        xid: u64,
+        error: ZkError,
+    },
+    /// Children names, sorted.
+    Children {
+        session: SessionId,
+        xid: u64,
+        path: String,
+        children: Vec<String>,
+    },
+    /// `czxid` is `None` when the node does not exist.
+    Stat {
+        session: SessionId,
+        xid: u64,
+        path: String,
+        czxid: Option<u64>,
+    },
+    /// A one-shot watch fired.
+    Watch {
+        session: SessionId,
+        path: String,
+        event: ZkEvent,
+    },
+    Resource(ResourceMsg),
+}
+
+impl From<ResourceMsg> for ZkMsg {
+    fn from(m: ResourceMsg) -> ZkMsg {
+        ZkMsg::Resource(m)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ZkTimer {
+    /// Server: the session's timeout may be over.
+    Expire(SessionId),
+    /// Client: send a ping (or reconnect).
+    Ping,
+    /// Client: nothing heard from the server for 2/3 of the session timeout.
+    SessionCheck,
+    Workload(WorkloadTimer),
+}
+
+impl From<WorkloadTimer> for ZkTimer {
+    fn from(t: WorkloadTimer) -> ZkTimer {
+        ZkTimer::Workload(t)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Recipe {
+    #[default]
+    Election,
+    Lock,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ZkVariant {
+    Correct,
+    Herd,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ZkConfig {
+    pub variant: ZkVariant,
+    pub recipe: Recipe,
+    pub session_timeout: Duration,
+    pub resource_mode: FencingMode,
+    /// The lock recipe's workload (`None` for the election recipe).
+    pub workload: Option<WorkloadConfig>,
+}
+
+/// Scenario parameters (`[protocol.params]`). The workload fields matter only to the
+/// lock recipe and have the same names and defaults as the other lock protocols'.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ZooKeeperParams {
+    pub recipe: Recipe,
+    /// Requested by every client; the server expires a session this long after it
+    /// last heard from it (its monotonic clock).
+    pub session_timeout: HumanDuration,
+    /// Whether the storage checks the tokens (czxids).
+    pub resource_mode: FencingMode,
+    pub resource: String,
+    pub work_duration: HumanDuration,
+    pub think_time: [HumanDuration; 2],
+    pub retry_backoff: [HumanDuration; 2],
+    pub amount: i64,
+    pub request_timeout: HumanDuration,
+    pub start_stagger: HumanDuration,
+}
+
+impl Default for ZooKeeperParams {
+    fn default() -> Self {
+        let ms = |n| HumanDuration(Duration::from_millis(n));
+        ZooKeeperParams {
+            recipe: Recipe::Election,
+            session_timeout: ms(2_000),
+            resource_mode: FencingMode::Fenced,
+            resource: "counter".to_string(),
+            work_duration: ms(100),
+            think_time: [ms(100), ms(300)],
+            retry_backoff: [ms(50), ms(150)],
+            amount: 1,
+            request_timeout: ms(1_000),
+            start_stagger: ms(0),
+        }
+    }
+}
+
+/// A node of the zookeeper protocol.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ZooKeeper {
+    Server(ZkServer),
+    Client(Box<ZkClient>),
+    Storage(Resource),
+}
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "zookeeper",
+    summary: "ZooKeeper-style sessions, ephemeral sequential znodes and watches, with the \
+              election and lock recipes (the ensemble modelled as one linearizable server)",
+    roles: &[
+        RoleInfo {
+            name: "server",
+            summary: "the coordination service (one linearizable server standing for the \
+                      ensemble)",
+            default_count: 1,
+        },
+        RoleInfo {
+            name: "client",
+            summary: "runs the election or lock recipe in its own session",
+            default_count: 3,
+        },
+        RoleInfo {
+            name: "storage",
+            summary: "the protected resource of the lock recipe (idle for election)",
+            default_count: 1,
+        },
+    ],
+    variants: &[
+        VariantInfo {
+            name: "correct",
+            summary: "each waiter watches only its predecessor",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "herd",
+            summary: "every waiter watches the parent's children: each change wakes them all \
+                      (costs messages, breaks nothing)",
+            breaks: &[],
+        },
+    ],
+};
+
+impl Protocol for ZooKeeper {
+    type Msg = ZkMsg;
+    type Timer = ZkTimer;
+    type Config = ZkConfig;
+
+    fn new(config: &ZkConfig, me: NodeId, cluster: &Cluster) -> ZooKeeper {
+        match cluster.role_of(me) {
+            "server" => ZooKeeper::Server(ZkServer::new()),
+            "client" => ZooKeeper::Client(Box::new(ZkClient::new(config, me, cluster))),
+            "storage" => ZooKeeper::Storage(Resource::new(config.resource_mode)),
+            other => panic!("{me} plays role `{other}`, which zookeeper does not have"),
+        }
+    }
+
+    fn on_start(&mut self, env: &mut dyn Env<ZkMsg, ZkTimer>) {
+        match self {
+            ZooKeeper::Server(s) => s.on_start(env),
+            ZooKeeper::Client(c) => c.on_start(env),
+            ZooKeeper::Storage(r) => r.on_start(env),
+        }
+    }
+
+    fn on_message(&mut self, env: &mut dyn Env<ZkMsg, ZkTimer>, from: NodeId, msg: ZkMsg) {
+        match (self, msg) {
+            (ZooKeeper::Storage(r), ZkMsg::Resource(m)) => r.on_message(env, from, m),
+            (ZooKeeper::Storage(_), _) => {}
+            (ZooKeeper::Server(s), msg) => s.on_message(env, from, msg),
+            (ZooKeeper::Client(c), msg) => c.on_message(env, msg),
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut dyn Env<ZkMsg, ZkTimer>, timer: ZkTimer) {
+        match self {
+            ZooKeeper::Server(s) => s.on_timer(env, timer),
+            ZooKeeper::Client(c) => c.on_timer(env, timer),
+            ZooKeeper::Storage(_) => {}
+        }
+    }
+}
+
+/// The only node playing `role`, or an error naming the role.
+pub(crate) fn single_node(cluster: &Cluster, role: &str) -> Result<NodeId, ParamError> {
+    let nodes: Vec<NodeId> = cluster.with_role(role).collect();
+    match nodes[..] {
+        [one] => Ok(one),
+        _ => Err(ParamError::new(
+            &format!("cluster.roles.{role}"),
+            format!("needs exactly 1 `{role}` node, got {}", nodes.len()),
+        )),
+    }
+}
+
+impl ZooKeeperParams {
+    /// The lock workload's configuration (for the lock recipes of zookeeper and etcd).
+    pub(crate) fn workload_config(&self, cluster: &Cluster) -> Result<WorkloadConfig, ParamError> {
+        let config = WorkloadConfig {
+            resource: self.resource.clone(),
+            storage: single_node(cluster, "storage")?,
+            work_duration: self.work_duration.0,
+            think_time: (self.think_time[0].0, self.think_time[1].0),
+            retry_backoff: (self.retry_backoff[0].0, self.retry_backoff[1].0),
+            amount: self.amount,
+            request_timeout: self.request_timeout.0,
+            start_stagger: self.start_stagger.0,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+impl Configurable for ZooKeeper {
+    type Params = ZooKeeperParams;
+
+    fn info() -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn configure(
+        params: ZooKeeperParams,
+        variant: &str,
+        cluster: &Cluster,
+    ) -> Result<ZkConfig, ParamError> {
+        let variant = match variant {
+            "correct" => ZkVariant::Correct,
+            "herd" => ZkVariant::Herd,
+            other => panic!("zookeeper has no variant `{other}`; the caller checks"),
+        };
+        single_node(cluster, "server")?;
+        if cluster.count("client") == 0 {
+            return Err(ParamError::new(
+                "cluster.roles.client",
+                "needs at least 1 `client` node",
+            ));
+        }
+        if params.session_timeout.0 < Duration::from_millis(30) {
+            return Err(ParamError::new(
+                "session_timeout",
+                "must be at least 30ms (clients ping every third of it)",
+            ));
+        }
+        let workload = match params.recipe {
+            Recipe::Election => None,
+            Recipe::Lock => Some(params.workload_config(cluster)?),
+        };
+        Ok(ZkConfig {
+            variant,
+            recipe: params.recipe,
+            session_timeout: params.session_timeout.0,
+            resource_mode: params.resource_mode,
+            workload,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,908 @@
+use super::*;
+use crate::coord_testkit::Net;
+use std::collections::BTreeMap;
+use tenure_core::{Effect, LocalTime, Observation, RoleSpec, SplitMix64, Step, StorageMap};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn cluster(clients: u32) -> Cluster {
+    Cluster::new(vec![
+        RoleSpec {
+            role: "server".into(),
+            count: 1,
+        },
+        RoleSpec {
+            role: "client".into(),
+            count: clients,
+        },
+        RoleSpec {
+            role: "storage".into(),
+            count: 1,
+        },
+    ])
+    .unwrap()
+}
+
+fn params(recipe: Recipe) -> ZooKeeperParams {
+    ZooKeeperParams {
+        recipe,
+        ..Default::default()
+    }
+}
+
+fn config(variant: &str, p: ZooKeeperParams, clients: u32) -> ZkConfig {
+    ZooKeeper::configure(p, variant, &cluster(clients)).unwrap()
+}
+
+const SERVER: NodeId = NodeId(0);
+const C1: NodeId = NodeId(1);
+const C2: NodeId = NodeId(2);
+
+/// A node with its storage, stepped at explicit monotonic times (ms).
+struct Node {
+    p: ZooKeeper,
+    me: NodeId,
+    clients: u32,
+    storage: StorageMap,
+    rng: SplitMix64,
+}
+
+impl Node {
+    fn new(config: &ZkConfig, me: NodeId, clients: u32) -> Node {
+        Node {
+            p: ZooKeeper::new(config, me, &cluster(clients)),
+            me,
+            clients,
+            storage: StorageMap::new(),
+            rng: SplitMix64(3),
+        }
+    }
+
+    fn run(
+        &mut self,
+        at_ms: i64,
+        f: impl FnOnce(&mut ZooKeeper, &mut dyn Env<ZkMsg, ZkTimer>),
+    ) -> Vec<Effect<ZkMsg, ZkTimer>> {
+        let c = cluster(self.clients);
+        let t = LocalTime(at_ms * 1_000_000);
+        let mut step = Step::new(self.me, &c, t, t, &mut self.storage, &mut self.rng);
+        f(&mut self.p, &mut step);
+        step.effects
+    }
+
+    fn start(&mut self, at_ms: i64) -> Vec<Effect<ZkMsg, ZkTimer>> {
+        self.run(at_ms, |p, env| p.on_start(env))
+    }
+    fn recv(&mut self, at_ms: i64, from: NodeId, msg: ZkMsg) -> Vec<Effect<ZkMsg, ZkTimer>> {
+        self.run(at_ms, |p, env| p.on_message(env, from, msg))
+    }
+    fn timer(&mut self, at_ms: i64, t: ZkTimer) -> Vec<Effect<ZkMsg, ZkTimer>> {
+        self.run(at_ms, |p, env| p.on_timer(env, t))
+    }
+
+    fn server(&self) -> &ZkServer {
+        match &self.p {
+            ZooKeeper::Server(s) => s,
+            _ => panic!("not a server"),
+        }
+    }
+    fn client(&self) -> &ZkClient {
+        match &self.p {
+            ZooKeeper::Client(c) => c,
+            _ => panic!("not a client"),
+        }
+    }
+
+    /// The Store effect of the server's current data.
+    fn stored(&self) -> Effect<ZkMsg, ZkTimer> {
+        Effect::Store {
+            key: "zookeeper/data".into(),
+            value: Some(serde_json::to_string(self.server().data()).unwrap()),
+        }
+    }
+}
+
+fn send(to: NodeId, msg: ZkMsg) -> Effect<ZkMsg, ZkTimer> {
+    Effect::Send { to, msg }
+}
+
+fn set(timer: ZkTimer, after: Duration) -> Effect<ZkMsg, ZkTimer> {
+    Effect::SetTimer { timer, after }
+}
+
+fn create(session: u64, xid: u64, client: u32) -> ZkMsg {
+    ZkMsg::Create {
+        session,
+        xid,
+        path: format!("/election/n-{client}-"),
+        ephemeral: true,
+        sequential: true,
+    }
+}
+
+// --- the server ---
+
+fn election_server() -> Node {
+    let mut s = Node::new(&config("correct", params(Recipe::Election), 2), SERVER, 2);
+    s.start(0);
+    s
+}
+
+#[test]
+fn connect_opens_a_session_and_arms_its_expiry() {
+    let mut s = election_server();
+    let effects = s.recv(10, C1, ZkMsg::Connect { timeout: ms(2000) });
+    assert_eq!(
+        effects,
+        vec![
+            s.stored(),
+            set(ZkTimer::Expire(1), ms(2000)),
+            send(
+                C1,
+                ZkMsg::Connected {
+                    session: 1,
+                    timeout: ms(2000)
+                }
+            ),
+        ]
+    );
+    assert_eq!(s.server().data().zxid, 1);
+}
+
+#[test]
+fn sequential_create_makes_the_parent_and_numbers_the_child() {
+    let mut s = election_server();
+    s.recv(10, C1, ZkMsg::Connect { timeout: ms(2000) });
+    let effects = s.recv(20, C1, create(1, 1, 1));
+    assert_eq!(
+        effects,
+        vec![
+            set(ZkTimer::Expire(1), ms(2000)),
+            s.stored(),
+            send(
+                C1,
+                ZkMsg::Created {
+                    session: 1,
+                    xid: 1,
+                    path: "/election/n-1-0000000000".into(),
+                    czxid: 3
+                }
+            ),
+        ]
+    );
+    let data = s.server().data();
+    assert_eq!(data.nodes["/election"].ephemeral_owner, None);
+    assert_eq!(
+        data.nodes["/election/n-1-0000000000"],
+        Znode {
+            czxid: 3,
+            ephemeral_owner: Some(1)
+        }
+    );
+    // The next one under the same parent gets the next number.
+    s.recv(20, C1, create(1, 2, 1));
+    assert_eq!(
+        s.server().children("/election"),
+        vec!["n-1-0000000000", "n-1-0000000001"]
+    );
+}
+
+#[test]
+fn requests_on_an_unknown_session_get_session_expired() {
+    let mut s = election_server();
+    assert_eq!(
+        s.recv(10, C1, ZkMsg::Ping { session: 7 }),
+        vec![send(C1, ZkMsg::SessionExpired { session: 7 })]
+    );
+}
+
+/// Two sessions: 1 (client 1) owns node ...0, 2 (client 2) owns ...1 and watches ...0.
+fn two_in_queue() -> Node {
+    let mut s = election_server();
+    s.recv(10, C1, ZkMsg::Connect { timeout: ms(2000) });
+    s.recv(10, C2, ZkMsg::Connect { timeout: ms(2000) });
+    s.recv(20, C1, create(1, 1, 1));
+    s.recv(20, C2, create(2, 1, 2));
+    let effects = s.recv(
+        30,
+        C2,
+        ZkMsg::Exists {
+            session: 2,
+            xid: 2,
+            path: "/election/n-1-0000000000".into(),
+            watch: true,
+        },
+    );
+    assert_eq!(
+        effects,
+        vec![
+            set(ZkTimer::Expire(2), ms(2000)),
+            s.stored(),
+            send(
+                C2,
+                ZkMsg::Stat {
+                    session: 2,
+                    xid: 2,
+                    path: "/election/n-1-0000000000".into(),
+                    czxid: Some(4)
+                }
+            ),
+        ]
+    );
+    s
+}
+
+#[test]
+fn delete_fires_the_exists_watch_once() {
+    let mut s = two_in_queue();
+    let effects = s.recv(
+        40,
+        C1,
+        ZkMsg::Delete {
+            session: 1,
+            xid: 2,
+            path: "/election/n-1-0000000000".into(),
+        },
+    );
+    assert_eq!(
+        effects,
+        vec![
+            set(ZkTimer::Expire(1), ms(2000)),
+            send(
+                C2,
+                ZkMsg::Watch {
+                    session: 2,
+                    path: "/election/n-1-0000000000".into(),
+                    event: ZkEvent::NodeDeleted
+                }
+            ),
+            s.stored(),
+            send(C1, ZkMsg::Deleted { session: 1, xid: 2 }),
+        ]
+    );
+    assert!(s.server().data().data_watches.is_empty(), "one-shot");
+}
+
+#[test]
+fn get_children_watch_fires_on_every_change_to_the_parent() {
+    let mut s = two_in_queue();
+    s.recv(
+        40,
+        C2,
+        ZkMsg::GetChildren {
+            session: 2,
+            xid: 3,
+            path: "/election".into(),
+            watch: true,
+        },
+    );
+    let effects = s.recv(50, C1, create(1, 2, 1));
+    assert_eq!(
+        effects[1],
+        send(
+            C2,
+            ZkMsg::Watch {
+                session: 2,
+                path: "/election".into(),
+                event: ZkEvent::ChildrenChanged
+            }
+        )
+    );
+}
+
+#[test]
+fn expiry_deletes_the_ephemerals_and_fires_their_watches() {
+    let mut s = two_in_queue();
+    // Session 1 was last heard at 20ms: it expires at 2020ms.
+    let effects = s.timer(2020, ZkTimer::Expire(1));
+    assert_eq!(
+        effects,
+        vec![
+            Effect::Observe(Observation::Note {
+                text: "session 1 of n1 expired".into()
+            }),
+            send(
+                C2,
+                ZkMsg::Watch {
+                    session: 2,
+                    path: "/election/n-1-0000000000".into(),
+                    event: ZkEvent::NodeDeleted
+                }
+            ),
+            s.stored(),
+        ]
+    );
+    assert_eq!(s.server().children("/election"), vec!["n-2-0000000001"]);
+    assert_eq!(s.server().data().zxid, 6);
+    // Its next ping learns it is gone.
+    assert_eq!(
+        s.recv(2500, C1, ZkMsg::Ping { session: 1 }),
+        vec![send(C1, ZkMsg::SessionExpired { session: 1 })]
+    );
+}
+
+#[test]
+fn an_early_expiry_timer_waits_for_the_deadline() {
+    let mut s = two_in_queue();
+    assert_eq!(
+        s.timer(1000, ZkTimer::Expire(1)),
+        vec![set(ZkTimer::Expire(1), ms(1020))]
+    );
+}
+
+#[test]
+fn restart_keeps_the_tree_and_gives_sessions_a_fresh_timeout() {
+    let s = two_in_queue();
+    let mut fresh = Node::new(&config("correct", params(Recipe::Election), 2), SERVER, 2);
+    fresh.storage = s.storage.clone();
+    assert_eq!(
+        fresh.start(9000),
+        vec![
+            set(ZkTimer::Expire(1), ms(2000)),
+            set(ZkTimer::Expire(2), ms(2000))
+        ]
+    );
+    assert_eq!(fresh.server().data(), s.server().data());
+}
+
+// --- the client ---
+
+fn election_client(variant: &str) -> Node {
+    let mut c = Node::new(&config(variant, params(Recipe::Election), 2), C2, 2);
+    assert_eq!(
+        c.start(0),
+        vec![
+            send(SERVER, ZkMsg::Connect { timeout: ms(2000) }),
+            set(ZkTimer::Ping, Duration::from_nanos(666_666_666)),
+        ]
+    );
+    let effects = c.recv(
+        2,
+        SERVER,
+        ZkMsg::Connected {
+            session: 2,
+            timeout: ms(2000),
+        },
+    );
+    assert_eq!(
+        effects,
+        vec![
+            set(ZkTimer::SessionCheck, Duration::from_nanos(1_333_333_333)),
+            send(SERVER, create(2, 1, 2)),
+        ]
+    );
+    c
+}
+
+fn check_set() -> Effect<ZkMsg, ZkTimer> {
+    set(ZkTimer::SessionCheck, Duration::from_nanos(1_333_333_333))
+}
+
+fn created(c: &mut Node, seq: u64) -> Vec<Effect<ZkMsg, ZkTimer>> {
+    c.recv(
+        4,
+        SERVER,
+        ZkMsg::Created {
+            session: 2,
+            xid: 1,
+            path: format!("/election/n-2-{seq:010}"),
+            czxid: 9,
+        },
+    )
+}
+
+fn children(xid: u64, names: &[&str]) -> ZkMsg {
+    ZkMsg::Children {
+        session: 2,
+        xid,
+        path: "/election".into(),
+        children: names.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+#[test]
+fn created_node_reads_the_queue_with_a_watch_only_in_herd() {
+    for (variant, watch) in [("correct", false), ("herd", true)] {
+        let mut c = election_client(variant);
+        assert_eq!(
+            created(&mut c, 1),
+            vec![
+                check_set(),
+                send(
+                    SERVER,
+                    ZkMsg::GetChildren {
+                        session: 2,
+                        xid: 2,
+                        path: "/election".into(),
+                        watch
+                    }
+                ),
+            ]
+        );
+    }
+}
+
+#[test]
+fn lowest_sequence_leads() {
+    let mut c = election_client("correct");
+    created(&mut c, 1);
+    // Sorted by sequence, not by name: n-2-...1 comes before n-1-...3.
+    let effects = c.recv(
+        6,
+        SERVER,
+        children(2, &["n-1-0000000003", "n-2-0000000001"]),
+    );
+    assert_eq!(
+        effects,
+        vec![
+            check_set(),
+            Effect::Observe(Observation::Leader { term: 1 })
+        ]
+    );
+    assert!(c.client().recipe.leading());
+}
+
+#[test]
+fn a_waiter_watches_only_its_predecessor() {
+    let mut c = election_client("correct");
+    created(&mut c, 5);
+    let effects = c.recv(
+        6,
+        SERVER,
+        children(2, &["n-1-0000000000", "n-2-0000000005", "n-3-0000000003"]),
+    );
+    assert_eq!(
+        effects,
+        vec![
+            check_set(),
+            Effect::Observe(Observation::Follower {
+                term: 0,
+                leader: Some(NodeId(1))
+            }),
+            send(
+                SERVER,
+                ZkMsg::Exists {
+                    session: 2,
+                    xid: 3,
+                    path: "/election/n-3-0000000003".into(),
+                    watch: true
+                }
+            ),
+        ]
+    );
+    // Its predecessor goes: it reads the queue again.
+    let effects = c.recv(
+        8,
+        SERVER,
+        ZkMsg::Watch {
+            session: 2,
+            path: "/election/n-3-0000000003".into(),
+            event: ZkEvent::NodeDeleted,
+        },
+    );
+    assert_eq!(
+        effects,
+        vec![
+            check_set(),
+            send(
+                SERVER,
+                ZkMsg::GetChildren {
+                    session: 2,
+                    xid: 4,
+                    path: "/election".into(),
+                    watch: false
+                }
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_herd_waiter_sets_no_exists_watch_and_rereads_on_any_change() {
+    let mut c = election_client("herd");
+    created(&mut c, 5);
+    let effects = c.recv(
+        6,
+        SERVER,
+        children(2, &["n-1-0000000000", "n-2-0000000005"]),
+    );
+    assert_eq!(
+        effects,
+        vec![
+            check_set(),
+            Effect::Observe(Observation::Follower {
+                term: 0,
+                leader: Some(NodeId(1))
+            }),
+        ]
+    );
+    let effects = c.recv(
+        9,
+        SERVER,
+        ZkMsg::Watch {
+            session: 2,
+            path: "/election".into(),
+            event: ZkEvent::ChildrenChanged,
+        },
+    );
+    assert_eq!(
+        effects[1],
+        send(
+            SERVER,
+            ZkMsg::GetChildren {
+                session: 2,
+                xid: 3,
+                path: "/election".into(),
+                watch: true
+            }
+        )
+    );
+}
+
+fn leader_client() -> Node {
+    let mut c = election_client("correct");
+    created(&mut c, 1);
+    c.recv(6, SERVER, children(2, &["n-2-0000000001"]));
+    c
+}
+
+#[test]
+fn a_suspected_session_gives_up_leadership() {
+    let mut c = leader_client();
+    assert_eq!(
+        c.timer(1400, ZkTimer::SessionCheck),
+        vec![Effect::Observe(Observation::Follower {
+            term: 1,
+            leader: None
+        })]
+    );
+    // The server answers again: it reads the queue and leads again.
+    let effects = c.recv(1500, SERVER, ZkMsg::Pong { session: 2 });
+    assert_eq!(
+        effects[1],
+        send(
+            SERVER,
+            ZkMsg::GetChildren {
+                session: 2,
+                xid: 3,
+                path: "/election".into(),
+                watch: false
+            }
+        )
+    );
+}
+
+#[test]
+fn an_expired_session_ends_leadership_and_reconnects() {
+    let mut c = leader_client();
+    assert_eq!(
+        c.recv(5000, SERVER, ZkMsg::SessionExpired { session: 2 }),
+        vec![
+            Effect::Observe(Observation::Follower {
+                term: 1,
+                leader: None
+            }),
+            Effect::CancelTimer {
+                timer: ZkTimer::SessionCheck
+            },
+            send(SERVER, ZkMsg::Connect { timeout: ms(2000) }),
+        ]
+    );
+    // The new session re-joins the queue.
+    let effects = c.recv(
+        5002,
+        SERVER,
+        ZkMsg::Connected {
+            session: 4,
+            timeout: ms(2000),
+        },
+    );
+    assert_eq!(effects[1], send(SERVER, create(4, 3, 2)));
+}
+
+#[test]
+fn lock_holder_gets_the_czxid_as_its_token() {
+    let cfg = config("correct", params(Recipe::Lock), 2);
+    let mut c = Node::new(&cfg, C1, 2);
+    c.start(0);
+    c.timer(200, ZkTimer::Workload(WorkloadTimer::Think));
+    c.recv(
+        201,
+        SERVER,
+        ZkMsg::Connected {
+            session: 1,
+            timeout: ms(2000),
+        },
+    );
+    c.recv(
+        202,
+        SERVER,
+        ZkMsg::Created {
+            session: 1,
+            xid: 1,
+            path: "/lock/counter/n-1-0000000000".into(),
+            czxid: 7,
+        },
+    );
+    let effects = c.recv(
+        203,
+        SERVER,
+        ZkMsg::Children {
+            session: 1,
+            xid: 2,
+            path: "/lock/counter".into(),
+            children: vec!["n-1-0000000000".into()],
+        },
+    );
+    assert_eq!(
+        effects,
+        vec![
+            check_set(),
+            Effect::CancelTimer {
+                timer: ZkTimer::Workload(WorkloadTimer::Retry)
+            },
+            Effect::Observe(Observation::Holds {
+                resource: "counter".into(),
+                token: 7
+            }),
+            send(
+                NodeId(3),
+                ZkMsg::Resource(ResourceMsg::Read {
+                    resource: "counter".into(),
+                    op: 1,
+                    token: Some(7)
+                })
+            ),
+            set(ZkTimer::Workload(WorkloadTimer::Request), ms(1000)),
+        ]
+    );
+    // Losing the session ends the belief at once.
+    let effects = c.recv(3000, SERVER, ZkMsg::SessionExpired { session: 1 });
+    assert_eq!(
+        effects[..2],
+        [
+            Effect::CancelTimer {
+                timer: ZkTimer::SessionCheck
+            },
+            send(SERVER, ZkMsg::Connect { timeout: ms(2000) }),
+        ]
+    );
+    assert_eq!(
+        effects[3],
+        Effect::Observe(Observation::Releases {
+            resource: "counter".into()
+        })
+    );
+}
+
+#[test]
+fn params_are_checked() {
+    let err = serde_json::from_str::<ZooKeeperParams>(r#"{"recipe": "lock", "sesion": "1s"}"#);
+    assert!(err.unwrap_err().to_string().contains("sesion"));
+    let p: ZooKeeperParams = serde_json::from_str(r#"{"recipe": "lock"}"#).unwrap();
+    assert_eq!(p.recipe, Recipe::Lock);
+    let only_server = Cluster::uniform("server", 1);
+    let err = ZooKeeper::configure(params(Recipe::Election), "correct", &only_server).unwrap_err();
+    assert_eq!(err.field, "cluster.roles.client");
+    let mut p = params(Recipe::Election);
+    p.session_timeout = HumanDuration(ms(5));
+    assert_eq!(
+        ZooKeeper::configure(p, "correct", &cluster(2))
+            .unwrap_err()
+            .field,
+        "session_timeout"
+    );
+    let info = ZooKeeper::info();
+    assert_eq!(
+        info.roles.iter().map(|r| r.name).collect::<Vec<_>>(),
+        ["server", "client", "storage"]
+    );
+    assert_eq!(info.variants[0].name, "correct");
+    assert!(info.variants.iter().all(|v| v.breaks.is_empty()));
+}
+
+// --- whole runs on the test network ---
+
+/// Belief intervals (true time ns) per node: from `starts` to `ends` or a crash.
+fn intervals(
+    net: &Net<ZooKeeper>,
+    starts: impl Fn(&Observation) -> bool,
+    ends: impl Fn(&Observation) -> bool,
+) -> Vec<(NodeId, u64, u64)> {
+    let mut open: BTreeMap<NodeId, u64> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (t, node, obs) in &net.records {
+        if starts(obs) {
+            open.entry(*node).or_insert(*t);
+        } else if ends(obs) || *obs == Observation::Crashed {
+            if let Some(s) = open.remove(node) {
+                out.push((*node, s, *t));
+            }
+        }
+    }
+    out.extend(open.into_iter().map(|(n, s)| (n, s, net.now)));
+    out
+}
+
+fn overlapping(iv: &[(NodeId, u64, u64)]) -> usize {
+    let mut n = 0;
+    for (i, a) in iv.iter().enumerate() {
+        for b in &iv[i + 1..] {
+            if a.0 != b.0 && a.1 < b.2 && b.1 < a.2 {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+fn leader_intervals(net: &Net<ZooKeeper>) -> Vec<(NodeId, u64, u64)> {
+    intervals(
+        net,
+        |o| matches!(o, Observation::Leader { .. }),
+        |o| matches!(o, Observation::Follower { .. }),
+    )
+}
+
+fn hold_intervals(net: &Net<ZooKeeper>) -> Vec<(NodeId, u64, u64)> {
+    intervals(
+        net,
+        |o| matches!(o, Observation::Holds { .. }),
+        |o| matches!(o, Observation::Releases { .. }),
+    )
+}
+
+fn recipe_client(net: &Net<ZooKeeper>, id: u32) -> &ZkRecipeClient {
+    match net.node(id) {
+        ZooKeeper::Client(c) => &c.recipe,
+        _ => panic!("n{id} is not a client"),
+    }
+}
+
+#[test]
+fn election_hands_over_when_the_leader_crashes() {
+    let cfg = config("correct", params(Recipe::Election), 3);
+    let mut net = Net::start(cfg, cluster(3), 1);
+    net.run_until(ms(1000));
+    let leaders: Vec<u32> = (1..=3)
+        .filter(|&i| recipe_client(&net, i).leading())
+        .collect();
+    assert_eq!(leaders.len(), 1);
+    net.crash(leaders[0]);
+    net.run_until(ms(10_000));
+    let iv = leader_intervals(&net);
+    assert_eq!(iv.len(), 2, "{iv:?}");
+    assert_eq!(overlapping(&iv), 0);
+    // The new leader took over once the old session expired, not before: its last
+    // ping was at 667ms, so the server expired it at 2667ms.
+    assert!(iv[1].1 >= 2_667_000_000, "{iv:?}");
+}
+
+#[test]
+fn election_survives_a_partitioned_leader() {
+    let cfg = config("correct", params(Recipe::Election), 3);
+    let mut net = Net::start(cfg, cluster(3), 2);
+    net.run_until(ms(1000));
+    let leader = (1..=3).find(|&i| recipe_client(&net, i).leading()).unwrap();
+    net.isolate(leader);
+    net.run_until(ms(8000));
+    net.heal();
+    net.run_until(ms(15_000));
+    let iv = leader_intervals(&net);
+    assert!(iv.len() >= 2, "{iv:?}");
+    assert_eq!(
+        overlapping(&iv),
+        0,
+        "the partitioned leader suspected in time"
+    );
+}
+
+#[test]
+fn election_session_expiry_during_a_pause_makes_two_leaders() {
+    let cfg = config("correct", params(Recipe::Election), 3);
+    let mut net = Net::start(cfg, cluster(3), 3);
+    net.run_until(ms(1000));
+    let leader = (1..=3).find(|&i| recipe_client(&net, i).leading()).unwrap();
+    net.pause(leader, ms(5000));
+    net.run_until(ms(10_000));
+    assert!(overlapping(&leader_intervals(&net)) >= 1);
+}
+
+fn lock_params(work_ms: u64) -> ZooKeeperParams {
+    ZooKeeperParams {
+        recipe: Recipe::Lock,
+        work_duration: HumanDuration(ms(work_ms)),
+        ..Default::default()
+    }
+}
+
+fn accepted_writes(net: &Net<ZooKeeper>) -> Vec<(u64, Option<u64>)> {
+    net.records
+        .iter()
+        .filter_map(|(t, _, o)| match o {
+            Observation::Write {
+                accepted: true,
+                token,
+                ..
+            } => Some((*t, *token)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn lock_recipe_excludes_and_loses_no_update() {
+    let cfg = config("correct", lock_params(100), 3);
+    let mut net = Net::start(cfg, cluster(3), 4);
+    net.run_until(ms(20_000));
+    let holds = hold_intervals(&net);
+    assert!(holds.len() > 30, "{} holds", holds.len());
+    assert_eq!(overlapping(&holds), 0);
+    let acked = net
+        .records
+        .iter()
+        .filter(|(_, _, o)| matches!(o, Observation::Acked { .. }))
+        .count();
+    let ZooKeeper::Storage(r) = net.node(4) else {
+        panic!()
+    };
+    assert!(acked as i64 >= r.value("counter") - 1 && r.value("counter") >= acked as i64);
+    // Tokens only grow.
+    let tokens: Vec<_> = accepted_writes(&net).iter().map(|w| w.1.unwrap()).collect();
+    assert!(tokens.windows(2).all(|w| w[0] <= w[1]), "{tokens:?}");
+}
+
+#[test]
+fn lock_session_expiry_during_a_pause_breaks_exclusion_but_fencing_holds() {
+    let cfg = config("correct", lock_params(1000), 3);
+    let mut net = Net::start(cfg, cluster(3), 5);
+    net.run_until(ms(600));
+    let holder = (1..=3)
+        .find(|&i| recipe_client(&net, i).leading())
+        .expect("someone holds the lock");
+    net.pause(holder, ms(5000));
+    net.run_until(ms(12_000));
+    assert!(overlapping(&hold_intervals(&net)) >= 1);
+    let rejected = net
+        .records
+        .iter()
+        .filter(|(_, _, o)| {
+            matches!(o, Observation::Write { accepted: false, client, .. } if client.0 == holder)
+        })
+        .count();
+    assert_eq!(rejected, 1, "the paused holder's stale write is fenced off");
+    let tokens: Vec<_> = accepted_writes(&net).iter().map(|w| w.1.unwrap()).collect();
+    assert!(tokens.windows(2).all(|w| w[0] <= w[1]), "{tokens:?}");
+}
+
+/// Ten clients queue for the lock; the first holder releases. Returns the watch
+/// notifications and getChildren requests from that release to the next `Holds`.
+fn one_handover(variant: &str) -> (usize, usize) {
+    let cfg = config(variant, lock_params(3000), 10);
+    let mut net = Net::<ZooKeeper>::start(cfg, cluster(10), 6);
+    net.run_until(ms(10_000));
+    let mut holds = net
+        .records
+        .iter()
+        .filter(|(_, _, o)| matches!(o, Observation::Holds { .. }));
+    let (first, second) = (holds.next().unwrap().0, holds.next().unwrap().0);
+    let release = net
+        .records
+        .iter()
+        .find(|(t, _, o)| *t > first && matches!(o, Observation::Releases { .. }))
+        .unwrap()
+        .0;
+    assert!(release <= second);
+    (
+        net.count_sent(release, second, |m| matches!(m, ZkMsg::Watch { .. })),
+        net.count_sent(release, second, |m| matches!(m, ZkMsg::GetChildren { .. })),
+    )
+}
+
+#[test]
+fn one_release_wakes_one_waiter_but_the_herd_wakes_them_all() {
+    assert_eq!(one_handover("correct"), (1, 1));
+    assert_eq!(one_handover("herd"), (9, 9));
+}
