@@ -4,8 +4,9 @@
 use crate::play::{Playable, Protocolled};
 use tenure_core::ProtocolInfo;
 use tenure_protocols::{
-    bully::Bully, fencing::Fencing, idempotency::Idempotency, raft::Raft, redis_lock::RedisLock,
-    redlock::Redlock,
+    bully::Bully, etcd_lock::EtcdLock, fencing::Fencing, idempotency::Idempotency,
+    leader_lease::LeaderLease, raft::Raft, redis_lock::RedisLock, redlock::Redlock,
+    zookeeper::ZooKeeper,
 };
 
 /// A protocol of the zoo, type-erased.
@@ -26,7 +27,17 @@ macro_rules! zoo {
     };
 }
 
-zoo!(Raft, Bully, RedisLock, Redlock, Fencing, Idempotency);
+zoo!(
+    Raft,
+    Bully,
+    LeaderLease,
+    RedisLock,
+    Redlock,
+    Fencing,
+    EtcdLock,
+    ZooKeeper,
+    Idempotency
+);
 
 pub fn lookup(name: &str) -> Option<Entry> {
     entries().into_iter().find(|e| e.info.name == name)
