@@ -1,0 +1,86 @@
+//! What the explorer judges.
+//!
+//! * **Path checks**: the simulator's checkers, run over the records of a path (every
+//!   `Observe` effect, plus the host's `Started`/`Crashed`), stamped with logical time
+//!   = depth. Checkers are stateful and not `Clone`, so the explorer builds a fresh one
+//!   per new state and replays the path's records (cheap at model sizes). `finish`
+//!   is not called: a path cut by the depth bound is not the end of a run, so
+//!   liveness is out of scope here.
+//! * **State invariants**: predicates over a single state, for properties that need
+//!   "at the same moment" (two nodes both believe they lead), which a path of logical
+//!   steps expresses exactly.
+
+use crate::State;
+use std::fmt;
+use tenure_core::{Protocol, Record, RunInfo};
+
+/// A checker, with the shape of `tenure_check::Checker` (used until that crate lands).
+pub trait Checker: Send {
+    fn name(&self) -> &'static str;
+    fn on_record(&mut self, index: usize, record: &Record) -> Option<Violation>;
+    fn finish(&mut self, info: &RunInfo) -> Option<Violation>;
+}
+
+/// A broken property: what went wrong, in words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Builds a fresh checker for each path to judge.
+pub type CheckerFactory = Box<dyn Fn() -> Box<dyn Checker> + Send + Sync>;
+
+/// A predicate on one state: `Some(message)` when it is broken.
+pub type Invariant<P> = Box<dyn Fn(&State<P>) -> Option<String> + Send + Sync>;
+
+/// A predicate that keeps a state in the model (`false` prunes it: it is neither
+/// judged further nor expanded), like a TLA+ state constraint.
+pub type Constraint<P> = Box<dyn Fn(&State<P>) -> bool + Send + Sync>;
+
+/// Runs a fresh checker over `records`; the first violation, if any.
+pub(crate) fn judge(factory: &CheckerFactory, records: &[Record]) -> Option<(String, String)> {
+    let mut checker = factory();
+    records.iter().enumerate().find_map(|(i, r)| {
+        checker
+            .on_record(i, r)
+            .map(|v| (checker.name().to_string(), v.to_string()))
+    })
+}
+
+/// Invariant: at most one node believes it leads at any one state (the logical-time
+/// form of "single leader at a time"). Beliefs come from observations: `Leader` sets
+/// one, `Follower`, `Candidate` and `Crashed` end it.
+pub fn one_leader_at_a_time<P: Protocol>() -> Invariant<P> {
+    Box::new(|state: &State<P>| {
+        let leaders = state.leaders();
+        (leaders.len() > 1).then(|| {
+            let who: Vec<String> = leaders
+                .iter()
+                .map(|(n, term)| format!("{n} (term {term})"))
+                .collect();
+            format!(
+                "{} nodes believe they lead at once: {}",
+                leaders.len(),
+                who.join(", ")
+            )
+        })
+    })
+}
+
+/// Constraint: every node's stored `key` (a JSON number), if any, is at most `bound`.
+/// Bounds unbounded counters such as Raft's term.
+pub fn stored_at_most<P: Protocol>(key: &'static str, bound: u64) -> Constraint<P> {
+    Box::new(move |state: &State<P>| {
+        (0..state.nodes.len()).all(|i| {
+            state
+                .stored::<u64>(tenure_core::NodeId(i as u32), key)
+                .is_none_or(|v| v <= bound)
+        })
+    })
+}
