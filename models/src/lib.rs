@@ -32,6 +32,4 @@ pub mod state;
 pub use action::Action;
 pub use explorer::{Bounds, Counterexample, Explorer, Report, WalkFailure, WalkReport};
 pub use state::{NodeState, State};
-
-#[cfg(test)]
-mod toy;
+pub mod toy;

@@ -1,4 +1,4 @@
-//! A toy protocol for the explorer's own tests: a one-round majority vote.
+//! A toy protocol to show and test the explorer: a one-round majority vote.
 //!
 //! Each node may campaign once (timer `Campaign`): it votes for itself and asks its
 //! peers. A node grants its single vote to the first request it sees, unless it voted
