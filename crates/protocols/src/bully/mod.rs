@@ -1,0 +1,371 @@
+//! The Bully algorithm: the highest id that is up becomes coordinator, sans-IO.
+//!
+//! **Promises.** On a reliable network with accurate failure detection, the live node
+//! with the highest id ends up coordinator and every other live node follows it: a node
+//! that suspects the coordinator (or starts) sends Election to every higher id; any
+//! higher node that is up Answers and runs its own election; a node that gets no Answer
+//! within `answer_timeout` is the highest one up and broadcasts Coordinator. A
+//! coordinator that hears Coordinator or Heartbeat from a higher id yields.
+//!
+//! **How it fails.** Bully trusts timeouts as failure detection and has no quorum and
+//! no terms. Under a partition each side elects its own highest node: two coordinators
+//! at once (split brain), by design, not by bug, so there is no broken variant; a
+//! scenario shows it. A slow coordinator (a pause, a lossy link) is declared dead and
+//! replaced while it still believes it leads.
+//!
+//! **Observations.** Bully has no terms, so it observes `Leader { term: 0 }` and
+//! `Follower { term: 0, leader }` (leader `None` while an election runs). The
+//! `single-leader-per-term` checker is therefore meaningless here (every leader is in
+//! "term 0"); `single-leader-at-a-time` is the property that applies.
+//!
+//! **Sources.** H. Garcia-Molina, "Elections in a Distributed Computing System", IEEE
+//! Transactions on Computers C-31(1), 1982; the seed article's "highest ID wins"
+//! (/work/shared/seeds/002).
+
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tenure_core::{
+    Cluster, Configurable, Env, HumanDuration, NodeId, Observation, ParamError, Protocol,
+    ProtocolInfo, RoleInfo, VariantInfo,
+};
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "bully",
+    summary: "the Bully algorithm: the highest id that is up becomes coordinator",
+    roles: &[RoleInfo {
+        name: "node",
+        summary: "a node that may become coordinator",
+        default_count: 5,
+    }],
+    variants: &[VariantInfo {
+        name: "correct",
+        summary: "Garcia-Molina's Bully; split brain under a partition is inherent",
+        breaks: &[],
+    }],
+};
+
+/// Bully's parameters as a scenario's `[protocol.params]` table writes them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BullyParams {
+    /// How long an electing node waits for an Answer from a higher id.
+    pub answer_timeout: HumanDuration,
+    /// How long a node that got an Answer waits for the Coordinator message.
+    pub coordinator_timeout: HumanDuration,
+    /// How often the coordinator sends Heartbeat to the others.
+    pub heartbeat_interval: HumanDuration,
+    /// How long a follower waits without a heartbeat before it suspects the coordinator.
+    pub leader_timeout: HumanDuration,
+}
+
+impl Default for BullyParams {
+    fn default() -> Self {
+        let ms = |n| HumanDuration(Duration::from_millis(n));
+        BullyParams {
+            answer_timeout: ms(100),
+            coordinator_timeout: ms(300),
+            heartbeat_interval: ms(50),
+            leader_timeout: ms(200),
+        }
+    }
+}
+
+/// Bully's checked configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BullyConfig {
+    pub answer_timeout: Duration,
+    pub coordinator_timeout: Duration,
+    pub heartbeat_interval: Duration,
+    pub leader_timeout: Duration,
+}
+
+impl Default for BullyConfig {
+    fn default() -> Self {
+        let p = BullyParams::default();
+        BullyConfig {
+            answer_timeout: p.answer_timeout.0,
+            coordinator_timeout: p.coordinator_timeout.0,
+            heartbeat_interval: p.heartbeat_interval.0,
+            leader_timeout: p.leader_timeout.0,
+        }
+    }
+}
+
+/// Checks `params` and resolves them.
+pub fn configure(params: BullyParams) -> Result<BullyConfig, ParamError> {
+    let config = BullyConfig {
+        answer_timeout: params.answer_timeout.0,
+        coordinator_timeout: params.coordinator_timeout.0,
+        heartbeat_interval: params.heartbeat_interval.0,
+        leader_timeout: params.leader_timeout.0,
+    };
+    for (field, value) in [
+        ("answer_timeout", config.answer_timeout),
+        ("coordinator_timeout", config.coordinator_timeout),
+        ("heartbeat_interval", config.heartbeat_interval),
+        ("leader_timeout", config.leader_timeout),
+    ] {
+        if value.is_zero() {
+            return Err(ParamError::new(field, "must be more than 0"));
+        }
+    }
+    if config.heartbeat_interval >= config.leader_timeout {
+        return Err(ParamError::new(
+            "leader_timeout",
+            format!(
+                "must be above heartbeat_interval {:?}, or followers suspect a healthy coordinator",
+                config.heartbeat_interval
+            ),
+        ));
+    }
+    Ok(config)
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BullyMsg {
+    /// "I am running an election": sent to every higher id.
+    Election,
+    /// "I am up and higher than you; I take over": the reply to Election.
+    Answer,
+    /// "I am the coordinator": sent to everyone by the winner.
+    Coordinator,
+    /// The coordinator is alive.
+    Heartbeat,
+}
+
+/// Each state owns exactly one timer (see [`BullyState::timer`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BullyTimer {
+    /// Electing: no Answer came in time, so we win.
+    AnswerWait,
+    /// Awaiting coordinator: the higher node that Answered went quiet; elect again.
+    CoordinatorWait,
+    /// Coordinator: send the next heartbeat.
+    Heartbeat,
+    /// Follower: the coordinator went quiet; elect again.
+    LeaderCheck,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BullyState {
+    /// Built but not yet started.
+    Down,
+    /// Sent Election to the higher ids; waiting for an Answer.
+    Electing,
+    /// A higher id Answered; waiting for its Coordinator message.
+    AwaitingCoordinator,
+    Coordinator,
+    Follower {
+        leader: NodeId,
+    },
+}
+
+impl BullyState {
+    /// The timer this state runs and for how long.
+    fn timer(self, config: &BullyConfig) -> Option<(BullyTimer, Duration)> {
+        match self {
+            BullyState::Down => None,
+            BullyState::Electing => Some((BullyTimer::AnswerWait, config.answer_timeout)),
+            BullyState::AwaitingCoordinator => {
+                Some((BullyTimer::CoordinatorWait, config.coordinator_timeout))
+            }
+            BullyState::Coordinator => Some((BullyTimer::Heartbeat, config.heartbeat_interval)),
+            BullyState::Follower { .. } => Some((BullyTimer::LeaderCheck, config.leader_timeout)),
+        }
+    }
+}
+
+/// One Bully node. It keeps nothing on disk: a restarted node simply starts an election.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Bully {
+    me: NodeId,
+    peers: Vec<NodeId>,
+    config: BullyConfig,
+    state: BullyState,
+    announced: Option<Observation>,
+}
+
+impl Bully {
+    pub fn state(&self) -> BullyState {
+        self.state
+    }
+
+    fn higher(&self) -> Vec<NodeId> {
+        self.peers
+            .iter()
+            .copied()
+            .filter(|p| *p > self.me)
+            .collect()
+    }
+
+    /// Moves to `state`: stops the old state's timer, (re)starts the new one's, and
+    /// observes the belief if it changed.
+    fn enter(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>, state: BullyState) {
+        let old = self.state.timer(&self.config).map(|(t, _)| t);
+        let new = state.timer(&self.config);
+        self.state = state;
+        if let Some(old) = old.filter(|o| Some(o) != new.as_ref().map(|(t, _)| t)) {
+            env.cancel_timer(&old);
+        }
+        if let Some((timer, after)) = new {
+            env.set_timer(timer, after);
+        }
+        self.announce(env);
+    }
+
+    fn announce(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>) {
+        let obs = match self.state {
+            BullyState::Down => return,
+            BullyState::Coordinator => Observation::Leader { term: 0 },
+            BullyState::Follower { leader } => Observation::Follower {
+                term: 0,
+                leader: Some(leader),
+            },
+            BullyState::Electing | BullyState::AwaitingCoordinator => Observation::Follower {
+                term: 0,
+                leader: None,
+            },
+        };
+        if self.announced.as_ref() != Some(&obs) {
+            env.observe(obs.clone());
+            self.announced = Some(obs);
+        }
+    }
+
+    fn broadcast(&self, env: &mut dyn Env<BullyMsg, BullyTimer>, msg: BullyMsg) {
+        for peer in &self.peers {
+            env.send(*peer, msg.clone());
+        }
+    }
+
+    fn start_election(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>) {
+        let higher = self.higher();
+        if higher.is_empty() {
+            self.become_coordinator(env);
+            return;
+        }
+        self.enter(env, BullyState::Electing);
+        for node in higher {
+            env.send(node, BullyMsg::Election);
+        }
+    }
+
+    fn become_coordinator(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>) {
+        self.enter(env, BullyState::Coordinator);
+        self.broadcast(env, BullyMsg::Coordinator);
+    }
+
+    // ----- message handlers -----
+
+    /// A lower id runs an election: bully it, and make sure a coordinator emerges.
+    fn on_election(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>, from: NodeId) {
+        if from > self.me {
+            return; // Election goes to higher ids only; a confused sender
+        }
+        env.send(from, BullyMsg::Answer);
+        match self.state {
+            // Our own election is what would follow; its outcome is known.
+            BullyState::Coordinator => self.broadcast(env, BullyMsg::Coordinator),
+            BullyState::Electing | BullyState::AwaitingCoordinator => {}
+            BullyState::Down | BullyState::Follower { .. } => self.start_election(env),
+        }
+    }
+
+    fn on_answer(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>, from: NodeId) {
+        if self.state == BullyState::Electing && from > self.me {
+            self.enter(env, BullyState::AwaitingCoordinator);
+        }
+    }
+
+    /// Coordinator or Heartbeat from `from`: a claim that `from` leads.
+    fn on_claim(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>, from: NodeId) {
+        if from < self.me {
+            if self.state == BullyState::Coordinator {
+                env.send(from, BullyMsg::Coordinator); // bully the lower claimant
+            }
+            return;
+        }
+        if let BullyState::Follower { leader } = self.state {
+            if leader > from {
+                return; // we follow a higher coordinator; `from` will yield to it
+            }
+        }
+        self.enter(env, BullyState::Follower { leader: from });
+    }
+
+    // ----- timer handler -----
+
+    fn on_timeout(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>, timer: BullyTimer) {
+        let current = self.state.timer(&self.config).map(|(t, _)| t);
+        if current != Some(timer.clone()) {
+            return; // left the state that set it
+        }
+        match timer {
+            BullyTimer::AnswerWait => self.become_coordinator(env),
+            BullyTimer::CoordinatorWait | BullyTimer::LeaderCheck => self.start_election(env),
+            BullyTimer::Heartbeat => {
+                self.broadcast(env, BullyMsg::Heartbeat);
+                env.set_timer(BullyTimer::Heartbeat, self.config.heartbeat_interval);
+            }
+        }
+    }
+}
+
+impl Protocol for Bully {
+    type Msg = BullyMsg;
+    type Timer = BullyTimer;
+    type Config = BullyConfig;
+
+    fn new(config: &BullyConfig, me: NodeId, cluster: &Cluster) -> Bully {
+        Bully {
+            me,
+            peers: cluster.peers(me).collect(),
+            config: *config,
+            state: BullyState::Down,
+            announced: None,
+        }
+    }
+
+    fn on_start(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>) {
+        assert_eq!(self.state, BullyState::Down, "started twice");
+        self.start_election(env);
+    }
+
+    fn on_message(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>, from: NodeId, msg: BullyMsg) {
+        if self.state == BullyState::Down {
+            return;
+        }
+        match msg {
+            BullyMsg::Election => self.on_election(env, from),
+            BullyMsg::Answer => self.on_answer(env, from),
+            BullyMsg::Coordinator | BullyMsg::Heartbeat => self.on_claim(env, from),
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>, timer: BullyTimer) {
+        self.on_timeout(env, timer);
+    }
+}
+
+impl Configurable for Bully {
+    type Params = BullyParams;
+
+    fn info() -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn configure(
+        params: BullyParams,
+        variant: &str,
+        _cluster: &Cluster,
+    ) -> Result<BullyConfig, ParamError> {
+        assert_eq!(
+            variant, "correct",
+            "unknown bully variant (the caller checks)"
+        );
+        configure(params)
+    }
+}

@@ -1,0 +1,237 @@
+//! Raft's parameters (as a scenario writes them), their validation, and the resolved
+//! [`RaftConfig`] every node of a run shares.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tenure_core::{
+    Cluster, HumanDuration, NodeId, ParamError, ProtocolInfo, RoleInfo, VariantInfo,
+};
+
+/// Which Raft a run uses: the correct one or a known-broken one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RaftVariant {
+    Correct,
+    /// `votedFor` is kept in memory only: a node that restarts can vote twice in a term.
+    ForgetVote,
+    /// A leader ignores messages that carry a higher term.
+    NoStepDown,
+}
+
+impl RaftVariant {
+    pub fn from_name(name: &str) -> Option<RaftVariant> {
+        match name {
+            "correct" => Some(RaftVariant::Correct),
+            "forget-vote" => Some(RaftVariant::ForgetVote),
+            "no-step-down" => Some(RaftVariant::NoStepDown),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) static INFO: ProtocolInfo = ProtocolInfo {
+    name: "raft",
+    summary: "Raft leader election: terms, one vote per term, the up-to-date rule, \
+              randomized timeouts; optional PreVote and CheckQuorum",
+    roles: &[RoleInfo {
+        name: "server",
+        summary: "a Raft server: follower, candidate or leader",
+        default_count: 5,
+    }],
+    variants: &[
+        VariantInfo {
+            name: "correct",
+            summary: "Raft election as in the paper (§5.2, §5.4.1)",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "forget-vote",
+            summary: "votedFor is not persisted: a restarted node can vote twice in one term",
+            breaks: &["single-leader-per-term"],
+        },
+        VariantInfo {
+            name: "no-step-down",
+            summary: "a leader ignores higher terms, so a deposed leader keeps leading",
+            breaks: &["leader-liveness", "single-leader-at-a-time"],
+        },
+    ],
+};
+
+/// Raft's parameters as a scenario's `[protocol.params]` table writes them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RaftParams {
+    /// The range an election timeout is drawn from, each time it is reset.
+    pub election_timeout: [HumanDuration; 2],
+    /// How often a leader sends heartbeats (empty AppendEntries).
+    pub heartbeat_interval: HumanDuration,
+    /// Run a pre-vote round before each real election (Ongaro thesis §9.6).
+    pub pre_vote: bool,
+    /// A leader steps down when it has not heard from a majority within the minimum
+    /// election timeout (Ongaro thesis §6.2).
+    pub check_quorum: bool,
+    /// Node index (as a string) -> the terms of that node's initial log entries.
+    /// Nodes not listed start with an empty log.
+    pub logs: BTreeMap<String, Vec<u64>>,
+    /// Node index (as a string) -> that node's own election timeout range.
+    pub timeouts: BTreeMap<String, [HumanDuration; 2]>,
+}
+
+impl Default for RaftParams {
+    fn default() -> Self {
+        RaftParams {
+            election_timeout: [
+                HumanDuration(Duration::from_millis(150)),
+                HumanDuration(Duration::from_millis(300)),
+            ],
+            heartbeat_interval: HumanDuration(Duration::from_millis(50)),
+            pre_vote: false,
+            check_quorum: false,
+            logs: BTreeMap::new(),
+            timeouts: BTreeMap::new(),
+        }
+    }
+}
+
+/// An election timeout range, `min <= max`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TimeoutRange {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+/// Everything a Raft node needs to know about the run, checked.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RaftConfig {
+    pub variant: RaftVariant,
+    pub election_timeout: TimeoutRange,
+    pub heartbeat_interval: Duration,
+    pub pre_vote: bool,
+    pub check_quorum: bool,
+    /// Initial log (entry terms) per node; absent means empty.
+    pub logs: BTreeMap<NodeId, Vec<u64>>,
+    /// Per-node election timeout overrides.
+    pub timeouts: BTreeMap<NodeId, TimeoutRange>,
+}
+
+impl RaftConfig {
+    /// The default parameters with `variant`.
+    pub fn new(variant: RaftVariant) -> RaftConfig {
+        let p = RaftParams::default();
+        RaftConfig {
+            variant,
+            election_timeout: TimeoutRange {
+                min: p.election_timeout[0].0,
+                max: p.election_timeout[1].0,
+            },
+            heartbeat_interval: p.heartbeat_interval.0,
+            pre_vote: false,
+            check_quorum: false,
+            logs: BTreeMap::new(),
+            timeouts: BTreeMap::new(),
+        }
+    }
+
+    /// The election timeout range `node` draws from.
+    pub fn election_timeout_of(&self, node: NodeId) -> TimeoutRange {
+        self.timeouts
+            .get(&node)
+            .copied()
+            .unwrap_or(self.election_timeout)
+    }
+
+    /// The terms of `node`'s initial log entries.
+    pub fn log_of(&self, node: NodeId) -> &[u64] {
+        self.logs.get(&node).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
+/// Checks `params` against the cluster and resolves them.
+pub fn configure(
+    params: RaftParams,
+    variant: &str,
+    cluster: &Cluster,
+) -> Result<RaftConfig, ParamError> {
+    let variant = RaftVariant::from_name(variant)
+        .unwrap_or_else(|| panic!("unknown raft variant `{variant}` (the caller checks)"));
+    let heartbeat_interval = params.heartbeat_interval.0;
+    if heartbeat_interval.is_zero() {
+        return Err(ParamError::new("heartbeat_interval", "must be more than 0"));
+    }
+    let election_timeout = timeout_range(
+        "election_timeout",
+        params.election_timeout,
+        heartbeat_interval,
+    )?;
+    let mut timeouts = BTreeMap::new();
+    for (key, range) in &params.timeouts {
+        let field = format!("timeouts.{key}");
+        let node = node_key(&field, key, cluster)?;
+        timeouts.insert(node, timeout_range(&field, *range, heartbeat_interval)?);
+    }
+    let mut logs = BTreeMap::new();
+    for (key, terms) in params.logs {
+        let field = format!("logs.{key}");
+        let node = node_key(&field, &key, cluster)?;
+        if terms.first() == Some(&0) {
+            return Err(ParamError::new(&field, "log entry terms start at 1"));
+        }
+        if terms.windows(2).any(|w| w[0] > w[1]) {
+            return Err(ParamError::new(
+                &field,
+                format!("log entry terms must not decrease, got {terms:?}"),
+            ));
+        }
+        logs.insert(node, terms);
+    }
+    Ok(RaftConfig {
+        variant,
+        election_timeout,
+        heartbeat_interval,
+        pre_vote: params.pre_vote,
+        check_quorum: params.check_quorum,
+        logs,
+        timeouts,
+    })
+}
+
+fn timeout_range(
+    field: &str,
+    [min, max]: [HumanDuration; 2],
+    heartbeat_interval: Duration,
+) -> Result<TimeoutRange, ParamError> {
+    let (min, max) = (min.0, max.0);
+    if min > max {
+        return Err(ParamError::new(
+            field,
+            format!("the minimum {min:?} is above the maximum {max:?}"),
+        ));
+    }
+    if heartbeat_interval >= min {
+        return Err(ParamError::new(
+            field,
+            format!(
+                "the minimum {min:?} must be above heartbeat_interval {heartbeat_interval:?}, \
+                 or followers time out while the leader is healthy"
+            ),
+        ));
+    }
+    Ok(TimeoutRange { min, max })
+}
+
+fn node_key(field: &str, key: &str, cluster: &Cluster) -> Result<NodeId, ParamError> {
+    let index: u32 = key
+        .parse()
+        .map_err(|_| ParamError::new(field, format!("`{key}` is not a node index like \"2\"")))?;
+    let node = NodeId(index);
+    if !cluster.contains(node) {
+        return Err(ParamError::new(
+            field,
+            format!(
+                "node {index} is not in the cluster of {} nodes",
+                cluster.size()
+            ),
+        ));
+    }
+    Ok(node)
+}
