@@ -4,8 +4,8 @@
 //! BFS visits states in order of depth, so the first path found to a broken state is a
 //! shortest one; parent pointers rebuild it as a numbered list of steps.
 
-use crate::property::{judge, CheckerFactory, Constraint, Invariant};
-use crate::{Action, State};
+use crate::property::{judge, CheckerFactory, Constraint, Invariant, StepInvariant};
+use crate::{Action, ClockModel, SeenModel, State, TimerModel};
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::ops::Range;
@@ -21,6 +21,12 @@ pub struct Bounds {
     pub max_crashes: u32,
     pub max_drops: u32,
     pub max_duplicates: u32,
+    /// What node clocks read (not a bound, but part of what the model abstracts).
+    pub clock: ClockModel,
+    /// Which observations tell paths apart (not a bound either).
+    pub seen: SeenModel,
+    /// When timers may fire.
+    pub timers: TimerModel,
 }
 
 impl Default for Bounds {
@@ -31,6 +37,9 @@ impl Default for Bounds {
             max_crashes: 0,
             max_drops: 0,
             max_duplicates: 0,
+            clock: ClockModel::Steps,
+            seen: SeenModel::All,
+            timers: TimerModel::Free,
         }
     }
 }
@@ -73,9 +82,12 @@ pub struct Report {
     pub unique_states: u64,
     /// Transitions computed (including those to already-seen states).
     pub transitions: u64,
-    /// States dropped by a constraint.
+    /// Transitions into states a constraint drops.
     pub pruned: u64,
     pub max_depth_reached: usize,
+    /// States at `max_depth` that were not expanded. Zero means the depth bound cut
+    /// nothing: every behaviour within the other bounds and constraints was explored.
+    pub depth_cut: u64,
     /// False if `max_states` cut the search short.
     pub complete: bool,
     pub elapsed_seconds: f64,
@@ -87,12 +99,13 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "{} unique states ({} explored, {} transitions, {} pruned), max depth {}, {}, {:.3}s, {:.0} states/s",
+            "{} unique states ({} explored, {} transitions, {} pruned), max depth {} ({} cut there), {}, {:.3}s, {:.0} states/s",
             self.unique_states,
             self.states_explored,
             self.transitions,
             self.pruned,
             self.max_depth_reached,
+            self.depth_cut,
             if self.complete { "complete" } else { "incomplete (max_states)" },
             self.elapsed_seconds,
             self.unique_states_per_second
@@ -126,6 +139,7 @@ pub struct Explorer<P: Protocol> {
     bounds: Bounds,
     checks: Vec<CheckerFactory>,
     invariants: Vec<(String, Invariant<P>)>,
+    step_invariants: Vec<(String, StepInvariant<P>)>,
     constraints: Vec<Constraint<P>>,
 }
 
@@ -143,6 +157,7 @@ impl<P: Protocol> Explorer<P> {
             bounds,
             checks: Vec::new(),
             invariants: Vec::new(),
+            step_invariants: Vec::new(),
             constraints: Vec::new(),
         }
     }
@@ -157,6 +172,23 @@ impl<P: Protocol> Explorer<P> {
     pub fn invariant(mut self, name: &str, invariant: Invariant<P>) -> Self {
         self.invariants.push((name.to_string(), invariant));
         self
+    }
+
+    /// Judges every transition with `invariant`.
+    pub fn step_invariant(mut self, name: &str, invariant: StepInvariant<P>) -> Self {
+        self.step_invariants.push((name.to_string(), invariant));
+        self
+    }
+
+    fn step_violation(
+        &self,
+        before: &State<P>,
+        action: &Action<P>,
+        after: &State<P>,
+    ) -> Option<(String, String)> {
+        self.step_invariants
+            .iter()
+            .find_map(|(name, inv)| inv(before, action, after).map(|m| (name.clone(), m)))
     }
 
     /// Keeps only states for which `constraint` holds.
@@ -209,12 +241,13 @@ impl<P: Protocol> Explorer<P> {
             transitions: 0,
             pruned: 0,
             max_depth_reached: 0,
+            depth_cut: 0,
             complete: true,
             elapsed_seconds: 0.0,
             unique_states_per_second: 0.0,
             counterexample: None,
         };
-        let (initial, records) = State::<P>::initial(&self.config, &self.cluster);
+        let (initial, records) = State::<P>::initial(&self.config, &self.cluster, &self.bounds);
         // A BTreeSet of fingerprints: measured against a std HashSet of u64 at ~10⁵
         // states, the difference was within noise next to running the handlers.
         let mut visited: BTreeSet<u64> = BTreeSet::new();
@@ -238,17 +271,29 @@ impl<P: Protocol> Explorer<P> {
             report.states_explored += 1;
             report.max_depth_reached = report.max_depth_reached.max(depth);
             if depth >= self.bounds.max_depth {
+                if !state.actions(&self.bounds).is_empty() {
+                    report.depth_cut += 1;
+                }
                 continue;
             }
             for action in state.actions(&self.bounds) {
                 report.transitions += 1;
                 let mut next = state.clone();
-                let new = next.apply(&self.config, &self.cluster, &action, depth + 1);
-                if !visited.insert(next.fingerprint()) {
+                let new = next.apply(
+                    &self.config,
+                    &self.cluster,
+                    &self.bounds,
+                    &action,
+                    depth + 1,
+                );
+                // A transition into a known state can still break a step invariant.
+                let step_broken = self.step_violation(&state, &action, &next);
+                // Constraints first: they are cheaper than a fingerprint.
+                if step_broken.is_none() && !self.kept(&next) {
+                    report.pruned += 1;
                     continue;
                 }
-                if !self.kept(&next) {
-                    report.pruned += 1;
+                if step_broken.is_none() && !visited.insert(next.fingerprint()) {
                     continue;
                 }
                 report.unique_states += 1;
@@ -259,7 +304,9 @@ impl<P: Protocol> Explorer<P> {
                     records: new,
                 });
                 let child = entries.len() - 1;
-                let found = if self.checks.is_empty() || new_len == 0 {
+                let found = if step_broken.is_some() {
+                    step_broken
+                } else if self.checks.is_empty() || new_len == 0 {
                     self.violation(&next, &[], 0)
                 } else {
                     self.violation(&next, &path_records(&entries, child), new_len)
@@ -311,8 +358,8 @@ impl<P: Protocol> Explorer<P> {
     }
 
     /// Random walks, one per seed: from the initial state, take a uniformly chosen
-    /// enabled action (drawn from `SplitMix64(seed)`) until `max_depth` steps, no action
-    /// is enabled, or a constraint prunes the state. Faults use the same budgets as
+    /// enabled action whose successor the constraints keep (drawn from
+    /// `SplitMix64(seed)`) until `max_depth` steps or no such action is left. Faults use the same budgets as
     /// exploration. Returns at the first seed that breaks a property.
     pub fn walk(&self, seeds: Range<u64>, max_depth: usize) -> WalkReport {
         let mut report = WalkReport {
@@ -323,7 +370,8 @@ impl<P: Protocol> Explorer<P> {
         for seed in seeds {
             report.seeds_run += 1;
             let mut rng = SplitMix64(seed);
-            let (mut state, mut records) = State::<P>::initial(&self.config, &self.cluster);
+            let (mut state, mut records) =
+                State::<P>::initial(&self.config, &self.cluster, &self.bounds);
             let mut checkers: Vec<_> = self.checks.iter().map(|f| f()).collect();
             let mut steps: Vec<String> = Vec::new();
             let mut judged = 0;
@@ -353,18 +401,50 @@ impl<P: Protocol> Explorer<P> {
                     });
                     return report;
                 }
-                if depth >= max_depth || !self.kept(&state) {
+                if depth >= max_depth {
                     break;
                 }
-                let actions = state.actions(&self.bounds);
-                if actions.is_empty() {
+                // Draw among the enabled actions whose successor the constraints keep.
+                let mut actions = state.actions(&self.bounds);
+                let chosen = loop {
+                    if actions.is_empty() {
+                        break None;
+                    }
+                    let pick = rng.range_inclusive(0, actions.len() as u64 - 1) as usize;
+                    let action = actions.swap_remove(pick);
+                    let mut next = state.clone();
+                    let new = next.apply(
+                        &self.config,
+                        &self.cluster,
+                        &self.bounds,
+                        &action,
+                        depth + 1,
+                    );
+                    if self.kept(&next) {
+                        break Some((action, next, new));
+                    }
+                };
+                let Some((action, next, new)) = chosen else {
                     break;
-                }
-                let pick = rng.range_inclusive(0, actions.len() as u64 - 1) as usize;
+                };
                 depth += 1;
-                records.extend(state.apply(&self.config, &self.cluster, &actions[pick], depth));
-                steps.push(actions[pick].to_string());
+                let before = std::mem::replace(&mut state, next);
+                records.extend(new);
+                steps.push(action.to_string());
                 report.steps_total += 1;
+                if let Some((property, message)) = self.step_violation(&before, &action, &state) {
+                    report.failure = Some(WalkFailure {
+                        seed,
+                        counterexample: Counterexample {
+                            property,
+                            message,
+                            depth,
+                            steps,
+                            records,
+                        },
+                    });
+                    return report;
+                }
             }
         }
         report

@@ -21,8 +21,35 @@
 //!   such as [`property::stored_at_most`] (Raft's term).
 //!
 //! Timing-based properties (leases, single leader at a true instant under clock drift)
-//! stay with the simulator: here timers fire in any order and clocks are step counters,
-//! so no real duration means anything.
+//! stay with the simulator: here timers fire in any order (or, with
+//! [`TimerModel::Quiet`], only when the network is quiet) and clocks are step counters
+//! or frozen ([`ClockModel`]), so no real duration means anything.
+//!
+//! # Measured (2-core shared machine, `--release`, one thread)
+//!
+//! | configuration | unique states | max depth | time | states/s |
+//! |---|---|---|---|---|
+//! | Raft correct, 3 servers, terms ≤ 1, 1 crash (complete) | 35,177 | 19 | 0.58 s | ≈61k |
+//! | Raft correct, 3 servers, terms ≤ 2, 1 crash, depth ≤ 8 | 69,959 | 8 | 1.5 s (test profile) | ≈48k |
+//! | Raft forget-vote found (shortest) | 3,536 | 8 | 0.09 s | |
+//! | Raft no-step-down found (shortest) | 268 | 5 | 0.01 s | |
+//! | Bully, 3 nodes, quiet timers, no loss (complete, safe) | 268 | 18 | < 0.01 s | |
+//! | toy vote, 4 nodes, 1 crash, 1 drop (complete) | 380,642 | 18 | 6.2 s | ≈61k |
+//!
+//! Raft with terms ≤ 2 and no depth bound is beyond 3 million states.
+//!
+//! # Why not stateright
+//!
+//! `models/compare-stateright` (its own workspace, so stateright never enters tenure's
+//! lock file) drives stateright 0.30's BFS checker over the very same `State::actions` /
+//! `State::apply`. Both find exactly the same unique-state counts (a cross-check), and
+//! single-threaded speed is close: on the Raft configuration above 61k vs 63k unique
+//! states/s; on the 4-node toy 61k vs 74–103k (noisy machine). The cost is in running
+//! handlers and cloning/hashing states, which both share. What stateright would add is
+//! multi-threaded search; what it lacks for tenure: properties are `fn` pointers over a
+//! single state (no path checkers fed `Record`s, which is how the simulator's checkers
+//! judge), no fault budgets or constraints beyond `within_boundary`, and a dependency
+//! tree (dashmap, tiny_http, crossbeam...) for a loop of about 100 lines.
 
 mod action;
 mod explorer;
@@ -31,5 +58,5 @@ pub mod state;
 
 pub use action::Action;
 pub use explorer::{Bounds, Counterexample, Explorer, Report, WalkFailure, WalkReport};
-pub use state::{NodeState, State};
+pub use state::{ClockModel, NodeState, SeenModel, State, TimerModel};
 pub mod toy;

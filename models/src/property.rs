@@ -39,6 +39,12 @@ pub type CheckerFactory = Box<dyn Fn() -> Box<dyn Checker> + Send + Sync>;
 /// A predicate on one state: `Some(message)` when it is broken.
 pub type Invariant<P> = Box<dyn Fn(&State<P>) -> Option<String> + Send + Sync>;
 
+/// A predicate on one transition (before, action, after): `Some(message)` when the
+/// step breaks a rule that only a transition can show (Raft §5.1: a leader that
+/// learns of a higher term steps down at once).
+pub type StepInvariant<P> =
+    Box<dyn Fn(&State<P>, &crate::Action<P>, &State<P>) -> Option<String> + Send + Sync>;
+
 /// A predicate that keeps a state in the model (`false` prunes it: it is neither
 /// judged further nor expanded), like a TLA+ state constraint.
 pub type Constraint<P> = Box<dyn Fn(&State<P>) -> bool + Send + Sync>;
@@ -83,4 +89,34 @@ pub fn stored_at_most<P: Protocol>(key: &'static str, bound: u64) -> Constraint<
                 .is_none_or(|v| v <= bound)
         })
     })
+}
+
+/// Constraint: no message has more than `copies` copies in flight. Bounds protocols
+/// that resend on a timer (heartbeats), whose in-flight multiset would otherwise grow
+/// with every firing; extra copies are still reachable through the duplicate budget.
+pub fn copies_in_flight_at_most<P: Protocol>(copies: u32) -> Constraint<P> {
+    Box::new(move |state: &State<P>| state.in_flight.values().all(|c| *c <= copies))
+}
+
+/// Step invariant (Raft §5.1, "if a candidate or leader discovers that its term is out
+/// of date, it immediately reverts to follower state"): a node that believes it leads
+/// term `t` and is delivered a message that `term_of` says carries a higher term no
+/// longer believes it leads afterwards. Beliefs come from observations; `term_of` is
+/// the protocol's accessor for a message's term.
+pub fn steps_down_on_higher_term<P: Protocol>(term_of: fn(&P::Msg) -> u64) -> StepInvariant<P> {
+    Box::new(
+        move |before: &State<P>, action: &crate::Action<P>, after: &State<P>| {
+            let crate::Action::Deliver { from, to, msg } = action else {
+                return None;
+            };
+            let led = before.nodes[to.index()].leads?;
+            let term = term_of(msg);
+            let still = after.nodes[to.index()].leads?;
+            (term > led).then(|| {
+            format!(
+                "{to} leads term {led}, got {msg:?} of term {term} from {from}, and still leads term {still}"
+            )
+        })
+        },
+    )
 }

@@ -25,8 +25,74 @@ use tenure_core::{
     StorageMap,
 };
 
+/// The clock and seen models, passed together down the handler helpers.
+type Models = (ClockModel, SeenModel);
+
 /// Logical time per step (node clocks) and per depth (record stamps).
 pub const TICK: Duration = Duration::from_millis(1);
+
+/// When a pending timer may fire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TimerModel {
+    /// At any point: timing is entirely free (an asynchronous network, where a timeout
+    /// says nothing about whether the other side is alive).
+    #[default]
+    Free,
+    /// Only when no message is in flight anywhere: timeouts are longer than any
+    /// round trip, as timeout-based failure detectors assume. Lost messages (the drop
+    /// budget) and crashes are then the only way a timeout can be wrong.
+    Quiet,
+}
+
+/// What a node's clock reads in the model. Either way timers fire in any order, so no
+/// reading says anything about real elapsed time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ClockModel {
+    /// `steps × 1ms`, where `steps` counts the node's handler calls. A protocol that
+    /// stores a reading (Raft's last leader contact) then has a state per step count,
+    /// which weakens deduplication.
+    #[default]
+    Steps,
+    /// Always 0: a protocol that stores readings keeps the same state whatever the
+    /// count, so deduplication works as for a clock-free protocol. Every interval
+    /// measured is zero (a leader contact is always fresh), as with `Steps` at model
+    /// depths, where steps × 1ms stays far below any timeout.
+    Frozen,
+}
+
+impl ClockModel {
+    /// The reading after `steps` handler calls.
+    pub fn reading(self, steps: u64) -> LocalTime {
+        match self {
+            ClockModel::Steps => LocalTime(0) + TICK * steps as u32,
+            ClockModel::Frozen => LocalTime(0),
+        }
+    }
+}
+
+/// Which observations a [`State`] remembers (in [`State::seen`]) and so which paths
+/// deduplication keeps apart. Keep what the path checks judge, and no more: each kept
+/// observation multiplies the state space.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SeenModel {
+    /// Every observation (sound for any checker that judges the set of beliefs held).
+    #[default]
+    All,
+    /// Only `Leader` observations: enough for single leader per term.
+    Leaders,
+    /// None: only sound for state invariants.
+    Nothing,
+}
+
+impl SeenModel {
+    fn keeps(self, obs: &Observation) -> bool {
+        match self {
+            SeenModel::All => true,
+            SeenModel::Leaders => matches!(obs, Observation::Leader { .. }),
+            SeenModel::Nothing => false,
+        }
+    }
+}
 
 /// One node: its process (`None` while crashed), its durable storage and its pending
 /// timers.
@@ -50,7 +116,8 @@ pub struct State<P: Protocol> {
     pub nodes: Vec<NodeState<P>>,
     /// The messages in flight, as a multiset.
     pub in_flight: BTreeMap<(NodeId, NodeId, P::Msg), u32>,
-    /// Every (node, observation) made on the path to this state. Two paths that reach
+    /// Every (node, observation) made on the path to this state (of those [`SeenModel`]
+    /// keeps). Two paths that reach
     /// the same nodes and network are only merged if they also observed the same
     /// things, so a checker that judges the set of beliefs held (single leader per term)
     /// loses nothing to deduplication. Order and timing of observations are not kept.
@@ -76,7 +143,11 @@ impl<P: Protocol> Hash for State<P> {
 
 impl<P: Protocol> State<P> {
     /// Every node `new` + `on_start`. Returns the state and the records made.
-    pub fn initial(config: &P::Config, cluster: &Cluster) -> (State<P>, Vec<Record>) {
+    pub fn initial(
+        config: &P::Config,
+        cluster: &Cluster,
+        bounds: &crate::Bounds,
+    ) -> (State<P>, Vec<Record>) {
         let mut state = State {
             nodes: cluster
                 .nodes()
@@ -96,7 +167,14 @@ impl<P: Protocol> State<P> {
         };
         let mut records = Vec::new();
         for node in cluster.nodes() {
-            state.start(config, cluster, node, 0, &mut records);
+            state.start(
+                config,
+                cluster,
+                (bounds.clock, bounds.seen),
+                node,
+                0,
+                &mut records,
+            );
         }
         (state, records)
     }
@@ -153,6 +231,9 @@ impl<P: Protocol> State<P> {
         }
         for (i, node) in self.nodes.iter().enumerate() {
             let id = NodeId(i as u32);
+            if bounds.timers == TimerModel::Quiet && !self.in_flight.is_empty() {
+                continue;
+            }
             for timer in &node.timers {
                 out.push(Action::Fire {
                     node: id,
@@ -179,15 +260,17 @@ impl<P: Protocol> State<P> {
         &mut self,
         config: &P::Config,
         cluster: &Cluster,
+        bounds: &crate::Bounds,
         action: &Action<P>,
         depth: usize,
     ) -> Vec<Record> {
+        let clock = (bounds.clock, bounds.seen);
         let mut records = Vec::new();
         match action {
             Action::Deliver { from, to, msg } => {
                 self.take_message(*from, *to, msg);
                 let (from, msg) = (*from, msg.clone());
-                self.run(cluster, *to, depth, &mut records, |p, env| {
+                self.run(cluster, clock, *to, depth, &mut records, |p, env| {
                     p.on_message(env, from, msg)
                 });
             }
@@ -210,7 +293,7 @@ impl<P: Protocol> State<P> {
                     "{node} fired timer {timer:?}, which is not pending"
                 );
                 let timer = timer.clone();
-                self.run(cluster, *node, depth, &mut records, |p, env| {
+                self.run(cluster, clock, *node, depth, &mut records, |p, env| {
                     p.on_timer(env, timer)
                 });
             }
@@ -220,14 +303,14 @@ impl<P: Protocol> State<P> {
                 n.process = None;
                 n.timers.clear();
                 self.crashes += 1;
-                self.observe(*node, Observation::Crashed, depth, &mut records);
+                self.observe(*node, Observation::Crashed, clock, depth, &mut records);
             }
             Action::Restart { node } => {
                 assert!(
                     self.nodes[node.index()].process.is_none(),
                     "{node} restarted while up"
                 );
-                self.start(config, cluster, *node, depth, &mut records);
+                self.start(config, cluster, clock, *node, depth, &mut records);
             }
         }
         records
@@ -249,19 +332,23 @@ impl<P: Protocol> State<P> {
         &mut self,
         config: &P::Config,
         cluster: &Cluster,
+        clock: Models,
         node: NodeId,
         depth: usize,
         records: &mut Vec<Record>,
     ) {
-        self.observe(node, Observation::Started, depth, records);
+        self.observe(node, Observation::Started, clock, depth, records);
         self.nodes[node.index()].process = Some(P::new(config, node, cluster));
-        self.run(cluster, node, depth, records, |p, env| p.on_start(env));
+        self.run(cluster, clock, node, depth, records, |p, env| {
+            p.on_start(env)
+        });
     }
 
     /// Runs one handler of `node` through a [`Step`] and applies its effects.
     fn run(
         &mut self,
         cluster: &Cluster,
+        clock: Models,
         node: NodeId,
         depth: usize,
         records: &mut Vec<Record>,
@@ -272,7 +359,7 @@ impl<P: Protocol> State<P> {
         let mut seed = DefaultHasher::new();
         (node, n.steps).hash(&mut seed);
         let mut rng = SplitMix64(seed.finish());
-        let now = LocalTime(0) + TICK * n.steps as u32;
+        let now = clock.0.reading(n.steps);
         let mut process = n.process.take().expect("a handler runs on a live node");
         let effects = {
             let mut step = Step::new(node, cluster, now, now, &mut n.storage, &mut rng);
@@ -293,12 +380,19 @@ impl<P: Protocol> State<P> {
                 }
                 // Already applied to storage by the Step.
                 Effect::Store { .. } => {}
-                Effect::Observe(obs) => self.observe(node, obs, depth, records),
+                Effect::Observe(obs) => self.observe(node, obs, clock, depth, records),
             }
         }
     }
 
-    fn observe(&mut self, node: NodeId, obs: Observation, depth: usize, records: &mut Vec<Record>) {
+    fn observe(
+        &mut self,
+        node: NodeId,
+        obs: Observation,
+        clock: Models,
+        depth: usize,
+        records: &mut Vec<Record>,
+    ) {
         let n = &mut self.nodes[node.index()];
         match obs {
             Observation::Leader { term } => n.leads = Some(term),
@@ -307,14 +401,16 @@ impl<P: Protocol> State<P> {
             }
             _ => {}
         }
-        let clock = LocalTime(0) + TICK * n.steps as u32;
+        let reading = clock.0.reading(n.steps);
         records.push(Record {
             time: SimTime::ZERO + TICK * depth as u32,
             node,
-            mono: clock,
-            wall: clock,
+            mono: reading,
+            wall: reading,
             obs: obs.clone(),
         });
-        self.seen.insert((node, obs));
+        if clock.1.keeps(&obs) {
+            self.seen.insert((node, obs));
+        }
     }
 }

@@ -152,7 +152,8 @@ mod tests {
     #[test]
     fn initial_state_starts_every_node_and_sets_its_timer() {
         let cluster = Cluster::uniform("node", 2);
-        let (state, records) = State::<Vote>::initial(&Variant::Correct, &cluster);
+        let (state, records) =
+            State::<Vote>::initial(&Variant::Correct, &cluster, &Bounds::default());
         assert_eq!(
             records
                 .iter()
@@ -181,12 +182,13 @@ mod tests {
     #[test]
     fn actions_respect_the_fault_budgets() {
         let cluster = Cluster::uniform("node", 2);
-        let (mut state, _) = State::<Vote>::initial(&Variant::Correct, &cluster);
+        let (mut state, _) =
+            State::<Vote>::initial(&Variant::Correct, &cluster, &Bounds::default());
         let fire = Action::Fire {
             node: NodeId(0),
             timer: Timer::Campaign,
         };
-        let records = state.apply(&Variant::Correct, &cluster, &fire, 1);
+        let records = state.apply(&Variant::Correct, &cluster, &Bounds::default(), &fire, 1);
         assert_eq!(records.len(), 1);
         assert_eq!(records[0].obs, Observation::Candidate { term: 1 });
         assert_eq!(records[0].mono, tenure_core::LocalTime(2_000_000));
@@ -217,7 +219,7 @@ mod tests {
             to: NodeId(1),
             msg: Msg::RequestVote,
         };
-        state.apply(&Variant::Correct, &cluster, &dup, 2);
+        state.apply(&Variant::Correct, &cluster, &Bounds::default(), &dup, 2);
         assert_eq!(
             state.in_flight.values().copied().collect::<Vec<_>>(),
             vec![2]
@@ -231,6 +233,7 @@ mod tests {
         state.apply(
             &Variant::Correct,
             &cluster,
+            &Bounds::default(),
             &Action::Crash { node: NodeId(1) },
             3,
         );

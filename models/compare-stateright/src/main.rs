@@ -6,7 +6,8 @@
 use stateright::{Checker, Model, Property};
 use std::hash::Hash;
 use tenure_core::{Cluster, Protocol};
-use tenure_models::{toy, Action, Bounds, Explorer, State};
+use tenure_models::{toy, Action, Bounds, ClockModel, Explorer, SeenModel, State};
+use tenure_protocols::raft::{Raft, RaftConfig, RaftVariant, TERM_KEY};
 
 struct Adapter<P: Protocol> {
     config: P::Config,
@@ -26,7 +27,7 @@ where
     type Action = Action<P>;
 
     fn init_states(&self) -> Vec<State<P>> {
-        vec![State::initial(&self.config, &self.cluster).0]
+        vec![State::initial(&self.config, &self.cluster, &self.bounds).0]
     }
 
     fn actions(&self, state: &State<P>, actions: &mut Vec<Action<P>>) {
@@ -35,7 +36,7 @@ where
 
     fn next_state(&self, last: &State<P>, action: Action<P>) -> Option<State<P>> {
         let mut next = last.clone();
-        next.apply(&self.config, &self.cluster, &action, 0);
+        next.apply(&self.config, &self.cluster, &self.bounds, &action, 0);
         Some(next)
     }
 
@@ -94,7 +95,27 @@ fn compare<P: Protocol + Sync>(
     );
 }
 
+/// The bounds of `correct_raft_passes_terms_1_one_crash_exhaustively` (models/tests/raft.rs).
+fn raft_keep(state: &State<Raft>) -> bool {
+    let terms_ok = (0..state.nodes.len())
+        .all(|i| state.stored::<u64>(tenure_core::NodeId(i as u32), TERM_KEY).is_none_or(|t| t <= 1));
+    terms_ok && state.in_flight.values().all(|c| *c <= 1)
+}
+
 fn main() {
+    compare::<Raft>(
+        "raft correct, 3 servers, terms <= 1, 1 crash",
+        RaftConfig::new(RaftVariant::Correct),
+        Cluster::uniform("server", 3),
+        Bounds {
+            max_crashes: 1,
+            max_depth: 40,
+            clock: ClockModel::Frozen,
+            seen: SeenModel::Leaders,
+            ..Bounds::default()
+        },
+        raft_keep,
+    );
     compare::<toy::Vote>(
         "toy vote, 3 nodes, 1 crash",
         toy::Variant::Correct,
