@@ -384,7 +384,7 @@ impl<P: Protocol> Explorer<P> {
                 while broken.is_none() && judged < records.len() {
                     broken = checkers.iter_mut().find_map(|c| {
                         c.on_record(judged, &records[judged])
-                            .map(|v| (c.name().to_string(), v.to_string()))
+                            .map(|v| (v.checker.to_string(), v.message))
                     });
                     judged += 1;
                 }

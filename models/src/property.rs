@@ -1,40 +1,37 @@
 //! What the explorer judges.
 //!
-//! * **Path checks**: the simulator's checkers, run over the records of a path (every
-//!   `Observe` effect, plus the host's `Started`/`Crashed`), stamped with logical time
-//!   = depth. Checkers are stateful and not `Clone`, so the explorer builds a fresh one
-//!   per new state and replays the path's records (cheap at model sizes). `finish`
-//!   is not called: a path cut by the depth bound is not the end of a run, so
-//!   liveness is out of scope here.
+//! * **Path checks**: the simulator's checkers (tenure-check), run over the records of
+//!   a path (every `Observe` effect, plus the host's `Started`/`Crashed`), stamped with
+//!   logical time = depth × 1ms (so `0.003_000s` in a message means step 3). Checkers
+//!   are stateful and not `Clone`, so the explorer builds a fresh one per new state and
+//!   replays the path's records (cheap at model sizes). `finish` is not called: a path
+//!   cut by the depth bound is not the end of a run, so liveness is out of scope here.
 //! * **State invariants**: predicates over a single state, for properties that need
 //!   "at the same moment" (two nodes both believe they lead), which a path of logical
 //!   steps expresses exactly.
 
 use crate::State;
-use std::fmt;
-use tenure_core::{Protocol, Record, RunInfo};
+use tenure_core::{Cluster, Protocol, Record};
 
-/// A checker, with the shape of `tenure_check::Checker` (used until that crate lands).
-pub trait Checker: Send {
-    fn name(&self) -> &'static str;
-    fn on_record(&mut self, index: usize, record: &Record) -> Option<Violation>;
-    fn finish(&mut self, info: &RunInfo) -> Option<Violation>;
-}
-
-/// A broken property: what went wrong, in words.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Violation {
-    pub message: String,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
+pub use tenure_check::{CheckError, Checker, Violation};
 
 /// Builds a fresh checker for each path to judge.
 pub type CheckerFactory = Box<dyn Fn() -> Box<dyn Checker> + Send + Sync>;
+
+/// A factory for the tenure-check checker `name` with `params` (JSON; `Null` for the
+/// defaults), as the simulator builds it. The parameters are checked here, once.
+pub fn checker(
+    name: &str,
+    params: &serde_json::Value,
+    cluster: &Cluster,
+) -> Result<CheckerFactory, CheckError> {
+    tenure_check::build(name, params, cluster)?;
+    let (name, params, cluster) = (name.to_string(), params.clone(), cluster.clone());
+    Ok(Box::new(move || {
+        tenure_check::build(&name, &params, &cluster)
+            .expect("parameters checked when the factory was made")
+    }))
+}
 
 /// A predicate on one state: `Some(message)` when it is broken.
 pub type Invariant<P> = Box<dyn Fn(&State<P>) -> Option<String> + Send + Sync>;
@@ -55,7 +52,7 @@ pub(crate) fn judge(factory: &CheckerFactory, records: &[Record]) -> Option<(Str
     records.iter().enumerate().find_map(|(i, r)| {
         checker
             .on_record(i, r)
-            .map(|v| (checker.name().to_string(), v.to_string()))
+            .map(|v| (v.checker.to_string(), v.message))
     })
 }
 

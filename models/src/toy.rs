@@ -5,10 +5,9 @@
 //! already. A majority of votes makes a leader of term 1. The `Forgetful` variant keeps
 //! its vote only in memory, so after a restart it votes again: two leaders of term 1.
 
-use crate::property::{Checker, Violation};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
-use tenure_core::{Cluster, Env, NodeId, Observation, Protocol, Record, RunInfo, StorageExt};
+use tenure_core::{Cluster, Env, NodeId, Observation, Protocol, StorageExt};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
@@ -107,39 +106,16 @@ impl Protocol for Vote {
     }
 }
 
-/// Test-only single leader per term (the real one lives in tenure-check).
-#[derive(Default)]
-pub struct LeaderPerTerm {
-    leaders: BTreeMap<u64, NodeId>,
-}
-
-impl Checker for LeaderPerTerm {
-    fn name(&self) -> &'static str {
-        "single-leader-per-term"
-    }
-    fn on_record(&mut self, _index: usize, record: &Record) -> Option<Violation> {
-        let Observation::Leader { term } = record.obs else {
-            return None;
-        };
-        let first = *self.leaders.entry(term).or_insert(record.node);
-        (first != record.node).then(|| Violation {
-            message: format!("{first} and {} both lead term {term}", record.node),
-        })
-    }
-    fn finish(&mut self, _info: &RunInfo) -> Option<Violation> {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::property::{one_leader_at_a_time, stored_at_most};
+    use crate::property::{checker, one_leader_at_a_time, stored_at_most};
     use crate::{Action, Bounds, Explorer, State};
 
     fn explorer(variant: Variant, bounds: Bounds) -> Explorer<Vote> {
-        Explorer::new(variant, Cluster::uniform("node", 3), bounds)
-            .check(Box::new(|| Box::new(LeaderPerTerm::default())))
+        let cluster = Cluster::uniform("node", 3);
+        let per_term = checker("single-leader-per-term", &serde_json::Value::Null, &cluster);
+        Explorer::new(variant, cluster, bounds).check(per_term.expect("known checker"))
     }
 
     fn crashes(n: u32) -> Bounds {
@@ -265,7 +241,10 @@ mod tests {
         println!("{cex}");
         assert_eq!(cex.property, "single-leader-per-term");
         assert_eq!(cex.depth, 8);
-        assert_eq!(cex.message, "n0 and n2 both lead term 1");
+        assert_eq!(
+            cex.message,
+            "n0 and n2 both believed they led term 1 (n0 from 0.003_000s, n2 from 0.008_000s)"
+        );
         // n0 wins with n1's vote, crashes, forgets it voted for itself, and votes n2 in.
         assert_eq!(
             cex.steps,
