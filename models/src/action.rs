@@ -1,0 +1,50 @@
+//! What the environment may do next from a state, written the way a counterexample
+//! reads: `n1 -> n2 RequestVote { term: 2 } delivered`, `n2 timer Election fired`.
+
+use std::fmt;
+use tenure_core::{NodeId, Protocol};
+
+/// One transition of the model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Action<P: Protocol> {
+    /// One copy of an in-flight message reaches a live node.
+    Deliver {
+        from: NodeId,
+        to: NodeId,
+        msg: P::Msg,
+    },
+    /// One copy of an in-flight message is lost (uses the drop budget).
+    Drop {
+        from: NodeId,
+        to: NodeId,
+        msg: P::Msg,
+    },
+    /// One more copy of an in-flight message (uses the duplicate budget).
+    Duplicate {
+        from: NodeId,
+        to: NodeId,
+        msg: P::Msg,
+    },
+    /// A pending timer fires (timing is free: any pending timer, at any point).
+    Fire { node: NodeId, timer: P::Timer },
+    /// The process dies: its value and timers are gone, its storage stays (uses the
+    /// crash budget).
+    Crash { node: NodeId },
+    /// A crashed node starts again: `new` + `on_start`.
+    Restart { node: NodeId },
+}
+
+impl<P: Protocol> fmt::Display for Action<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::Deliver { from, to, msg } => write!(f, "{from} -> {to} {msg:?} delivered"),
+            Action::Drop { from, to, msg } => write!(f, "message {from} -> {to} {msg:?} dropped"),
+            Action::Duplicate { from, to, msg } => {
+                write!(f, "message {from} -> {to} {msg:?} duplicated")
+            }
+            Action::Fire { node, timer } => write!(f, "{node} timer {timer:?} fired"),
+            Action::Crash { node } => write!(f, "{node} crashed"),
+            Action::Restart { node } => write!(f, "{node} restarted"),
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! What the explorer judges.
+//!
+//! * **Path checks**: the simulator's checkers (tenure-check), run over the records of
+//!   a path (every `Observe` effect, plus the host's `Started`/`Crashed`), stamped with
+//!   logical time = depth × 1ms (so `0.003_000s` in a message means step 3). Checkers
+//!   are stateful and not `Clone`, so the explorer builds a fresh one per new state and
+//!   replays the path's records (cheap at model sizes). `finish` is not called: a path
+//!   cut by the depth bound is not the end of a run, so liveness is out of scope here.
+//! * **State invariants**: predicates over a single state, for properties that need
+//!   "at the same moment" (two nodes both believe they lead), which a path of logical
+//!   steps expresses exactly.
+
+use crate::State;
+use tenure_core::{Cluster, Protocol, Record};
+
+pub use tenure_check::{CheckError, Checker, Violation};
+
+/// Builds a fresh checker for each path to judge.
+pub type CheckerFactory = Box<dyn Fn() -> Box<dyn Checker> + Send + Sync>;
+
+/// A factory for the tenure-check checker `name` with `params` (JSON; `Null` for the
+/// defaults), as the simulator builds it. The parameters are checked here, once.
+pub fn checker(
+    name: &str,
+    params: &serde_json::Value,
+    cluster: &Cluster,
+) -> Result<CheckerFactory, CheckError> {
+    tenure_check::build(name, params, cluster)?;
+    let (name, params, cluster) = (name.to_string(), params.clone(), cluster.clone());
+    Ok(Box::new(move || {
+        tenure_check::build(&name, &params, &cluster)
+            .expect("parameters checked when the factory was made")
+    }))
+}
+
+/// A predicate on one state: `Some(message)` when it is broken.
+pub type Invariant<P> = Box<dyn Fn(&State<P>) -> Option<String> + Send + Sync>;
+
+/// A predicate on one transition (before, action, after): `Some(message)` when the
+/// step breaks a rule that only a transition can show (Raft §5.1: a leader that
+/// learns of a higher term steps down at once).
+pub type StepInvariant<P> =
+    Box<dyn Fn(&State<P>, &crate::Action<P>, &State<P>) -> Option<String> + Send + Sync>;
+
+/// A predicate that keeps a state in the model (`false` prunes it: it is neither
+/// judged further nor expanded), like a TLA+ state constraint.
+pub type Constraint<P> = Box<dyn Fn(&State<P>) -> bool + Send + Sync>;
+
+/// Runs a fresh checker over `records`; the first violation, if any.
+pub(crate) fn judge(factory: &CheckerFactory, records: &[Record]) -> Option<(String, String)> {
+    let mut checker = factory();
+    records.iter().enumerate().find_map(|(i, r)| {
+        checker
+            .on_record(i, r)
+            .map(|v| (v.checker.to_string(), v.message))
+    })
+}
+
+/// Invariant: at most one node believes it leads at any one state (the logical-time
+/// form of "single leader at a time"). Beliefs come from observations: `Leader` sets
+/// one, `Follower`, `Candidate` and `Crashed` end it.
+pub fn one_leader_at_a_time<P: Protocol>() -> Invariant<P> {
+    Box::new(|state: &State<P>| {
+        let leaders = state.leaders();
+        (leaders.len() > 1).then(|| {
+            let who: Vec<String> = leaders
+                .iter()
+                .map(|(n, term)| format!("{n} (term {term})"))
+                .collect();
+            format!(
+                "{} nodes believe they lead at once: {}",
+                leaders.len(),
+                who.join(", ")
+            )
+        })
+    })
+}
+
+/// Constraint: every node's stored `key` (a JSON number), if any, is at most `bound`.
+/// Bounds unbounded counters such as Raft's term.
+pub fn stored_at_most<P: Protocol>(key: &'static str, bound: u64) -> Constraint<P> {
+    Box::new(move |state: &State<P>| {
+        (0..state.nodes.len()).all(|i| {
+            state
+                .stored::<u64>(tenure_core::NodeId(i as u32), key)
+                .is_none_or(|v| v <= bound)
+        })
+    })
+}
+
+/// Constraint: no message has more than `copies` copies in flight. Bounds protocols
+/// that resend on a timer (heartbeats), whose in-flight multiset would otherwise grow
+/// with every firing; extra copies are still reachable through the duplicate budget.
+pub fn copies_in_flight_at_most<P: Protocol>(copies: u32) -> Constraint<P> {
+    Box::new(move |state: &State<P>| state.in_flight.values().all(|c| *c <= copies))
+}
+
+/// Step invariant (Raft §5.1, "if a candidate or leader discovers that its term is out
+/// of date, it immediately reverts to follower state"): a node that believes it leads
+/// term `t` and is delivered a message that `term_of` says carries a higher term no
+/// longer believes it leads afterwards. Beliefs come from observations; `term_of` is
+/// the protocol's accessor for a message's term.
+pub fn steps_down_on_higher_term<P: Protocol>(term_of: fn(&P::Msg) -> u64) -> StepInvariant<P> {
+    Box::new(
+        move |before: &State<P>, action: &crate::Action<P>, after: &State<P>| {
+            let crate::Action::Deliver { from, to, msg } = action else {
+                return None;
+            };
+            let led = before.nodes[to.index()].leads?;
+            let term = term_of(msg);
+            let still = after.nodes[to.index()].leads?;
+            (term > led).then(|| {
+            format!(
+                "{to} leads term {led}, got {msg:?} of term {term} from {from}, and still leads term {still}"
+            )
+        })
+        },
+    )
+}

@@ -1,0 +1,416 @@
+//! A global state of the model: every node's process, storage and pending timers, the
+//! messages in flight and the fault budget used; and how one [`Action`] moves it.
+//!
+//! Handlers run through [`Step`], so the explorer drives exactly the code the simulator
+//! runs. What the model leaves free or abstracts:
+//!
+//! * **Timing is free.** A pending timer is just an id; any pending timer may fire at
+//!   any point, whatever duration was asked for. Any in-flight message may be delivered
+//!   in any order.
+//! * **Clocks are logical.** A node's monotonic and wall readings are both
+//!   `steps × 1ms`, where `steps` counts the handler calls that node has run. Since
+//!   timers fire in any order anyway, real durations carry no meaning here, so
+//!   timing-based properties (lease safety, single leader *at a true instant* with
+//!   clock drift) stay with the simulator, which models true time, drift and skew.
+//! * **Randomness is a function of the state.** Each handler call gets a
+//!   [`SplitMix64`] seeded from a hash of (node, its step count), so a handler is a
+//!   pure function of the state it runs in.
+
+use crate::action::Action;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::time::Duration;
+use tenure_core::{
+    Cluster, Effect, LocalTime, NodeId, Observation, Protocol, Record, SimTime, SplitMix64, Step,
+    StorageMap,
+};
+
+/// The clock and seen models, passed together down the handler helpers.
+type Models = (ClockModel, SeenModel);
+
+/// Logical time per step (node clocks) and per depth (record stamps).
+pub const TICK: Duration = Duration::from_millis(1);
+
+/// When a pending timer may fire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TimerModel {
+    /// At any point: timing is entirely free (an asynchronous network, where a timeout
+    /// says nothing about whether the other side is alive).
+    #[default]
+    Free,
+    /// Only when no message is in flight anywhere: timeouts are longer than any
+    /// round trip, as timeout-based failure detectors assume. Lost messages (the drop
+    /// budget) and crashes are then the only way a timeout can be wrong.
+    Quiet,
+}
+
+/// What a node's clock reads in the model. Either way timers fire in any order, so no
+/// reading says anything about real elapsed time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ClockModel {
+    /// `steps × 1ms`, where `steps` counts the node's handler calls. A protocol that
+    /// stores a reading (Raft's last leader contact) then has a state per step count,
+    /// which weakens deduplication.
+    #[default]
+    Steps,
+    /// Always 0: a protocol that stores readings keeps the same state whatever the
+    /// count, so deduplication works as for a clock-free protocol. Every interval
+    /// measured is zero (a leader contact is always fresh), as with `Steps` at model
+    /// depths, where steps × 1ms stays far below any timeout.
+    Frozen,
+}
+
+impl ClockModel {
+    /// The reading after `steps` handler calls.
+    pub fn reading(self, steps: u64) -> LocalTime {
+        match self {
+            ClockModel::Steps => LocalTime(0) + TICK * steps as u32,
+            ClockModel::Frozen => LocalTime(0),
+        }
+    }
+}
+
+/// Which observations a [`State`] remembers (in [`State::seen`]) and so which paths
+/// deduplication keeps apart. Keep what the path checks judge, and no more: each kept
+/// observation multiplies the state space.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SeenModel {
+    /// Every observation (sound for any checker that judges the set of beliefs held).
+    #[default]
+    All,
+    /// Only `Leader` observations: enough for single leader per term.
+    Leaders,
+    /// None: only sound for state invariants.
+    Nothing,
+}
+
+impl SeenModel {
+    fn keeps(self, obs: &Observation) -> bool {
+        match self {
+            SeenModel::All => true,
+            SeenModel::Leaders => matches!(obs, Observation::Leader { .. }),
+            SeenModel::Nothing => false,
+        }
+    }
+}
+
+/// One node: its process (`None` while crashed), its durable storage and its pending
+/// timers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeState<P: Protocol> {
+    pub process: Option<P>,
+    pub storage: StorageMap,
+    pub timers: BTreeSet<P::Timer>,
+    /// Handler calls run by this node (its logical clock). Not part of the fingerprint.
+    pub steps: u64,
+    /// The term the node last observed itself leading, until it observes another role
+    /// or crashes (a belief derived from its observations, not from its internals).
+    pub leads: Option<u64>,
+}
+
+/// A global state. `Hash` leaves out the logical clocks ([`NodeState::steps`]): two
+/// states that differ only in how many steps their nodes took are one state to the
+/// explorer (the first path to reach it, a shortest one, stands for all).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct State<P: Protocol> {
+    pub nodes: Vec<NodeState<P>>,
+    /// The messages in flight, as a multiset.
+    pub in_flight: BTreeMap<(NodeId, NodeId, P::Msg), u32>,
+    /// Every (node, observation) made on the path to this state (of those [`SeenModel`]
+    /// keeps). Two paths that reach
+    /// the same nodes and network are only merged if they also observed the same
+    /// things, so a checker that judges the set of beliefs held (single leader per term)
+    /// loses nothing to deduplication. Order and timing of observations are not kept.
+    pub seen: BTreeSet<(NodeId, Observation)>,
+    pub crashes: u32,
+    pub drops: u32,
+    pub duplicates: u32,
+}
+
+impl<P: Protocol> Hash for State<P> {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        for node in &self.nodes {
+            node.process.hash(h);
+            node.storage.hash(h);
+            node.timers.hash(h);
+            node.leads.hash(h);
+        }
+        self.in_flight.hash(h);
+        self.seen.hash(h);
+        (self.crashes, self.drops, self.duplicates).hash(h);
+    }
+}
+
+impl<P: Protocol> State<P> {
+    /// Every node `new` + `on_start`. Returns the state and the records made.
+    pub fn initial(
+        config: &P::Config,
+        cluster: &Cluster,
+        bounds: &crate::Bounds,
+    ) -> (State<P>, Vec<Record>) {
+        let mut state = State {
+            nodes: cluster
+                .nodes()
+                .map(|_| NodeState {
+                    process: None,
+                    storage: StorageMap::new(),
+                    timers: BTreeSet::new(),
+                    steps: 0,
+                    leads: None,
+                })
+                .collect(),
+            in_flight: BTreeMap::new(),
+            seen: BTreeSet::new(),
+            crashes: 0,
+            drops: 0,
+            duplicates: 0,
+        };
+        let mut records = Vec::new();
+        for node in cluster.nodes() {
+            state.start(
+                config,
+                cluster,
+                (bounds.clock, bounds.seen),
+                node,
+                0,
+                &mut records,
+            );
+        }
+        (state, records)
+    }
+
+    /// A 64-bit hash of everything but the logical clocks (see the `Hash` impl).
+    /// Collisions are possible in principle (about n²/2⁶⁵ for n states: 3·10⁻⁸ at a
+    /// million states).
+    pub fn fingerprint(&self) -> u64 {
+        let mut h = DefaultHasher::new();
+        self.hash(&mut h);
+        h.finish()
+    }
+
+    /// The nodes that currently believe they lead, with their terms.
+    pub fn leaders(&self) -> Vec<(NodeId, u64)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.leads.map(|term| (NodeId(i as u32), term)))
+            .collect()
+    }
+
+    /// A stored value of `node` read as JSON (`None` if absent or of another type).
+    pub fn stored<T: serde::de::DeserializeOwned>(&self, node: NodeId, key: &str) -> Option<T> {
+        let text = self.nodes[node.index()].storage.get(key)?;
+        serde_json::from_str(text).ok()
+    }
+
+    /// The actions enabled in this state under `bounds`, in a fixed order.
+    pub fn actions(&self, bounds: &crate::Bounds) -> Vec<Action<P>> {
+        let mut out = Vec::new();
+        for (from, to, msg) in self.in_flight.keys() {
+            if self.nodes[to.index()].process.is_some() {
+                out.push(Action::Deliver {
+                    from: *from,
+                    to: *to,
+                    msg: msg.clone(),
+                });
+            }
+            if self.drops < bounds.max_drops {
+                out.push(Action::Drop {
+                    from: *from,
+                    to: *to,
+                    msg: msg.clone(),
+                });
+            }
+            if self.duplicates < bounds.max_duplicates {
+                out.push(Action::Duplicate {
+                    from: *from,
+                    to: *to,
+                    msg: msg.clone(),
+                });
+            }
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            let id = NodeId(i as u32);
+            if bounds.timers == TimerModel::Quiet && !self.in_flight.is_empty() {
+                continue;
+            }
+            for timer in &node.timers {
+                out.push(Action::Fire {
+                    node: id,
+                    timer: timer.clone(),
+                });
+            }
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            let id = NodeId(i as u32);
+            if node.process.is_some() {
+                if self.crashes < bounds.max_crashes {
+                    out.push(Action::Crash { node: id });
+                }
+            } else {
+                out.push(Action::Restart { node: id });
+            }
+        }
+        out
+    }
+
+    /// Applies `action` (which must be enabled), stamping records with logical time
+    /// `depth`. Returns the records made.
+    pub fn apply(
+        &mut self,
+        config: &P::Config,
+        cluster: &Cluster,
+        bounds: &crate::Bounds,
+        action: &Action<P>,
+        depth: usize,
+    ) -> Vec<Record> {
+        let clock = (bounds.clock, bounds.seen);
+        let mut records = Vec::new();
+        match action {
+            Action::Deliver { from, to, msg } => {
+                self.take_message(*from, *to, msg);
+                let (from, msg) = (*from, msg.clone());
+                self.run(cluster, clock, *to, depth, &mut records, |p, env| {
+                    p.on_message(env, from, msg)
+                });
+            }
+            Action::Drop { from, to, msg } => {
+                self.take_message(*from, *to, msg);
+                self.drops += 1;
+            }
+            Action::Duplicate { from, to, msg } => {
+                let count = self
+                    .in_flight
+                    .get_mut(&(*from, *to, msg.clone()))
+                    .expect("a duplicated message is in flight");
+                *count += 1;
+                self.duplicates += 1;
+            }
+            Action::Fire { node, timer } => {
+                let removed = self.nodes[node.index()].timers.remove(timer);
+                assert!(
+                    removed,
+                    "{node} fired timer {timer:?}, which is not pending"
+                );
+                let timer = timer.clone();
+                self.run(cluster, clock, *node, depth, &mut records, |p, env| {
+                    p.on_timer(env, timer)
+                });
+            }
+            Action::Crash { node } => {
+                let n = &mut self.nodes[node.index()];
+                assert!(n.process.is_some(), "{node} crashed while down");
+                n.process = None;
+                n.timers.clear();
+                self.crashes += 1;
+                self.observe(*node, Observation::Crashed, clock, depth, &mut records);
+            }
+            Action::Restart { node } => {
+                assert!(
+                    self.nodes[node.index()].process.is_none(),
+                    "{node} restarted while up"
+                );
+                self.start(config, cluster, clock, *node, depth, &mut records);
+            }
+        }
+        records
+    }
+
+    fn take_message(&mut self, from: NodeId, to: NodeId, msg: &P::Msg) {
+        let key = (from, to, msg.clone());
+        let count = self
+            .in_flight
+            .get_mut(&key)
+            .expect("a delivered or dropped message is in flight");
+        *count -= 1;
+        if *count == 0 {
+            self.in_flight.remove(&key);
+        }
+    }
+
+    fn start(
+        &mut self,
+        config: &P::Config,
+        cluster: &Cluster,
+        clock: Models,
+        node: NodeId,
+        depth: usize,
+        records: &mut Vec<Record>,
+    ) {
+        self.observe(node, Observation::Started, clock, depth, records);
+        self.nodes[node.index()].process = Some(P::new(config, node, cluster));
+        self.run(cluster, clock, node, depth, records, |p, env| {
+            p.on_start(env)
+        });
+    }
+
+    /// Runs one handler of `node` through a [`Step`] and applies its effects.
+    fn run(
+        &mut self,
+        cluster: &Cluster,
+        clock: Models,
+        node: NodeId,
+        depth: usize,
+        records: &mut Vec<Record>,
+        handler: impl FnOnce(&mut P, &mut Step<'_, P::Msg, P::Timer>),
+    ) {
+        let n = &mut self.nodes[node.index()];
+        n.steps += 1;
+        let mut seed = DefaultHasher::new();
+        (node, n.steps).hash(&mut seed);
+        let mut rng = SplitMix64(seed.finish());
+        let now = clock.0.reading(n.steps);
+        let mut process = n.process.take().expect("a handler runs on a live node");
+        let effects = {
+            let mut step = Step::new(node, cluster, now, now, &mut n.storage, &mut rng);
+            handler(&mut process, &mut step);
+            step.effects
+        };
+        n.process = Some(process);
+        for effect in effects {
+            match effect {
+                Effect::Send { to, msg } => {
+                    *self.in_flight.entry((node, to, msg)).or_insert(0) += 1;
+                }
+                Effect::SetTimer { timer, .. } => {
+                    self.nodes[node.index()].timers.insert(timer);
+                }
+                Effect::CancelTimer { timer } => {
+                    self.nodes[node.index()].timers.remove(&timer);
+                }
+                // Already applied to storage by the Step.
+                Effect::Store { .. } => {}
+                Effect::Observe(obs) => self.observe(node, obs, clock, depth, records),
+            }
+        }
+    }
+
+    fn observe(
+        &mut self,
+        node: NodeId,
+        obs: Observation,
+        clock: Models,
+        depth: usize,
+        records: &mut Vec<Record>,
+    ) {
+        let n = &mut self.nodes[node.index()];
+        match obs {
+            Observation::Leader { term } => n.leads = Some(term),
+            Observation::Follower { .. } | Observation::Candidate { .. } | Observation::Crashed => {
+                n.leads = None
+            }
+            _ => {}
+        }
+        let reading = clock.0.reading(n.steps);
+        records.push(Record {
+            time: SimTime::ZERO + TICK * depth as u32,
+            node,
+            mono: reading,
+            wall: reading,
+            obs: obs.clone(),
+        });
+        if clock.1.keeps(&obs) {
+            self.seen.insert((node, obs));
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! Bully explored on 3 nodes. Bully's safety rests on timeouts being right, so with
+//! free timing split brain is found at once; with `TimerModel::Quiet` (timeouts longer
+//! than any round trip) it is safe unless a message is lost.
+
+use tenure_core::Cluster;
+use tenure_models::property::{copies_in_flight_at_most, one_leader_at_a_time};
+use tenure_models::{Bounds, Explorer, Report, TimerModel};
+use tenure_protocols::bully::{Bully, BullyConfig};
+
+fn explore(max_drops: u32, timers: TimerModel) -> Report {
+    let bounds = Bounds {
+        max_drops,
+        timers,
+        ..Bounds::default()
+    };
+    Explorer::<Bully>::new(BullyConfig::default(), Cluster::uniform("node", 3), bounds)
+        .invariant("one-leader-at-a-time", one_leader_at_a_time())
+        .within(copies_in_flight_at_most(1))
+        .explore()
+}
+
+#[test]
+fn quiet_timers_and_a_reliable_network_keep_one_coordinator() {
+    let report = explore(0, TimerModel::Quiet);
+    assert!(report.counterexample.is_none(), "{report}");
+    assert!(report.complete && report.depth_cut == 0, "{report}");
+    assert_eq!(report.unique_states, 268);
+}
+
+#[test]
+fn one_lost_message_gives_split_brain() {
+    let report = explore(1, TimerModel::Quiet);
+    println!("{report}");
+    let cex = report.counterexample.clone().expect("split brain");
+    assert_eq!(cex.property, "one-leader-at-a-time");
+    assert_eq!(cex.depth, 14);
+    assert!(cex.steps[12].ends_with("dropped"), "{cex}");
+    assert!(cex.steps[13].ends_with("timer AnswerWait fired"), "{cex}");
+}
+
+#[test]
+fn free_timing_gives_split_brain_without_any_loss() {
+    let cex = explore(0, TimerModel::Free)
+        .counterexample
+        .expect("a timeout that fires early is a wrong failure detector");
+    assert_eq!(cex.depth, 1);
+    assert_eq!(cex.steps, vec!["n0 timer AnswerWait fired"]);
+}
