@@ -495,9 +495,14 @@ impl LeaderLease {
             return; // a leader's lease timer decides when it stops leading
         }
         if term > self.term {
+            // A later term exists: ours is stale, and so is this attempt.
             self.term = term;
             self.voted_for = None;
             self.store_vote(env);
+            if self.attempt.is_some() {
+                self.give_up(env);
+            }
+            return;
         }
         let servers = self.servers.len();
         let majority = self.majority();

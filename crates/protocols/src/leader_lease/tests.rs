@@ -625,7 +625,9 @@ fn candidate_retries_just_after_the_promise_it_was_refused_on() {
             after: ms(700) + jitter
         }]
     );
-    // A higher term is adopted (and stored) but the vote is not.
+    n.recv(3004, 3, LeaseMsg::Grant { term: 1, round: 1 });
+    // A higher term is adopted (and stored) but the vote is not, and the stale attempt
+    // is given up: its voters are released (the timer stays where the lease hint put it).
     assert_eq!(
         n.recv(
             3005,
@@ -636,10 +638,18 @@ fn candidate_retries_just_after_the_promise_it_was_refused_on() {
                 retry_after: None
             }
         ),
-        vec![Effect::Store {
-            key: VOTE_KEY.into(),
-            value: Some("{\"term\":4,\"voted_for\":null}".into())
-        }]
+        vec![
+            Effect::Store {
+                key: VOTE_KEY.into(),
+                value: Some("{\"term\":4,\"voted_for\":null}".into())
+            },
+            send(3, LeaseMsg::Release { term: 1, round: 1 }),
+        ]
+    );
+    // A grant for the stale attempt is ignored.
+    assert_eq!(
+        n.recv(3006, 4, LeaseMsg::Grant { term: 1, round: 1 }),
+        vec![]
     );
 }
 
