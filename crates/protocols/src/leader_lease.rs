@@ -16,7 +16,10 @@
 //! after the old leader's lease ended: a new leader waits out the old lease. A voter's
 //! promises are volatile, so a (re)started server grants nothing for one
 //! `lease_duration` (its quiet period). Term and vote are durable: one grant per voter
-//! per term.
+//! per term. A candidate whose attempt cannot win (a split vote) or runs out of time
+//! releases the voters that granted it (it never acts on that attempt) and steps back for
+//! a random moment; a refusal because of a *leader's* lease says how long it has left, so
+//! candidates come back just after it.
 //!
 //! **How it fails (the broken variants).**
 //! * `no-drift-margin`: the lease ends exactly `lease_duration` after the request by the
@@ -105,12 +108,19 @@ pub enum LeaseMsg {
         term: u64,
         round: u64,
     },
-    /// `term` is the voter's; `retry_after` is how long its promise to another node (or
-    /// its quiet period) still runs, by its clock, if that is the reason.
+    /// `term` is the voter's; `retry_after` is how long its promise to a *leader* (or
+    /// its quiet period) still runs, by its clock, if that is the reason. A promise to a
+    /// mere candidate may be released early, so it gives no hint.
     Reject {
         term: u64,
         round: u64,
         retry_after: Option<Duration>,
+    },
+    /// "I gave up that attempt (a split vote): forget your promise to me." Safe because
+    /// the candidate never acts on that attempt and ignores its late grants.
+    Release {
+        term: u64,
+        round: u64,
     },
 }
 
@@ -133,6 +143,10 @@ pub enum LeaseRole {
 pub struct Promise {
     pub to: NodeId,
     pub until: LocalTime,
+    /// In this term (a candidate's release must name it).
+    pub term: u64,
+    /// Granted to a renewal: `to` leads.
+    pub leader: bool,
 }
 
 /// One request for (or renewal of) the lease.
@@ -143,6 +157,9 @@ pub struct Attempt {
     /// When the request was sent, by the clock the lease is timed on.
     pub sent_at: LocalTime,
     pub grants: BTreeSet<NodeId>,
+    pub rejects: BTreeSet<NodeId>,
+    /// Some voter refused because of a leader's lease (or its quiet period).
+    pub leader_blocks: bool,
     pub won: bool,
 }
 
@@ -254,13 +271,14 @@ impl LeaderLease {
     }
 
     /// Why this voter may not grant `to` now: `Some(remaining)` while a promise to
-    /// another node or the quiet period runs.
-    fn blocked_for(&self, now: LocalTime, to: NodeId) -> Option<Duration> {
+    /// another node or the quiet period runs, with whether that one is worth waiting
+    /// for (a leader's lease or the quiet period, not a candidate's).
+    fn blocked_for(&self, now: LocalTime, to: NodeId) -> Option<(Duration, bool)> {
         if now < self.quiet_until {
-            return Some(now.until(self.quiet_until));
+            return Some((now.until(self.quiet_until), true));
         }
         match self.promise {
-            Some(p) if p.to != to && now < p.until => Some(now.until(p.until)),
+            Some(p) if p.to != to && now < p.until => Some((now.until(p.until), p.leader)),
             _ => None,
         }
     }
@@ -287,12 +305,16 @@ impl LeaderLease {
         self.promise = Some(Promise {
             to: self.me,
             until: now + self.config.lease_duration,
+            term: self.term,
+            leader: self.role == LeaseRole::Leader,
         });
         self.attempt = Some(Attempt {
             term: self.term,
             round: self.round,
             sent_at: self.lease_now(env),
             grants: BTreeSet::from([self.me]),
+            rejects: BTreeSet::new(),
+            leader_blocks: false,
             won: false,
         });
         let msg = LeaseMsg::RequestLease {
@@ -311,8 +333,17 @@ impl LeaderLease {
         if self.role == LeaseRole::Leader {
             return;
         }
+        if let Some(attempt) = &self.attempt {
+            // Our last attempt did not win in time. If only other candidates stood in
+            // the way, step back for a random moment so that one of us can win.
+            let leader_blocks = attempt.leader_blocks;
+            self.give_up(env);
+            if !leader_blocks {
+                return;
+            }
+        }
         let now = env.monotonic();
-        if let Some(remaining) = self.blocked_for(now, self.me) {
+        if let Some((remaining, _)) = self.blocked_for(now, self.me) {
             // Wait out the lease we promised someone else (or our quiet period).
             let after = remaining + self.jitter(env);
             env.set_timer(LeaseTimer::Election, after);
@@ -375,8 +406,8 @@ impl LeaderLease {
             env.send(from, reject(self, None));
             return;
         }
-        if let Some(remaining) = self.blocked_for(now, from) {
-            env.send(from, reject(self, Some(remaining)));
+        if let Some((remaining, worth_waiting)) = self.blocked_for(now, from) {
+            env.send(from, reject(self, worth_waiting.then_some(remaining)));
             return;
         }
         if term == self.term && self.voted_for.is_some_and(|v| v != from) {
@@ -391,6 +422,8 @@ impl LeaderLease {
         self.promise = Some(Promise {
             to: from,
             until: now + self.config.lease_duration,
+            term,
+            leader,
         });
         if self.role == LeaseRole::Leader {
             // Our promise to ourselves ran out while we still believe in our lease. The
@@ -453,6 +486,7 @@ impl LeaderLease {
     fn on_reject(
         &mut self,
         env: &mut dyn Env<LeaseMsg, LeaseTimer>,
+        from: NodeId,
         term: u64,
         round: u64,
         retry_after: Option<Duration>,
@@ -461,18 +495,67 @@ impl LeaderLease {
             return; // a leader's lease timer decides when it stops leading
         }
         if term > self.term {
+            // A later term exists: ours is stale, and so is this attempt.
             self.term = term;
             self.voted_for = None;
             self.store_vote(env);
+            if self.attempt.is_some() {
+                self.give_up(env);
+            }
+            return;
         }
-        let current = self
-            .attempt
-            .as_ref()
-            .is_some_and(|a| a.round == round && !a.won);
-        if let (true, Some(remaining)) = (current, retry_after) {
-            // Try again just after the voter's promise runs out.
+        let servers = self.servers.len();
+        let majority = self.majority();
+        let Some(attempt) = self.attempt.as_mut() else {
+            return;
+        };
+        if attempt.round != round || attempt.won {
+            return;
+        }
+        attempt.rejects.insert(from);
+        let lost = attempt.rejects.len() > servers - majority;
+        if let Some(remaining) = retry_after {
+            attempt.leader_blocks = true;
+            // A leader's lease (or a quiet period) blocks us: try again just after it.
             let after = remaining + self.jitter(env);
             env.set_timer(LeaseTimer::Election, after);
+        }
+        if lost {
+            self.give_up(env);
+        }
+    }
+
+    /// This attempt can no longer win: release the voters who granted it (a split vote
+    /// would otherwise block them, and us, for a whole lease).
+    fn give_up(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) {
+        let attempt = self.attempt.take().expect("an attempt to give up");
+        assert!(!attempt.won, "giving up an attempt that won");
+        let msg = LeaseMsg::Release {
+            term: attempt.term,
+            round: attempt.round,
+        };
+        for &voter in &attempt.grants {
+            if voter != self.me {
+                env.send(voter, msg.clone());
+            }
+        }
+        if self.promise.is_some_and(|p| p.to == self.me) {
+            self.promise = None;
+        }
+        if !attempt.leader_blocks {
+            // Only other candidates stood in the way: try again soon, at a random
+            // moment. (Otherwise the timer is already set to when a lease runs out.)
+            let after = self.jitter(env);
+            env.set_timer(LeaseTimer::Election, after);
+        }
+    }
+
+    fn on_release(&mut self, from: NodeId, term: u64) {
+        if self
+            .promise
+            .is_some_and(|p| p.to == from && p.term == term && !p.leader)
+        {
+            self.promise = None;
         }
     }
 }
@@ -526,7 +609,8 @@ impl Protocol for LeaderLease {
                 term,
                 round,
                 retry_after,
-            } => self.on_reject(env, term, round, retry_after),
+            } => self.on_reject(env, from, term, round, retry_after),
+            LeaseMsg::Release { term, .. } => self.on_release(from, term),
         }
     }
 

@@ -155,7 +155,9 @@ fn election_bumps_the_term_stores_the_vote_and_asks_everyone() {
         n.p.promise(),
         Some(Promise {
             to: NodeId(0),
-            until: at(5000)
+            until: at(5000),
+            term: 1,
+            leader: false
         })
     );
 }
@@ -193,7 +195,9 @@ fn voter_grants_and_promises_by_its_own_clock() {
         v.p.promise(),
         Some(Promise {
             to: NodeId(0),
-            until: at(5002)
+            until: at(5002),
+            term: 1,
+            leader: false
         })
     );
 }
@@ -211,6 +215,7 @@ fn voter_refuses_another_node_until_its_promise_runs_out() {
             leader: false,
         },
     );
+    // Promised to a mere candidate: no hint (the candidate may release it early).
     assert_eq!(
         v.recv(
             4000,
@@ -226,12 +231,126 @@ fn voter_refuses_another_node_until_its_promise_runs_out() {
             LeaseMsg::Reject {
                 term: 1,
                 round: 1,
-                retry_after: Some(ms(1002))
+                retry_after: None
+            }
+        )]
+    );
+    // Promised to a leader (a renewal): come back when its lease has run out.
+    v.recv(
+        4100,
+        0,
+        LeaseMsg::RequestLease {
+            term: 1,
+            round: 2,
+            leader: true,
+        },
+    );
+    assert_eq!(
+        v.recv(
+            4200,
+            2,
+            LeaseMsg::RequestLease {
+                term: 2,
+                round: 2,
+                leader: false
+            }
+        ),
+        vec![send(
+            2,
+            LeaseMsg::Reject {
+                term: 1,
+                round: 2,
+                retry_after: Some(ms(1900))
             }
         )]
     );
     // Its term did not move, so the leader's renewals still get through.
     assert_eq!(v.p.term(), 1);
+}
+
+#[test]
+fn a_split_vote_releases_the_grants_and_steps_back() {
+    let mut n = candidate("correct");
+    n.recv(3004, 1, LeaseMsg::Grant { term: 1, round: 1 });
+    let none = LeaseMsg::Reject {
+        term: 1,
+        round: 1,
+        retry_after: None,
+    };
+    assert_eq!(n.recv(3005, 2, none.clone()), vec![]);
+    assert_eq!(n.recv(3005, 3, none.clone()), vec![]);
+    // A third refusal of five: this attempt cannot win.
+    let jitter = n.next_draw(Duration::ZERO, ms(500));
+    assert_eq!(
+        n.recv(3006, 4, none),
+        vec![
+            send(1, LeaseMsg::Release { term: 1, round: 1 }),
+            Effect::SetTimer {
+                timer: LeaseTimer::Election,
+                after: jitter
+            },
+        ]
+    );
+    assert_eq!(n.p.promise(), None);
+    // The next timer starts a fresh attempt in a higher term.
+    let effects = n.timer(3300, LeaseTimer::Election);
+    assert_eq!(
+        effects[1],
+        Effect::Observe(Observation::Candidate { term: 2 })
+    );
+}
+
+#[test]
+fn an_attempt_out_of_time_is_released_before_trying_again() {
+    let mut n = candidate("correct");
+    n.recv(3004, 1, LeaseMsg::Grant { term: 1, round: 1 });
+    let jitter = n.next_draw(Duration::ZERO, ms(500));
+    assert_eq!(
+        n.timer(4200, LeaseTimer::Election),
+        vec![
+            send(1, LeaseMsg::Release { term: 1, round: 1 }),
+            Effect::SetTimer {
+                timer: LeaseTimer::Election,
+                after: jitter
+            },
+        ]
+    );
+    // A late grant for the released attempt is ignored.
+    assert_eq!(
+        n.recv(4201, 2, LeaseMsg::Grant { term: 1, round: 1 }),
+        vec![]
+    );
+}
+
+#[test]
+fn release_frees_a_candidate_promise_but_not_a_leader_one() {
+    let mut v = Node::new("correct", 1);
+    v.start(0);
+    v.recv(
+        3002,
+        0,
+        LeaseMsg::RequestLease {
+            term: 1,
+            round: 1,
+            leader: false,
+        },
+    );
+    assert_eq!(
+        v.recv(3010, 0, LeaseMsg::Release { term: 1, round: 1 }),
+        vec![]
+    );
+    assert_eq!(v.p.promise(), None);
+    v.recv(
+        3020,
+        0,
+        LeaseMsg::RequestLease {
+            term: 1,
+            round: 2,
+            leader: true,
+        },
+    );
+    v.recv(3030, 0, LeaseMsg::Release { term: 1, round: 2 });
+    assert!(v.p.promise().is_some());
 }
 
 #[test]
@@ -327,7 +446,9 @@ fn renewal_extends_the_promise_and_names_the_leader() {
         v.p.promise(),
         Some(Promise {
             to: NodeId(0),
-            until: at(5502)
+            until: at(5502),
+            term: 1,
+            leader: true
         })
     );
 }
@@ -504,7 +625,9 @@ fn candidate_retries_just_after_the_promise_it_was_refused_on() {
             after: ms(700) + jitter
         }]
     );
-    // A higher term is adopted (and stored) but the vote is not.
+    n.recv(3004, 3, LeaseMsg::Grant { term: 1, round: 1 });
+    // A higher term is adopted (and stored) but the vote is not, and the stale attempt
+    // is given up: its voters are released (the timer stays where the lease hint put it).
     assert_eq!(
         n.recv(
             3005,
@@ -515,10 +638,18 @@ fn candidate_retries_just_after_the_promise_it_was_refused_on() {
                 retry_after: None
             }
         ),
-        vec![Effect::Store {
-            key: VOTE_KEY.into(),
-            value: Some("{\"term\":4,\"voted_for\":null}".into())
-        }]
+        vec![
+            Effect::Store {
+                key: VOTE_KEY.into(),
+                value: Some("{\"term\":4,\"voted_for\":null}".into())
+            },
+            send(3, LeaseMsg::Release { term: 1, round: 1 }),
+        ]
+    );
+    // A grant for the stale attempt is ignored.
+    assert_eq!(
+        n.recv(3006, 4, LeaseMsg::Grant { term: 1, round: 1 }),
+        vec![]
     );
 }
 
