@@ -37,6 +37,4 @@ pub mod workload;
 pub mod zookeeper;
 
 #[cfg(test)]
-mod coord_testkit;
-#[cfg(test)]
 mod testkit;

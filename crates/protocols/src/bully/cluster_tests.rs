@@ -7,7 +7,12 @@ use crate::testkit::Net;
 const SECOND: Duration = Duration::from_secs(1);
 
 fn net(seed: u64) -> Net<Bully> {
-    Net::start(BullyConfig::default(), Cluster::uniform("node", 5), seed)
+    Net::start_with_latency(
+        BullyConfig::default(),
+        Cluster::uniform("node", 5),
+        seed,
+        Duration::from_millis(5),
+    )
 }
 
 /// `leader` leads and every other live node follows it.

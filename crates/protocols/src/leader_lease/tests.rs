@@ -1,5 +1,5 @@
 use super::*;
-use crate::coord_testkit::Net;
+use crate::testkit::Net;
 use tenure_core::{Effect, Rng, SplitMix64, Step, StorageMap};
 
 fn ms(n: u64) -> Duration {

@@ -8,7 +8,12 @@ use std::time::Duration;
 const SECOND: Duration = Duration::from_secs(1);
 
 fn net(config: RaftConfig, seed: u64) -> Net<Raft> {
-    Net::start(config, Cluster::uniform("server", 5), seed)
+    Net::start_with_latency(
+        config,
+        Cluster::uniform("server", 5),
+        seed,
+        Duration::from_millis(5),
+    )
 }
 
 /// Exactly one leader, and every other node follows it in its term.

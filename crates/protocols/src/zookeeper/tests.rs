@@ -1,5 +1,5 @@
 use super::*;
-use crate::coord_testkit::Net;
+use crate::testkit::Net;
 use std::collections::BTreeMap;
 use tenure_core::{Effect, LocalTime, Observation, RoleSpec, SplitMix64, Step, StorageMap};
 
