@@ -1,7 +1,8 @@
 //! The book keeps itself honest: every command it shows is run and its output checked,
 //! and its table of contents links exactly the pages that exist.
 //!
-//! The convention (also in the book's own "Conventions" note and in HELPERS.md): in a
+//! The convention (also told to readers in book/src/intro.md, "How to read the
+//! commands"): in a
 //! ```` ```console ```` block, a line `$ tenure <args>` is a command run with the built
 //! `tenure` binary from the repository root; an optional trailing `# exit N` gives the
 //! expected exit code (default 0). The lines after it, up to the next `$ ` line or the end
