@@ -254,21 +254,24 @@ fn first_unmatched<'a>(expected: &'a [String], actual: &str) -> Option<&'a str> 
 }
 
 /// Runs `tenure args` from the repository root; returns (exit code, merged output).
+/// stdout and stderr go to one pipe (through `sh`, so this builds on the workspace's
+/// `rust-version`, before `std::io::pipe`), in the order a terminal shows them.
 fn run(args: &[String]) -> (Option<i32>, String) {
-    let (mut reader, writer) = std::io::pipe().expect("a pipe");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tenure"))
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("exec \"$0\" \"$@\" 2>&1")
+        .arg(env!("CARGO_BIN_EXE_tenure"))
         .args(args)
         .current_dir(repo())
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
-        .stdout(writer.try_clone().expect("clone the pipe"))
-        .stderr(writer)
-        .spawn()
-        .expect("tenure starts");
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut reader, &mut text).expect("read tenure's output");
-    let status = child.wait().expect("tenure ends");
-    (status.code(), text)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("sh runs tenure");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 fn check(shown: &Shown) -> Result<(), String> {
