@@ -425,6 +425,28 @@ fn links_between_pages_point_at_pages() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+#[test]
+fn scenario_files_named_in_the_book_exist() {
+    let mut problems = Vec::new();
+    for page in all_pages() {
+        let text = std::fs::read_to_string(book_src().join(&page)).expect("a page");
+        for (i, line) in text.lines().enumerate() {
+            for word in line.split(|c: char| c.is_whitespace() || "`()[],;".contains(c)) {
+                let is_path = (word.starts_with("scenarios/") || word.starts_with("book/src/"))
+                    && word.ends_with(".toml");
+                if is_path && !repo().join(word).is_file() {
+                    problems.push(format!(
+                        "book/src/{}:{}: `{word}` does not exist",
+                        page.display(),
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// `a/../b.md` -> `b.md` (no filesystem access).
 fn normalize(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
