@@ -1,0 +1,518 @@
+//! The book keeps itself honest: every command it shows is run and its output checked,
+//! and its table of contents links exactly the pages that exist.
+//!
+//! The convention (also told to readers in book/src/intro.md, "How to read the
+//! commands"): in a
+//! ```` ```console ```` block, a line `$ tenure <args>` is a command run with the built
+//! `tenure` binary from the repository root; an optional trailing `# exit N` gives the
+//! expected exit code (default 0). The lines after it, up to the next `$ ` line or the end
+//! of the block, are expected output: after trimming, each must be a substring of a line
+//! of the command's output (stdout and stderr merged, as a terminal shows them), in
+//! order, each on a later line than the one before. A line `...` stands for output left
+//! out (it matches anything) and blank lines are ignored. Other code blocks (```` ```sh
+//! ````, ```` ```toml ````, ...) are not run.
+//!
+//! Failures name the page, the line, the command, and what was expected against what
+//! came out.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Pages SUMMARY.md links that other people are still writing. mdBook would create an
+/// empty file for a missing link on build; this list lets the table of contents name
+/// them before they land. Remove an entry when its page lands.
+const PENDING: &[&str] = &[
+    "tutorial.md",
+    "fuzzing.md",
+    "timeline.md",
+    "election-time.md",
+    "verification.md",
+    "performance.md",
+];
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root exists")
+}
+
+fn book_src() -> PathBuf {
+    repo().join("book/src")
+}
+
+/// Every `*.md` under `dir`, as paths relative to `root`, sorted.
+fn pages(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            pages(root, &p, out);
+        } else if p.extension().is_some_and(|e| e == "md") {
+            out.push(p.strip_prefix(root).expect("under the root").to_path_buf());
+        }
+    }
+}
+
+fn all_pages() -> Vec<PathBuf> {
+    let src = book_src();
+    let mut out = Vec::new();
+    pages(&src, &src, &mut out);
+    out
+}
+
+/// One command shown in a console block, with what the page says it prints.
+#[derive(Debug, PartialEq)]
+struct Shown {
+    page: String,
+    /// 1-based line of the `$ ` line in the page.
+    line: usize,
+    /// The command as written after `$ ` (without the `# exit` comment).
+    command: String,
+    args: Vec<String>,
+    exit: i32,
+    expected: Vec<String>,
+}
+
+/// Splits a command line into words: whitespace separates, single and double quotes
+/// group (no escapes inside single quotes; `\"` and `\\` inside double quotes).
+fn words(line: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err("unclosed single quote".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c) => word.push(c),
+                            None => return Err("unclosed double quote".into()),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err("unclosed double quote".into()),
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        out.push(word);
+    }
+    Ok(out)
+}
+
+/// Reads a `$ ` line: the words after `tenure`, and the expected exit code.
+fn command_line(text: &str) -> Result<(String, Vec<String>, i32), String> {
+    let (command, exit) = match text.find(" #") {
+        Some(i) => {
+            let comment = text[i + 2..].trim();
+            let code = comment
+                .strip_prefix("exit")
+                .map(str::trim)
+                .and_then(|n| n.parse::<i32>().ok())
+                .ok_or_else(|| {
+                    format!(
+                        "the only comment allowed on a `$ ` line is `# exit N`, found `#{}`",
+                        &text[i + 2..]
+                    )
+                })?;
+            (text[..i].trim(), code)
+        }
+        None => (text.trim(), 0),
+    };
+    let mut w = words(command)?;
+    if w.first().map(String::as_str) != Some("tenure") {
+        return Err(format!(
+            "a console block runs only `tenure` commands; show other commands in a ```sh block: `{command}`"
+        ));
+    }
+    w.remove(0);
+    Ok((command.to_string(), w, exit))
+}
+
+/// Every command shown in the console blocks of `text` (a page named `page`).
+fn parse_page(page: &str, text: &str) -> Result<Vec<Shown>, String> {
+    let mut out: Vec<Shown> = Vec::new();
+    let mut fence: Option<(String, bool)> = None; // (the fence itself, is console)
+    for (i, raw) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let trimmed = raw.trim_start();
+        if let Some((marker, console)) = &fence {
+            if trimmed.starts_with(marker.as_str()) && trimmed.trim_end() == marker.as_str() {
+                fence = None;
+                continue;
+            }
+            if !*console {
+                continue;
+            }
+            let line = raw.trim();
+            if let Some(rest) = line.strip_prefix("$ ") {
+                let (command, args, exit) =
+                    command_line(rest).map_err(|e| format!("{page}:{line_no}: {e}"))?;
+                out.push(Shown {
+                    page: page.to_string(),
+                    line: line_no,
+                    command,
+                    args,
+                    exit,
+                    expected: Vec::new(),
+                });
+            } else if line == "$" {
+                return Err(format!("{page}:{line_no}: an empty `$` line"));
+            } else if !line.is_empty() {
+                match out.last_mut() {
+                    Some(shown) if shown.line > 0 => shown.expected.push(line.to_string()),
+                    _ => {
+                        return Err(format!(
+                            "{page}:{line_no}: output before any `$ tenure` line in a console block"
+                        ))
+                    }
+                }
+            }
+            continue;
+        }
+        let ticks = trimmed.chars().take_while(|c| *c == '`').count();
+        let tildes = trimmed.chars().take_while(|c| *c == '~').count();
+        let (n, ch) = if ticks >= 3 {
+            (ticks, '`')
+        } else if tildes >= 3 {
+            (tildes, '~')
+        } else {
+            continue;
+        };
+        let info = trimmed[n..].trim();
+        let lang = info
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .next()
+            .unwrap_or("");
+        let console = lang == "console";
+        if console {
+            // A new block: outputs may not run on from the previous block's command.
+            out.push(Shown {
+                page: String::new(),
+                line: 0,
+                command: String::new(),
+                args: Vec::new(),
+                exit: 0,
+                expected: Vec::new(),
+            });
+        }
+        fence = Some((ch.to_string().repeat(n), console));
+    }
+    if let Some((marker, _)) = fence {
+        return Err(format!(
+            "{page}: a code block opened with {marker} is never closed"
+        ));
+    }
+    out.retain(|s| s.line > 0);
+    Ok(out)
+}
+
+/// Matches `expected` against `actual`: each expected line (but `...`) is a substring
+/// of a later actual line than the previous match. Returns the first unmatched line.
+fn first_unmatched<'a>(expected: &'a [String], actual: &str) -> Option<&'a str> {
+    let lines: Vec<&str> = actual.lines().collect();
+    let mut next = 0;
+    for want in expected {
+        if want == "..." {
+            continue;
+        }
+        match lines[next..].iter().position(|l| l.contains(want.as_str())) {
+            Some(k) => next += k + 1,
+            None => return Some(want),
+        }
+    }
+    None
+}
+
+/// Runs `tenure args` from the repository root; returns (exit code, merged output).
+/// stdout and stderr go to one pipe (through `sh`, so this builds on the workspace's
+/// `rust-version`, before `std::io::pipe`), in the order a terminal shows them.
+fn run(args: &[String]) -> (Option<i32>, String) {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("exec \"$0\" \"$@\" 2>&1")
+        .arg(env!("CARGO_BIN_EXE_tenure"))
+        .args(args)
+        .current_dir(repo())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("sh runs tenure");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn check(shown: &Shown) -> Result<(), String> {
+    let (code, text) = run(&shown.args);
+    let here = format!("{}:{}: $ {}", shown.page, shown.line, shown.command);
+    if code != Some(shown.exit) {
+        return Err(format!(
+            "{here}\n  expected exit {}, got {code:?}\n  output:\n{}",
+            shown.exit,
+            indent(&text)
+        ));
+    }
+    if let Some(missing) = first_unmatched(&shown.expected, &text) {
+        return Err(format!(
+            "{here}\n  this expected line was not found (in order) in the output:\n    {missing}\n  expected:\n{}\n  output:\n{}",
+            indent(&shown.expected.join("\n")),
+            indent(&text)
+        ));
+    }
+    Ok(())
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("    | {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn every_command_in_the_book_runs_as_shown() {
+    std::fs::create_dir_all(repo().join("tenure-out")).expect("tenure-out/ for outputs");
+    let mut all = Vec::new();
+    for page in all_pages() {
+        let text = std::fs::read_to_string(book_src().join(&page)).expect("a page");
+        let name = format!("book/src/{}", page.display());
+        all.extend(parse_page(&name, &text).unwrap_or_else(|e| panic!("{e}")));
+    }
+    assert!(
+        all.len() >= 10,
+        "the book shows only {} commands: is the parser broken?",
+        all.len()
+    );
+    // Two workers: the commands are independent, and each is a few simulated seconds.
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let halves: Vec<_> = [0, 1]
+            .iter()
+            .map(|&w| {
+                let mine: Vec<&Shown> = all.iter().skip(w).step_by(2).collect();
+                s.spawn(move || {
+                    mine.into_iter()
+                        .filter_map(|c| check(c).err())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        halves
+            .into_iter()
+            .flat_map(|h| h.join().expect("a worker"))
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} of {} book commands did not run as shown:\n\n{}",
+        failures.len(),
+        all.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// The `(target.md)` links of SUMMARY.md, with their line numbers.
+fn summary_links(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(open) = rest.find("](") {
+            let after = &rest[open + 2..];
+            let Some(close) = after.find(')') else { break };
+            out.push((i + 1, after[..close].to_string()));
+            rest = &after[close + 1..];
+        }
+    }
+    out
+}
+
+#[test]
+fn summary_links_every_page_and_only_pages_that_exist() {
+    let src = book_src();
+    let summary = std::fs::read_to_string(src.join("SUMMARY.md")).expect("SUMMARY.md");
+    let mut linked = BTreeSet::new();
+    let mut problems = Vec::new();
+    for (line, target) in summary_links(&summary) {
+        if !target.ends_with(".md") || target.contains("://") {
+            problems.push(format!(
+                "SUMMARY.md:{line}: `{target}` is not a page of the book (a .md under book/src)"
+            ));
+            continue;
+        }
+        if !src.join(&target).is_file() && !PENDING.contains(&target.as_str()) {
+            problems.push(format!(
+                "SUMMARY.md:{line}: `{target}` does not exist (mdBook would create it empty); write it or add it to PENDING in crates/cli/tests/book.rs"
+            ));
+        }
+        if !linked.insert(target.clone()) {
+            problems.push(format!("SUMMARY.md:{line}: `{target}` is linked twice"));
+        }
+    }
+    for page in all_pages() {
+        let name = page.to_string_lossy().replace('\\', "/");
+        if name != "SUMMARY.md" && !linked.contains(&name) {
+            problems.push(format!(
+                "book/src/{name} is not linked from SUMMARY.md (mdBook would not build it)"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn links_between_pages_point_at_pages() {
+    let src = book_src();
+    let mut problems = Vec::new();
+    for page in all_pages() {
+        let text = std::fs::read_to_string(src.join(&page)).expect("a page");
+        let dir = page.parent().unwrap_or(Path::new(""));
+        let mut in_code = false;
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                in_code = !in_code;
+            }
+            if in_code {
+                continue;
+            }
+            for (_, target) in summary_links(line) {
+                let path = target.split('#').next().unwrap_or("");
+                if path.is_empty() || path.contains("://") || !path.ends_with(".md") {
+                    continue;
+                }
+                let resolved = normalize(&dir.join(path));
+                let name = resolved.to_string_lossy().replace('\\', "/");
+                if !src.join(&resolved).is_file() && !PENDING.contains(&name.as_str()) {
+                    problems.push(format!(
+                        "book/src/{}:{}: link to `{target}`, which does not exist",
+                        page.display(),
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn scenario_files_named_in_the_book_exist() {
+    let mut problems = Vec::new();
+    for page in all_pages() {
+        let text = std::fs::read_to_string(book_src().join(&page)).expect("a page");
+        for (i, line) in text.lines().enumerate() {
+            for word in line.split(|c: char| c.is_whitespace() || "`()[],;".contains(c)) {
+                let is_path = (word.starts_with("scenarios/") || word.starts_with("book/src/"))
+                    && word.ends_with(".toml");
+                if is_path && !repo().join(word).is_file() {
+                    problems.push(format!(
+                        "book/src/{}:{}: `{word}` does not exist",
+                        page.display(),
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `a/../b.md` -> `b.md` (no filesystem access).
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[test]
+fn the_parser_reads_the_convention() {
+    let page = "text\n\
+```console\n\
+$ tenure run a.toml --seed 3  # exit 1\n\
+FAIL a.toml\n\
+...\n\
+\n\
+  replay: tenure run a.toml --seed 3\n\
+$ tenure list\n\
+```\n\
+```sh\n\
+$ cargo build\n\
+```\n\
+```console\n\
+$ tenure verify 'scenarios/raft dir'\n\
+```\n";
+    let shown = parse_page("p.md", page).unwrap();
+    assert_eq!(shown.len(), 3);
+    assert_eq!(shown[0].line, 3);
+    assert_eq!(shown[0].args, ["run", "a.toml", "--seed", "3"]);
+    assert_eq!(shown[0].exit, 1);
+    assert_eq!(
+        shown[0].expected,
+        ["FAIL a.toml", "...", "replay: tenure run a.toml --seed 3"]
+    );
+    assert_eq!(shown[1].args, ["list"]);
+    assert_eq!(shown[1].exit, 0);
+    assert!(shown[1].expected.is_empty());
+    assert_eq!(shown[2].args, ["verify", "scenarios/raft dir"]);
+
+    let err = parse_page("p.md", "```console\n$ cargo build\n```\n").unwrap_err();
+    assert!(err.contains("p.md:2") && err.contains("```sh"), "{err}");
+    let err = parse_page("p.md", "```console\n$ tenure list # all\n```\n").unwrap_err();
+    assert!(err.contains("# exit N"), "{err}");
+    let err = parse_page("p.md", "```console\noutput\n```\n").unwrap_err();
+    assert!(err.contains("before any"), "{err}");
+    let err = parse_page("p.md", "```console\n$ tenure list\n").unwrap_err();
+    assert!(err.contains("never closed"), "{err}");
+}
+
+#[test]
+fn matching_is_ordered_substrings_by_line() {
+    let out = "tenure: a.toml seed 1\nFAIL a.toml: x violated\n  met\n";
+    let e = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(first_unmatched(&e(&["seed 1", "...", "met"]), out), None);
+    assert_eq!(first_unmatched(&e(&["met", "FAIL"]), out), Some("FAIL"));
+    assert_eq!(
+        first_unmatched(&e(&["FAIL", "FAIL"]), out),
+        Some("FAIL"),
+        "one actual line matches one expected line"
+    );
+    assert_eq!(first_unmatched(&e(&["PASS"]), out), Some("PASS"));
+}
