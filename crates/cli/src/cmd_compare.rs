@@ -443,7 +443,8 @@ fn ms(ns: Option<u64>) -> String {
     match ns {
         None => "-".to_string(),
         Some(ns) if ns >= 10_000_000_000 => format!("{:.1}s", ns as f64 / 1e9),
-        Some(ns) => format!("{:.0}ms", ns as f64 / 1e6),
+        Some(ns) if ns >= 10_000_000 => format!("{:.0}ms", ns as f64 / 1e6),
+        Some(ns) => format!("{:.1}ms", ns as f64 / 1e6),
     }
 }
 

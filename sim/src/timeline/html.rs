@@ -122,7 +122,7 @@ pub fn page(scenario_name: &str, cluster: &Cluster, report: &Report, model: &Mod
         esc(&title)
     );
     header(&mut h, scenario_name, cluster, report, model);
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<div class=\"controls\">\
          <button type=\"button\" data-act=\"in\" title=\"zoom in (wheel up)\">+ zoom in</button>\
@@ -131,7 +131,7 @@ pub fn page(scenario_name: &str, cluster: &Cluster, report: &Report, model: &Mod
          <button type=\"button\" data-act=\"left\" title=\"scroll left (shift+wheel)\">◀</button>\
          <button type=\"button\" data-act=\"right\" title=\"scroll right (shift+wheel)\">▶</button>{}\
          <input type=\"range\" id=\"pan\" min=\"0\" max=\"1000\" value=\"0\" title=\"scroll\">\
-         <span id=\"view\">0s – {}</span></div>\n",
+         <span id=\"view\">0s – {}</span></div>",
         if report.violations.is_empty() {
             String::new()
         } else {
@@ -139,16 +139,16 @@ pub fn page(scenario_name: &str, cluster: &Cluster, report: &Report, model: &Mod
         },
         esc(&secs(model.end))
     );
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<div id=\"chart\"><svg id=\"tl\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" \
-         height=\"{height:.0}\" data-label-w=\"{LABEL_W}\" data-end-ns=\"{}\">\n",
+         height=\"{height:.0}\" data-label-w=\"{LABEL_W}\" data-end-ns=\"{}\">",
         model.end.as_nanos()
     );
     h.push_str(DEFS);
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<clipPath id=\"plotclip\"><rect id=\"cliprect\" x=\"{LABEL_W}\" y=\"0\" width=\"{PLOT_W}\" height=\"{height:.0}\"/></clipPath>\n"
+        "<clipPath id=\"plotclip\"><rect id=\"cliprect\" x=\"{LABEL_W}\" y=\"0\" width=\"{PLOT_W}\" height=\"{height:.0}\"/></clipPath>"
     );
 
     // Lane backgrounds and labels (not zoomed).

@@ -174,5 +174,8 @@
   });
   window.addEventListener("mouseup", function () { drag = null; chart.classList.remove("dragging"); });
   window.addEventListener("resize", function () { setView(t0, t1); });
+  // `page.html#view=1.5-3.2` opens on that window of true time (seconds).
+  var hv = /view=([0-9.]+)-([0-9.]+)/.exec(location.hash);
+  if (hv) { t0 = Math.max(0, +hv[1] * 1e9); t1 = Math.min(END, Math.max(t0 + 1000, +hv[2] * 1e9)); }
   layout();
 })();
