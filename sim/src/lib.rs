@@ -20,6 +20,7 @@ pub mod play;
 pub mod registry;
 pub mod rng;
 mod run;
+pub mod timeline;
 pub mod trace;
 mod world;
 

@@ -4,3 +4,4 @@ mod checkers_trusted;
 mod determinism;
 mod scenarios;
 mod support;
+mod timeline;

@@ -17,6 +17,9 @@ pub struct RunArgs {
     /// Write the full trace (observations, messages, timers, faults) as JSON lines.
     #[arg(long, value_name = "OUT.jsonl")]
     trace: Option<PathBuf>,
+    /// Write a self-contained HTML timeline of the run (lanes per node over true time).
+    #[arg(long, value_name = "OUT.html")]
+    timeline: Option<PathBuf>,
     /// Print a JSON report on stdout instead of text.
     #[arg(long)]
     json: bool,
@@ -72,7 +75,7 @@ pub fn run(args: RunArgs) -> Outcome {
         Ok(p) => p,
         Err(o) => return o,
     };
-    if let Some(out) = &args.trace {
+    for out in args.trace.iter().chain(&args.timeline) {
         if let Err(o) = check_output(out, &[&args.file]) {
             return o;
         }
@@ -122,6 +125,15 @@ pub fn run(args: RunArgs) -> Outcome {
         if let Err(o) = write_trace(out, trace) {
             return o;
         }
+    }
+
+    if let Some(out) = &args.timeline {
+        let html = tenure_sim::timeline::render(&s.name, &prepared.cluster, &report);
+        if let Err(e) = std::fs::write(out, html) {
+            eprintln!("tenure: cannot write {}: {e}", out.display());
+            return Outcome::BadInput;
+        }
+        eprintln!("tenure: wrote the timeline to {}", out.display());
     }
 
     if args.json {

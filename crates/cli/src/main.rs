@@ -4,6 +4,7 @@
 //! failed, 2 bad input or usage, 3 internal error (a bug in tenure or a protocol,
 //! nondeterminism included).
 
+mod cmd_compare;
 mod cmd_list;
 mod cmd_run;
 mod cmd_verify;
@@ -32,6 +33,8 @@ enum Command {
     Run(cmd_run::RunArgs),
     /// Run scenario files and check each meets its declared expectation.
     Verify(cmd_verify::VerifyArgs),
+    /// Compare variants of a protocol (or several scenarios) over the same seeds.
+    Compare(cmd_compare::CompareArgs),
     /// List protocols (with roles and variants), checkers and fault kinds.
     List(cmd_list::ListArgs),
 }
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd_run::run(args),
         Command::Verify(args) => cmd_verify::verify(args),
         Command::List(args) => cmd_list::list(args),
+        Command::Compare(args) => cmd_compare::compare(args),
     });
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),

@@ -95,8 +95,97 @@ pub fn narrative(report: &Report, v: &Violation, context: usize) -> Vec<String> 
             }
         }
     }
+    if let Some(trace) = &report.trace {
+        let start = records[from].time;
+        let end = records[last].time.max(v.time);
+        if let Some(line) = drops_line(trace, start, end) {
+            lines.push(line);
+        }
+    }
     lines.sort_by_key(|l| (l.0, l.1));
     lines.into_iter().map(|(_, _, l)| l).collect()
+}
+
+/// One line summing up the messages dropped (partition, loss) or lost (receiver down)
+/// in `[start, end]`, at the time of the first: who to whom, most frequent links first.
+fn drops_line(
+    trace: &[TraceEvent],
+    start: tenure_core::SimTime,
+    end: tenure_core::SimTime,
+) -> Option<(tenure_core::SimTime, u8, String)> {
+    use std::collections::BTreeMap;
+    let mut senders: BTreeMap<u64, tenure_core::NodeId> = BTreeMap::new();
+    // reason -> (from, to) -> count
+    let mut by: BTreeMap<&'static str, BTreeMap<(String, String), u64>> = BTreeMap::new();
+    let mut first = None;
+    let mut total = 0u64;
+    for e in trace {
+        let (time, from, to, reason) = match e {
+            TraceEvent::Sent {
+                id,
+                from,
+                to,
+                time,
+                dropped,
+                ..
+            } => {
+                senders.insert(*id, *from);
+                match dropped {
+                    Some(r) => (*time, Some(*from), *to, drop_reason(*r)),
+                    None => continue,
+                }
+            }
+            TraceEvent::Lost { time, id, to, .. } => {
+                (*time, senders.get(id).copied(), *to, "receiver down")
+            }
+            _ => continue,
+        };
+        if time < start || time > end {
+            continue;
+        }
+        first.get_or_insert(time);
+        total += 1;
+        let from = from.map_or("?".to_string(), |f| f.to_string());
+        *by.entry(reason)
+            .or_default()
+            .entry((from, to.to_string()))
+            .or_default() += 1;
+    }
+    let first = first?;
+    let parts: Vec<String> = by
+        .iter()
+        .map(|(reason, links)| {
+            let mut links: Vec<(&(String, String), &u64)> = links.iter().collect();
+            links.sort_by_key(|(link, k)| (std::cmp::Reverse(**k), (*link).clone()));
+            let n: u64 = links.iter().map(|(_, k)| **k).sum();
+            let mut shown: Vec<String> = links
+                .iter()
+                .take(3)
+                .map(|((f, t), k)| format!("{f}->{t} x{k}"))
+                .collect();
+            if links.len() > 3 {
+                shown.push("...".to_string());
+            }
+            format!("{n} by {reason} ({})", shown.join(", "))
+        })
+        .collect();
+    Some((
+        first,
+        0,
+        format!(
+            "  {first}  dropped {total} message{} up to {end}: {}",
+            if total == 1 { "" } else { "s" },
+            parts.join("; ")
+        ),
+    ))
+}
+
+fn drop_reason(r: tenure_sim::DropReason) -> &'static str {
+    match r {
+        tenure_sim::DropReason::Partition => "partition",
+        tenure_sim::DropReason::Loss => "loss",
+        tenure_sim::DropReason::Down => "receiver down",
+    }
 }
 
 /// The JSON report of one run.

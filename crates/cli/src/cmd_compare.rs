@@ -1,0 +1,566 @@
+//! `tenure compare FILE... [--variants a,b+flag] [--params 'k=v;k=v']... [--seeds N]`:
+//! the same scenario and the same seeds under several variants of its protocol (or
+//! several scenario files, e.g. different lock protocols under the same pauses), side by
+//! side: safety and liveness violations (which checker, in how many seeds), availability
+//! (the fraction of true time some node believed it led, or held a lock), the time from
+//! losing leadership or the lock to the next `Leader`/`Holds` (p50, p99), and the
+//! messages sent in those gaps.
+//!
+//! Availability and handovers are judged on beliefs, like the checkers: a paused holder
+//! still counts as holding. A gap starts when the last node stops believing and ends at
+//! the next belief; the first acquisition of the run is not a handover. Gaps still open
+//! at the end are counted apart (`open at end`).
+
+use crate::report::protocol_label;
+use crate::{shown, Outcome};
+use clap::Args;
+use serde::Serialize;
+use std::path::PathBuf;
+use tenure_core::{Observation, SimTime};
+use tenure_scenario::Scenario;
+use tenure_sim::{Prepared, Report, RunOptions, TraceEvent};
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Scenario files (TOML). With several, each is compared (protocols may differ).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Variants to compare, comma-separated. `+flag` sets a boolean protocol parameter
+    /// to true and `+key=value` sets any parameter: `correct,correct+pre_vote`.
+    #[arg(long, value_delimiter = ',', value_name = "VARIANT[+PARAM]...")]
+    variants: Vec<String>,
+    /// A parameter alternative on the scenario's own variant, `key=value;key=value`
+    /// (repeatable; `''` is the scenario as written).
+    #[arg(long = "params", value_name = "K=V;K=V")]
+    params: Vec<String>,
+    /// How many seeds, from the first seed upward.
+    #[arg(long, default_value_t = 20)]
+    seeds: u64,
+    /// The first seed (default: each scenario's `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Print a Markdown table.
+    #[arg(long, conflicts_with = "json")]
+    markdown: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One alternative: a variant (or the scenario's own) and parameters to set.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Alternative {
+    pub label: String,
+    pub variant: Option<String>,
+    pub params: Vec<(String, serde_json::Value)>,
+}
+
+fn param(text: &str) -> Result<(String, serde_json::Value), String> {
+    let (k, v) = match text.split_once('=') {
+        Some((k, v)) => (
+            k.trim(),
+            serde_json::from_str(v.trim())
+                .unwrap_or_else(|_| serde_json::Value::String(v.trim().to_string())),
+        ),
+        None => (text.trim(), serde_json::Value::Bool(true)),
+    };
+    if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!(
+            "`{text}`: a parameter is written `name` or `name=value`"
+        ));
+    }
+    Ok((k.to_string(), v))
+}
+
+/// `correct+pre_vote+check_quorum`, `+pre_vote`, `no-step-down`.
+pub fn parse_variant(spec: &str) -> Result<Alternative, String> {
+    let mut parts = spec.split('+');
+    let variant = parts.next().unwrap_or("").trim();
+    let params = parts.map(param).collect::<Result<Vec<_>, _>>()?;
+    Ok(Alternative {
+        label: spec.trim().to_string(),
+        variant: (!variant.is_empty()).then(|| variant.to_string()),
+        params,
+    })
+}
+
+/// `pre_vote=true;check_quorum=true` (empty: the scenario as written).
+pub fn parse_params(spec: &str) -> Result<Alternative, String> {
+    let params = spec
+        .split(';')
+        .filter(|p| !p.trim().is_empty())
+        .map(param)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Alternative {
+        label: if params.is_empty() {
+            "as written".to_string()
+        } else {
+            spec.trim().to_string()
+        },
+        variant: None,
+        params,
+    })
+}
+
+/// The scenario with the alternative applied.
+pub fn apply(scenario: &Scenario, alt: &Alternative) -> Scenario {
+    let mut s = scenario.clone();
+    if let Some(v) = &alt.variant {
+        s.protocol.variant = v.clone();
+    }
+    if !alt.params.is_empty() {
+        if !s.protocol.params.is_object() {
+            s.protocol.params = serde_json::json!({});
+        }
+        let map = s.protocol.params.as_object_mut().expect("an object");
+        for (k, v) in &alt.params {
+            map.insert(k.clone(), v.clone());
+        }
+    }
+    s
+}
+
+/// What "available" means for a run: some node leads, or some node holds a lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Belief {
+    Leader,
+    Holder,
+}
+
+/// The gaps of one run: when the last believer stopped and when the next began (none if
+/// the run ended first), and what fraction of the run someone believed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Gaps {
+    pub covered_ns: u64,
+    pub end_ns: u64,
+    pub gaps: Vec<(SimTime, Option<SimTime>)>,
+}
+
+/// Sweeps a run's records for `belief`.
+pub fn gaps(report: &Report, belief: Belief) -> Gaps {
+    let info = &report.history.info;
+    let n = info.cluster.size();
+    // What each node believes: leads (one bit) or the resources it holds.
+    let mut leads = vec![false; n];
+    let mut held: Vec<std::collections::BTreeSet<&str>> = vec![Default::default(); n];
+    let mut count = 0usize;
+    let mut since = SimTime::ZERO;
+    let mut out = Gaps {
+        end_ns: info.end.as_nanos(),
+        ..Gaps::default()
+    };
+    let mut lost: Option<SimTime> = None;
+    for r in &report.history.records {
+        let i = r.node.index();
+        let before = match belief {
+            Belief::Leader => leads[i],
+            Belief::Holder => !held[i].is_empty(),
+        };
+        match (&r.obs, belief) {
+            (Observation::Started | Observation::Crashed, _) => {
+                leads[i] = false;
+                held[i].clear();
+            }
+            (Observation::Leader { .. }, Belief::Leader) => leads[i] = true,
+            (Observation::Follower { .. } | Observation::Candidate { .. }, Belief::Leader) => {
+                leads[i] = false
+            }
+            (Observation::Holds { resource, .. }, Belief::Holder) => {
+                held[i].insert(resource);
+            }
+            (Observation::Releases { resource }, Belief::Holder) => {
+                held[i].remove(resource.as_str());
+            }
+            _ => continue,
+        }
+        let after = match belief {
+            Belief::Leader => leads[i],
+            Belief::Holder => !held[i].is_empty(),
+        };
+        if before == after {
+            continue;
+        }
+        if after {
+            if count == 0 {
+                since = r.time;
+                if let Some(l) = lost.take() {
+                    out.gaps.push((l, Some(r.time)));
+                }
+            }
+            count += 1;
+        } else {
+            count -= 1;
+            if count == 0 {
+                out.covered_ns += r.time.as_nanos() - since.as_nanos();
+                lost = Some(r.time);
+            }
+        }
+    }
+    if count > 0 {
+        out.covered_ns += info.end.as_nanos().saturating_sub(since.as_nanos());
+    }
+    if let Some(l) = lost {
+        out.gaps.push((l, None));
+    }
+    out
+}
+
+/// Messages sent in `[from, to)` (the trace is in true-time order).
+fn messages_between(sent: &[SimTime], from: SimTime, to: SimTime) -> u64 {
+    (sent.partition_point(|t| *t < to) - sent.partition_point(|t| *t < from)) as u64
+}
+
+/// One row of the table.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub label: String,
+    pub scenario: String,
+    pub protocol: String,
+    pub seeds: Vec<u64>,
+    /// Per check, in the scenario's order: how many seeds violated it.
+    pub violations: Vec<(String, u64)>,
+    pub belief: Option<Belief>,
+    /// Fraction of true time with a leader (or a holder), over all seeds.
+    pub availability: Option<f64>,
+    /// Gaps closed by a new leader or holder, over all seeds.
+    pub handovers: u64,
+    /// Gaps still open at the end of a run.
+    pub unrecovered: u64,
+    pub handover_p50_ns: Option<u64>,
+    pub handover_p99_ns: Option<u64>,
+    /// Mean messages sent during a closed gap.
+    pub messages_per_handover: Option<f64>,
+    /// Mean messages per run.
+    pub messages_per_run: f64,
+}
+
+/// Nearest-rank percentile of sorted values.
+pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    Some(sorted[rank.min(sorted.len()) - 1])
+}
+
+/// Runs every seed of one alternative and sums it up.
+pub fn measure(label: String, file: &str, prepared: &Prepared, seeds: &[u64]) -> Row {
+    let options = RunOptions {
+        trace: true,
+        stop_at_first_violation: false,
+    };
+    let reports: Vec<Report> = seeds.iter().map(|s| prepared.run(*s, &options)).collect();
+    let has = |f: &dyn Fn(&Observation) -> bool| {
+        reports
+            .iter()
+            .any(|r| r.history.records.iter().any(|x| f(&x.obs)))
+    };
+    let belief = if has(&|o| matches!(o, Observation::Leader { .. })) {
+        Some(Belief::Leader)
+    } else if has(&|o| matches!(o, Observation::Holds { .. })) {
+        Some(Belief::Holder)
+    } else {
+        None
+    };
+    let violations = prepared
+        .scenario
+        .checks
+        .iter()
+        .map(|c| {
+            let k = reports
+                .iter()
+                .filter(|r| r.violations.iter().any(|v| v.checker == c.name))
+                .count() as u64;
+            (c.name.clone(), k)
+        })
+        .collect();
+    let (mut covered, mut total) = (0u64, 0u64);
+    let (mut durations, mut msgs) = (Vec::new(), Vec::new());
+    let mut unrecovered = 0;
+    let mut all_messages = 0u64;
+    for r in &reports {
+        all_messages += r.stats.messages_sent;
+        let Some(b) = belief else { continue };
+        let g = gaps(r, b);
+        covered += g.covered_ns;
+        total += g.end_ns;
+        let sent: Vec<SimTime> = r
+            .trace
+            .iter()
+            .flatten()
+            .filter_map(|e| match e {
+                TraceEvent::Sent { time, .. } => Some(*time),
+                _ => None,
+            })
+            .collect();
+        for (lost, regained) in g.gaps {
+            match regained {
+                Some(t) => {
+                    durations.push(t.as_nanos() - lost.as_nanos());
+                    msgs.push(messages_between(&sent, lost, t));
+                }
+                None => unrecovered += 1,
+            }
+        }
+    }
+    durations.sort_unstable();
+    Row {
+        label,
+        scenario: file.to_string(),
+        protocol: protocol_label(&prepared.scenario),
+        seeds: seeds.to_vec(),
+        violations,
+        belief,
+        availability: (belief.is_some() && total > 0).then(|| covered as f64 / total as f64),
+        handovers: durations.len() as u64,
+        unrecovered,
+        handover_p50_ns: percentile(&durations, 50.0),
+        handover_p99_ns: percentile(&durations, 99.0),
+        messages_per_handover: (!msgs.is_empty())
+            .then(|| msgs.iter().sum::<u64>() as f64 / msgs.len() as f64),
+        messages_per_run: all_messages as f64 / reports.len().max(1) as f64,
+    }
+}
+
+pub fn compare(args: CompareArgs) -> Outcome {
+    if args.seeds == 0 {
+        eprintln!("tenure: --seeds must be at least 1");
+        return Outcome::BadInput;
+    }
+    let mut alts = Vec::new();
+    for v in args.variants.iter().filter(|v| !v.trim().is_empty()) {
+        match parse_variant(v) {
+            Ok(a) => alts.push(a),
+            Err(e) => {
+                eprintln!("tenure: --variants: {e}");
+                return Outcome::BadInput;
+            }
+        }
+    }
+    for p in &args.params {
+        match parse_params(p) {
+            Ok(a) => alts.push(a),
+            Err(e) => {
+                eprintln!("tenure: --params: {e}");
+                return Outcome::BadInput;
+            }
+        }
+    }
+    let many_files = args.files.len() > 1;
+    if alts.is_empty() && !many_files {
+        eprintln!(
+            "tenure: nothing to compare: give --variants (e.g. --variants correct,correct+pre_vote), --params, or several files"
+        );
+        return Outcome::BadInput;
+    }
+    // Load and validate everything before running anything.
+    let mut plans = Vec::new();
+    for path in &args.files {
+        let file = shown(path);
+        let scenario = match tenure_scenario::load(path) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("tenure: {e}");
+                return Outcome::BadInput;
+            }
+        };
+        let stem = path
+            .file_stem()
+            .map_or(file.clone(), |s| s.to_string_lossy().to_string());
+        let file_alts = if alts.is_empty() {
+            vec![Alternative {
+                label: String::new(),
+                variant: None,
+                params: Vec::new(),
+            }]
+        } else {
+            alts.clone()
+        };
+        for alt in file_alts {
+            let label = match (many_files, alt.label.is_empty()) {
+                (true, true) => format!("{stem} ({})", protocol_label(&scenario)),
+                (true, false) => format!("{stem} {}", alt.label),
+                (false, _) => alt.label.clone(),
+            };
+            let prepared = match Prepared::new(apply(&scenario, &alt)) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("tenure: {label}: {e}");
+                    return Outcome::BadInput;
+                }
+            };
+            let first = args.seed.unwrap_or(scenario.seed);
+            let Some(last) = first.checked_add(args.seeds - 1) else {
+                eprintln!(
+                    "tenure: --seed {first} plus --seeds {} overflows",
+                    args.seeds
+                );
+                return Outcome::BadInput;
+            };
+            plans.push((
+                label,
+                file.clone(),
+                prepared,
+                (first..=last).collect::<Vec<_>>(),
+            ));
+        }
+    }
+    eprintln!(
+        "tenure: comparing {} alternative{} × {} seed{}",
+        plans.len(),
+        if plans.len() == 1 { "" } else { "s" },
+        args.seeds,
+        if args.seeds == 1 { "" } else { "s" }
+    );
+    let rows: Vec<Row> = plans
+        .into_iter()
+        .map(|(label, file, prepared, seeds)| measure(label, &file, &prepared, &seeds))
+        .collect();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("rows serialize")
+        );
+    } else {
+        let (head, body) = table(&rows);
+        if args.markdown {
+            print!("{}", markdown(&head, &body));
+        } else {
+            print!("{}", plain(&head, &body));
+        }
+        let seeds = &rows[0].seeds;
+        println!(
+            "seeds {}..={} per row; availability and handovers are judged on beliefs (a paused holder still holds)",
+            seeds[0],
+            seeds[seeds.len() - 1]
+        );
+    }
+    Outcome::Passed
+}
+
+fn ms(ns: Option<u64>) -> String {
+    match ns {
+        None => "-".to_string(),
+        Some(ns) if ns >= 10_000_000_000 => format!("{:.1}s", ns as f64 / 1e9),
+        Some(ns) if ns >= 10_000_000 => format!("{:.0}ms", ns as f64 / 1e6),
+        Some(ns) => format!("{:.1}ms", ns as f64 / 1e6),
+    }
+}
+
+fn violations_cell(row: &Row, liveness: bool) -> String {
+    let n = row.seeds.len();
+    let parts: Vec<String> = row
+        .violations
+        .iter()
+        .filter(|(name, k)| *k > 0 && name.contains("liveness") == liveness)
+        .map(|(name, k)| format!("{name} {k}/{n}"))
+        .collect();
+    if parts.is_empty() {
+        "none".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The table's header and cells.
+pub fn table(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
+    let many_files = rows.iter().any(|r| r.scenario != rows[0].scenario);
+    let head = [
+        if many_files { "scenario" } else { "variant" },
+        "safety violations",
+        "liveness violations",
+        "available",
+        "handovers",
+        "handover p50",
+        "handover p99",
+        "msgs/handover",
+    ]
+    .map(String::from)
+    .to_vec();
+    let body = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.label.clone(),
+                violations_cell(r, false),
+                violations_cell(r, true),
+                match (r.availability, r.belief) {
+                    (Some(a), Some(b)) => format!(
+                        "{:.1}% {}",
+                        a * 100.0,
+                        match b {
+                            Belief::Leader => "led",
+                            Belief::Holder => "held",
+                        }
+                    ),
+                    _ => "-".to_string(),
+                },
+                if r.unrecovered > 0 {
+                    format!("{} (+{} open at end)", r.handovers, r.unrecovered)
+                } else {
+                    r.handovers.to_string()
+                },
+                ms(r.handover_p50_ns),
+                ms(r.handover_p99_ns),
+                r.messages_per_handover
+                    .map_or("-".to_string(), |m| format!("{m:.1}")),
+            ]
+        })
+        .collect();
+    (head, body)
+}
+
+pub fn plain(head: &[String], body: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..head.len())
+        .map(|c| {
+            body.iter()
+                .map(|r| r[c].chars().count())
+                .chain([head[c].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[String]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let pad = widths[i] - c.chars().count();
+            if i == 0 {
+                s.push_str(c);
+                s.push_str(&" ".repeat(pad));
+            } else {
+                s.push_str("  ");
+                s.push_str(&" ".repeat(pad));
+                s.push_str(c);
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(head);
+    for r in body {
+        out.push_str(&line(r));
+    }
+    out
+}
+
+pub fn markdown(head: &[String], body: &[Vec<String>]) -> String {
+    let esc = |c: &str| c.replace('|', "\\|");
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        head.iter().map(|h| esc(h)).collect::<Vec<_>>().join(" | "),
+        head.iter()
+            .enumerate()
+            .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })
+            .collect::<String>()
+    );
+    for r in body {
+        out.push_str(&format!(
+            "| {} |\n",
+            r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

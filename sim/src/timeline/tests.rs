@@ -1,0 +1,360 @@
+use super::*;
+use crate::net::DropReason;
+use crate::trace::TraceEvent;
+use crate::world::Stats;
+use tenure_check::Violation;
+use tenure_core::{History, LocalTime, NodeId, Observation, Record, RunInfo, SimTime};
+
+const MS: u64 = 1_000_000;
+
+fn n(i: u32) -> NodeId {
+    NodeId(i)
+}
+
+fn rec(ms: u64, node: u32, obs: Observation) -> Record {
+    Record {
+        time: SimTime(ms * MS),
+        node: n(node),
+        mono: LocalTime((ms * MS) as i64),
+        wall: LocalTime((ms * MS) as i64),
+        obs,
+    }
+}
+
+fn holds(res: &str, token: u64) -> Observation {
+    Observation::Holds {
+        resource: res.into(),
+        token,
+    }
+}
+
+fn fault(ms: u64, kind: &'static str, nodes: &[u32], detail: &str) -> TraceEvent {
+    TraceEvent::Fault {
+        time: SimTime(ms * MS),
+        kind,
+        nodes: nodes.iter().map(|i| n(*i)).collect(),
+        detail: detail.into(),
+    }
+}
+
+fn report(n_nodes: u32, end_ms: u64, records: Vec<Record>, extra: Vec<TraceEvent>) -> Report {
+    let mut trace: Vec<TraceEvent> = records.iter().cloned().map(TraceEvent::Observed).collect();
+    trace.extend(extra);
+    trace.sort_by_key(|e| e.time());
+    Report {
+        seed: 7,
+        violations: Vec::new(),
+        history: History {
+            info: RunInfo {
+                cluster: Cluster::uniform("node", n_nodes),
+                seed: 7,
+                end: SimTime(end_ms * MS),
+                calm_from: SimTime::ZERO,
+            },
+            records,
+        },
+        trace: Some(trace),
+        stats: Stats::default(),
+        stopped_early: false,
+        expectation_met: true,
+    }
+}
+
+fn span(b: &Bar) -> (u32, BarKind, u64, u64, bool) {
+    (b.node.0, b.kind, b.start.0 / MS, b.end.0 / MS, b.open)
+}
+
+#[test]
+fn beliefs_become_bars_that_end_at_release_crash_or_the_end_of_the_run() {
+    let r = report(
+        2,
+        100,
+        vec![
+            rec(0, 0, Observation::Started),
+            rec(0, 1, Observation::Started),
+            rec(5, 0, Observation::Candidate { term: 1 }),
+            rec(10, 0, Observation::Leader { term: 1 }),
+            rec(10, 1, holds("x", 3)),
+            rec(
+                20,
+                1,
+                Observation::Releases {
+                    resource: "x".into(),
+                },
+            ),
+            rec(30, 1, holds("x", 4)),
+            rec(40, 1, Observation::Crashed),
+            rec(50, 1, Observation::Started),
+        ],
+        vec![fault(40, "crash", &[1], ""), fault(50, "restart", &[1], "")],
+    );
+    let m = build(&r);
+    let bars: Vec<_> = m.bars.iter().map(span).collect();
+    assert_eq!(
+        bars,
+        vec![
+            (0, BarKind::Candidate, 5, 10, false),
+            (0, BarKind::Leader, 10, 100, true),
+            (1, BarKind::Holds, 10, 20, false),
+            (1, BarKind::Holds, 30, 40, false),
+            (1, BarKind::Down, 40, 50, false),
+        ]
+    );
+    assert_eq!(m.bars[1].label, "leader t1");
+    assert_eq!(m.bars[2].label, "holds x #3");
+    let marks: Vec<(String, u64)> = m
+        .marks
+        .iter()
+        .map(|k| (k.kind.clone(), k.time.0 / MS))
+        .collect();
+    assert_eq!(
+        marks,
+        vec![("crash".to_string(), 40), ("restart".to_string(), 50)]
+    );
+}
+
+#[test]
+fn pauses_and_partitions_come_from_the_trace() {
+    let r = report(
+        3,
+        100,
+        vec![rec(0, 0, Observation::Started), rec(0, 2, holds("x", 1))],
+        vec![
+            fault(10, "pause", &[2], "20ms"),
+            fault(30, "resume", &[2], ""),
+            fault(40, "cut", &[0, 1], ""),
+            fault(50, "isolate", &[2], ""),
+            fault(60, "heal", &[], ""),
+            fault(70, "pause", &[1], "1s"),
+            fault(80, "crash", &[1], ""),
+            fault(90, "partition", &[0, 1, 2], "[[n0], [n1, n2]]"),
+        ],
+    );
+    let m = build(&r);
+    let bands: Vec<_> = m
+        .bars
+        .iter()
+        .filter(|b| b.kind == BarKind::Pause)
+        .map(span)
+        .collect();
+    assert_eq!(
+        bands,
+        vec![
+            (1, BarKind::Pause, 70, 80, false),
+            (2, BarKind::Pause, 10, 30, false)
+        ]
+    );
+    let net: Vec<(u64, u64, &str)> = m
+        .net
+        .iter()
+        .map(|s| (s.start.0 / MS, s.end.0 / MS, s.label.as_str()))
+        .collect();
+    assert_eq!(
+        net,
+        vec![
+            (40, 50, "cut n0,n1"),
+            (50, 60, "cut n0,n1; isolate n2"),
+            (90, 100, "partition [[n0], [n1, n2]]"),
+        ]
+    );
+    assert_eq!(m.net[1].nodes, vec![n(0), n(1), n(2)]);
+}
+
+fn sent(
+    ms: u64,
+    id: u64,
+    from: u32,
+    to: u32,
+    at: &[u64],
+    dropped: Option<DropReason>,
+) -> TraceEvent {
+    TraceEvent::Sent {
+        time: SimTime(ms * MS),
+        id,
+        from: n(from),
+        to: n(to),
+        msg: format!("Ping({id})"),
+        deliver_at: at.iter().map(|a| SimTime(a * MS)).collect(),
+        dropped,
+    }
+}
+
+fn delivered(ms: u64, id: u64, from: u32, to: u32) -> TraceEvent {
+    TraceEvent::Delivered {
+        time: SimTime(ms * MS),
+        id,
+        from: n(from),
+        to: n(to),
+    }
+}
+
+#[test]
+fn every_message_copy_gets_its_fate() {
+    let r = report(
+        3,
+        100,
+        vec![
+            rec(0, 0, Observation::Started),
+            rec(30, 2, Observation::Crashed),
+        ],
+        vec![
+            sent(1, 1, 0, 1, &[3], None),
+            delivered(3, 1, 0, 1),
+            sent(2, 2, 0, 1, &[], Some(DropReason::Partition)),
+            sent(4, 3, 0, 1, &[9, 6], None), // duplicated
+            delivered(6, 3, 0, 1),
+            delivered(20, 3, 0, 1), // the receiver was paused: handled late
+            sent(25, 4, 0, 2, &[35], None), // arrives while n2 is down for good
+            sent(95, 5, 0, 1, &[120], None), // still in flight at the end
+        ],
+    );
+    let m = build(&r);
+    let fates: Vec<(u64, Option<u64>, Fate)> = m
+        .messages
+        .iter()
+        .map(|x| (x.id, x.arrived.map(|a| a.0 / MS), x.fate))
+        .collect();
+    assert_eq!(
+        fates,
+        vec![
+            (
+                1,
+                Some(3),
+                Fate::Delivered {
+                    handled: SimTime(3 * MS)
+                }
+            ),
+            (2, None, Fate::Dropped(DropReason::Partition)),
+            (
+                3,
+                Some(6),
+                Fate::Delivered {
+                    handled: SimTime(6 * MS)
+                }
+            ),
+            (
+                3,
+                Some(9),
+                Fate::Delivered {
+                    handled: SimTime(20 * MS)
+                }
+            ),
+            (4, Some(35), Fate::LostDown),
+            (5, Some(120), Fate::InFlight),
+        ]
+    );
+    assert_eq!(m.messages[3].end(), SimTime(20 * MS));
+}
+
+#[test]
+fn clock_offsets_are_readings_minus_true_time() {
+    let mut a = rec(10, 0, Observation::Started);
+    a.mono = LocalTime(a.mono.0 + 5);
+    a.wall = LocalTime(a.wall.0 - 3_000_000_000);
+    let mut b = rec(20, 0, Observation::Note { text: "x".into() });
+    b.mono = LocalTime(b.mono.0 + 5);
+    b.wall = LocalTime(b.wall.0 - 3_000_000_000);
+    let r = report(2, 100, vec![a, b, rec(30, 1, Observation::Started)], vec![]);
+    let m = build(&r);
+    assert_eq!(
+        m.clocks[0].points,
+        vec![(SimTime(10 * MS), 5, -3_000_000_000)],
+        "an unchanged offset is kept once"
+    );
+    assert!(!m.clocks[0].is_exact());
+    assert!(m.clocks[1].is_exact());
+}
+
+fn violating_report() -> Report {
+    let mut r = report(
+        2,
+        100,
+        vec![
+            rec(0, 0, Observation::Started),
+            rec(10, 0, holds("<b>", 1)),
+            rec(40, 1, holds("<b>", 2)),
+        ],
+        vec![
+            fault(20, "pause", &[0], "50ms"),
+            fault(70, "resume", &[0], ""),
+            sent(41, 9, 1, 0, &[45], None),
+            delivered(70, 9, 1, 0),
+        ],
+    );
+    r.violations.push(Violation {
+        checker: "mutual-exclusion",
+        time: SimTime(40 * MS),
+        nodes: vec![n(0), n(1)],
+        message: "n0 and n1 both held `<b>` & more".into(),
+        records: vec![1, 2],
+    });
+    r
+}
+
+#[test]
+fn the_page_marks_pauses_holders_and_the_violation_with_data_attributes() {
+    let html = render(
+        "a <script>alert(1)</script> name",
+        &Cluster::uniform("node", 2),
+        &violating_report(),
+    );
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains(
+        "data-kind=\"pause\" data-node=\"0\" data-start-ns=\"20000000\" data-end-ns=\"70000000\""
+    ));
+    assert!(html.contains(
+        "data-kind=\"holds\" data-node=\"0\" data-start-ns=\"10000000\" data-end-ns=\"100000000\" data-record=\"1\""
+    ));
+    assert!(html.contains("data-kind=\"holds\" data-node=\"1\" data-start-ns=\"40000000\""));
+    assert!(html.contains(
+        "data-kind=\"violation\" data-checker=\"mutual-exclusion\" data-t-ns=\"40000000\""
+    ));
+    assert!(html.contains("data-kind=\"involved\" data-record=\"2\" data-node=\"1\""));
+    assert!(html.contains("class=\"ts bar holds involved\""));
+    // Text is escaped everywhere, in the markup and in the embedded data.
+    assert!(!html.contains("<script>alert"));
+    assert!(html.contains("a &lt;script&gt;alert(1)&lt;/script&gt; name"));
+    assert!(html.contains("both held `&lt;b&gt;` &amp; more"));
+    assert!(!html.contains("<b>"));
+    assert_eq!(html.matches("<script").count(), 2, "the data and the code");
+    // No network access: nothing is fetched.
+    assert_eq!(
+        html.matches("http://").count(),
+        html.matches("http://www.w3.org/2000/svg").count(),
+        "the only URL is the SVG namespace"
+    );
+    assert!(!html.contains("https://") && !html.contains(" src=") && !html.contains("<link"));
+}
+
+#[test]
+fn the_page_is_a_pure_function_of_the_report() {
+    let c = Cluster::uniform("node", 2);
+    assert_eq!(
+        render("x", &c, &violating_report()),
+        render("x", &c, &violating_report())
+    );
+}
+
+#[test]
+fn messages_are_embedded_with_send_arrival_and_handling_times() {
+    let html = render("x", &Cluster::uniform("node", 2), &violating_report());
+    // [sent us, arrived us, handled us, from, to, fate, text index]
+    assert!(
+        html.contains("\"msgs\":[[41000,45000,70000,1,0,0,0]]"),
+        "{html}"
+    );
+    assert!(html.contains("\"texts\":[\"Ping(9)\"]"));
+}
+
+#[test]
+fn ticks_are_round_numbers() {
+    let t = ticks(SimTime::ZERO, SimTime(20_000 * MS), 1100.0);
+    let labels: Vec<&str> = t.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(
+        labels,
+        ["0s", "2s", "4s", "6s", "8s", "10s", "12s", "14s", "16s", "18s", "20s"]
+    );
+    let t = ticks(SimTime(1_000 * MS), SimTime(1_010 * MS), 550.0);
+    assert_eq!(t[0].1, "1.000s");
+    assert_eq!(t[1].1, "1.002s");
+}
