@@ -568,16 +568,10 @@ mod tests {
         assert_eq!(s.name, "leader crash");
         assert_eq!(
             s.cluster,
-            ClusterSpec::Roles(vec![
-                RoleSpec {
-                    role: "server".into(),
-                    count: 5
-                },
-                RoleSpec {
-                    role: "client".into(),
-                    count: 1
-                },
-            ])
+            ClusterSpec::Roles(vec![RoleSpec {
+                role: "server".into(),
+                count: 5
+            }])
         );
         assert_eq!(s.network.loss, 0.01);
         assert_eq!(
@@ -604,18 +598,19 @@ mod tests {
         );
         assert_eq!(s.faults.len(), 8);
         assert_eq!(
-            s.faults[1],
+            s.faults[2],
             FaultEvent {
                 at: Duration::from_secs(5),
-                fault: Fault::Crash {
-                    node: NodeSel::Leader
+                fault: Fault::Pause {
+                    node: NodeSel::Leader,
+                    duration: Duration::from_millis(1500)
                 },
             }
         );
         assert_eq!(
             s.faults[7].fault,
             Fault::Request {
-                node: NodeSel::Id(5),
+                node: NodeSel::Id(4),
                 name: "put".into(),
                 arg: 7
             }
@@ -633,7 +628,7 @@ mod tests {
         assert_eq!(s.checks[2].params, serde_json::json!({"within": "5s"}));
         assert_eq!(
             s.protocol.params,
-            serde_json::json!({"election_timeout": ["150ms", "300ms"], "heartbeat": "50ms"})
+            serde_json::json!({"election_timeout": ["150ms", "300ms"], "heartbeat_interval": "50ms"})
         );
     }
 

@@ -202,11 +202,8 @@ mod tests {
         let s = parse(EXAMPLE, "leader.toml").unwrap();
         let text = assert_round_trips(&s);
         assert!(text.starts_with("name = \"leader crash\"\n"), "{text}");
-        assert!(text.contains("[[fault]]\nat = \"5s\"\nkind = \"crash\"\nnode = \"leader\"\n"));
-        assert!(
-            text.contains("[cluster.roles]\nserver = 5\nclient = 1\n"),
-            "{text}"
-        );
+        assert!(text.contains("[[fault]]\nat = \"5s\"\nkind = \"pause\"\nnode = \"leader\"\n"));
+        assert!(text.contains("[cluster.roles]\nserver = 5\n"), "{text}");
         assert!(!text.contains("[cluster]\n"), "{text}");
     }
 
