@@ -4,6 +4,7 @@
 //! failed, 2 bad input or usage, 3 internal error (a bug in tenure or a protocol,
 //! nondeterminism included).
 
+mod cmd_experiment;
 mod cmd_list;
 mod cmd_run;
 mod cmd_verify;
@@ -34,6 +35,8 @@ enum Command {
     Verify(cmd_verify::VerifyArgs),
     /// List protocols (with roles and variants), checkers and fault kinds.
     List(cmd_list::ListArgs),
+    /// Run an experiment: many seeded simulations summarised as a table and plots.
+    Experiment(cmd_experiment::ExperimentArgs),
 }
 
 /// How a command ended.
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd_run::run(args),
         Command::Verify(args) => cmd_verify::verify(args),
         Command::List(args) => cmd_list::list(args),
+        Command::Experiment(args) => cmd_experiment::experiment(args),
     });
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),

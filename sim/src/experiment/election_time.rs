@@ -43,7 +43,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tenure_core::{parse_duration, Cluster, NodeId, Observation, Record, Rng, SimTime, SplitMix64};
-use tenure_protocols::raft::{configure, Raft, RaftConfig, RaftParams, RaftTimer, TimeoutRange};
+pub use tenure_protocols::raft::TimeoutRange;
+use tenure_protocols::raft::{configure, Raft, RaftConfig, RaftParams, RaftTimer};
 
 /// The cluster size of the paper's measurement.
 pub const SERVERS: u32 = 5;
@@ -306,18 +307,12 @@ impl Tracker {
     /// The leader every live server agrees on: it believes it leads a term and every
     /// other live server follows it in that term.
     fn agreement(&self) -> Option<(NodeId, u64)> {
-        let (leader, term) = self
-            .beliefs
-            .iter()
-            .enumerate()
-            .find_map(|(i, b)| match b {
-                Belief::Leader(t) => Some((NodeId(i as u32), *t)),
-                _ => None,
-            })?;
+        let (leader, term) = self.beliefs.iter().enumerate().find_map(|(i, b)| match b {
+            Belief::Leader(t) => Some((NodeId(i as u32), *t)),
+            _ => None,
+        })?;
         let all_follow = self.beliefs.iter().enumerate().all(|(i, b)| {
-            i == leader.index()
-                || *b == Belief::Down
-                || *b == Belief::Follower(term, Some(leader))
+            i == leader.index() || *b == Belief::Down || *b == Belief::Follower(term, Some(leader))
         });
         all_follow.then_some((leader, term))
     }
@@ -363,7 +358,8 @@ pub fn run_trial(range: &TimeoutRange, setup: &Setup, index: usize) -> Trial {
     let heartbeat = heartbeat_interval(range);
     // The crash's place in the heartbeat interval: its own stream, drawn up front.
     let mut draw = SplitMix64(seed ^ 0x6372_6173_6821_2121);
-    let crash_after = Duration::from_nanos(draw.range_inclusive(0, heartbeat.as_nanos() as u64 - 1));
+    let crash_after =
+        Duration::from_nanos(draw.range_inclusive(0, heartbeat.as_nanos() as u64 - 1));
     let plan = Plan {
         heartbeat,
         crash_after,
@@ -387,7 +383,9 @@ pub fn run_trial(range: &TimeoutRange, setup: &Setup, index: usize) -> Trial {
         .at(WARMUP_START, |c: &mut Control<'_, Raft>| {
             c.fire_timer(NodeId(0), RaftTimer::Election);
         })
-        .on_record(Box::new(move |_, record| lock(&hook_tracker).on_record(record)))
+        .on_record(Box::new(move |_, record| {
+            lock(&hook_tracker).on_record(record)
+        }))
         .at(POLL_INTERVAL, move |c: &mut Control<'_, Raft>| {
             watch(watch_tracker, plan)(c)
         })

@@ -11,9 +11,14 @@ pub const MARKER: &str = "<!-- written by tenure experiment: safe to overwrite -
 /// The x axis.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Axis {
-    Linear { max: f64 },
+    Linear {
+        max: f64,
+    },
     /// Logarithmic from `min` to `max` (both above zero).
-    Log { min: f64, max: f64 },
+    Log {
+        min: f64,
+        max: f64,
+    },
 }
 
 /// One line of a plot: its label and its trials in ms (`None`: never finished).

@@ -112,7 +112,10 @@ mod tests {
         assert_eq!(s.median, Some(30.0), "rank 2 of [10, 30, -, -]");
         assert_eq!(s.p75, None);
         assert_eq!(s.max, None);
-        assert_eq!(s.mean, None, "the mean of trials that never ended is unknown");
+        assert_eq!(
+            s.mean, None,
+            "the mean of trials that never ended is unknown"
+        );
     }
 
     #[test]

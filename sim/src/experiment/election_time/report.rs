@@ -57,20 +57,16 @@ pub fn table(results: &[RangeResult], setup: &Setup) -> String {
         tenure_core::format_duration(setup.cap)
     );
     let _ = write!(out, "{:<10} {:>6} {:>9}", "range", "trials", "no leader");
-    for name in ["min", "p10", "p25", "median", "mean", "p75", "p90", "p99", "max"] {
+    for name in [
+        "min", "p10", "p25", "median", "mean", "p75", "p90", "p99", "max",
+    ] {
         let _ = write!(out, " {name:>7}");
     }
     out.push('\n');
     let beyond = format!(">{}", ms(setup.cap));
     for r in results {
         let s = r.summary();
-        let _ = write!(
-            out,
-            "{:<10} {:>6} {:>9}",
-            r.label(),
-            s.trials,
-            s.unfinished
-        );
+        let _ = write!(out, "{:<10} {:>6} {:>9}", r.label(), s.trials, s.unfinished);
         for (_, value) in s.fields() {
             match value {
                 Some(v) => {
@@ -128,7 +124,10 @@ pub fn plots(results: &[RangeResult], setup: &Setup) -> Vec<(&'static str, Strin
             max: cap_ms.max(1000.0),
         };
         let title = "Election timeout randomness (minimum 150 ms)";
-        out.push(("randomness.svg", cdf_svg(title, x_label, axis, &series(&top))));
+        out.push((
+            "randomness.svg",
+            cdf_svg(title, x_label, axis, &series(&top)),
+        ));
     }
     if !bottom.is_empty() {
         let longest = bottom

@@ -40,7 +40,9 @@ fn ranges_parse_as_the_paper_writes_them() {
     assert_eq!(range_label(&parse_range("12.5-25").unwrap()), "12.5-25");
     assert_eq!(range_label(&range(150, 300)), "150-300");
     assert!(parse_range("150").unwrap_err().contains("not a range"));
-    assert!(parse_range("300-150").unwrap_err().contains("above the maximum"));
+    assert!(parse_range("300-150")
+        .unwrap_err()
+        .contains("above the maximum"));
     assert!(parse_range("1-5").unwrap_err().contains("at least 2ms"));
     assert!(parse_range("150-2m").unwrap_err().contains("at most 60s"));
     assert!(parse_range("a-b").is_err());
@@ -86,7 +88,11 @@ fn downtime_ends_when_every_survivor_follows_the_new_leader() {
     assert_eq!(trial.crash, (NodeId(0), SimTime::from_duration(ms(100))));
     assert_eq!(trial.new_leader, Some((NodeId(1), 3)));
     assert_eq!(trial.terms, Some(1));
-    assert_eq!(t.result(7, ms(3), ms(100)).outcome, Outcome::NoLeader, "beyond the cap");
+    assert_eq!(
+        t.result(7, ms(3), ms(100)).outcome,
+        Outcome::NoLeader,
+        "beyond the cap"
+    );
 }
 
 #[test]
@@ -171,7 +177,10 @@ fn a_fired_heartbeat_timer_broadcasts_at_once() {
         .at(ms(500), |c: &mut Control<'_, Raft>| {
             let leader = c.leader().expect("a leader by 500ms");
             assert!(c.fire_timer(leader, RaftTimer::Heartbeat));
-            assert!(!c.fire_timer(leader, RaftTimer::Election), "not set on a leader");
+            assert!(
+                !c.fire_timer(leader, RaftTimer::Election),
+                "not set on a leader"
+            );
         })
         .run();
     let heartbeats: Vec<SimTime> = run
@@ -179,9 +188,7 @@ fn a_fired_heartbeat_timer_broadcasts_at_once() {
         .unwrap()
         .iter()
         .filter_map(|e| match e {
-            TraceEvent::Sent { time, msg, .. } if msg.starts_with("AppendEntries {") => {
-                Some(*time)
-            }
+            TraceEvent::Sent { time, msg, .. } if msg.starts_with("AppendEntries {") => Some(*time),
             _ => None,
         })
         .filter(|t| *t >= at)
@@ -194,5 +201,8 @@ fn a_fired_heartbeat_timer_broadcasts_at_once() {
     assert!(near(first, at), "{heartbeats:?}");
     assert!(heartbeats[..4].iter().all(|t| *t == first));
     let next = first + heartbeat_interval(&r);
-    assert!(heartbeats[4..].iter().all(|t| near(*t, next)), "{heartbeats:?}");
+    assert!(
+        heartbeats[4..].iter().all(|t| near(*t, next)),
+        "{heartbeats:?}"
+    );
 }
