@@ -28,10 +28,10 @@ pub struct Series {
     pub values: Vec<Option<f64>>,
 }
 
-const WIDTH: f64 = 720.0;
+const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 400.0;
 const LEFT: f64 = 60.0;
-const RIGHT: f64 = 170.0;
+const RIGHT: f64 = 210.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 50.0;
 const COLORS: [&str; 8] = [
