@@ -154,7 +154,7 @@ pub fn range_label(range: &TimeoutRange) -> String {
 
 fn ms_text(d: Duration) -> String {
     let ns = d.as_nanos();
-    if ns % 1_000_000 == 0 {
+    if ns.is_multiple_of(1_000_000) {
         (ns / 1_000_000).to_string()
     } else {
         let text = format!("{:.6}", ns as f64 / 1e6);

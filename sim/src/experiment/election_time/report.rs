@@ -28,21 +28,45 @@ impl RangeResult {
         summarize(&self.downtimes())
     }
 
-    /// `{"range": "150-300", "trials": 1000, "no_leader": 0, "min": ..., "max": ...}`,
-    /// times in milliseconds; `null` where the value is beyond the cap.
-    pub fn json(&self, setup: &Setup) -> serde_json::Value {
+    /// `{"range":"150-300","trials":1000,"no_leader":0,"cap_ms":10000.0,"min":...}`:
+    /// one line of JSON, times in milliseconds, `null` where beyond the cap.
+    pub fn json(&self, setup: &Setup) -> String {
         let s = self.summary();
-        let mut j = serde_json::json!({
-            "range": self.label(),
-            "trials": s.trials,
-            "no_leader": s.unfinished,
-            "cap_ms": ms(setup.cap),
-        });
-        for (name, value) in s.fields() {
-            j[name] = serde_json::json!(value);
-        }
-        j
+        let line = JsonLine {
+            range: self.label(),
+            trials: s.trials,
+            no_leader: s.unfinished,
+            cap_ms: ms(setup.cap),
+            min: s.min,
+            p10: s.p10,
+            p25: s.p25,
+            median: s.median,
+            mean: s.mean,
+            p75: s.p75,
+            p90: s.p90,
+            p99: s.p99,
+            max: s.max,
+        };
+        serde_json::to_string(&line).expect("plain data serializes")
     }
+}
+
+/// One range as JSON, fields in table order.
+#[derive(serde::Serialize)]
+struct JsonLine {
+    range: String,
+    trials: usize,
+    no_leader: usize,
+    cap_ms: f64,
+    min: Option<f64>,
+    p10: Option<f64>,
+    p25: Option<f64>,
+    median: Option<f64>,
+    mean: Option<f64>,
+    p75: Option<f64>,
+    p90: Option<f64>,
+    p99: Option<f64>,
+    max: Option<f64>,
 }
 
 /// The results as a plain-text table, in milliseconds.
