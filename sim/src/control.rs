@@ -172,6 +172,20 @@ impl<P: Protocol> Control<'_, P> {
         self.fault("network", Vec::new(), detail);
     }
 
+    /// Fires the node's `timer` now, as if it were due (not a fault): a test script
+    /// poking a node, e.g. making a leader broadcast its heartbeats at a chosen instant
+    /// as the Raft paper's election measurement does (§9.3). Returns false, doing
+    /// nothing, unless the node is up and the timer is set.
+    pub fn fire_timer(&mut self, node: NodeId, timer: P::Timer) -> bool {
+        let now = self.now;
+        self.world.fire_timer(node, now, timer)
+    }
+
+    /// Ends the run now (not a fault): what was recorded so far is its history.
+    pub fn stop(&mut self) {
+        self.world.stop_requested = true;
+    }
+
     /// Hands a client request to the node (not a fault). Dropped if the node is down.
     pub fn request(&mut self, node: NodeId, request: Request) {
         if self.status(node) == Status::Down {

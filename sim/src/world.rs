@@ -401,6 +401,27 @@ impl<P: Protocol> World<P> {
         self.ring(node);
     }
 
+    /// Runs `node`'s `timer` now, as if it were due (it is unset first). Returns false,
+    /// doing nothing, unless the node is up and the timer is set.
+    pub fn fire_timer(&mut self, node: NodeId, now: SimTime, timer: P::Timer) -> bool {
+        let slot = &mut self.nodes[node.index()];
+        if slot.status != Status::Up || slot.timers.remove(&timer).is_none() {
+            return false;
+        }
+        self.stats.timers_fired += 1;
+        if self.trace.is_some() {
+            let text = format!("{timer:?}");
+            self.trace(|| TraceEvent::Timer {
+                time: now,
+                node,
+                timer: text,
+            });
+        }
+        self.run_handler(node, now, |p, env| p.on_timer(env, timer));
+        self.ring(node); // its timers changed: let the node task plan its wake again
+        true
+    }
+
     /// The earliest due item of `node`: the inbox top or a timer.
     fn next_due(&self, node: NodeId, now: SimTime) -> Option<(SimTime, u64, Option<P::Timer>)> {
         let slot = &self.nodes[node.index()];

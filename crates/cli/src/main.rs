@@ -5,6 +5,7 @@
 //! nondeterminism included).
 
 mod cmd_compare;
+mod cmd_experiment;
 mod cmd_list;
 mod cmd_run;
 mod cmd_verify;
@@ -37,6 +38,8 @@ enum Command {
     Compare(cmd_compare::CompareArgs),
     /// List protocols (with roles and variants), checkers and fault kinds.
     List(cmd_list::ListArgs),
+    /// Run an experiment: many seeded simulations summarised as a table and plots.
+    Experiment(cmd_experiment::ExperimentArgs),
 }
 
 /// How a command ended.
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => cmd_verify::verify(args),
         Command::List(args) => cmd_list::list(args),
         Command::Compare(args) => cmd_compare::compare(args),
+        Command::Experiment(args) => cmd_experiment::experiment(args),
     });
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),

@@ -25,7 +25,6 @@ use std::process::{Command, Stdio};
 const PENDING: &[&str] = &[
     "tutorial.md",
     "fuzzing.md",
-    "election-time.md",
     "verification.md",
     "performance.md",
 ];
