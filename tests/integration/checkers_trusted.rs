@@ -1,29 +1,63 @@
-//! A checker is trusted only once a broken protocol makes it fail: for every checker in
-//! the catalog there is a scenario that expects its violation (and the scenarios test
-//! proves the violation happens).
+//! A checker is trusted only once a broken protocol makes it fail. For every checker in
+//! the catalog, some scenario runs a *broken variant* and expects that checker's
+//! violation (the scenarios test proves the violation happens); and every broken
+//! variant is shown failing in some scenario.
 
 use crate::support::scenario_files;
 use std::collections::BTreeSet;
-use tenure_scenario::Expectation;
+use tenure_scenario::{Expectation, Scenario};
+
+fn scenarios() -> Vec<Scenario> {
+    scenario_files()
+        .iter()
+        .map(|p| tenure_scenario::load(p).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}
+
+fn is_broken(s: &Scenario) -> bool {
+    tenure_sim::registry::lookup(&s.protocol.name)
+        .and_then(|e| e.info.variant(&s.protocol.variant))
+        .is_some_and(|v| !v.breaks.is_empty())
+}
 
 #[test]
-fn every_checker_is_made_to_fail_by_some_scenario() {
-    let mut failed_by_some: BTreeSet<String> = BTreeSet::new();
-    for path in scenario_files() {
-        let s = tenure_scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        if let Expectation::Violation { checker } = s.expect {
-            failed_by_some.insert(checker);
+fn every_checker_is_made_to_fail_by_a_broken_variant() {
+    let mut failed: BTreeSet<String> = BTreeSet::new();
+    for s in scenarios() {
+        if let Expectation::Violation { checker } = &s.expect {
+            if is_broken(&s) {
+                failed.insert(checker.clone());
+            }
         }
     }
     let missing: Vec<&str> = tenure_check::catalog()
         .iter()
         .map(|c| c.name)
-        .filter(|n| !failed_by_some.contains(*n))
+        .filter(|n| !failed.contains(*n))
         .collect();
     assert!(
         missing.is_empty(),
-        "checkers no scenario makes fail (untrusted): {missing:?}"
+        "checkers no broken variant is shown to fail (untrusted): {missing:?}"
     );
+}
+
+#[test]
+fn every_broken_variant_is_shown_failing_a_checker_it_claims_to_break() {
+    let all = scenarios();
+    for entry in tenure_sim::registry::entries() {
+        for v in entry.info.variants.iter().filter(|v| !v.breaks.is_empty()) {
+            let shown = all.iter().any(|s| {
+                s.protocol.name == entry.info.name
+                    && s.protocol.variant == v.name
+                    && matches!(&s.expect, Expectation::Violation { checker } if v.breaks.contains(&checker.as_str()))
+            });
+            assert!(
+                shown,
+                "{}/{} claims to break {:?} but no scenario shows it",
+                entry.info.name, v.name, v.breaks
+            );
+        }
+    }
 }
 
 #[test]
