@@ -18,7 +18,13 @@ use std::process::ExitCode;
 /// Deterministic simulation and verification of leader election, leases, locks,
 /// fencing tokens and idempotent retries.
 #[derive(Parser, Debug)]
-#[command(name = "tenure", version, about, long_about = None, after_help = EXIT_CODES)]
+#[command(
+    name = "tenure",
+    version,
+    about = "Deterministic simulation and verification of leader election, leases, locks, fencing tokens and idempotent retries.",
+    long_about = None,
+    after_help = EXIT_CODES
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
