@@ -54,9 +54,13 @@
 mod action;
 mod explorer;
 pub mod property;
+pub mod registry;
 pub mod state;
 
 pub use action::Action;
-pub use explorer::{Bounds, Counterexample, Explorer, Report, WalkFailure, WalkReport};
+pub use registry::{check_model, check_model_with, walk_model, ModelEntry, ModelError, Query};
+pub use explorer::{
+    Bounds, Counterexample, Explorer, Progress, Report, WalkFailure, WalkReport, PROGRESS_EVERY,
+};
 pub use state::{ClockModel, NodeState, SeenModel, State, TimerModel};
 pub mod toy;

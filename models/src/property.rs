@@ -46,12 +46,30 @@ pub type StepInvariant<P> =
 /// judged further nor expanded), like a TLA+ state constraint.
 pub type Constraint<P> = Box<dyn Fn(&State<P>) -> bool + Send + Sync>;
 
-/// Runs a fresh checker over `records`; the first violation, if any.
-pub(crate) fn judge(factory: &CheckerFactory, records: &[Record]) -> Option<(String, String)> {
+/// The checkers whose safety verdict is only given by `finish` (judged at the end of a
+/// run). Since a run may end at any state, the explorer finishes them at every state
+/// and a walk at its last one. Liveness checkers are not here: a bounded path is not
+/// the end of a run, and "eventually" cannot be judged on it.
+pub const JUDGED_AT_END: &[&str] = &["no-lost-update", "exactly-once"];
+
+/// Runs a fresh checker over `records` (then, if `at_end`, finishes it there); the
+/// first violation, if any.
+pub(crate) fn judge(
+    factory: &CheckerFactory,
+    at_end: bool,
+    records: &[Record],
+    cluster: &Cluster,
+) -> Option<(String, String)> {
     let mut checker = factory();
-    records.iter().enumerate().find_map(|(i, r)| {
+    let online = records.iter().enumerate().find_map(|(i, r)| {
         checker
             .on_record(i, r)
+            .map(|v| (v.checker.to_string(), v.message))
+    });
+    online.or_else(|| {
+        at_end
+            .then(|| checker.finish(&crate::explorer::end_info(cluster, records)))
+            .flatten()
             .map(|v| (v.checker.to_string(), v.message))
     })
 }
