@@ -58,9 +58,9 @@ pub mod registry;
 pub mod state;
 
 pub use action::Action;
-pub use registry::{check_model, check_model_with, walk_model, ModelEntry, ModelError, Query};
 pub use explorer::{
     Bounds, Counterexample, Explorer, Progress, Report, WalkFailure, WalkReport, PROGRESS_EVERY,
 };
+pub use registry::{check_model, check_model_with, walk_model, ModelEntry, ModelError, Query};
 pub use state::{ClockModel, NodeState, SeenModel, State, TimerModel};
 pub mod toy;

@@ -108,7 +108,15 @@ struct Defaults {
     max_term: u64,
     checks: &'static [&'static str],
     params: serde_json::Value,
+    /// Parameters for random walks, which are cheap and go deep: a longer workload.
+    walk_params: serde_json::Value,
 }
+
+/// Random walks go this deep by default ([`Query::for_walks`]).
+pub const WALK_DEPTH: usize = 60;
+
+/// Random walks multiply the exhaustive fault budgets by this ([`Query::for_walks`]).
+pub const WALK_BUDGET_FACTOR: u32 = 4;
 
 impl ModelEntry {
     /// The protocol's name, roles and variants.
@@ -185,6 +193,7 @@ static ENTRIES: &[ModelEntry] = &[
             max_term: 2,
             checks: &["single-leader-per-term", "steps-down-on-higher-term"],
             params: json!({}),
+            walk_params: json!({}),
         },
         explore: explore::<Raft>,
         walk: walk::<Raft>,
@@ -205,6 +214,7 @@ static ENTRIES: &[ModelEntry] = &[
             max_term: 0,
             checks: &["one-leader-at-a-time"],
             params: json!({}),
+            walk_params: json!({}),
         },
         explore: explore::<Bully>,
         walk: walk::<Bully>,
@@ -224,6 +234,7 @@ static ENTRIES: &[ModelEntry] = &[
             max_term: 0,
             checks: &["mutual-exclusion"],
             params: json!({ "max_attempts": 1 }),
+            walk_params: json!({ "max_attempts": 6 }),
         },
         explore: explore::<RedisLock>,
         walk: walk::<RedisLock>,
@@ -241,6 +252,7 @@ static ENTRIES: &[ModelEntry] = &[
             max_term: 0,
             checks: &["fencing-safety", "no-lost-update"],
             params: json!({ "max_attempts": 1 }),
+            walk_params: json!({ "max_attempts": 6 }),
         },
         explore: explore::<Fencing>,
         walk: walk::<Fencing>,
@@ -263,6 +275,7 @@ static ENTRIES: &[ModelEntry] = &[
             max_term: 0,
             checks: &["fencing-safety", "no-lost-update"],
             params: json!({ "max_attempts": 1 }),
+            walk_params: json!({ "max_attempts": 6 }),
         },
         explore: explore::<EtcdLock>,
         walk: walk::<EtcdLock>,
@@ -281,6 +294,7 @@ static ENTRIES: &[ModelEntry] = &[
             max_term: 0,
             checks: &["fencing-safety", "no-lost-update"],
             params: json!({ "recipe": "lock", "max_attempts": 1 }),
+            walk_params: json!({ "recipe": "lock", "max_attempts": 6 }),
         },
         explore: explore::<ZooKeeper>,
         walk: walk::<ZooKeeper>,
@@ -303,6 +317,7 @@ static ENTRIES: &[ModelEntry] = &[
             max_term: 0,
             checks: &["exactly-once"],
             params: json!({ "operations": 1 }),
+            walk_params: json!({ "operations": 3 }),
         },
         explore: explore::<Idempotency>,
         walk: walk::<Idempotency>,
@@ -371,6 +386,23 @@ impl Query {
             max_term: defaults.max_term,
             checks: defaults.checks.iter().map(|c| c.to_string()).collect(),
         })
+    }
+
+    /// Like [`Query::new`], sized for random walks: depth [`WALK_DEPTH`], every fault
+    /// budget the exhaustive default has multiplied by [`WALK_BUDGET_FACTOR`] (a zero
+    /// budget stays zero), and a longer workload (more acquire attempts or
+    /// operations). A walk samples one path, so it can afford what exhaustive search
+    /// cannot; the extra room is what lets it reach the rarer interleavings.
+    pub fn for_walks(protocol: &str, variant: &str) -> Result<Query, ModelError> {
+        let mut query = Query::new(protocol, variant)?;
+        let b = &mut query.bounds;
+        b.max_depth = WALK_DEPTH;
+        b.max_crashes *= WALK_BUDGET_FACTOR;
+        b.max_drops *= WALK_BUDGET_FACTOR;
+        b.max_duplicates *= WALK_BUDGET_FACTOR;
+        b.max_leaps *= WALK_BUDGET_FACTOR;
+        query.params = (entry(protocol)?.defaults)().walk_params;
+        Ok(query)
     }
 
     /// `n` nodes of the protocol's only role.
@@ -521,7 +553,10 @@ fn build<P: Modelled>(query: &Query) -> Result<Explorer<P>, ModelError> {
                 let term_of = P::TERM_OF.ok_or_else(|| {
                     ModelError::new(
                         "checks",
-                        format!("steps-down-on-higher-term needs terms, which {} has not", info.name),
+                        format!(
+                            "steps-down-on-higher-term needs terms, which {} has not",
+                            info.name
+                        ),
                     )
                 })?;
                 explorer.step_invariant(name, steps_down_on_higher_term(term_of))
@@ -536,14 +571,11 @@ fn build<P: Modelled>(query: &Query) -> Result<Explorer<P>, ModelError> {
                 ))
             }
             other => {
-                let factory = checker(other, &serde_json::Value::Null, &query.cluster)
-                    .map_err(|e| {
+                let factory =
+                    checker(other, &serde_json::Value::Null, &query.cluster).map_err(|e| {
                         ModelError::new(
                             "checks",
-                            format!(
-                                "{e} (the model also knows {})",
-                                MODEL_PROPERTIES.join(", ")
-                            ),
+                            format!("{e} (the model also knows {})", MODEL_PROPERTIES.join(", ")),
                         )
                     })?;
                 explorer.check(factory)

@@ -315,7 +315,10 @@ impl<P: Protocol> State<P> {
                 });
             }
             Action::Leap => {
-                assert!(self.leaps < bounds.max_leaps, "time leapt beyond its budget");
+                assert!(
+                    self.leaps < bounds.max_leaps,
+                    "time leapt beyond its budget"
+                );
                 self.leaps += 1;
             }
             Action::Crash { node } => {
