@@ -4,6 +4,7 @@
 //! failed, 2 bad input or usage, 3 internal error (a bug in tenure or a protocol,
 //! nondeterminism included).
 
+mod cmd_check_model;
 mod cmd_list;
 mod cmd_run;
 mod cmd_verify;
@@ -34,6 +35,9 @@ enum Command {
     Verify(cmd_verify::VerifyArgs),
     /// List protocols (with roles and variants), checkers and fault kinds.
     List(cmd_list::ListArgs),
+    /// Explore a protocol exhaustively within bounds (or by random walks) with the
+    /// model checker, over the same protocol code the simulator runs.
+    CheckModel(cmd_check_model::CheckModelArgs),
 }
 
 /// How a command ended.
@@ -74,6 +78,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd_run::run(args),
         Command::Verify(args) => cmd_verify::verify(args),
         Command::List(args) => cmd_list::list(args),
+        Command::CheckModel(args) => cmd_check_model::check_model(args),
     });
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),
