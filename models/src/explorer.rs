@@ -300,7 +300,7 @@ impl<P: Protocol> Explorer<P> {
         }
         'search: while let Some((index, depth, state)) = queue.pop_front() {
             report.states_explored += 1;
-            if report.states_explored % PROGRESS_EVERY == 0 {
+            if report.states_explored.is_multiple_of(PROGRESS_EVERY) {
                 progress(&Progress {
                     states_explored: report.states_explored,
                     unique_states: report.unique_states,

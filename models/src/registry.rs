@@ -99,9 +99,12 @@ pub struct ModelEntry {
     /// The default cluster, as (role, count).
     pub roles: &'static [(&'static str, u32)],
     defaults: fn() -> Defaults,
-    explore: fn(&Query, &mut dyn FnMut(&Progress)) -> Result<Report, ModelError>,
-    walk: fn(&Query, Range<u64>, usize) -> Result<WalkReport, ModelError>,
+    explore: ExploreFn,
+    walk: WalkFn,
 }
+
+type ExploreFn = fn(&Query, &mut dyn FnMut(&Progress)) -> Result<Report, ModelError>;
+type WalkFn = fn(&Query, Range<u64>, usize) -> Result<WalkReport, ModelError>;
 
 struct Defaults {
     bounds: Bounds,
