@@ -108,7 +108,8 @@ pub fn stored_at_most<P: Protocol>(key: &'static str, bound: u64) -> Constraint<
 
 /// Constraint: no message has more than `copies` copies in flight. Bounds protocols
 /// that resend on a timer (heartbeats), whose in-flight multiset would otherwise grow
-/// with every firing; extra copies are still reachable through the duplicate budget.
+/// with every firing. Give it `1 + max_duplicates`, or the states a duplicate makes
+/// are pruned (the registry does).
 pub fn copies_in_flight_at_most<P: Protocol>(copies: u32) -> Constraint<P> {
     Box::new(move |state: &State<P>| state.in_flight.values().all(|c| *c <= copies))
 }
