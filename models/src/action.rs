@@ -32,6 +32,9 @@ pub enum Action<P: Protocol> {
     Crash { node: NodeId },
     /// A crashed node starts again: `new` + `on_start`.
     Restart { node: NodeId },
+    /// Every clock moves forward by [`crate::state::LEAP`], past every deadline (uses
+    /// the leap budget).
+    Leap,
 }
 
 impl<P: Protocol> fmt::Display for Action<P> {
@@ -45,6 +48,7 @@ impl<P: Protocol> fmt::Display for Action<P> {
             Action::Fire { node, timer } => write!(f, "{node} timer {timer:?} fired"),
             Action::Crash { node } => write!(f, "{node} crashed"),
             Action::Restart { node } => write!(f, "{node} restarted"),
+            Action::Leap => write!(f, "time leaps 1h on every clock"),
         }
     }
 }

@@ -9,7 +9,8 @@ use crate::{Action, ClockModel, SeenModel, State, TimerModel};
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::ops::Range;
-use tenure_core::{Cluster, Protocol, Record, Rng, SplitMix64};
+use tenure_check::Checker;
+use tenure_core::{Cluster, Protocol, Record, Rng, RunInfo, SimTime, SplitMix64};
 
 /// Limits on the exploration and on the faults the environment may inject.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +22,9 @@ pub struct Bounds {
     pub max_crashes: u32,
     pub max_drops: u32,
     pub max_duplicates: u32,
+    /// How many times time may leap ([`Action::Leap`]: every clock moves past every
+    /// deadline). Zero: no TTL, lease or session ever expires by the clock.
+    pub max_leaps: u32,
     /// What node clocks read (not a bound, but part of what the model abstracts).
     pub clock: ClockModel,
     /// Which observations tell paths apart (not a bound either).
@@ -37,6 +41,7 @@ impl Default for Bounds {
             max_crashes: 0,
             max_drops: 0,
             max_duplicates: 0,
+            max_leaps: 0,
             clock: ClockModel::Steps,
             seen: SeenModel::All,
             timers: TimerModel::Free,
@@ -117,6 +122,19 @@ impl fmt::Display for Report {
     }
 }
 
+/// Where a running exploration is, handed to a progress callback every
+/// [`PROGRESS_EVERY`] expanded states (the callback decides whether to show it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub states_explored: u64,
+    pub unique_states: u64,
+    /// The depth of the state being expanded (BFS: the frontier's depth).
+    pub depth: usize,
+}
+
+/// How many expanded states between two progress callbacks.
+pub const PROGRESS_EVERY: u64 = 1024;
+
 /// A random walk that broke a property.
 #[derive(Clone, Debug)]
 pub struct WalkFailure {
@@ -137,7 +155,9 @@ pub struct Explorer<P: Protocol> {
     config: P::Config,
     cluster: Cluster,
     bounds: Bounds,
-    checks: Vec<CheckerFactory>,
+    /// Each path checker, and whether its `finish` is a safety verdict to take at
+    /// every state ([`property::JUDGED_AT_END`](crate::property::JUDGED_AT_END)).
+    checks: Vec<(CheckerFactory, bool)>,
     invariants: Vec<(String, Invariant<P>)>,
     step_invariants: Vec<(String, StepInvariant<P>)>,
     constraints: Vec<Constraint<P>>,
@@ -162,9 +182,12 @@ impl<P: Protocol> Explorer<P> {
         }
     }
 
-    /// Judges every path with a fresh checker from `factory`.
+    /// Judges every path with a fresh checker from `factory`. A checker whose safety
+    /// verdict is only given at the end of a run (`no-lost-update`, `exactly-once`) is
+    /// also finished at every state, since a run may end anywhere.
     pub fn check(mut self, factory: CheckerFactory) -> Self {
-        self.checks.push(factory);
+        let at_end = crate::property::JUDGED_AT_END.contains(&factory().name());
+        self.checks.push((factory, at_end));
         self
     }
 
@@ -226,12 +249,20 @@ impl<P: Protocol> Explorer<P> {
         if new_records == 0 {
             return None;
         }
-        self.checks.iter().find_map(|f| judge(f, records))
+        self.checks
+            .iter()
+            .find_map(|(f, at_end)| judge(f, *at_end, records, &self.cluster))
     }
 
     /// Breadth-first search of every state within the bounds; stops at the first
     /// violation, which is then a shortest counterexample.
     pub fn explore(&self) -> Report {
+        self.explore_with(&mut |_| {})
+    }
+
+    /// [`Explorer::explore`], calling `progress` every [`PROGRESS_EVERY`] expanded
+    /// states. The callback only observes: it cannot change the search.
+    pub fn explore_with(&self, progress: &mut dyn FnMut(&Progress)) -> Report {
         // Wall time is read for the report only; it never affects the exploration.
         #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
         let started = std::time::Instant::now();
@@ -269,6 +300,13 @@ impl<P: Protocol> Explorer<P> {
         }
         'search: while let Some((index, depth, state)) = queue.pop_front() {
             report.states_explored += 1;
+            if report.states_explored.is_multiple_of(PROGRESS_EVERY) {
+                progress(&Progress {
+                    states_explored: report.states_explored,
+                    unique_states: report.unique_states,
+                    depth,
+                });
+            }
             report.max_depth_reached = report.max_depth_reached.max(depth);
             if depth >= self.bounds.max_depth {
                 if !state.actions(&self.bounds).is_empty() {
@@ -359,8 +397,10 @@ impl<P: Protocol> Explorer<P> {
 
     /// Random walks, one per seed: from the initial state, take a uniformly chosen
     /// enabled action whose successor the constraints keep (drawn from
-    /// `SplitMix64(seed)`) until `max_depth` steps or no such action is left. Faults use the same budgets as
-    /// exploration. Returns at the first seed that breaks a property.
+    /// `SplitMix64(seed)`) until `max_depth` steps or no such action is left; the end of
+    /// a walk is the end of a run, where end-judged checkers give their verdict. Faults
+    /// use the same budgets as exploration. Returns at the first seed that breaks a
+    /// property.
     pub fn walk(&self, seeds: Range<u64>, max_depth: usize) -> WalkReport {
         let mut report = WalkReport {
             seeds_run: 0,
@@ -369,85 +409,115 @@ impl<P: Protocol> Explorer<P> {
         };
         for seed in seeds {
             report.seeds_run += 1;
-            let mut rng = SplitMix64(seed);
-            let (mut state, mut records) =
-                State::<P>::initial(&self.config, &self.cluster, &self.bounds);
-            let mut checkers: Vec<_> = self.checks.iter().map(|f| f()).collect();
-            let mut steps: Vec<String> = Vec::new();
-            let mut judged = 0;
-            let mut depth = 0;
-            loop {
-                let mut broken = self
-                    .invariants
-                    .iter()
-                    .find_map(|(name, inv)| inv(&state).map(|m| (name.clone(), m)));
-                while broken.is_none() && judged < records.len() {
-                    broken = checkers.iter_mut().find_map(|c| {
-                        c.on_record(judged, &records[judged])
-                            .map(|v| (v.checker.to_string(), v.message))
-                    });
-                    judged += 1;
-                }
-                if let Some((property, message)) = broken {
-                    report.failure = Some(WalkFailure {
-                        seed,
-                        counterexample: Counterexample {
-                            property,
-                            message,
-                            depth,
-                            steps,
-                            records,
-                        },
-                    });
-                    return report;
-                }
-                if depth >= max_depth {
-                    break;
-                }
-                // Draw among the enabled actions whose successor the constraints keep.
-                let mut actions = state.actions(&self.bounds);
-                let chosen = loop {
-                    if actions.is_empty() {
-                        break None;
-                    }
-                    let pick = rng.range_inclusive(0, actions.len() as u64 - 1) as usize;
-                    let action = actions.swap_remove(pick);
-                    let mut next = state.clone();
-                    let new = next.apply(
-                        &self.config,
-                        &self.cluster,
-                        &self.bounds,
-                        &action,
-                        depth + 1,
-                    );
-                    if self.kept(&next) {
-                        break Some((action, next, new));
-                    }
-                };
-                let Some((action, next, new)) = chosen else {
-                    break;
-                };
-                depth += 1;
-                let before = std::mem::replace(&mut state, next);
-                records.extend(new);
-                steps.push(action.to_string());
-                report.steps_total += 1;
-                if let Some((property, message)) = self.step_violation(&before, &action, &state) {
-                    report.failure = Some(WalkFailure {
-                        seed,
-                        counterexample: Counterexample {
-                            property,
-                            message,
-                            depth,
-                            steps,
-                            records,
-                        },
-                    });
-                    return report;
-                }
+            let (broken, steps_taken) = self.walk_one(seed, max_depth);
+            report.steps_total += steps_taken;
+            if let Some(counterexample) = broken {
+                report.failure = Some(WalkFailure {
+                    seed,
+                    counterexample,
+                });
+                break;
             }
         }
         report
+    }
+
+    /// One random walk: the counterexample if it broke a property, and its length.
+    fn walk_one(&self, seed: u64, max_depth: usize) -> (Option<Counterexample>, u64) {
+        let mut rng = SplitMix64(seed);
+        let (mut state, mut records) =
+            State::<P>::initial(&self.config, &self.cluster, &self.bounds);
+        let mut checkers: Vec<_> = self.checks.iter().map(|(f, _)| f()).collect();
+        let mut steps: Vec<String> = Vec::new();
+        let mut judged = 0;
+        let mut step_broken = None;
+        loop {
+            let mut broken = step_broken.take().or_else(|| {
+                self.invariants
+                    .iter()
+                    .find_map(|(name, inv)| inv(&state).map(|m| (name.clone(), m)))
+            });
+            while broken.is_none() && judged < records.len() {
+                broken = checkers.iter_mut().find_map(|c| {
+                    c.on_record(judged, &records[judged])
+                        .map(|v| (v.checker.to_string(), v.message))
+                });
+                judged += 1;
+            }
+            let next = if broken.is_none() && steps.len() < max_depth {
+                self.random_step(&state, &mut rng, steps.len())
+            } else {
+                None
+            };
+            let Some((action, next, new)) = next else {
+                // The walk ends here: so does the run.
+                let broken = broken.or_else(|| self.finish_at_end(&mut checkers, &records));
+                let length = steps.len() as u64;
+                let found = broken.map(|(property, message)| Counterexample {
+                    property,
+                    message,
+                    depth: steps.len(),
+                    steps,
+                    records,
+                });
+                return (found, length);
+            };
+            let before = std::mem::replace(&mut state, next);
+            records.extend(new);
+            steps.push(action.to_string());
+            step_broken = self.step_violation(&before, &action, &state);
+        }
+    }
+
+    /// A uniformly drawn enabled action whose successor the constraints keep, with the
+    /// successor and its records; `None` if there is no such action.
+    fn random_step(
+        &self,
+        state: &State<P>,
+        rng: &mut SplitMix64,
+        depth: usize,
+    ) -> Option<(Action<P>, State<P>, Vec<Record>)> {
+        let mut actions = state.actions(&self.bounds);
+        while !actions.is_empty() {
+            let pick = rng.range_inclusive(0, actions.len() as u64 - 1) as usize;
+            let action = actions.swap_remove(pick);
+            let mut next = state.clone();
+            let new = next.apply(
+                &self.config,
+                &self.cluster,
+                &self.bounds,
+                &action,
+                depth + 1,
+            );
+            if self.kept(&next) {
+                return Some((action, next, new));
+            }
+        }
+        None
+    }
+
+    /// The end-of-run verdicts of the end-judged checkers, over all `records`.
+    fn finish_at_end(
+        &self,
+        checkers: &mut [Box<dyn Checker>],
+        records: &[Record],
+    ) -> Option<(String, String)> {
+        let info = end_info(&self.cluster, records);
+        self.checks
+            .iter()
+            .zip(checkers.iter_mut())
+            .filter(|((_, at_end), _)| *at_end)
+            .find_map(|(_, c)| c.finish(&info).map(|v| (v.checker.to_string(), v.message)))
+    }
+}
+
+/// What an end-judged checker needs to know when a run ends after `records`.
+pub(crate) fn end_info(cluster: &Cluster, records: &[Record]) -> RunInfo {
+    RunInfo {
+        cluster: cluster.clone(),
+        seed: 0,
+        end: records.last().map_or(SimTime::ZERO, |r| r.time),
+        calm_from: SimTime::ZERO,
     }
 }
 

@@ -10,8 +10,9 @@
 //!   multiset of in-flight messages, the observations made so far and the fault
 //!   budget used. See [`state`] for what is abstracted (timing, clocks, randomness).
 //! * From a state the environment may deliver, drop or duplicate any in-flight message,
-//!   fire any pending timer, crash a live node or restart a crashed one ([`Action`]),
-//!   with drops, duplicates and crashes bounded by [`Bounds`].
+//!   fire any pending timer, crash a live node or restart a crashed one, or let time
+//!   leap past every deadline ([`Action`]), with drops, duplicates, crashes and leaps
+//!   bounded by [`Bounds`].
 //! * [`Explorer::explore`] runs a breadth-first search with deduplication and returns a
 //!   [`Report`] with, on failure, a shortest [`Counterexample`] as numbered steps.
 //!   [`Explorer::walk`] takes seeded random walks for cheap deep runs.
@@ -19,6 +20,11 @@
 //!   ([`property::Checker`]), state invariants such as
 //!   [`property::one_leader_at_a_time`], and constraints that bound the state space
 //!   such as [`property::stored_at_most`] (Raft's term).
+//!
+//! * [`registry`]: the zoo by name with the model settings under which exploring each
+//!   protocol means something; [`check_model`] / [`walk_model`] run a [`Query`]
+//!   (what `tenure check-model` calls). `cargo run --release -p tenure-models --example
+//!   zoo` explores every registry variant with its defaults.
 //!
 //! Timing-based properties (leases, single leader at a true instant under clock drift)
 //! stay with the simulator: here timers fire in any order (or, with
@@ -35,6 +41,14 @@
 //! | Raft no-step-down found (shortest) | 268 | 5 | 0.01 s | |
 //! | Bully, 3 nodes, quiet timers, no loss (complete, safe) | 268 | 18 | < 0.01 s | |
 //! | toy vote, 4 nodes, 1 crash, 1 drop (complete) | 380,642 | 18 | 6.2 s | ≈61k |
+//! | fencing correct, 2 clients, 1 leap (complete, safe) | 4,357 | 21 | 0.08 s | ≈52k |
+//! | fencing unfenced found (shortest) | 3,104 | 15 | 0.05 s | |
+//! | redis-lock correct, 3 clients, 1 duplicate, depth ≤ 16 | 74,455 | 16 | 1.9 s | ≈39k |
+//! | redis-lock correct, same, no depth bound (complete) | 369,423 | 33 | 18 s | ≈21k |
+//! | redis-lock plain-del-release found (shortest) | 38,084 | 14 | 0.9 s | |
+//! | etcd-lock correct, quiet timers, depth ≤ 20 | 70,170 | 20 | 1.2 s | ≈57k |
+//! | zookeeper correct (lock), quiet timers, depth ≤ 40 | 54,382 | 40 | 0.9 s | ≈59k |
+//! | idempotency correct, 1 crash, 1 duplicate (complete) | 306 | 16 | < 0.01 s | |
 //!
 //! Raft with terms ≤ 2 and no depth bound is beyond 3 million states.
 //!
@@ -54,9 +68,13 @@
 mod action;
 mod explorer;
 pub mod property;
+pub mod registry;
 pub mod state;
 
 pub use action::Action;
-pub use explorer::{Bounds, Counterexample, Explorer, Report, WalkFailure, WalkReport};
+pub use explorer::{
+    Bounds, Counterexample, Explorer, Progress, Report, WalkFailure, WalkReport, PROGRESS_EVERY,
+};
+pub use registry::{check_model, check_model_with, walk_model, ModelEntry, ModelError, Query};
 pub use state::{ClockModel, NodeState, SeenModel, State, TimerModel};
 pub mod toy;

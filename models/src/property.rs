@@ -46,12 +46,30 @@ pub type StepInvariant<P> =
 /// judged further nor expanded), like a TLA+ state constraint.
 pub type Constraint<P> = Box<dyn Fn(&State<P>) -> bool + Send + Sync>;
 
-/// Runs a fresh checker over `records`; the first violation, if any.
-pub(crate) fn judge(factory: &CheckerFactory, records: &[Record]) -> Option<(String, String)> {
+/// The checkers whose safety verdict is only given by `finish` (judged at the end of a
+/// run). Since a run may end at any state, the explorer finishes them at every state
+/// and a walk at its last one. Liveness checkers are not here: a bounded path is not
+/// the end of a run, and "eventually" cannot be judged on it.
+pub const JUDGED_AT_END: &[&str] = &["no-lost-update", "exactly-once"];
+
+/// Runs a fresh checker over `records` (then, if `at_end`, finishes it there); the
+/// first violation, if any.
+pub(crate) fn judge(
+    factory: &CheckerFactory,
+    at_end: bool,
+    records: &[Record],
+    cluster: &Cluster,
+) -> Option<(String, String)> {
     let mut checker = factory();
-    records.iter().enumerate().find_map(|(i, r)| {
+    let online = records.iter().enumerate().find_map(|(i, r)| {
         checker
             .on_record(i, r)
+            .map(|v| (v.checker.to_string(), v.message))
+    });
+    online.or_else(|| {
+        at_end
+            .then(|| checker.finish(&crate::explorer::end_info(cluster, records)))
+            .flatten()
             .map(|v| (v.checker.to_string(), v.message))
     })
 }
@@ -90,7 +108,8 @@ pub fn stored_at_most<P: Protocol>(key: &'static str, bound: u64) -> Constraint<
 
 /// Constraint: no message has more than `copies` copies in flight. Bounds protocols
 /// that resend on a timer (heartbeats), whose in-flight multiset would otherwise grow
-/// with every firing; extra copies are still reachable through the duplicate budget.
+/// with every firing. Give it `1 + max_duplicates`, or the states a duplicate makes
+/// are pruned (the registry does).
 pub fn copies_in_flight_at_most<P: Protocol>(copies: u32) -> Constraint<P> {
     Box::new(move |state: &State<P>| state.in_flight.values().all(|c| *c <= copies))
 }

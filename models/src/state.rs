@@ -12,6 +12,12 @@
 //!   timers fire in any order anyway, real durations carry no meaning here, so
 //!   timing-based properties (lease safety, single leader *at a true instant* with
 //!   clock drift) stay with the simulator, which models true time, drift and skew.
+//! * **Time may leap.** With [`crate::Bounds::max_leaps`] above zero the environment may
+//!   move every clock forward by [`LEAP`] at once ([`Action::Leap`]): every TTL, lease
+//!   and session deadline then lies in the past, as when true time passes. Since timers
+//!   and deliveries stay free, whoever does not run before the deadline-holder acts is
+//!   *paused* past it: a lock holder whose TTL expires at the server before its write
+//!   is delivered (the GC pause of Kleppmann 2016).
 //! * **Randomness is a function of the state.** Each handler call gets a
 //!   [`SplitMix64`] seeded from a hash of (node, its step count), so a handler is a
 //!   pure function of the state it runs in.
@@ -30,6 +36,10 @@ type Models = (ClockModel, SeenModel);
 
 /// Logical time per step (node clocks) and per depth (record stamps).
 pub const TICK: Duration = Duration::from_millis(1);
+
+/// How far every clock moves on an [`Action::Leap`]: longer than any timeout, TTL or
+/// lease the zoo's parameters use, so after a leap every deadline has passed.
+pub const LEAP: Duration = Duration::from_secs(3_600);
 
 /// When a pending timer may fire.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -125,6 +135,9 @@ pub struct State<P: Protocol> {
     pub crashes: u32,
     pub drops: u32,
     pub duplicates: u32,
+    /// How many times time leapt ([`Action::Leap`]); every clock reads `leaps × LEAP`
+    /// on top of the [`ClockModel`]'s reading.
+    pub leaps: u32,
 }
 
 impl<P: Protocol> Hash for State<P> {
@@ -137,7 +150,7 @@ impl<P: Protocol> Hash for State<P> {
         }
         self.in_flight.hash(h);
         self.seen.hash(h);
-        (self.crashes, self.drops, self.duplicates).hash(h);
+        (self.crashes, self.drops, self.duplicates, self.leaps).hash(h);
     }
 }
 
@@ -164,6 +177,7 @@ impl<P: Protocol> State<P> {
             crashes: 0,
             drops: 0,
             duplicates: 0,
+            leaps: 0,
         };
         let mut records = Vec::new();
         for node in cluster.nodes() {
@@ -241,6 +255,9 @@ impl<P: Protocol> State<P> {
                 });
             }
         }
+        if self.leaps < bounds.max_leaps {
+            out.push(Action::Leap);
+        }
         for (i, node) in self.nodes.iter().enumerate() {
             let id = NodeId(i as u32);
             if node.process.is_some() {
@@ -296,6 +313,13 @@ impl<P: Protocol> State<P> {
                 self.run(cluster, clock, *node, depth, &mut records, |p, env| {
                     p.on_timer(env, timer)
                 });
+            }
+            Action::Leap => {
+                assert!(
+                    self.leaps < bounds.max_leaps,
+                    "time leapt beyond its budget"
+                );
+                self.leaps += 1;
             }
             Action::Crash { node } => {
                 let n = &mut self.nodes[node.index()];
@@ -359,7 +383,7 @@ impl<P: Protocol> State<P> {
         let mut seed = DefaultHasher::new();
         (node, n.steps).hash(&mut seed);
         let mut rng = SplitMix64(seed.finish());
-        let now = clock.0.reading(n.steps);
+        let now = clock.0.reading(n.steps) + LEAP * self.leaps;
         let mut process = n.process.take().expect("a handler runs on a live node");
         let effects = {
             let mut step = Step::new(node, cluster, now, now, &mut n.storage, &mut rng);
@@ -401,7 +425,7 @@ impl<P: Protocol> State<P> {
             }
             _ => {}
         }
-        let reading = clock.0.reading(n.steps);
+        let reading = clock.0.reading(n.steps) + LEAP * self.leaps;
         records.push(Record {
             time: SimTime::ZERO + TICK * depth as u32,
             node,

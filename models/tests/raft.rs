@@ -10,7 +10,7 @@ use tenure_core::Cluster;
 use tenure_models::property::{
     checker, copies_in_flight_at_most, steps_down_on_higher_term, stored_at_most,
 };
-use tenure_models::{Bounds, ClockModel, Explorer, SeenModel};
+use tenure_models::{check_model, Bounds, ClockModel, Explorer, Query, SeenModel};
 use tenure_protocols::raft::{Raft, RaftConfig, RaftMsg, RaftVariant, TERM_KEY};
 
 fn bounds(max_crashes: u32, max_depth: usize) -> Bounds {
@@ -103,15 +103,42 @@ fn correct_raft_passes_terms_1_one_crash_exhaustively() {
     assert_eq!(report.max_depth_reached, 19);
 }
 
-/// Terms up to 2 and one crash, to depth 8 (the full space at term 2 is beyond a unit
-/// test: more than 3 million states).
+/// The registry's default for raft: terms up to 2 and one crash, to depth 8 (the full
+/// space at term 2 is beyond a unit test: more than 3 million states).
 #[test]
-fn correct_raft_passes_terms_2_one_crash_to_depth_8() {
-    let report = raft(RaftVariant::Correct, bounds(1, 8), 2).explore();
+fn correct_raft_passes_the_registry_default_terms_2_one_crash_to_depth_8() {
+    let query = Query::new("raft", "correct").unwrap();
+    assert_eq!(
+        (
+            query.max_term,
+            query.bounds.max_crashes,
+            query.bounds.max_depth
+        ),
+        (2, 1, 8)
+    );
+    let report = check_model(&query).unwrap();
     println!("{report}");
     assert!(report.counterexample.is_none(), "{report}");
     assert!(report.complete);
     assert_eq!(report.unique_states, 69_959);
+}
+
+/// The registry finds both broken variants with its defaults, at the same depths as
+/// the hand-built explorers above.
+#[test]
+fn registry_defaults_find_both_broken_variants() {
+    let forget = check_model(&Query::new("raft", "forget-vote").unwrap()).unwrap();
+    let cex = forget.counterexample.expect("forget-vote is broken");
+    assert_eq!(
+        (cex.property.as_str(), cex.depth),
+        ("single-leader-per-term", 8)
+    );
+    let no_step = check_model(&Query::new("raft", "no-step-down").unwrap()).unwrap();
+    let cex = no_step.counterexample.expect("no-step-down is broken");
+    assert_eq!(
+        (cex.property.as_str(), cex.depth),
+        ("steps-down-on-higher-term", 5)
+    );
 }
 
 #[test]

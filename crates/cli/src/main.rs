@@ -4,6 +4,7 @@
 //! failed, 2 bad input or usage, 3 internal error (a bug in tenure or a protocol,
 //! nondeterminism included).
 
+mod cmd_check_model;
 mod cmd_compare;
 mod cmd_experiment;
 mod cmd_list;
@@ -46,6 +47,9 @@ enum Command {
     List(cmd_list::ListArgs),
     /// Run an experiment: many seeded simulations summarised as a table and plots.
     Experiment(cmd_experiment::ExperimentArgs),
+    /// Explore a protocol exhaustively within bounds (or by random walks) with the
+    /// model checker, over the same protocol code the simulator runs.
+    CheckModel(cmd_check_model::CheckModelArgs),
 }
 
 /// How a command ended.
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Command::List(args) => cmd_list::list(args),
         Command::Compare(args) => cmd_compare::compare(args),
         Command::Experiment(args) => cmd_experiment::experiment(args),
+        Command::CheckModel(args) => cmd_check_model::check_model(args),
     });
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),

@@ -251,3 +251,102 @@ fn list_shows_protocols_and_checkers() {
 fn tenure_check_count() -> usize {
     9
 }
+
+// --- check-model ---
+
+#[test]
+fn check_model_prints_the_shortest_counterexample_as_steps_and_exits_1() {
+    let o = tenure(&[
+        "check-model",
+        "--protocol",
+        "raft",
+        "--variant",
+        "no-step-down",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("VIOLATION steps-down-on-higher-term at depth 5: n0 leads term 1"),
+        "{t}"
+    );
+    assert!(t.contains("  1. n0 timer Election fired"), "{t}");
+    assert!(t.contains("  4. n1 timer Election fired"), "{t}");
+    assert!(t.contains("stopped at the first violation"), "{t}");
+}
+
+#[test]
+fn check_model_passes_with_exit_0_and_a_report_line() {
+    let o = tenure(&["check-model", "--protocol", "fencing"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("no violation within the bounds"), "{t}");
+    assert!(
+        t.contains("explored 4357 states, 4357 unique, depth reached 21, complete"),
+        "{t}"
+    );
+}
+
+#[test]
+fn check_model_json_and_walks() {
+    let o = tenure(&[
+        "check-model",
+        "--protocol",
+        "fencing",
+        "--variant",
+        "unfenced",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(v["violation"]["property"], "fencing-safety");
+    assert_eq!(v["violation"]["depth"], 15);
+    assert_eq!(v["violation"]["steps"].as_array().unwrap().len(), 15);
+
+    let o = tenure(&[
+        "check-model",
+        "--protocol",
+        "idempotency",
+        "--variant",
+        "no-key",
+        "--walk",
+        "0..10",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("walk seed 0 breaks exactly-once"), "{t}");
+}
+
+#[test]
+fn check_model_bad_input_is_exit_2_naming_the_field() {
+    for (args, needle) in [
+        (&["--protocol", "paxos"][..], "protocol: `paxos`"),
+        (
+            &["--protocol", "leader-lease"][..],
+            "stay with the simulator",
+        ),
+        (
+            &["--protocol", "raft", "--variant", "x"][..],
+            "variant: raft has no variant `x`",
+        ),
+        (
+            &["--protocol", "fencing", "--nodes", "3"][..],
+            "nodes: fencing has several roles",
+        ),
+        (
+            &["--protocol", "fencing", "--roles", "clients=2"][..],
+            "roles: fencing has no role `clients`",
+        ),
+        (
+            &["--protocol", "raft", "--checks", "leader-liveness"][..],
+            "checks: leader-liveness judges liveness",
+        ),
+        (&["--protocol", "raft", "--walk", "ten"][..], "walk: `ten`"),
+    ] {
+        let mut all = vec!["check-model"];
+        all.extend_from_slice(args);
+        let o = tenure(&all);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains(needle), "{args:?}: {t}");
+    }
+}

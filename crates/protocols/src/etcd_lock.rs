@@ -166,6 +166,9 @@ pub struct EtcdLockParams {
     pub amount: i64,
     pub request_timeout: HumanDuration,
     pub start_stagger: HumanDuration,
+    /// At most this many acquire attempts per client process (retries included);
+    /// absent: no limit. Bounds the workload for the model explorer.
+    pub max_attempts: Option<u32>,
 }
 
 impl Default for EtcdLockParams {
@@ -181,6 +184,7 @@ impl Default for EtcdLockParams {
             amount: 1,
             request_timeout: ms(1_000),
             start_stagger: ms(0),
+            max_attempts: None,
         }
     }
 }
@@ -309,6 +313,7 @@ impl Configurable for EtcdLock {
             amount: params.amount,
             request_timeout: params.request_timeout.0,
             start_stagger: params.start_stagger.0,
+            max_attempts: params.max_attempts,
         };
         workload.validate()?;
         Ok(EtcdConfig {

@@ -311,6 +311,9 @@ pub struct LockParams {
     pub request_timeout: HumanDuration,
     /// The k-th client waits k × this before its first acquire.
     pub start_stagger: HumanDuration,
+    /// At most this many acquire attempts per client process (retries included);
+    /// absent: no limit. Bounds the workload for the model explorer.
+    pub max_attempts: Option<u32>,
 }
 
 impl Default for LockParams {
@@ -326,6 +329,7 @@ impl Default for LockParams {
             amount: 1,
             request_timeout: ms(1_000),
             start_stagger: ms(0),
+            max_attempts: None,
         }
     }
 }
@@ -345,6 +349,7 @@ impl LockParams {
             amount: self.amount,
             request_timeout: self.request_timeout.0,
             start_stagger: self.start_stagger.0,
+            max_attempts: self.max_attempts,
         };
         config.validate()?;
         Ok(config)

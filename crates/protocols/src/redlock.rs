@@ -369,6 +369,7 @@ impl Configurable for Redlock {
             amount: params.amount,
             request_timeout: params.request_timeout,
             start_stagger: params.start_stagger,
+            max_attempts: None,
         };
         Ok(RedlockConfig {
             expiry,

@@ -68,6 +68,10 @@ pub struct WorkloadConfig {
     /// The k-th client of its role (k = 0, 1, ...) waits an extra k × `start_stagger`
     /// before its first acquire, so scenarios can know who goes first.
     pub start_stagger: Duration,
+    /// At most this many acquire attempts (retries included) per process, then the
+    /// client stops; `None`: no limit. The model explorer sets it to keep a client's
+    /// state space finite; scenarios leave it unset.
+    pub max_attempts: Option<u32>,
 }
 
 impl WorkloadConfig {
@@ -96,6 +100,12 @@ impl WorkloadConfig {
         }
         if self.resource.is_empty() {
             return Err(ParamError::new("resource", "must not be empty"));
+        }
+        if self.max_attempts == Some(0) {
+            return Err(ParamError::new(
+                "max_attempts",
+                "must be at least 1 (leave it out for no limit)",
+            ));
         }
         Ok(())
     }
@@ -127,6 +137,8 @@ pub struct Workload {
     /// The id of the outstanding resource request.
     op: u64,
     read_value: i64,
+    /// Acquire attempts made by this process (see [`WorkloadConfig::max_attempts`]).
+    attempts: u32,
 }
 
 impl Workload {
@@ -138,6 +150,7 @@ impl Workload {
             token: None,
             op: 0,
             read_value: 0,
+            attempts: 0,
         }
     }
 
@@ -166,6 +179,9 @@ impl Workload {
             .expect("a node plays its own role") as u32;
         let stagger = self.config.start_stagger.saturating_mul(rank);
         self.phase = Phase::Thinking;
+        if self.attempts_left() == 0 {
+            return;
+        }
         let (lo, hi) = self.config.think_time;
         let pause = env.duration_between(lo, hi);
         env.set_timer(T::from(WorkloadTimer::Think), pause + stagger);
@@ -211,6 +227,11 @@ impl Workload {
         if self.phase != Phase::Acquiring {
             return;
         }
+        if self.attempts_left() == 0 {
+            // Out of attempts: stop trying (the client stays idle).
+            self.phase = Phase::Thinking;
+            return;
+        }
         let (lo, hi) = self.config.retry_backoff;
         let backoff = env.duration_between(lo, hi);
         env.set_timer(T::from(WorkloadTimer::Retry), backoff);
@@ -228,9 +249,13 @@ impl Workload {
                 env.observe(Observation::Waiting {
                     resource: self.config.resource.clone(),
                 });
+                self.attempts += 1;
                 lock.start_acquire(env);
             }
-            (WorkloadTimer::Retry, Phase::Acquiring) => lock.start_acquire(env),
+            (WorkloadTimer::Retry, Phase::Acquiring) => {
+                self.attempts += 1;
+                lock.start_acquire(env);
+            }
             (WorkloadTimer::Work, Phase::Working) => {
                 // No validity check here: that is the window the GC pause exploits.
                 self.phase = Phase::Writing;
@@ -309,8 +334,18 @@ impl Workload {
         });
     }
 
+    /// Acquire attempts this process may still make (`u32::MAX` without a limit).
+    fn attempts_left(&self) -> u32 {
+        self.config
+            .max_attempts
+            .map_or(u32::MAX, |max| max.saturating_sub(self.attempts))
+    }
+
     fn think<M, T: From<WorkloadTimer>>(&mut self, env: &mut dyn Env<M, T>) {
         self.phase = Phase::Thinking;
+        if self.attempts_left() == 0 {
+            return;
+        }
         let (lo, hi) = self.config.think_time;
         let pause = env.duration_between(lo, hi);
         env.set_timer(T::from(WorkloadTimer::Think), pause);
@@ -363,6 +398,7 @@ mod tests {
             amount: 3,
             request_timeout: Duration::from_secs(1),
             start_stagger: Duration::from_millis(1000),
+            max_attempts: None,
         }
     }
 
@@ -506,6 +542,35 @@ mod tests {
             3,
         );
         assert_eq!(effects, vec![send(NodeId(0), Msg::Lock("acquire"))]);
+    }
+
+    #[test]
+    fn out_of_attempts_the_client_stops_instead_of_retrying_or_thinking() {
+        let mut w = Workload::new(WorkloadConfig {
+            max_attempts: Some(1),
+            ..config()
+        });
+        let effects = step(
+            |env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Think),
+            1,
+        );
+        assert_eq!(effects[1], send(NodeId(0), Msg::Lock("acquire")));
+        // Refused: no backoff timer, the client goes idle.
+        let effects = step(|env| w.on_acquire_failed(env), 3);
+        assert_eq!(effects, vec![]);
+        assert_eq!(w.phase, Phase::Thinking);
+        // Nor does a finished hold schedule another acquire.
+        let mut w = holding_after_read(0);
+        w.config.max_attempts = Some(1);
+        w.attempts = 1;
+        let effects = step(|env| w.think(env), 1);
+        assert_eq!(effects, vec![]);
+        // A restarted process starts a fresh count.
+        let mut w = Workload::new(WorkloadConfig {
+            max_attempts: Some(1),
+            ..config()
+        });
+        assert_eq!(step(|env| w.on_start(env), 5).len(), 1);
     }
 
     #[test]
@@ -668,6 +733,9 @@ mod tests {
         let mut c = config();
         c.retry_backoff = (Duration::ZERO, Duration::ZERO);
         assert_eq!(c.validate().unwrap_err().field, "retry_backoff");
+        let mut c = config();
+        c.max_attempts = Some(0);
+        assert_eq!(c.validate().unwrap_err().field, "max_attempts");
         assert!(config().validate().is_ok());
     }
 }

@@ -221,6 +221,9 @@ pub struct ZooKeeperParams {
     pub amount: i64,
     pub request_timeout: HumanDuration,
     pub start_stagger: HumanDuration,
+    /// At most this many acquire attempts per client process (retries included);
+    /// absent: no limit. Bounds the workload for the model explorer.
+    pub max_attempts: Option<u32>,
 }
 
 impl Default for ZooKeeperParams {
@@ -237,6 +240,7 @@ impl Default for ZooKeeperParams {
             amount: 1,
             request_timeout: ms(1_000),
             start_stagger: ms(0),
+            max_attempts: None,
         }
     }
 }
@@ -350,6 +354,7 @@ impl ZooKeeperParams {
             amount: self.amount,
             request_timeout: self.request_timeout.0,
             start_stagger: self.start_stagger.0,
+            max_attempts: self.max_attempts,
         };
         config.validate()?;
         Ok(config)

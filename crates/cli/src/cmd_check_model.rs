@@ -1,0 +1,343 @@
+//! `tenure check-model --protocol NAME`: bounded exhaustive exploration (or seeded
+//! random walks) of a zoo protocol with tenure-models, the same protocol code the
+//! simulator runs. Exit 0: no violation within the bounds; 1: a violation, printed as
+//! a shortest counterexample; 2: bad input.
+
+use crate::Outcome;
+use clap::{Args, ValueEnum};
+use serde_json::json;
+use std::ops::Range;
+use tenure_models::registry::WALK_DEPTH;
+use tenure_models::{
+    check_model_with, walk_model, Counterexample, ModelError, Progress, Query, Report, TimerModel,
+    WalkReport,
+};
+
+#[derive(Args, Debug)]
+pub struct CheckModelArgs {
+    /// The protocol (raft, bully, redis-lock, fencing, etcd-lock, zookeeper,
+    /// idempotency).
+    #[arg(long)]
+    protocol: String,
+    /// The variant (default: correct).
+    #[arg(long, default_value = "correct")]
+    variant: String,
+    /// Nodes of a single-role protocol (raft, bully).
+    #[arg(long, conflicts_with = "roles")]
+    nodes: Option<u32>,
+    /// Role counts, e.g. server=1,client=2,storage=1 (roles left out keep their default).
+    #[arg(long)]
+    roles: Option<String>,
+    /// States at this depth are judged but not expanded.
+    #[arg(long)]
+    max_depth: Option<usize>,
+    /// Stop (incomplete) after this many unique states.
+    #[arg(long)]
+    max_states: Option<usize>,
+    /// Crash budget (a crashed node may restart).
+    #[arg(long)]
+    crashes: Option<u32>,
+    /// Message-loss budget.
+    #[arg(long)]
+    drops: Option<u32>,
+    /// Message-duplication budget.
+    #[arg(long)]
+    duplicates: Option<u32>,
+    /// Time-leap budget (every clock jumps past every TTL and lease).
+    #[arg(long)]
+    leaps: Option<u32>,
+    /// Highest term explored (protocols with terms).
+    #[arg(long)]
+    max_term: Option<u64>,
+    /// When timers may fire.
+    #[arg(long, value_enum)]
+    timers: Option<Timers>,
+    /// Checks to judge, comma-separated (default: the protocol's).
+    #[arg(long, value_delimiter = ',')]
+    checks: Option<Vec<String>>,
+    /// Random walks instead of exhaustive search: N (seeds 0..N) or A..B.
+    #[arg(long, value_name = "SEEDS")]
+    walk: Option<String>,
+    /// Print a JSON report on stdout instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Timers {
+    /// Any pending timer may fire at any point.
+    Free,
+    /// Timers fire only when no message is in flight.
+    Quiet,
+}
+
+pub fn check_model(args: CheckModelArgs) -> Outcome {
+    match run(&args) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("tenure check-model: {e}");
+            Outcome::BadInput
+        }
+    }
+}
+
+fn run(args: &CheckModelArgs) -> Result<Outcome, ModelError> {
+    let seeds = args.walk.as_deref().map(parse_seeds).transpose()?;
+    let mut query = if seeds.is_some() {
+        Query::for_walks(&args.protocol, &args.variant)?
+    } else {
+        Query::new(&args.protocol, &args.variant)?
+    };
+    apply(args, &mut query)?;
+    if !args.json {
+        println!("{}", describe(&query));
+    }
+    match seeds {
+        Some(seeds) => {
+            let report = walk_model(&query, seeds.clone(), query.bounds.max_depth)?;
+            Ok(print_walks(args, &query, &seeds, &report))
+        }
+        None => {
+            let report = check_model_with(&query, &mut progress_printer())?;
+            Ok(print_report(args, &query, &report))
+        }
+    }
+}
+
+fn apply(args: &CheckModelArgs, query: &mut Query) -> Result<(), ModelError> {
+    if let Some(n) = args.nodes {
+        query.set_nodes(n)?;
+    }
+    if let Some(roles) = &args.roles {
+        query.set_roles(roles)?;
+    }
+    let b = &mut query.bounds;
+    if let Some(d) = args.max_depth {
+        b.max_depth = d;
+    }
+    if let Some(s) = args.max_states {
+        b.max_states = s;
+    }
+    if let Some(c) = args.crashes {
+        b.max_crashes = c;
+    }
+    if let Some(d) = args.drops {
+        b.max_drops = d;
+    }
+    if let Some(d) = args.duplicates {
+        b.max_duplicates = d;
+    }
+    if let Some(l) = args.leaps {
+        b.max_leaps = l;
+    }
+    if let Some(t) = args.timers {
+        b.timers = match t {
+            Timers::Free => TimerModel::Free,
+            Timers::Quiet => TimerModel::Quiet,
+        };
+    }
+    if let Some(t) = args.max_term {
+        query.max_term = t;
+    }
+    if let Some(checks) = &args.checks {
+        query.checks = checks.iter().map(|c| c.trim().to_string()).collect();
+    }
+    Ok(())
+}
+
+/// `N` (seeds 0..N) or `A..B`.
+fn parse_seeds(text: &str) -> Result<Range<u64>, ModelError> {
+    let bad = || ModelError {
+        field: "walk".to_string(),
+        message: format!("`{text}` is not a seed count N or a range A..B"),
+    };
+    let range = match text.split_once("..") {
+        Some((a, b)) => {
+            a.trim().parse().map_err(|_| bad())?..b.trim().parse().map_err(|_| bad())?
+        }
+        None => 0..text.trim().parse().map_err(|_| bad())?,
+    };
+    if range.is_empty() {
+        return Err(bad());
+    }
+    Ok(range)
+}
+
+/// One line: what is explored, under which bounds.
+fn describe(q: &Query) -> String {
+    let roles: Vec<String> = q
+        .cluster
+        .roles()
+        .iter()
+        .map(|r| format!("{}={}", r.role, r.count))
+        .collect();
+    let b = &q.bounds;
+    let terms = if q.protocol == "raft" {
+        format!("terms <= {}, ", q.max_term)
+    } else {
+        String::new()
+    };
+    format!(
+        "check-model {} {} on {}: {terms}depth <= {}, states <= {}, crashes <= {}, drops <= {}, duplicates <= {}, leaps <= {}, timers {}; checks {}",
+        q.protocol,
+        q.variant,
+        roles.join(","),
+        b.max_depth,
+        b.max_states,
+        b.max_crashes,
+        b.max_drops,
+        b.max_duplicates,
+        b.max_leaps,
+        match b.timers {
+            TimerModel::Free => "free",
+            TimerModel::Quiet => "quiet",
+        },
+        q.checks.join(", ")
+    )
+}
+
+/// Prints progress on stderr about once a second of wall time.
+// Wall time decides only when to print; it never affects the exploration.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+fn progress_printer() -> impl FnMut(&Progress) {
+    let started = std::time::Instant::now();
+    let mut last = started;
+    move |p: &Progress| {
+        let now = std::time::Instant::now();
+        if now.duration_since(last).as_secs_f64() < 1.0 {
+            return;
+        }
+        last = now;
+        let elapsed = now.duration_since(started).as_secs_f64();
+        eprintln!(
+            "  ... {} states explored, {} unique, depth {}, {:.0} states/s",
+            p.states_explored,
+            p.unique_states,
+            p.depth,
+            p.unique_states as f64 / elapsed.max(1e-9)
+        );
+    }
+}
+
+fn how_far(report: &Report) -> String {
+    if report.counterexample.is_some() {
+        "stopped at the first violation".to_string()
+    } else if !report.complete {
+        "cut by max-states".to_string()
+    } else if report.depth_cut > 0 {
+        format!(
+            "cut by max-depth ({} states not expanded)",
+            report.depth_cut
+        )
+    } else {
+        "complete".to_string()
+    }
+}
+
+fn print_counterexample(cex: &Counterexample) {
+    println!(
+        "VIOLATION {} at depth {}: {}",
+        cex.property, cex.depth, cex.message
+    );
+    println!("  0. every node started");
+    for (i, step) in cex.steps.iter().enumerate() {
+        println!("  {}. {step}", i + 1);
+    }
+}
+
+fn counterexample_json(cex: &Counterexample) -> serde_json::Value {
+    json!({
+        "property": cex.property,
+        "message": cex.message,
+        "depth": cex.depth,
+        "steps": cex.steps,
+    })
+}
+
+fn print_report(args: &CheckModelArgs, q: &Query, report: &Report) -> Outcome {
+    if args.json {
+        let out = json!({
+            "protocol": q.protocol,
+            "variant": q.variant,
+            "mode": "explore",
+            "states_explored": report.states_explored,
+            "unique_states": report.unique_states,
+            "transitions": report.transitions,
+            "max_depth_reached": report.max_depth_reached,
+            "depth_cut": report.depth_cut,
+            "complete": report.complete,
+            "elapsed_seconds": report.elapsed_seconds,
+            "states_per_second": report.unique_states_per_second,
+            "violation": report.counterexample.as_ref().map(counterexample_json),
+        });
+        println!("{out:#}");
+    } else {
+        match &report.counterexample {
+            Some(cex) => print_counterexample(cex),
+            None => println!("no violation within the bounds"),
+        }
+        println!(
+            "explored {} states, {} unique, depth reached {}, {}, {:.0} states/s ({:.2}s)",
+            report.states_explored,
+            report.unique_states,
+            report.max_depth_reached,
+            how_far(report),
+            report.unique_states_per_second,
+            report.elapsed_seconds
+        );
+    }
+    if report.counterexample.is_some() {
+        Outcome::CheckFailed
+    } else {
+        Outcome::Passed
+    }
+}
+
+fn print_walks(
+    args: &CheckModelArgs,
+    q: &Query,
+    seeds: &Range<u64>,
+    report: &WalkReport,
+) -> Outcome {
+    if args.json {
+        let out = json!({
+            "protocol": q.protocol,
+            "variant": q.variant,
+            "mode": "walk",
+            "seeds": [seeds.start, seeds.end],
+            "seeds_run": report.seeds_run,
+            "steps_total": report.steps_total,
+            "violation": report.failure.as_ref().map(|f| {
+                let mut v = counterexample_json(&f.counterexample);
+                v["seed"] = json!(f.seed);
+                v
+            }),
+        });
+        println!("{out:#}");
+    } else {
+        match &report.failure {
+            Some(f) => {
+                println!("walk seed {} breaks {}:", f.seed, f.counterexample.property);
+                print_counterexample(&f.counterexample);
+            }
+            None => println!("no violation in any walk"),
+        }
+        println!(
+            "walked {} seeds ({}..{}), {} steps in all, depth <= {}",
+            report.seeds_run,
+            seeds.start,
+            seeds.end,
+            report.steps_total,
+            if q.bounds.max_depth == WALK_DEPTH {
+                format!("{WALK_DEPTH} (walk default)")
+            } else {
+                q.bounds.max_depth.to_string()
+            }
+        );
+    }
+    if report.failure.is_some() {
+        Outcome::CheckFailed
+    } else {
+        Outcome::Passed
+    }
+}

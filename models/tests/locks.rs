@@ -1,0 +1,158 @@
+//! The lock zoo explored through the registry: the lesson of the GC pause, shown
+//! exhaustively. A time leap with free timer order is a pause: the holder's TTL runs
+//! out at the server before the holder's write is delivered.
+//!
+//! * `fencing` correct: fencing safety and no lost update hold for every behaviour of
+//!   one server, two clients (one acquire attempt each), a fenced storage and one leap,
+//!   while mutual exclusion of *belief* fails.
+//! * `fencing` unfenced: the stale write lands.
+//! * `redis-lock` plain-del-release: a late duplicate of a plain `DEL` deletes the next
+//!   holder's lock.
+
+use tenure_models::{check_model, Query, Report};
+
+fn query(protocol: &str, variant: &str) -> Query {
+    Query::new(protocol, variant).expect("a registry query")
+}
+
+fn explore(query: &Query) -> Report {
+    let report = check_model(query).expect("the query builds");
+    println!("{report}");
+    report
+}
+
+#[test]
+fn fenced_storage_stays_safe_exhaustively() {
+    let report = explore(&query("fencing", "correct"));
+    assert!(report.counterexample.is_none(), "{report}");
+    assert!(report.complete && report.depth_cut == 0, "{report}");
+    assert_eq!(report.unique_states, 4_357);
+    assert_eq!(report.max_depth_reached, 21);
+}
+
+/// The paused holder: n1 holds token 1, time leaps (its TTL is over at the server), n2
+/// gets the lock, and n1 still believes it holds it.
+#[test]
+fn fenced_lock_still_loses_mutual_exclusion_of_belief_under_a_pause() {
+    let mut q = query("fencing", "correct");
+    q.checks = vec!["mutual-exclusion".into()];
+    let cex = explore(&q).counterexample.expect("a paused holder");
+    assert_eq!(cex.property, "mutual-exclusion");
+    assert_eq!(cex.depth, 8);
+    assert_eq!(
+        cex.steps[..7],
+        [
+            "n1 timer Workload(Think) fired",
+            "n1 -> n0 Lock(Set { req: 1, key: \"counter\", owner: 4932980744878494312, ttl: Some(2s) }) delivered",
+            "n0 -> n1 Lock(SetReply { req: 1, granted: true, token: Some(1) }) delivered",
+            "time leaps 1h on every clock",
+            "n2 timer Workload(Think) fired",
+            "n2 -> n0 Lock(Set { req: 1, key: \"counter\", owner: 480410753986237055, ttl: Some(2s) }) delivered",
+            "n0 -> n2 Lock(SetReply { req: 1, granted: true, token: Some(2) }) delivered",
+        ]
+    );
+}
+
+/// Without a leap nothing expires, and even belief is exclusive.
+#[test]
+fn without_a_leap_the_ttl_never_expires_and_belief_is_exclusive() {
+    let mut q = query("fencing", "correct");
+    q.checks = vec!["mutual-exclusion".into()];
+    q.bounds.max_leaps = 0;
+    let report = explore(&q);
+    assert!(report.counterexample.is_none(), "{report}");
+    assert!(report.complete && report.depth_cut == 0, "{report}");
+}
+
+#[test]
+fn unfenced_storage_accepts_the_stale_write() {
+    let cex = explore(&query("fencing", "unfenced"))
+        .counterexample
+        .expect("unfenced is broken");
+    assert_eq!(cex.property, "fencing-safety");
+    assert_eq!(
+        cex.message,
+        "`counter` on n3 accepted token 1 from n1 at 0.015_000s after it had accepted token 2 from n2 at 0.011_000s"
+    );
+    assert_eq!(cex.depth, 15);
+    assert_eq!(cex.steps[3], "time leaps 1h on every clock");
+    assert_eq!(
+        cex.steps[14],
+        "n1 -> n3 Resource(Write { resource: \"counter\", op: 2, token: Some(1), value: 2 }) delivered"
+    );
+}
+
+/// Judged alone, the lost update is found too (finished at every state: a run may end
+/// anywhere).
+#[test]
+fn unfenced_storage_loses_an_update() {
+    let mut q = query("fencing", "unfenced");
+    q.checks = vec!["no-lost-update".into()];
+    let cex = explore(&q).counterexample.expect("a lost update");
+    assert_eq!(cex.property, "no-lost-update");
+    assert!(cex
+        .steps
+        .contains(&"time leaps 1h on every clock".to_string()));
+}
+
+#[test]
+fn plain_del_release_deletes_the_next_holders_lock() {
+    let cex = explore(&query("redis-lock", "plain-del-release"))
+        .counterexample
+        .expect("plain DEL is broken");
+    assert_eq!(cex.property, "mutual-exclusion");
+    assert_eq!(cex.depth, 14);
+    assert_eq!(
+        cex.steps[4],
+        "message n1 -> n0 Lock(Del { key: \"counter\" }) duplicated"
+    );
+    assert_eq!(
+        cex.steps[9],
+        "n1 -> n0 Lock(Del { key: \"counter\" }) delivered"
+    );
+}
+
+/// The same duplicate is harmless to the compare-and-delete script. Bounded: three
+/// clients and depth 16 (the full space is 369,423 states, about 18 s).
+#[test]
+fn compare_and_delete_keeps_mutual_exclusion_to_depth_16() {
+    let report = explore(&query("redis-lock", "correct"));
+    assert!(report.counterexample.is_none(), "{report}");
+    assert!(report.complete, "{report}");
+    assert_eq!(report.unique_states, 74_455);
+}
+
+#[test]
+fn idempotency_without_keys_applies_a_retry_twice() {
+    let cex = explore(&query("idempotency", "no-key"))
+        .counterexample
+        .expect("no-key is broken");
+    assert_eq!(cex.property, "exactly-once");
+    assert_eq!(
+        cex.steps,
+        [
+            "n1 timer Think fired",
+            "n1 -> n0 Request { key: \"n1-0\" } delivered",
+            "n1 timer Retry fired",
+            "n1 -> n0 Request { key: \"n1-0\" } delivered",
+        ]
+    );
+}
+
+#[test]
+fn idempotency_key_recorded_after_the_effect_is_lost_in_a_crash() {
+    let cex = explore(&query("idempotency", "key-after-effect"))
+        .counterexample
+        .expect("key-after-effect is broken");
+    assert_eq!(cex.property, "exactly-once");
+    assert_eq!(cex.depth, 6);
+    assert_eq!(cex.steps[3], "n0 crashed");
+}
+
+#[test]
+fn idempotency_with_keys_applies_once_exhaustively() {
+    let report = explore(&query("idempotency", "correct"));
+    assert!(report.counterexample.is_none(), "{report}");
+    assert!(report.complete && report.depth_cut == 0, "{report}");
+    assert_eq!(report.unique_states, 306);
+}
