@@ -13,6 +13,7 @@
 
 pub mod clock;
 mod control;
+pub mod fuzz;
 mod host;
 pub mod log;
 pub mod net;
