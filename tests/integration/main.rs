@@ -2,5 +2,6 @@
 
 mod checkers_trusted;
 mod determinism;
+mod fuzz;
 mod scenarios;
 mod support;

@@ -31,7 +31,9 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tenure_core::{format_duration, parse_duration, Cluster, NodeId, SignedDuration};
-use tenure_scenario::{ClockSpec, Fault, FaultEvent, Latency, NodeSel, Scenario, ScenarioError};
+use tenure_scenario::{
+    ClockSpec, Fault, FaultEvent, Latency, LinkSpec, NodeSel, Scenario, ScenarioError,
+};
 
 /// The names of the built-in profiles, in the order `--help` lists them.
 pub const PROFILE_NAMES: &[&str] = &["calm", "partitions", "clocks", "pauses", "crashes", "chaos"];
@@ -58,6 +60,9 @@ pub struct Profile {
     pub partition: f64,
     /// Chance that a seed has crashes (each followed by a restart).
     pub crash: f64,
+    /// Chance that a crash is a flapping process (quick crash/restart cycles) rather
+    /// than one outage (in clusters of one role, where every node votes).
+    pub flap: f64,
     /// Chance that a seed has process pauses (GC, VM stalls).
     pub pause: f64,
     /// Chance that a seed has wall-clock jumps.
@@ -110,6 +115,7 @@ impl Profile {
             name: "calm".to_string(),
             partition: 0.0,
             crash: 0.0,
+            flap: 0.3,
             pause: 0.0,
             clock_jump: 0.0,
             clock_drift: 0.0,
@@ -121,12 +127,12 @@ impl Profile {
             events: [1, 3],
             loss_range: [0.01, 0.3],
             duplicate_range: [0.01, 0.2],
-            latency_range: [ms(1), ms(60)],
+            latency_range: [ms(1), ms(150)],
             drift_range: [0.001, 0.7],
             jump_range: [ms(100), Duration::from_secs(60)],
             offset_range: [ms(0), Duration::from_secs(5)],
             pause_range: [ms(100), Duration::from_secs(6)],
-            outage_range: [ms(200), Duration::from_secs(5)],
+            outage_range: [ms(5), Duration::from_secs(5)],
             window: [0.1, 0.6],
             liveness: Duration::from_secs(8),
         }
@@ -165,14 +171,18 @@ impl Profile {
             },
             "chaos" => Profile {
                 partition: 0.5,
-                crash: 0.5,
+                crash: 0.8,
+                flap: 0.7,
                 pause: 0.5,
                 clock_jump: 0.4,
                 clock_drift: 0.4,
                 clock_offset: 0.4,
                 loss: 0.3,
                 duplicate: 0.3,
-                slow: 0.2,
+                slow: 0.6,
+                events: [2, 5],
+                // from the start: the first election is the busiest moment
+                window: [0.0, 0.6],
                 ..base
             },
             _ => return None,
@@ -229,6 +239,7 @@ impl Profile {
     pub const KNOBS: &'static [&'static str] = &[
         "partition",
         "crash",
+        "flap",
         "pause",
         "clock_jump",
         "clock_drift",
@@ -255,6 +266,7 @@ impl Profile {
         match knob {
             "partition" => self.partition = probability(v)?,
             "crash" => self.crash = probability(v)?,
+            "flap" => self.flap = probability(v)?,
             "pause" => self.pause = probability(v)?,
             "clock_jump" => self.clock_jump = probability(v)?,
             "clock_drift" => self.clock_drift = probability(v)?,
@@ -330,6 +342,7 @@ impl Profile {
             |r: [Duration; 2]| serde_json::json!([format_duration(r[0]), format_duration(r[1])]);
         put("partition", self.partition.into(), base.partition.into());
         put("crash", self.crash.into(), base.crash.into());
+        put("flap", self.flap.into(), base.flap.into());
         put("pause", self.pause.into(), base.pause.into());
         put("clock_jump", self.clock_jump.into(), base.clock_jump.into());
         put(
@@ -404,6 +417,8 @@ pub struct Drawn {
     pub heal_at: Option<Duration>,
     /// Initial clock offsets and drifts.
     pub clocks: Vec<ClockSpec>,
+    /// Slow links (`[[network.link]]`, both ways), for the whole run.
+    pub links: Vec<LinkSpec>,
     /// The timeline, in time order, every event before `duration`. Network
     /// degradations are `network` events; the one at the heal has no fields here and
     /// means "back to the scenario's own network" ([`Drawn::apply_to`] fills it in).
@@ -428,6 +443,7 @@ impl Drawn {
             }
         }
         s.clocks.sort_by_key(|c| c.node);
+        s.network.links.extend(self.links.iter().cloned());
         let calm = &scenario.network;
         s.faults.extend(self.faults.iter().map(|e| match &e.fault {
             Fault::Network {
@@ -470,6 +486,8 @@ struct Drawer<'a> {
     events: Vec<FaultEvent>,
     /// `(node, from, until)`: when each fixed node is crashed or paused.
     down: Vec<(NodeId, Duration, Duration)>,
+    /// `(from, until)`: when a crashed leader (whichever node it was) is down.
+    leader_down: Vec<(Duration, Duration)>,
 }
 
 impl<'a> Drawer<'a> {
@@ -489,6 +507,7 @@ impl<'a> Drawer<'a> {
             requested: duration,
             events: Vec::new(),
             down: Vec::new(),
+            leader_down: Vec::new(),
         }
     }
 
@@ -562,10 +581,20 @@ impl<'a> Drawer<'a> {
     /// A target for pauses and clock faults: sometimes "leader", else a node, clients
     /// preferred.
     fn target(&mut self) -> NodeSel {
+        self.target_weighted(client_weight)
+    }
+
+    /// A target for clock faults: sometimes "leader", else any node alike (a lock
+    /// server's clock decides when its locks expire).
+    fn clock_target(&mut self) -> NodeSel {
+        self.target_weighted(|_| 1)
+    }
+
+    fn target_weighted(&mut self, weight: impl Fn(&str) -> u32) -> NodeSel {
         if self.chance(self.p.leader) {
             NodeSel::Leader
         } else {
-            NodeSel::Id(self.pick(client_weight).0)
+            NodeSel::Id(self.pick(weight).0)
         }
     }
 
@@ -583,7 +612,13 @@ impl<'a> Drawer<'a> {
             .filter(|(n, a, b)| self.cluster.role_of(*n) == role && *a < until && from < *b)
             .map(|(n, _, _)| *n)
             .collect();
-        !overlapping.contains(&node) && overlapping.len() < down_budget(self.cluster.count(role))
+        let leader_down = self
+            .leader_down
+            .iter()
+            .filter(|(a, b)| *a < until && from < *b)
+            .count();
+        !overlapping.contains(&node)
+            && overlapping.len() + leader_down < down_budget(self.cluster.count(role))
     }
 
     fn draw(mut self) -> Drawn {
@@ -601,11 +636,35 @@ impl<'a> Drawer<'a> {
         let duplicate = self
             .chance(p.duplicate)
             .then(|| round_to(self.uniform(p.duplicate_range), 100.0));
-        let slow = self.chance(p.slow).then(|| {
+        let mut slow = self.chance(p.slow).then(|| {
             let a = self.between(p.latency_range);
             let b = self.between(p.latency_range);
             Latency::new(a.min(b), a.max(b))
         });
+        // Half the slow seeds slow some links only (both ways, the whole run): a slow
+        // link lets two nodes miss each other's messages for a while, the way two
+        // candidates stand in one term, while the rest of the network is fast.
+        let mut links = Vec::new();
+        if let Some(latency) = slow {
+            if self.rng.gen_bool(0.5) {
+                slow = None;
+                let nodes: Vec<NodeId> = self.cluster.nodes().collect();
+                for (i, a) in nodes.iter().enumerate() {
+                    for b in &nodes[i + 1..] {
+                        if self.rng.gen_bool(0.3) {
+                            links.push(LinkSpec {
+                                from: *a,
+                                to: *b,
+                                both: true,
+                                latency: Some(latency),
+                                loss: None,
+                                duplicate: None,
+                            });
+                        }
+                    }
+                }
+            }
+        }
 
         // 2. Clocks at the start.
         let mut clocks = Vec::new();
@@ -653,22 +712,23 @@ impl<'a> Drawer<'a> {
         if crashes {
             for _ in 0..self.count() {
                 let at = self.when();
+                if self.chance(p.leader) && self.cluster.roles().len() == 1 {
+                    self.crash_leader(at, heal_at);
+                    continue;
+                }
                 let node = self.pick(client_weight);
-                let end = (at + self.between(p.outage_range)).min(heal_at);
+                // Flapping voters give votes twice; in clusters of several roles a
+                // flapping client or server only makes failures fragile to shrink.
+                if self.cluster.roles().len() == 1 && self.chance(p.flap) {
+                    self.flap(node, at, heal_at);
+                    continue;
+                }
+                // Log-uniform: many quick restarts (a supervisor restarting a process),
+                // some long outages.
+                let end = (at + self.log_between(p.outage_range)).min(heal_at);
                 if end > at && self.may_go_down(node, at, end) {
                     self.down.push((node, at, end));
-                    self.push(
-                        at,
-                        Fault::Crash {
-                            node: NodeSel::Id(node.0),
-                        },
-                    );
-                    self.push(
-                        end,
-                        Fault::Restart {
-                            node: NodeSel::Id(node.0),
-                        },
-                    );
+                    self.crash_restart(node, at, end);
                 }
             }
         }
@@ -701,7 +761,7 @@ impl<'a> Drawer<'a> {
         if jumps {
             for _ in 0..self.count() {
                 let at = self.when();
-                let node = self.target();
+                let node = self.clock_target();
                 let by = self.log_between(p.jump_range).as_nanos() as i64;
                 let by = SignedDuration(by * self.sign() as i64);
                 self.push(at, Fault::ClockJump { node, by });
@@ -710,7 +770,7 @@ impl<'a> Drawer<'a> {
         if drifts {
             for _ in 0..self.count() {
                 let at = self.when();
-                let node = self.target();
+                let node = self.clock_target();
                 let drift = round_to(self.sign() * self.log_uniform(p.drift_range), 10_000.0);
                 self.push(
                     at,
@@ -746,7 +806,86 @@ impl<'a> Drawer<'a> {
             duration: if any { self.duration } else { self.requested },
             heal_at: any.then_some(heal_at),
             clocks,
+            links,
             faults,
+        }
+    }
+
+    fn crash_restart(&mut self, node: NodeId, at: Duration, end: Duration) {
+        let node = NodeSel::Id(node.0);
+        self.push(at, Fault::Crash { node });
+        self.push(end, Fault::Restart { node });
+    }
+
+    /// Crashes whoever leads at `at`. Which node that is shows only when the run gets
+    /// there, so every node is restarted at the end of the outage (a restart of a node
+    /// that is up does nothing). Only in clusters of one role, where the leader is one of
+    /// the nodes restarted. The outage counts as one more node down in the role. Crash
+    /// storms come together: with chance `flap` another node flaps through the election
+    /// that follows.
+    fn crash_leader(&mut self, at: Duration, heal_at: Duration) {
+        let end = (at + self.log_between(self.p.outage_range)).min(heal_at);
+        let role_count = self.cluster.size();
+        let overlapping = |a: Duration, b: Duration| {
+            self.down
+                .iter()
+                .filter(|(_, x, y)| *x < b && a < *y)
+                .count()
+                + self
+                    .leader_down
+                    .iter()
+                    .filter(|(x, y)| *x < b && a < *y)
+                    .count()
+        };
+        if end <= at || overlapping(at, end) >= down_budget(role_count) {
+            return;
+        }
+        self.leader_down.push((at, end));
+        self.push(
+            at,
+            Fault::Crash {
+                node: NodeSel::Leader,
+            },
+        );
+        let nodes: Vec<NodeId> = self.cluster.nodes().collect();
+        for node in &nodes {
+            self.push(
+                end,
+                Fault::Restart {
+                    node: NodeSel::Id(node.0),
+                },
+            );
+        }
+        if self.chance(self.p.flap) {
+            let node = nodes[self.rng.gen_range(0..nodes.len())];
+            self.flap(node, at, heal_at);
+        }
+    }
+
+    /// A flapping process: quick crash/restart cycles (a crash loop under a supervisor).
+    /// It forgets whatever it did not persist between two messages of one exchange,
+    /// the way a vote that is not written down is given twice.
+    fn flap(&mut self, node: NodeId, at: Duration, heal_at: Duration) {
+        let cycles = self.rng.gen_range(4..=20u32);
+        let mut t = at;
+        let mut spans = Vec::new();
+        for _ in 0..cycles {
+            let outage = ms(self.rng.gen_range(1..=10));
+            let gap = ms(self.rng.gen_range(5..=50));
+            if t + outage >= heal_at {
+                break;
+            }
+            spans.push((t, t + outage));
+            t += outage + gap;
+        }
+        let Some(last) = spans.last().map(|s| s.1) else {
+            return;
+        };
+        if self.may_go_down(node, at, last) {
+            self.down.push((node, at, last));
+            for (a, b) in spans {
+                self.crash_restart(node, a, b);
+            }
         }
     }
 

@@ -47,22 +47,46 @@ fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Prof
             .any(|e| e.at == heal_at && e.fault == Fault::Heal {}),
         "ends with a heal"
     );
+    let all = restart_all_instants(d, cluster);
     let mut crashed: BTreeMap<u32, Duration> = BTreeMap::new();
+    let mut restarted_early: Vec<u32> = Vec::new();
     for e in &d.faults {
         assert!(e.at >= start && e.at <= heal_at, "{e:?} in the window");
         let id = |n: &NodeSel| n.id().map(|n| n.0);
         match &e.fault {
+            Fault::Crash {
+                node: NodeSel::Leader,
+            } => {
+                assert_eq!(
+                    cluster.roles().len(),
+                    1,
+                    "leaders crash in one-role clusters"
+                );
+                assert!(
+                    all.iter().any(|t| *t > e.at),
+                    "every node restarts after it"
+                );
+            }
             Fault::Crash { node } => {
-                let n = id(node).expect("crashes name fixed nodes");
+                let n = id(node).unwrap();
                 assert!(cluster.contains(NodeId(n)));
                 assert!(
                     crashed.insert(n, e.at).is_none(),
                     "one crash at a time per node"
                 );
             }
+            Fault::Restart { node } if all.contains(&e.at) => {
+                let n = id(node).unwrap();
+                if crashed.remove(&n).is_some() {
+                    restarted_early.push(n);
+                }
+            }
             Fault::Restart { node } => {
                 let n = id(node).expect("restarts name fixed nodes");
-                assert!(crashed.remove(&n).is_some(), "a restart follows its crash");
+                assert!(
+                    crashed.remove(&n).is_some() || restarted_early.contains(&n),
+                    "a restart follows its crash"
+                );
             }
             Fault::Pause { duration, .. } => {
                 assert!(e.at + *duration <= heal_at, "pauses end by the heal")
@@ -75,6 +99,20 @@ fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Prof
         crashed.is_empty(),
         "every crashed node is restarted: {crashed:?}"
     );
+}
+
+/// The instants at which every node of the cluster is restarted (after a leader crash).
+fn restart_all_instants(d: &Drawn, cluster: &Cluster) -> Vec<Duration> {
+    let mut at: BTreeMap<Duration, usize> = BTreeMap::new();
+    for e in &d.faults {
+        if matches!(e.fault, Fault::Restart { .. }) {
+            *at.entry(e.at).or_default() += 1;
+        }
+    }
+    at.into_iter()
+        .filter(|(_, n)| *n >= cluster.size())
+        .map(|(t, _)| t)
+        .collect()
 }
 
 #[test]
@@ -149,15 +187,24 @@ fn crashes_and_pauses_leave_a_majority_of_each_role_up() {
     let c = Cluster::uniform("server", 5);
     for seed in 0..200 {
         let d = p.draw(seed, &c, ms(10_000));
+        let all = restart_all_instants(&d, &c);
         let mut intervals: Vec<(Duration, Duration)> = Vec::new();
         let mut open: BTreeMap<u32, Duration> = BTreeMap::new();
         for e in &d.faults {
             match &e.fault {
+                Fault::Crash {
+                    node: NodeSel::Leader,
+                } => {
+                    let end = *all.iter().find(|t| **t > e.at).unwrap();
+                    intervals.push((e.at, end));
+                }
                 Fault::Crash { node } => {
                     open.insert(node.id().unwrap().0, e.at);
                 }
                 Fault::Restart { node } => {
-                    intervals.push((open.remove(&node.id().unwrap().0).unwrap(), e.at))
+                    if let Some(from) = open.remove(&node.id().unwrap().0) {
+                        intervals.push((from, e.at));
+                    }
                 }
                 Fault::Pause {
                     node: NodeSel::Id(_),
