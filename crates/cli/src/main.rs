@@ -4,8 +4,10 @@
 //! failed, 2 bad input or usage, 3 internal error (a bug in tenure or a protocol,
 //! nondeterminism included).
 
+mod cmd_fuzz;
 mod cmd_list;
 mod cmd_run;
+mod cmd_shrink;
 mod cmd_verify;
 mod report;
 
@@ -34,6 +36,10 @@ enum Command {
     Verify(cmd_verify::VerifyArgs),
     /// List protocols (with roles and variants), checkers and fault kinds.
     List(cmd_list::ListArgs),
+    /// Run many seeds, each drawing its own faults from a profile; save every failure.
+    Fuzz(cmd_fuzz::FuzzArgs),
+    /// Cut a failing scenario down to a minimal one that fails the same way.
+    Shrink(cmd_shrink::ShrinkArgs),
 }
 
 /// How a command ended.
@@ -74,6 +80,8 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd_run::run(args),
         Command::Verify(args) => cmd_verify::verify(args),
         Command::List(args) => cmd_list::list(args),
+        Command::Fuzz(args) => cmd_fuzz::run(args),
+        Command::Shrink(args) => cmd_shrink::run(args),
     });
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),
