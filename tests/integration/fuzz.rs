@@ -100,3 +100,29 @@ fn two_shards_of_a_range_give_exactly_the_results_of_the_whole_range() {
         "the range has failures too (a paused holder)"
     );
 }
+
+#[test]
+fn a_saved_case_run_with_its_seed_replays_the_fuzzed_run_exactly() {
+    use tenure_sim::{trace_hash, Prepared, RunOptions};
+    let target = Target::for_protocol("raft", Some("forget-vote"), None).unwrap();
+    let options = RunOptions {
+        trace: true,
+        stop_at_first_violation: true,
+    };
+    for seed in [3, 51] {
+        let fuzzed = target.prepare(seed).run(seed, &options);
+        let text = target.case(seed).to_toml();
+        let saved = tenure_scenario::parse(&text, "case.toml").unwrap();
+        let replayed = Prepared::new(saved).unwrap().run(seed, &options);
+        assert_eq!(
+            trace_hash(fuzzed.trace.as_ref().unwrap()),
+            trace_hash(replayed.trace.as_ref().unwrap()),
+            "seed {seed}"
+        );
+        assert_eq!(
+            fuzzed.passed(),
+            seed != 51,
+            "seed 51 is the forget-vote failure"
+        );
+    }
+}
