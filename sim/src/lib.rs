@@ -14,6 +14,7 @@
 pub mod clock;
 mod control;
 pub mod experiment;
+pub mod fuzz;
 mod host;
 pub mod log;
 pub mod net;

@@ -2,6 +2,7 @@
 
 mod checkers_trusted;
 mod determinism;
+mod fuzz;
 mod scenarios;
 mod support;
 mod timeline;

@@ -7,8 +7,10 @@
 mod cmd_check_model;
 mod cmd_compare;
 mod cmd_experiment;
+mod cmd_fuzz;
 mod cmd_list;
 mod cmd_run;
+mod cmd_shrink;
 mod cmd_verify;
 mod report;
 
@@ -50,6 +52,10 @@ enum Command {
     /// Explore a protocol exhaustively within bounds (or by random walks) with the
     /// model checker, over the same protocol code the simulator runs.
     CheckModel(cmd_check_model::CheckModelArgs),
+    /// Run many seeds, each drawing its own faults from a profile; save every failure.
+    Fuzz(cmd_fuzz::FuzzArgs),
+    /// Cut a failing scenario down to a minimal one that fails the same way.
+    Shrink(cmd_shrink::ShrinkArgs),
 }
 
 /// How a command ended.
@@ -93,6 +99,8 @@ fn main() -> ExitCode {
         Command::Compare(args) => cmd_compare::compare(args),
         Command::Experiment(args) => cmd_experiment::experiment(args),
         Command::CheckModel(args) => cmd_check_model::check_model(args),
+        Command::Fuzz(args) => cmd_fuzz::run(args),
+        Command::Shrink(args) => cmd_shrink::run(args),
     });
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),

@@ -1,0 +1,107 @@
+//! `tenure shrink FILE`: a failing scenario cut down to the faults that matter.
+
+use crate::cmd_fuzz::write_new;
+use crate::report::replay_command;
+use crate::{shown, Outcome};
+use clap::Args;
+use std::path::PathBuf;
+use tenure_sim::fuzz::{shrink, ShrinkError, Size};
+
+const AFTER_HELP: &str = "\
+The result fails the same checker with the same seed: the scenario's expected violation
+if it has one, else the first checker that fails. Shrinking tries, until nothing helps:
+dropping fault events (halves, quarters, ... then one at a time), dropping every event of
+one node, shortening pauses, moving the timeline earlier, shortening the run, and taking
+the last node off a role. Every candidate is run and kept only if it still fails that
+checker. The result checks only that checker and expects it to fail. Same input, same
+output.
+
+The result is written next to FILE as <stem>.shrunk.toml (never over an existing file:
+<stem>.shrunk-2.toml, ...).
+
+Exit codes: 0 shrunk, 1 the scenario does not fail with that seed, 2 bad input.";
+
+#[derive(Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct ShrinkArgs {
+    /// The failing scenario file (e.g. one `tenure fuzz` saved).
+    file: PathBuf,
+    /// The seed that fails (default: the scenario's `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+fn size_text(s: &Size) -> String {
+    format!(
+        "{} fault event{}, {} simulated, {} node{}",
+        s.faults,
+        if s.faults == 1 { "" } else { "s" },
+        tenure_core::format_duration(s.duration),
+        s.nodes,
+        if s.nodes == 1 { "" } else { "s" }
+    )
+}
+
+pub fn run(args: ShrinkArgs) -> Outcome {
+    let scenario = match tenure_scenario::load(&args.file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("tenure: {e}");
+            return Outcome::BadInput;
+        }
+    };
+    let seed = args.seed.unwrap_or(scenario.seed);
+    let file = shown(&args.file);
+    eprintln!("tenure shrink: {file} seed {seed}");
+    let shrunk = match shrink(&scenario, seed) {
+        Ok(s) => s,
+        Err(ShrinkError::Invalid(e)) => {
+            eprintln!("tenure: {e}");
+            return Outcome::BadInput;
+        }
+        Err(e @ ShrinkError::DoesNotFail { .. }) => {
+            println!("NOT FAILING {file}: {e}");
+            return Outcome::CheckFailed;
+        }
+    };
+    let mut result = shrunk.scenario.clone();
+    result.seed = seed;
+    let stem = args
+        .file
+        .file_stem()
+        .map_or("scenario".to_string(), |s| s.to_string_lossy().to_string());
+    let dir = args
+        .file
+        .parent()
+        .map_or(PathBuf::from("."), |p| p.to_path_buf());
+    let header = format!(
+        "# Shrunk by `tenure shrink` from {file} (seed {seed}) in {} runs: still violates {}.\n\
+         # Before: {}.\n# After: {}.\n\n",
+        shrunk.runs,
+        shrunk.checker,
+        size_text(&shrunk.before),
+        size_text(&shrunk.after)
+    );
+    let path = match write_new(
+        &dir,
+        &stem,
+        ".shrunk",
+        &format!("{header}{}", result.to_toml()),
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("tenure: cannot write next to {file}: {e}");
+            return Outcome::BadInput;
+        }
+    };
+    let out = shown(&path);
+    println!(
+        "SHRUNK {file} seed {seed}: still violates {}",
+        shrunk.checker
+    );
+    println!("  before: {}", size_text(&shrunk.before));
+    println!("  after:  {}", size_text(&shrunk.after));
+    println!("  saved:  {out}");
+    println!("  replay: {}", replay_command(&out, seed));
+    Outcome::Passed
+}

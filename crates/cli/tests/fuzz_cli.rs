@@ -1,0 +1,285 @@
+//! `tenure fuzz` and `tenure shrink` as a user runs them: saved cases that replay,
+//! shards that add up to the whole range, Ctrl-C that loses nothing, clear help.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tenure(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tenure"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("tenure runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", stdout(o), String::from_utf8_lossy(&o.stderr))
+}
+
+/// A fresh scratch directory named after the test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("fuzz-cli")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn fuzz_saves_each_failure_as_a_case_that_replays_and_shrinks() {
+    let out = scratch("saves");
+    let o = tenure(&[
+        "fuzz",
+        "--protocol",
+        "raft",
+        "--variant",
+        "forget-vote",
+        "--seeds",
+        "50..53",
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let case = out.join("raft-forget-vote-seed51-single-leader-per-term.toml");
+    let t = stdout(&o);
+    assert!(
+        t.contains("FAIL seed 51: single-leader-per-term violated"),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!("replay: tenure run {} --seed 51", s(&case))),
+        "{t}"
+    );
+    assert!(
+        t.contains("fuzzed 3 seeds of raft/forget-vote (50..53)"),
+        "{t}"
+    );
+
+    let replay = tenure(&["run", s(&case), "--seed", "51"]);
+    assert_eq!(replay.status.code(), Some(1));
+    assert!(stdout(&replay).contains("single-leader-per-term violated at 1.678_023s"));
+    assert!(stdout(&replay).contains("expects violation of single-leader-per-term: met"));
+
+    let shrunk = tenure(&["shrink", s(&case), "--seed", "51"]);
+    assert_eq!(shrunk.status.code(), Some(0), "{}", text(&shrunk));
+    let t = stdout(&shrunk);
+    assert!(
+        t.contains("before: 91 fault events, 14s simulated, 5 nodes"),
+        "{t}"
+    );
+    assert!(t.contains("after:  3 fault events"), "{t}");
+    let small = out.join("raft-forget-vote-seed51-single-leader-per-term.shrunk.toml");
+    let replay = tenure(&["run", s(&small), "--seed", "51"]);
+    assert_eq!(replay.status.code(), Some(1), "{}", text(&replay));
+
+    let again = tenure(&["shrink", s(&case), "--seed", "51"]);
+    assert_eq!(again.status.code(), Some(0));
+    let second = out.join("raft-forget-vote-seed51-single-leader-per-term.shrunk-2.toml");
+    assert_eq!(
+        std::fs::read_to_string(&second).unwrap(),
+        std::fs::read_to_string(&small).unwrap(),
+        "the same input shrinks to the same output, saved under a new name"
+    );
+
+    let rerun = tenure(&[
+        "fuzz",
+        "--protocol",
+        "raft",
+        "--variant",
+        "forget-vote",
+        "--seeds",
+        "51..52",
+        "--out",
+        s(&out),
+    ]);
+    assert!(
+        stdout(&rerun).contains("seed51-single-leader-per-term-2.toml"),
+        "never overwrites"
+    );
+}
+
+#[test]
+fn shrink_says_when_a_scenario_does_not_fail() {
+    let o = tenure(&["shrink", "scenarios/raft/leader-crash.toml"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stdout(&o).contains("does not fail with seed 1"),
+        "{}",
+        text(&o)
+    );
+    let o = tenure(&["shrink", "no/such/file.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+fn json_lines(args: &[&str], out: &Path) -> Vec<String> {
+    let mut all = vec![
+        "fuzz",
+        "--protocol",
+        "redis-lock",
+        "--profile",
+        "pauses",
+        "--json",
+        "--out",
+        s(out),
+    ];
+    all.extend_from_slice(args);
+    let o = tenure(&all);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
+    stdout(&o).lines().map(str::to_string).collect()
+}
+
+#[test]
+fn shards_concatenated_are_the_whole_range_whatever_the_jobs() {
+    let whole = json_lines(&["--seeds", "0..30", "--jobs", "2"], &scratch("whole"));
+    let mut shards = json_lines(
+        &["--seeds", "0..30", "--shard", "1/2", "--jobs", "1"],
+        &scratch("shard1"),
+    );
+    shards.extend(json_lines(
+        &["--seeds", "0..30", "--shard", "2/2", "--jobs", "3"],
+        &scratch("shard2"),
+    ));
+    assert_eq!(whole.len(), 30);
+    assert_eq!(shards, whole);
+    assert!(
+        whole.iter().any(|l| l.contains("\"case\"")),
+        "some seeds fail and are saved"
+    );
+}
+
+#[test]
+fn ctrl_c_loses_no_failure_found_before_it() {
+    let out = scratch("interrupt");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tenure"))
+        .args([
+            "fuzz",
+            "--protocol",
+            "redis-lock",
+            "--profile",
+            "pauses",
+            "--seeds",
+            "0..1000000",
+            "--jobs",
+            "2",
+            "--out",
+            s(&out),
+        ])
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tenure starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let first = line.starts_with("FAIL seed");
+        seen.push(line);
+        if first {
+            break;
+        }
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(kill.success());
+    seen.extend(lines.map(|l| l.unwrap()));
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "a failure was found: exit 1, not 130"
+    );
+    let listed: Vec<&str> = seen
+        .iter()
+        .filter_map(|l| l.trim().strip_prefix("saved: "))
+        .collect();
+    assert!(!listed.is_empty(), "{seen:#?}");
+    let summary = seen
+        .iter()
+        .position(|l| l == "failing cases:")
+        .expect("a closing list");
+    for file in &listed {
+        let scenario = tenure_scenario::load(&repo().join(file)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            seen[summary..].iter().any(|l| l.contains(file)),
+            "{file} is in the closing list"
+        );
+        assert_eq!(scenario.protocol.name, "redis-lock");
+    }
+    let saved = std::fs::read_dir(&out).unwrap().count();
+    assert_eq!(saved, listed.len(), "every saved case is listed");
+}
+
+#[test]
+fn help_explains_profiles_shards_replay_and_shrinking() {
+    let fuzz = text(&tenure(&["fuzz", "--help"]));
+    for needle in [
+        "--protocol",
+        "--shard",
+        "K/N",
+        "chaos",
+        "tenure run <file> --seed N",
+        "Ctrl-C",
+        "Exit codes",
+    ] {
+        assert!(fuzz.contains(needle), "fuzz --help lacks {needle}:\n{fuzz}");
+    }
+    let shrink = text(&tenure(&["shrink", "--help"]));
+    for needle in ["same checker", ".shrunk.toml", "Exit codes"] {
+        assert!(
+            shrink.contains(needle),
+            "shrink --help lacks {needle}:\n{shrink}"
+        );
+    }
+}
+
+#[test]
+fn bad_fuzz_input_is_exit_2_with_the_reason() {
+    for (args, reason) in [
+        (
+            vec!["fuzz", "--protocol", "nope"],
+            "unknown protocol `nope`",
+        ),
+        (
+            vec!["fuzz", "--protocol", "raft", "--variant", "nope"],
+            "no variant `nope`",
+        ),
+        (
+            vec!["fuzz", "--protocol", "raft", "--seeds", "9..3"],
+            "start is above the end",
+        ),
+        (
+            vec!["fuzz", "--protocol", "raft", "--shard", "3/2"],
+            "--shard `3/2`",
+        ),
+        (
+            vec!["fuzz", "--protocol", "raft", "--profile", "wild"],
+            "unknown profile `wild`",
+        ),
+        (
+            vec!["fuzz", "--protocol", "raft", "--time", "soon"],
+            "--time",
+        ),
+        (vec!["fuzz"], "required"),
+    ] {
+        let o = tenure(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(reason), "{args:?}: {}", text(&o));
+    }
+}

@@ -1,0 +1,377 @@
+//! The fuzz loop: run a range of seeds of a [`Target`] on worker threads (each seed is
+//! its own madsim runtime), stop each seed at its first violation, and hand the
+//! outcomes to the caller **in seed order**, so what is printed, written and counted is
+//! the same whatever the number of threads.
+//!
+//! A stop flag (Ctrl-C, a time budget) makes workers take no new seed; seeds in flight
+//! finish and every outcome already computed is still handed over (in seed order, with
+//! gaps where a seed never ran).
+
+use super::target::Target;
+use crate::play::RunOptions;
+use crate::trace::TraceEvent;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use tenure_core::SimTime;
+use tenure_scenario::{CheckSpec, Expectation, Scenario};
+
+/// How to fuzz.
+#[derive(Clone, Debug)]
+pub struct FuzzOptions {
+    /// Worker threads (at least 1).
+    pub jobs: usize,
+    /// Run each seed twice with the full trace and report the first difference.
+    pub check_determinism: bool,
+    /// Stop after this many failing seeds (in seed order); `None` runs the whole range.
+    pub max_failures: Option<usize>,
+}
+
+impl Default for FuzzOptions {
+    fn default() -> Self {
+        FuzzOptions {
+            jobs: 1,
+            check_determinism: false,
+            max_failures: None,
+        }
+    }
+}
+
+/// What one seed did.
+#[derive(Clone, Debug)]
+pub struct SeedOutcome {
+    pub seed: u64,
+    pub result: SeedResult,
+}
+
+#[derive(Clone, Debug)]
+pub enum SeedResult {
+    /// Every check passed.
+    Pass,
+    /// A check failed.
+    Fail(Box<Failure>),
+    /// Two runs of the seed differed (`--check-determinism`).
+    Nondeterministic(Divergence),
+    /// The run panicked: a bug in tenure or in the protocol.
+    Panicked(String),
+}
+
+/// A failing seed: the first violation and the case that replays it.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub checker: &'static str,
+    pub time: SimTime,
+    pub message: String,
+    /// The seed's case, expecting this violation: write it and `tenure run` it with the
+    /// seed to replay.
+    pub case: Scenario,
+}
+
+/// The first trace event at which two runs of one seed differ.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Divergence {
+    pub index: usize,
+    /// The event of each run at `index` as a JSON line (`None`: that trace ended).
+    pub first: Option<String>,
+    pub second: Option<String>,
+}
+
+impl SeedOutcome {
+    /// One JSON line about this seed; the same for a seed whatever else ran.
+    pub fn to_json(&self) -> serde_json::Value {
+        match &self.result {
+            SeedResult::Pass => serde_json::json!({"seed": self.seed, "outcome": "pass"}),
+            SeedResult::Fail(f) => serde_json::json!({
+                "seed": self.seed,
+                "outcome": "violation",
+                "checker": f.checker,
+                "time_ns": f.time.as_nanos(),
+                "message": f.message,
+                "faults": f.case.faults.len(),
+            }),
+            SeedResult::Nondeterministic(d) => serde_json::json!({
+                "seed": self.seed,
+                "outcome": "nondeterministic",
+                "trace_event": d.index,
+                "first": d.first,
+                "second": d.second,
+            }),
+            SeedResult::Panicked(message) => serde_json::json!({
+                "seed": self.seed,
+                "outcome": "panic",
+                "message": message,
+            }),
+        }
+    }
+}
+
+/// Counts over the seeds that ran.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FuzzSummary {
+    /// Seeds handed over (run to an outcome).
+    pub seeds: u64,
+    pub failed: u64,
+    pub nondeterministic: u64,
+    pub panicked: u64,
+    /// True if the stop flag or `max_failures` ended the run before the range did.
+    pub stopped: bool,
+}
+
+/// `range` split into `count` contiguous blocks; block `index` (0-based). The blocks
+/// cover the range with no overlap, in order.
+pub fn shard(range: Range<u64>, index: u64, count: u64) -> Range<u64> {
+    assert!(count > 0 && index < count, "shard {index} of {count}");
+    let len = u128::from(range.end.saturating_sub(range.start));
+    let at = |k: u64| range.start + (len * u128::from(k) / u128::from(count)) as u64;
+    at(index)..at(index + 1)
+}
+
+/// Runs one seed of `target` (stopping at the first violation).
+pub fn run_seed(target: &Target, seed: u64, check_determinism: bool) -> SeedOutcome {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        seed_result(target, seed, check_determinism)
+    }))
+    .unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        SeedResult::Panicked(message)
+    });
+    SeedOutcome { seed, result }
+}
+
+fn seed_result(target: &Target, seed: u64, check_determinism: bool) -> SeedResult {
+    let prepared = target.prepare(seed);
+    let options = RunOptions {
+        trace: check_determinism,
+        stop_at_first_violation: true,
+    };
+    let report = prepared.run(seed, &options);
+    if check_determinism {
+        let again = prepared.run(seed, &options);
+        let (a, b) = (
+            report.trace.as_deref().unwrap_or(&[]),
+            again.trace.as_deref().unwrap_or(&[]),
+        );
+        if let Some(index) = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i)) {
+            let line = |e: Option<&TraceEvent>| e.map(TraceEvent::to_json_line);
+            return SeedResult::Nondeterministic(Divergence {
+                index,
+                first: line(a.get(index)),
+                second: line(b.get(index)),
+            });
+        }
+    }
+    let Some(v) = report.violations.first() else {
+        return SeedResult::Pass;
+    };
+    let mut case = prepared.scenario.clone();
+    case.expect = Expectation::Violation {
+        checker: v.checker.to_string(),
+    };
+    SeedResult::Fail(Box::new(Failure {
+        checker: v.checker,
+        time: v.time,
+        message: v.message.clone(),
+        case,
+    }))
+}
+
+/// Fuzzes `seeds` of `target`, calling `emit` with each outcome in seed order, on the
+/// calling thread. `stop` (set by Ctrl-C or a timer) ends the run early.
+pub fn fuzz(
+    target: &Target,
+    seeds: Range<u64>,
+    options: &FuzzOptions,
+    stop: &AtomicBool,
+    mut emit: impl FnMut(&SeedOutcome),
+) -> FuzzSummary {
+    let next = AtomicU64::new(seeds.start);
+    let halt = AtomicBool::new(false); // max_failures reached
+    let mut summary = FuzzSummary::default();
+    let jobs = options.jobs.max(1);
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel::<SeedOutcome>();
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (next, halt) = (&next, &halt);
+            scope.spawn(move || loop {
+                if stop.load(Ordering::SeqCst) || halt.load(Ordering::SeqCst) {
+                    break;
+                }
+                let seed = next.fetch_add(1, Ordering::SeqCst);
+                if seed >= seeds.end || seed < seeds.start {
+                    break; // also stops at u64 wrap-around
+                }
+                if tx
+                    .send(run_seed(target, seed, options.check_determinism))
+                    .is_err()
+                {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut pending: BTreeMap<u64, SeedOutcome> = BTreeMap::new();
+        let mut expected = seeds.start;
+        let mut hand_over = |o: &SeedOutcome, summary: &mut FuzzSummary| {
+            summary.seeds += 1;
+            match o.result {
+                SeedResult::Pass => {}
+                SeedResult::Fail(_) => summary.failed += 1,
+                SeedResult::Nondeterministic(_) => summary.nondeterministic += 1,
+                SeedResult::Panicked(_) => summary.panicked += 1,
+            }
+            emit(o);
+            let failures = summary.failed + summary.nondeterministic + summary.panicked;
+            if options
+                .max_failures
+                .is_some_and(|max| failures >= max as u64)
+            {
+                halt.store(true, Ordering::SeqCst);
+            }
+        };
+        for outcome in rx {
+            if halt.load(Ordering::SeqCst) {
+                continue; // past the last failure wanted: drain and drop
+            }
+            pending.insert(outcome.seed, outcome);
+            while let Some(o) = pending.remove(&expected) {
+                expected = expected.wrapping_add(1);
+                hand_over(&o, &mut summary);
+                if halt.load(Ordering::SeqCst) {
+                    break;
+                }
+            }
+        }
+        // Stopped: the seeds that ran, in order, with gaps where a seed never did.
+        if !halt.load(Ordering::SeqCst) {
+            for o in std::mem::take(&mut pending).into_values() {
+                hand_over(&o, &mut summary);
+            }
+        }
+    });
+    let all = seeds.end.saturating_sub(seeds.start);
+    summary.stopped = summary.seeds < all;
+    summary
+}
+
+/// The file name a failing case is saved under: `<protocol>-<variant>-seed<N>-<checker>`.
+pub fn case_stem(case: &Scenario, seed: u64, checker: &str) -> String {
+    format!(
+        "{}-{}-seed{seed}-{checker}",
+        case.protocol.name, case.protocol.variant
+    )
+}
+
+/// `case` reduced to the one check that failed (with its parameters), expecting it to
+/// fail. Shrinking starts from this.
+pub fn only_check(case: &Scenario, checker: &str) -> Scenario {
+    let mut s = case.clone();
+    let spec: Vec<CheckSpec> = s
+        .checks
+        .iter()
+        .filter(|c| c.name == checker)
+        .cloned()
+        .collect();
+    s.checks = spec;
+    s.expect = Expectation::Violation {
+        checker: checker.to_string(),
+    };
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_cover_a_range_in_order_without_overlap() {
+        for (range, n) in [(0..10, 3), (5..6, 4), (0..0, 2), (100..1100, 7)] {
+            let blocks: Vec<Range<u64>> = (0..n).map(|k| shard(range.clone(), k, n)).collect();
+            assert_eq!(blocks[0].start, range.start);
+            assert_eq!(blocks[n as usize - 1].end, range.end);
+            for w in blocks.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+            }
+        }
+        assert_eq!(shard(0..10, 0, 3), 0..3);
+        assert_eq!(shard(0..10, 2, 3), 6..10);
+        assert_eq!(shard(0..u64::MAX, 1, 2), u64::MAX / 2..u64::MAX);
+    }
+
+    fn target(variant: &str) -> Target {
+        Target::for_protocol("redis-lock", Some(variant), Some("pauses")).unwrap()
+    }
+
+    #[test]
+    fn outcomes_come_in_seed_order_whatever_the_threads() {
+        let t = target("correct");
+        let run = |jobs| {
+            let mut seen = Vec::new();
+            let options = FuzzOptions {
+                jobs,
+                ..FuzzOptions::default()
+            };
+            let summary = fuzz(&t, 0..8, &options, &AtomicBool::new(false), |o| {
+                seen.push(o.to_json())
+            });
+            (seen, summary)
+        };
+        let (one, s1) = run(1);
+        let (three, s3) = run(3);
+        assert_eq!(one, three);
+        assert_eq!(s1, s3);
+        assert_eq!(s1.seeds, 8);
+        let seeds: Vec<u64> = one.iter().map(|j| j["seed"].as_u64().unwrap()).collect();
+        assert_eq!(seeds, (0..8).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn max_failures_stops_at_the_first_failing_seed_in_order() {
+        let t = target("correct"); // a pause longer than the TTL breaks belief
+        let options = FuzzOptions {
+            jobs: 2,
+            max_failures: Some(1),
+            ..FuzzOptions::default()
+        };
+        let mut last = None;
+        let summary = fuzz(&t, 0..200, &options, &AtomicBool::new(false), |o| {
+            last = Some(o.clone())
+        });
+        assert_eq!(summary.failed, 1);
+        assert!(summary.stopped);
+        let last = last.unwrap();
+        assert_eq!(
+            last.seed + 1,
+            summary.seeds,
+            "every seed before the failure was handed over"
+        );
+        let SeedResult::Fail(f) = last.result else {
+            panic!("ends with the failure")
+        };
+        assert_eq!(f.case.seed, last.seed);
+        assert_eq!(
+            f.case.expect,
+            Expectation::Violation {
+                checker: f.checker.to_string()
+            }
+        );
+    }
+
+    #[test]
+    fn a_set_stop_flag_runs_nothing() {
+        let summary = fuzz(
+            &target("correct"),
+            0..100,
+            &FuzzOptions::default(),
+            &AtomicBool::new(true),
+            |_| {},
+        );
+        assert_eq!(summary.seeds, 0);
+        assert!(summary.stopped);
+    }
+}

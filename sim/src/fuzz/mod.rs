@@ -1,0 +1,22 @@
+//! Fuzzing, shrinking and reproducing.
+//!
+//! * [`profile`]: fault profiles; each seed draws its own rates, then an explicit fault
+//!   schedule, from a ChaCha stream of the seed that no run uses (swarm testing).
+//! * [`target`]: what is fuzzed: a scenario (or a protocol's built-in default) plus a
+//!   profile; [`Target::case`] is a seed's replayable scenario.
+//! * [`engine`]: runs seeds on worker threads and hands outcomes over in seed order,
+//!   so results do not depend on the number of threads; [`shard`] splits a seed range.
+//! * [`shrink`]: reduces a failing scenario to a minimal one that fails the same checker.
+
+pub mod engine;
+pub mod profile;
+pub mod shrink;
+pub mod target;
+
+pub use engine::{
+    case_stem, fuzz, only_check, run_seed, shard, Divergence, Failure, FuzzOptions, FuzzSummary,
+    SeedOutcome, SeedResult,
+};
+pub use profile::{fuzz_rng, Drawn, Profile, DEFAULT_PROFILE, PROFILE_NAMES};
+pub use shrink::{shrink, ShrinkError, Shrunk, Size};
+pub use target::{default_scenario, Target};

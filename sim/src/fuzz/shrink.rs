@@ -1,0 +1,480 @@
+//! Shrinking: reduce a failing scenario to a small one that still fails the SAME checker
+//! with the same seed.
+//!
+//! **What it promises.** [`shrink`] returns a scenario with no more fault events, no
+//! longer a run and no more nodes than the input, whose run with the seed violates the
+//! same checker; the result is a pure function of (scenario, seed). The steps, repeated
+//! until none helps: drop fault events (delta debugging: halves, quarters, ... then one
+//! at a time), shorten pauses, cut the time before the first fault, shorten the run,
+//! and take the last node off a role when the protocol accepts the smaller cluster and
+//! the timeline does not name that node (later ids move down by one).
+//!
+//! For a liveness checker a candidate must leave the cluster healed (no partition
+//! without a later heal, no crash without a later restart): otherwise "the cluster never
+//! recovered" would be a trivial cause that any variant shares.
+//!
+//! **How it fails.** A scenario that does not fail with that seed cannot be shrunk
+//! ([`ShrinkError::DoesNotFail`]); an invalid one is a [`ShrinkError::Invalid`].
+//!
+//! **Source.** Zeller & Hildebrandt, "Simplifying and Isolating Failure-Inducing Input"
+//! (IEEE TSE 2002), the ddmin algorithm; QuickCheck/Hypothesis-style shrinking of
+//! generated cases.
+
+use super::engine::only_check;
+use crate::play::{Prepared, RunOptions};
+use std::time::Duration;
+use tenure_core::{Cluster, NodeId, RoleSpec};
+use tenure_scenario::{
+    ClusterSpec, Expectation, Fault, FaultEvent, NodeSel, Scenario, ScenarioError,
+};
+
+/// The size of a scenario, as shrinking counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size {
+    pub faults: usize,
+    pub duration: Duration,
+    pub nodes: usize,
+}
+
+/// A shrunk scenario.
+#[derive(Clone, Debug)]
+pub struct Shrunk {
+    /// Checks only `checker`, expects it to fail, and fails it with the seed.
+    pub scenario: Scenario,
+    pub checker: String,
+    pub before: Size,
+    pub after: Size,
+    /// How many runs shrinking took.
+    pub runs: usize,
+}
+
+#[derive(Clone, Debug)]
+pub enum ShrinkError {
+    Invalid(ScenarioError),
+    /// The scenario passes every check with this seed.
+    DoesNotFail {
+        seed: u64,
+    },
+}
+
+impl std::fmt::Display for ShrinkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShrinkError::Invalid(e) => write!(f, "{e}"),
+            ShrinkError::DoesNotFail { seed } => write!(
+                f,
+                "the scenario does not fail with seed {seed}: every check passes, nothing to shrink"
+            ),
+        }
+    }
+}
+
+/// An upper bound on runs, so a pathological input still ends.
+const MAX_RUNS: usize = 2_000;
+
+/// Shrinks `scenario` run with `seed`. The checker kept is the scenario's expected
+/// violation if it fails, else the first checker that fails.
+pub fn shrink(scenario: &Scenario, seed: u64) -> Result<Shrunk, ShrinkError> {
+    let prepared = Prepared::new(scenario.clone()).map_err(ShrinkError::Invalid)?;
+    let before = size(scenario, &prepared.cluster);
+    let report = prepared.run(
+        seed,
+        &RunOptions {
+            trace: false,
+            stop_at_first_violation: false,
+        },
+    );
+    let expected = match &scenario.expect {
+        Expectation::Violation { checker } => Some(checker.as_str()),
+        Expectation::Pass => None,
+    };
+    let checker = match report
+        .violations
+        .iter()
+        .find(|v| Some(v.checker) == expected)
+        .or_else(|| report.violations.first())
+    {
+        Some(v) => v.checker.to_string(),
+        None => return Err(ShrinkError::DoesNotFail { seed }),
+    };
+    let within = scenario
+        .checks
+        .iter()
+        .find(|c| c.name == checker)
+        .and_then(|c| c.params.get("within"))
+        .and_then(|w| w.as_str())
+        .and_then(|w| tenure_core::parse_duration(w).ok())
+        .unwrap_or(Duration::from_secs(5));
+    let mut s = Shrinker {
+        seed,
+        liveness: checker.ends_with("-liveness"),
+        judged_after: (checker == "leader-liveness").then_some(within),
+        checker,
+        runs: 0,
+    };
+    let mut best = only_check(scenario, &s.checker);
+    best.source = String::new();
+    assert!(
+        s.fails(&best),
+        "the scenario failed `{}` a moment ago",
+        s.checker
+    );
+    loop {
+        let start = best.clone();
+        best = s.cut_after_violation(best);
+        best = s.drop_events(best);
+        best = s.drop_node_events(best);
+        best = s.shorten_pauses(best);
+        best = s.cut_lead_time(best);
+        best = s.shorten_run(best);
+        best = s.drop_nodes(best);
+        if best == start || s.runs >= MAX_RUNS {
+            break;
+        }
+    }
+    let cluster = Prepared::new(best.clone())
+        .expect("every accepted candidate validated")
+        .cluster;
+    Ok(Shrunk {
+        after: size(&best, &cluster),
+        scenario: best,
+        checker: s.checker,
+        before,
+        runs: s.runs,
+    })
+}
+
+fn size(s: &Scenario, cluster: &Cluster) -> Size {
+    Size {
+        faults: s.faults.len(),
+        duration: s.duration,
+        nodes: cluster.size(),
+    }
+}
+
+struct Shrinker {
+    seed: u64,
+    checker: String,
+    liveness: bool,
+    /// For `leader-liveness`: a run that ends sooner than this after its last fault
+    /// fails it trivially (too short to judge), so candidates must run at least as long.
+    judged_after: Option<Duration>,
+    runs: usize,
+}
+
+impl Shrinker {
+    /// Whether `candidate` is valid and still fails the checker.
+    fn fails(&mut self, candidate: &Scenario) -> bool {
+        self.violation_time(candidate).is_some()
+    }
+
+    /// When `candidate` violates the checker, if it is valid and does.
+    fn violation_time(&mut self, candidate: &Scenario) -> Option<Duration> {
+        if self.runs >= MAX_RUNS || (self.liveness && !healed(&candidate.faults)) {
+            return None;
+        }
+        if let Some(within) = self.judged_after {
+            if candidate.duration < calm_from(&candidate.faults) + within {
+                return None;
+            }
+        }
+        let prepared = Prepared::new(candidate.clone()).ok()?;
+        self.runs += 1;
+        let report = prepared.run(
+            self.seed,
+            &RunOptions {
+                trace: false,
+                stop_at_first_violation: true,
+            },
+        );
+        report
+            .violations
+            .iter()
+            .find(|v| v.checker == self.checker)
+            .map(|v| v.time.as_duration())
+    }
+
+    /// Events after the violation cannot have caused it: drop them, and end the run just
+    /// after it. (For liveness, judged at the end, this rarely holds; the run says.)
+    fn cut_after_violation(&mut self, best: Scenario) -> Scenario {
+        let Some(at) = self.violation_time(&best) else {
+            return best;
+        };
+        let mut candidate = best.clone();
+        candidate.faults.retain(|e| e.at <= at);
+        let last = candidate.faults.last().map_or(Duration::ZERO, |e| e.at);
+        candidate.duration = (round_ms(at) + Duration::from_millis(1))
+            .max(last + Duration::from_millis(1))
+            .min(best.duration);
+        if candidate != best && self.fails(&candidate) {
+            candidate
+        } else {
+            best
+        }
+    }
+
+    /// ddmin over the fault events: remove chunks of halving size while that still fails.
+    fn drop_events(&mut self, mut best: Scenario) -> Scenario {
+        let mut chunk = best.faults.len().div_ceil(2).max(1);
+        loop {
+            let mut i = 0;
+            while i < best.faults.len() {
+                let mut candidate = best.clone();
+                let end = (i + chunk).min(candidate.faults.len());
+                candidate.faults.drain(i..end);
+                if self.fails(&candidate) {
+                    best = candidate; // the same `i` now names the next chunk
+                } else {
+                    i += chunk;
+                }
+            }
+            if chunk == 1 {
+                return best;
+            }
+            chunk = chunk.div_ceil(2);
+        }
+    }
+
+    /// Drops every event that names one node (a flapping process's whole crash loop),
+    /// node by node: events of one node are not always next to each other in time.
+    fn drop_node_events(&mut self, mut best: Scenario) -> Scenario {
+        let mut nodes: Vec<u32> = best
+            .faults
+            .iter()
+            .filter_map(|e| fault_node(&e.fault))
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        for node in nodes {
+            let mut candidate = best.clone();
+            candidate
+                .faults
+                .retain(|e| fault_node(&e.fault) != Some(node));
+            if candidate.faults.len() < best.faults.len() && self.fails(&candidate) {
+                best = candidate;
+            }
+        }
+        best
+    }
+
+    /// Halves each pause while that still fails (down to 10 ms).
+    fn shorten_pauses(&mut self, mut best: Scenario) -> Scenario {
+        for i in 0..best.faults.len() {
+            while let Fault::Pause { node, duration } = best.faults[i].fault.clone() {
+                let shorter = round_ms(duration / 2);
+                if shorter < Duration::from_millis(10) {
+                    break;
+                }
+                let mut candidate = best.clone();
+                candidate.faults[i].fault = Fault::Pause {
+                    node,
+                    duration: shorter,
+                };
+                if !self.fails(&candidate) {
+                    break;
+                }
+                best = candidate;
+            }
+        }
+        best
+    }
+
+    /// Moves the whole timeline earlier (and the end with it): all the way to the first
+    /// fault at 0, else half of that, and so on.
+    fn cut_lead_time(&mut self, mut best: Scenario) -> Scenario {
+        let Some(first) = best.faults.first().map(|e| e.at) else {
+            return best;
+        };
+        let mut cut = first;
+        while cut >= Duration::from_millis(10) {
+            let mut candidate = best.clone();
+            for e in &mut candidate.faults {
+                e.at -= cut;
+            }
+            candidate.duration -= cut;
+            if self.fails(&candidate) {
+                best = candidate;
+                break;
+            }
+            cut = round_ms(cut / 2);
+        }
+        best
+    }
+
+    /// Halves the time after the last fault while that still fails.
+    fn shorten_run(&mut self, mut best: Scenario) -> Scenario {
+        loop {
+            let last = best.faults.last().map_or(Duration::ZERO, |e| e.at);
+            let tail = best.duration - last;
+            let shorter = round_ms(tail / 2);
+            if shorter < Duration::from_millis(10) {
+                return best;
+            }
+            let mut candidate = best.clone();
+            candidate.duration = last + shorter;
+            if !self.fails(&candidate) {
+                return best;
+            }
+            best = candidate;
+        }
+    }
+
+    /// Takes the last node off each role in turn, while the protocol accepts it, the
+    /// timeline does not name that node, and the run still fails.
+    fn drop_nodes(&mut self, mut best: Scenario) -> Scenario {
+        loop {
+            let Ok(prepared) = Prepared::new(best.clone()) else {
+                return best;
+            };
+            let cluster = prepared.cluster;
+            let mut shrunk = false;
+            for (r, spec) in cluster.roles().iter().enumerate() {
+                if spec.count < 2 {
+                    continue;
+                }
+                let removed = cluster
+                    .with_role(&spec.role)
+                    .last()
+                    .expect("a role of two nodes or more");
+                let Some(candidate) = without_node(&best, &cluster, r, removed) else {
+                    continue;
+                };
+                if self.fails(&candidate) {
+                    best = candidate;
+                    shrunk = true;
+                    break;
+                }
+            }
+            if !shrunk {
+                return best;
+            }
+        }
+    }
+}
+
+/// `s` with `removed` (the last node of role `r`) taken out: every role written out in
+/// cluster order, later node ids one lower. `None` if the timeline, clocks or links
+/// name `removed`.
+fn without_node(s: &Scenario, cluster: &Cluster, r: usize, removed: NodeId) -> Option<Scenario> {
+    let map = |n: NodeId| -> Option<NodeId> {
+        match n.0.cmp(&removed.0) {
+            std::cmp::Ordering::Less => Some(n),
+            std::cmp::Ordering::Equal => None,
+            std::cmp::Ordering::Greater => Some(NodeId(n.0 - 1)),
+        }
+    };
+    let sel = |n: NodeSel| -> Option<NodeSel> {
+        match n {
+            NodeSel::Leader => Some(NodeSel::Leader),
+            NodeSel::Id(id) => map(NodeId(id)).map(|n| NodeSel::Id(n.0)),
+        }
+    };
+    let list = |v: &[NodeId]| -> Option<Vec<NodeId>> { v.iter().map(|n| map(*n)).collect() };
+    let groups =
+        |g: &[Vec<NodeId>]| -> Option<Vec<Vec<NodeId>>> { g.iter().map(|v| list(v)).collect() };
+    let mut out = s.clone();
+    let mut roles: Vec<RoleSpec> = cluster.roles().to_vec();
+    roles[r].count -= 1;
+    out.cluster = ClusterSpec::Roles(roles);
+    for c in &mut out.clocks {
+        c.node = map(c.node)?;
+    }
+    for l in &mut out.network.links {
+        l.from = map(l.from)?;
+        l.to = map(l.to)?;
+    }
+    for e in &mut out.faults {
+        e.fault = match &e.fault {
+            Fault::Partition { groups: g } => Fault::Partition { groups: groups(g)? },
+            Fault::Isolate { node } => Fault::Isolate { node: sel(*node)? },
+            Fault::Cut { nodes } => Fault::Cut {
+                nodes: [map(nodes[0])?, map(nodes[1])?],
+            },
+            Fault::OneWay { from, to } => Fault::OneWay {
+                from: list(from)?,
+                to: list(to)?,
+            },
+            Fault::Bridge { node, groups: g } => Fault::Bridge {
+                node: sel(*node)?,
+                groups: groups(g)?,
+            },
+            Fault::Crash { node } => Fault::Crash { node: sel(*node)? },
+            Fault::Restart { node } => Fault::Restart { node: sel(*node)? },
+            Fault::Pause { node, duration } => Fault::Pause {
+                node: sel(*node)?,
+                duration: *duration,
+            },
+            Fault::ClockJump { node, by } => Fault::ClockJump {
+                node: sel(*node)?,
+                by: *by,
+            },
+            Fault::ClockDrift { node, drift } => Fault::ClockDrift {
+                node: sel(*node)?,
+                drift: *drift,
+            },
+            Fault::Request { node, name, arg } => Fault::Request {
+                node: sel(*node)?,
+                name: name.clone(),
+                arg: *arg,
+            },
+            other @ (Fault::Heal {} | Fault::Network { .. }) => other.clone(),
+        };
+    }
+    Some(out)
+}
+
+/// Whether the timeline ends healed: every partition-like fault has a heal after it and
+/// every crashed node a restart.
+fn healed(faults: &[FaultEvent]) -> bool {
+    let mut split = false;
+    let mut down: Vec<NodeSel> = Vec::new();
+    for e in faults {
+        match &e.fault {
+            Fault::Partition { .. }
+            | Fault::Isolate { .. }
+            | Fault::Cut { .. }
+            | Fault::OneWay { .. }
+            | Fault::Bridge { .. } => split = true,
+            Fault::Heal {} => split = false,
+            Fault::Crash { node } => down.push(*node),
+            // A crashed leader is whichever node led: any restart may be its own.
+            Fault::Restart { node } => down.retain(|n| n != node && *n != NodeSel::Leader),
+            _ => {}
+        }
+    }
+    !split && down.is_empty()
+}
+
+/// The fixed node a single-node fault names.
+fn fault_node(fault: &Fault) -> Option<u32> {
+    match fault {
+        Fault::Isolate { node }
+        | Fault::Bridge { node, .. }
+        | Fault::Crash { node }
+        | Fault::Restart { node }
+        | Fault::Pause { node, .. }
+        | Fault::ClockJump { node, .. }
+        | Fault::ClockDrift { node, .. } => node.id().map(|n| n.0),
+        _ => None,
+    }
+}
+
+/// When the last fault of `faults` ends (a pause ends when it resumes).
+fn calm_from(faults: &[FaultEvent]) -> Duration {
+    faults
+        .iter()
+        .map(|e| match &e.fault {
+            Fault::Pause { duration, .. } => e.at + *duration,
+            Fault::Request { .. } => Duration::ZERO,
+            _ => e.at,
+        })
+        .max()
+        .unwrap_or(Duration::ZERO)
+}
+
+fn round_ms(d: Duration) -> Duration {
+    Duration::from_millis(d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests;

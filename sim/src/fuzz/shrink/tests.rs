@@ -1,0 +1,162 @@
+use super::*;
+use tenure_core::SignedDuration;
+
+fn ev(ms: u64, fault: Fault) -> FaultEvent {
+    FaultEvent {
+        at: Duration::from_millis(ms),
+        fault,
+    }
+}
+
+#[test]
+fn a_timeline_is_healed_when_every_split_and_crash_is_undone() {
+    let crash = Fault::Crash {
+        node: NodeSel::Id(1),
+    };
+    let restart = Fault::Restart {
+        node: NodeSel::Id(1),
+    };
+    let isolate = Fault::Isolate {
+        node: NodeSel::Leader,
+    };
+    assert!(healed(&[]));
+    assert!(healed(&[ev(1, crash.clone()), ev(2, restart.clone())]));
+    assert!(!healed(&[ev(1, crash)]));
+    assert!(!healed(&[ev(1, isolate.clone())]));
+    assert!(healed(&[ev(1, isolate.clone()), ev(2, Fault::Heal {})]));
+    assert!(!healed(&[ev(1, Fault::Heal {}), ev(2, isolate)]));
+    assert!(!healed(&[
+        ev(1, restart),
+        ev(
+            2,
+            Fault::Crash {
+                node: NodeSel::Id(1)
+            }
+        )
+    ]));
+}
+
+fn lock_scenario() -> Scenario {
+    let text = r#"duration = "10s"
+checks = ["mutual-exclusion"]
+
+[protocol]
+name = "redis-lock"
+
+[cluster.roles]
+server = 1
+client = 3
+storage = 1
+
+[[clock]]
+node = 4
+offset = "1s"
+
+[[fault]]
+at = "1s"
+kind = "pause"
+node = 2
+duration = "3s"
+
+[[fault]]
+at = "2s"
+kind = "clock-jump"
+node = "leader"
+by = "1s"
+
+[[fault]]
+at = "3s"
+kind = "partition"
+groups = [[0, 4]]
+"#;
+    tenure_scenario::parse(text, "lock.toml").unwrap()
+}
+
+#[test]
+fn taking_a_node_off_a_role_renumbers_later_nodes() {
+    let s = lock_scenario();
+    let cluster = Prepared::new(s.clone()).unwrap().cluster;
+    let out = without_node(&s, &cluster, 1, NodeId(3)).expect("node 3 is not named");
+    assert_eq!(
+        out.cluster,
+        ClusterSpec::Roles(vec![
+            RoleSpec {
+                role: "server".into(),
+                count: 1
+            },
+            RoleSpec {
+                role: "client".into(),
+                count: 2
+            },
+            RoleSpec {
+                role: "storage".into(),
+                count: 1
+            },
+        ])
+    );
+    assert_eq!(out.clocks[0].node, NodeId(3), "the storage node moved down");
+    assert_eq!(
+        out.faults[0].fault,
+        Fault::Pause {
+            node: NodeSel::Id(2),
+            duration: Duration::from_secs(3)
+        }
+    );
+    assert_eq!(
+        out.faults[1].fault,
+        Fault::ClockJump {
+            node: NodeSel::Leader,
+            by: SignedDuration(1_000_000_000)
+        }
+    );
+    assert_eq!(
+        out.faults[2].fault,
+        Fault::Partition {
+            groups: vec![vec![NodeId(0), NodeId(3)]]
+        }
+    );
+    assert!(Prepared::new(out).is_ok());
+    assert!(
+        without_node(&s, &cluster, 1, NodeId(2)).is_none(),
+        "node 2 is paused"
+    );
+}
+
+#[test]
+fn a_passing_scenario_cannot_be_shrunk() {
+    let text =
+        "duration = \"3s\"\nchecks = [\"single-leader-per-term\"]\n[protocol]\nname = \"raft\"\n";
+    let s = tenure_scenario::parse(text, "ok.toml").unwrap();
+    assert!(matches!(
+        shrink(&s, 1),
+        Err(ShrinkError::DoesNotFail { seed: 1 })
+    ));
+}
+
+#[test]
+fn a_pause_of_the_holder_shrinks_to_that_pause_alone() {
+    // The correct redis lock loses mutual exclusion of belief under a long pause of the
+    // holder (the lesson of the GC pause); the jump and the partition are noise.
+    let mut s = lock_scenario();
+    s.faults[0].fault = Fault::Pause {
+        node: NodeSel::Id(1),
+        duration: Duration::from_secs(5),
+    };
+    s.faults.insert(
+        0,
+        ev(
+            900,
+            Fault::Pause {
+                node: NodeSel::Id(1),
+                duration: Duration::from_secs(5),
+            },
+        ),
+    );
+    let first = shrink(&s, 1).expect("a pause longer than the TTL breaks belief");
+    assert_eq!(first.checker, "mutual-exclusion");
+    assert!(first.after.faults <= 1, "{:?}", first.scenario.faults);
+    assert!(first.after.duration < first.before.duration);
+    assert!(first.after.nodes <= first.before.nodes);
+    let again = shrink(&s, 1).unwrap();
+    assert_eq!(again.scenario, first.scenario, "shrinking is deterministic");
+}

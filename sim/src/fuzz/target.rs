@@ -1,0 +1,239 @@
+//! What a fuzz run fuzzes: a base scenario (a file, or a protocol's built-in default)
+//! and a profile. Each seed's case is the base with that seed's drawn schedule written
+//! in ([`Target::case`]); the case is what runs, so writing it to a file and running it
+//! with the same seed replays the run exactly.
+
+use super::profile::{Profile, DEFAULT_PROFILE, PROFILE_NAMES};
+use crate::play::{Prepared, RunOptions};
+use crate::registry;
+use std::collections::BTreeSet;
+use std::time::Duration;
+use tenure_core::{format_duration, Cluster, Observation, ProtocolInfo};
+use tenure_scenario::{
+    CheckSpec, ClusterSpec, Expectation, NetworkSpec, ProtocolSpec, Scenario, ScenarioError,
+};
+
+/// A base scenario and the profile its seeds draw faults from.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The scenario without its drawn schedule (its own faults, clocks and network stay).
+    pub base: Scenario,
+    pub profile: Profile,
+    pub cluster: Cluster,
+    pub info: &'static ProtocolInfo,
+}
+
+/// How long the default scenario runs before the liveness phase is added.
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+impl Target {
+    /// Fuzzes `scenario`: its `[profile]` table (if any) gives the profile; `profile`
+    /// (`--profile`) replaces that table's base name and keeps its knobs; neither means
+    /// [`DEFAULT_PROFILE`]. Validates the scenario against its protocol.
+    pub fn from_scenario(
+        mut scenario: Scenario,
+        profile: Option<&str>,
+    ) -> Result<Target, ScenarioError> {
+        if let Some(name) = profile {
+            if Profile::named(name).is_none() {
+                return Err(ScenarioError {
+                    file: "--profile".to_string(),
+                    line: None,
+                    column: None,
+                    field: String::new(),
+                    message: format!(
+                        "unknown profile `{name}`; known profiles: {}",
+                        PROFILE_NAMES.join(", ")
+                    ),
+                });
+            }
+            let mut table = scenario
+                .profile
+                .take()
+                .and_then(|v| v.as_object().cloned())
+                .unwrap_or_default();
+            table.insert("name".into(), name.into());
+            scenario.profile = Some(serde_json::Value::Object(table));
+        }
+        let profile = match Profile::from_scenario(&scenario)? {
+            Some(p) => p,
+            None => Profile::named(DEFAULT_PROFILE).expect("the default profile exists"),
+        };
+        let prepared = Prepared::new(scenario.clone())?;
+        Ok(Target {
+            cluster: prepared.cluster.clone(),
+            info: prepared.info,
+            base: scenario,
+            profile,
+        })
+    }
+
+    /// Fuzzes `protocol`'s `variant` on its default cluster and parameters, checking the
+    /// properties the protocol is about (see [`default_scenario`]).
+    pub fn for_protocol(
+        protocol: &str,
+        variant: Option<&str>,
+        profile: Option<&str>,
+    ) -> Result<Target, ScenarioError> {
+        let scenario = default_scenario(protocol, variant)?;
+        let mut target = Target::from_scenario(scenario, profile)?;
+        // A deposed leader believes it leads until it hears otherwise: through a whole
+        // partition or pause in plain Raft (a lesson, not a bug; Ongaro's thesis §6.2).
+        // Overlaps up to the longest fault the profile draws (plus a second to notice)
+        // are tolerated; a leader that never steps down still overlaps for longer.
+        let p = &target.profile;
+        let longest = p.outage_range[1].max(p.pause_range[1]) + Duration::from_secs(1);
+        for check in &mut target.base.checks {
+            if check.name == "single-leader-at-a-time" {
+                check.params = serde_json::json!({ "max_overlap": format_duration(longest) });
+            }
+        }
+        Ok(target)
+    }
+
+    /// The case seed `seed` runs: the base with the seed's drawn schedule, a default
+    /// seed of `seed`, and no `[profile]`.
+    pub fn case(&self, seed: u64) -> Scenario {
+        let drawn = self.profile.draw(seed, &self.cluster, self.base.duration);
+        let mut case = drawn.apply_to(&self.base);
+        case.description = Some(format!(
+            "drawn by tenure fuzz from profile `{}` for seed {seed}",
+            self.profile.name
+        ));
+        case
+    }
+
+    /// The case of `seed`, ready to run.
+    pub fn prepare(&self, seed: u64) -> Prepared {
+        // The base validated and the schedule names only nodes of its cluster, so a
+        // case that does not validate is a bug in the drawing.
+        Prepared::new(self.case(seed))
+            .unwrap_or_else(|e| panic!("the drawn case of seed {seed} is invalid: {e}"))
+    }
+
+    /// `protocol/variant` for messages.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.base.protocol.name, self.base.protocol.variant)
+    }
+}
+
+/// The built-in scenario `tenure fuzz --protocol NAME` runs: the default cluster and
+/// parameters, 10 s (plus the liveness phase), and the checks the protocol is about: the
+/// union of the `breaks` of all its variants, plus `leader-liveness` where nodes elect
+/// leaders and `lock-liveness` where clients hold locks (found by a short calm probe run).
+/// A protocol none of whose variants breaks anything gets the safety check of what it
+/// observes (`single-leader-per-term`, `mutual-exclusion`, `exactly-once`).
+pub fn default_scenario(protocol: &str, variant: Option<&str>) -> Result<Scenario, ScenarioError> {
+    let bad = |message: String| ScenarioError {
+        file: "--protocol".to_string(),
+        line: None,
+        column: None,
+        field: String::new(),
+        message,
+    };
+    let Some(entry) = registry::lookup(protocol) else {
+        return Err(bad(format!(
+            "unknown protocol `{protocol}`; known protocols: {}",
+            registry::names().join(", ")
+        )));
+    };
+    let info = entry.info;
+    let variant = variant.unwrap_or(info.variants[0].name);
+    if info.variant(variant).is_none() {
+        let known: Vec<&str> = info.variants.iter().map(|v| v.name).collect();
+        return Err(bad(format!(
+            "protocol `{protocol}` has no variant `{variant}`; its variants are: {}",
+            known.join(", ")
+        )));
+    }
+    let mut scenario = Scenario {
+        file: format!("{protocol}-{variant} (built in)"),
+        source: String::new(),
+        name: format!("{protocol}-{variant}-fuzz"),
+        description: None,
+        seed: 0,
+        duration: DEFAULT_DURATION,
+        protocol: ProtocolSpec {
+            name: protocol.to_string(),
+            variant: variant.to_string(),
+            params: serde_json::json!({}),
+        },
+        cluster: ClusterSpec::default(),
+        network: NetworkSpec::default(),
+        clocks: Vec::new(),
+        faults: Vec::new(),
+        checks: Vec::new(),
+        expect: Expectation::Pass,
+        profile: None,
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for v in info.variants {
+        for check in v.breaks {
+            if !names.contains(check) {
+                names.push(check);
+            }
+        }
+    }
+    let (seen, leader_role) = probe(&scenario)?;
+    let leads = seen.contains("leader");
+    let holds = seen.contains("holds");
+    if names.is_empty() {
+        if leads {
+            names.push("single-leader-per-term");
+        }
+        if holds {
+            names.push("mutual-exclusion");
+        }
+        if seen.contains("applied") {
+            names.push("exactly-once");
+        }
+    }
+    let liveness = [(leads, "leader-liveness"), (holds, "lock-liveness")];
+    for (wanted, check) in liveness {
+        if wanted && !names.contains(&check) {
+            names.push(check);
+        }
+    }
+    if names.is_empty() {
+        return Err(bad(format!(
+            "protocol `{protocol}` observes nothing tenure can check; fuzz a scenario file with `checks` instead"
+        )));
+    }
+    scenario.checks = names
+        .into_iter()
+        .map(|name| CheckSpec {
+            name: name.to_string(),
+            // Leaders are counted among the nodes that elect them, not every node.
+            params: match (name, &leader_role) {
+                ("leader-liveness", Some(role)) => serde_json::json!({ "role": role }),
+                _ => serde_json::json!({}),
+            },
+        })
+        .collect();
+    Ok(scenario)
+}
+
+/// What a calm seed-0 run of `scenario` shows: the observation kinds it records, and
+/// the role its leaders and followers play when that is one role of a cluster of
+/// several (so liveness counts a majority of that role, not of every node).
+fn probe(scenario: &Scenario) -> Result<(BTreeSet<&'static str>, Option<String>), ScenarioError> {
+    let prepared = Prepared::new(scenario.clone())?;
+    let report = prepared.run(0, &RunOptions::default());
+    let records = &report.history.records;
+    let kinds = records.iter().map(|r| r.obs.kind()).collect();
+    let roles: BTreeSet<&str> = records
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.obs,
+                Observation::Leader { .. } | Observation::Follower { .. }
+            )
+        })
+        .map(|r| prepared.cluster.role_of(r.node))
+        .collect();
+    let role = match roles.into_iter().collect::<Vec<_>>().as_slice() {
+        [one] if prepared.cluster.roles().len() > 1 => Some(one.to_string()),
+        _ => None,
+    };
+    Ok((kinds, role))
+}
