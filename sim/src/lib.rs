@@ -11,6 +11,7 @@
 //!
 //! This is the only crate that knows madsim.
 
+mod checked;
 pub mod clock;
 mod control;
 mod host;
@@ -23,6 +24,7 @@ mod run;
 pub mod trace;
 mod world;
 
+pub use checked::CheckedRun;
 pub use control::{Action, Control};
 pub use net::{DropReason, LinkOverride, LinkSettings};
 pub use play::{judge, simulation, Prepared, Report, RunOptions};
