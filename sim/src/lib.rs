@@ -14,6 +14,7 @@
 mod checked;
 pub mod clock;
 mod control;
+pub mod fuzz;
 mod host;
 pub mod log;
 pub mod net;

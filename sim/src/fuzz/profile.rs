@@ -1,0 +1,901 @@
+//! Fault profiles: what faults a fuzzed seed gets, drawn from the seed (swarm testing).
+//!
+//! **What it promises.** [`Profile::draw`] turns `(profile, seed, cluster, duration)`
+//! into an explicit, replayable fault schedule ([`Drawn`]): clock specs and a timeline of
+//! [`FaultEvent`]s. Each seed first draws its own *rates* (which fault kinds are on for
+//! this seed, how lossy the network is, how far clocks drift), then the events, all
+//! inside the fault window, then a liveness phase: at the end of the window every
+//! partition is healed, every crashed node restarted and the network set back to calm;
+//! every pause has ended by then. [`Drawn::apply_to`] writes the schedule into the
+//! scenario, so the scenario file holding it, run with the same seed, is the same run:
+//! the draw uses its own ChaCha stream of the seed ([`fuzz_rng`]), never one of the
+//! run's streams (`crate::rng`).
+//!
+//! **Protocol-respecting faults.** Crashes come in crash/restart pairs; at most a
+//! minority of a role (one node of a role of one or two) is down (crashed or paused) at
+//! any instant; partitions are healed; pause targets and crash targets prefer `client`
+//! nodes (what breaks locks), and pauses, isolations, clock jumps and drifts sometimes
+//! aim at `"leader"` (what breaks elections and leases). Drift magnitudes are drawn
+//! log-uniformly, so most seeds drift a little and some far beyond a lease's bound.
+//!
+//! **How it fails.** A profile knob out of range (a probability above 1, a range whose
+//! minimum is above its maximum, an unknown knob) is an error naming `profile.<knob>`
+//! and its line in the scenario file.
+//!
+//! **Source.** Swarm testing: Groce et al., "Swarm Testing" (ISSTA 2012); TigerBeetle's
+//! VOPR (`src/vopr.zig`) draws every fault knob from the seed, then heals and demands
+//! convergence (the liveness phase).
+
+use rand::{Rng as _, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tenure_core::{format_duration, parse_duration, Cluster, NodeId, SignedDuration};
+use tenure_scenario::{ClockSpec, Fault, FaultEvent, Latency, NodeSel, Scenario, ScenarioError};
+
+/// The names of the built-in profiles, in the order `--help` lists them.
+pub const PROFILE_NAMES: &[&str] = &["calm", "partitions", "clocks", "pauses", "crashes", "chaos"];
+
+/// The profile `tenure fuzz` uses when neither the scenario nor `--profile` names one.
+pub const DEFAULT_PROFILE: &str = "chaos";
+
+/// The ChaCha stream the fault schedule is drawn from: the seed's last stream, which no
+/// run uses (the network is stream 0, node `i` stream `1 + i`, and clusters are far
+/// smaller than `u64::MAX - 1` nodes).
+pub fn fuzz_rng(seed: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(u64::MAX);
+    rng
+}
+
+/// A random fault profile. Probabilities are per seed ("is this kind of fault on for this
+/// seed?"); ranges bound what a seed draws when the kind is on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Profile {
+    /// The built-in profile this one started from.
+    pub name: String,
+    /// Chance that a seed has partitions (isolate, split, cut, one-way, bridge).
+    pub partition: f64,
+    /// Chance that a seed has crashes (each followed by a restart).
+    pub crash: f64,
+    /// Chance that a seed has process pauses (GC, VM stalls).
+    pub pause: f64,
+    /// Chance that a seed has wall-clock jumps.
+    pub clock_jump: f64,
+    /// Chance that a seed has clock-drift changes mid-run.
+    pub clock_drift: f64,
+    /// Chance that a seed starts nodes with clock offsets and small drifts.
+    pub clock_offset: f64,
+    /// Chance that a seed loses messages during the fault window.
+    pub loss: f64,
+    /// Chance that a seed duplicates messages during the fault window.
+    pub duplicate: f64,
+    /// Chance that a seed has a slow network (latency from `latency_range`).
+    pub slow: f64,
+    /// Chance that a pause, isolation, clock jump or drift aims at `"leader"` rather than
+    /// a fixed node.
+    pub leader: f64,
+    /// How many events each kind that is on gets, `[min, max]`.
+    pub events: [u32; 2],
+    /// Message loss probability when loss is on.
+    pub loss_range: [f64; 2],
+    /// Duplication probability when duplication is on.
+    pub duplicate_range: [f64; 2],
+    /// Bounds of the slow network's latency.
+    pub latency_range: [Duration; 2],
+    /// Drift magnitudes (drawn log-uniformly, either sign): `0.01` is 1% fast or slow.
+    pub drift_range: [f64; 2],
+    /// Wall-clock jump magnitudes (log-uniform, either direction).
+    pub jump_range: [Duration; 2],
+    /// Initial clock offset magnitudes (either sign).
+    pub offset_range: [Duration; 2],
+    /// Pause durations.
+    pub pause_range: [Duration; 2],
+    /// How long a partition or a crash lasts before its heal or restart.
+    pub outage_range: [Duration; 2],
+    /// The fault window as fractions of the run's duration, `0 <= start < end <= 1`.
+    pub window: [f64; 2],
+    /// The liveness phase after the heal; the run is extended to fit it.
+    pub liveness: Duration,
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+impl Profile {
+    /// Everything off: only the liveness phase. The base of every other profile.
+    fn calm() -> Profile {
+        Profile {
+            name: "calm".to_string(),
+            partition: 0.0,
+            crash: 0.0,
+            pause: 0.0,
+            clock_jump: 0.0,
+            clock_drift: 0.0,
+            clock_offset: 0.0,
+            loss: 0.0,
+            duplicate: 0.0,
+            slow: 0.0,
+            leader: 0.3,
+            events: [1, 3],
+            loss_range: [0.01, 0.3],
+            duplicate_range: [0.01, 0.2],
+            latency_range: [ms(1), ms(60)],
+            drift_range: [0.001, 0.7],
+            jump_range: [ms(100), Duration::from_secs(60)],
+            offset_range: [ms(0), Duration::from_secs(5)],
+            pause_range: [ms(100), Duration::from_secs(6)],
+            outage_range: [ms(200), Duration::from_secs(5)],
+            window: [0.1, 0.6],
+            liveness: Duration::from_secs(8),
+        }
+    }
+
+    /// A built-in profile by name (see [`PROFILE_NAMES`]).
+    pub fn named(name: &str) -> Option<Profile> {
+        let base = Profile::calm();
+        let p = match name {
+            "calm" => base,
+            "partitions" => Profile {
+                partition: 1.0,
+                loss: 0.4,
+                duplicate: 0.3,
+                slow: 0.3,
+                ..base
+            },
+            "clocks" => Profile {
+                clock_jump: 0.8,
+                clock_drift: 0.8,
+                clock_offset: 0.8,
+                // a lease outlives its holder's clock only when someone else takes over
+                partition: 0.5,
+                ..base
+            },
+            "pauses" => Profile {
+                pause: 1.0,
+                events: [1, 4],
+                ..base
+            },
+            "crashes" => Profile {
+                crash: 1.0,
+                loss: 0.2,
+                duplicate: 0.2,
+                ..base
+            },
+            "chaos" => Profile {
+                partition: 0.5,
+                crash: 0.5,
+                pause: 0.5,
+                clock_jump: 0.4,
+                clock_drift: 0.4,
+                clock_offset: 0.4,
+                loss: 0.3,
+                duplicate: 0.3,
+                slow: 0.2,
+                ..base
+            },
+            _ => return None,
+        };
+        Some(Profile {
+            name: name.to_string(),
+            ..p
+        })
+    }
+
+    /// The scenario's `[profile]` table, if it has one: `name` (default
+    /// [`DEFAULT_PROFILE`]) picks the base, any other key overrides one knob. Errors name
+    /// `profile.<knob>` and its line.
+    pub fn from_scenario(scenario: &Scenario) -> Result<Option<Profile>, ScenarioError> {
+        let Some(table) = &scenario.profile else {
+            return Ok(None);
+        };
+        let Some(map) = table.as_object() else {
+            return Err(scenario.error_at("profile", "expected a table of profile knobs"));
+        };
+        let name = match map.get("name") {
+            None => DEFAULT_PROFILE.to_string(),
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(_) => {
+                return Err(scenario.error_at("profile.name", "expected a profile name (a string)"))
+            }
+        };
+        let Some(mut profile) = Profile::named(&name) else {
+            return Err(scenario.error_at(
+                "profile.name",
+                format!(
+                    "unknown profile `{name}`; known profiles: {}",
+                    PROFILE_NAMES.join(", ")
+                ),
+            ));
+        };
+        let knobs: BTreeMap<&str, &serde_json::Value> = map
+            .iter()
+            .filter(|(k, _)| k.as_str() != "name")
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
+        for (knob, value) in knobs {
+            profile
+                .set(knob, value)
+                .map_err(|msg| scenario.error_at(&format!("profile.{knob}"), msg))?;
+        }
+        profile
+            .check()
+            .map_err(|(knob, msg)| scenario.error_at(&format!("profile.{knob}"), msg))?;
+        Ok(Some(profile))
+    }
+
+    /// The knobs a `[profile]` table may set, besides `name`.
+    pub const KNOBS: &'static [&'static str] = &[
+        "partition",
+        "crash",
+        "pause",
+        "clock_jump",
+        "clock_drift",
+        "clock_offset",
+        "loss",
+        "duplicate",
+        "slow",
+        "leader",
+        "events",
+        "loss_range",
+        "duplicate_range",
+        "latency_range",
+        "drift_range",
+        "jump_range",
+        "offset_range",
+        "pause_range",
+        "outage_range",
+        "window",
+        "liveness",
+    ];
+
+    /// Sets one knob from its TOML value (as JSON).
+    fn set(&mut self, knob: &str, v: &serde_json::Value) -> Result<(), String> {
+        match knob {
+            "partition" => self.partition = probability(v)?,
+            "crash" => self.crash = probability(v)?,
+            "pause" => self.pause = probability(v)?,
+            "clock_jump" => self.clock_jump = probability(v)?,
+            "clock_drift" => self.clock_drift = probability(v)?,
+            "clock_offset" => self.clock_offset = probability(v)?,
+            "loss" => self.loss = probability(v)?,
+            "duplicate" => self.duplicate = probability(v)?,
+            "slow" => self.slow = probability(v)?,
+            "leader" => self.leader = probability(v)?,
+            "events" => {
+                let [a, b] = pair(v, count)?;
+                ordered(a, b)?;
+                self.events = [a, b];
+            }
+            "loss_range" => self.loss_range = ordered_pair(v, probability)?,
+            "duplicate_range" => self.duplicate_range = ordered_pair(v, probability)?,
+            "latency_range" => self.latency_range = ordered_pair(v, duration)?,
+            "drift_range" => self.drift_range = ordered_pair(v, drift_magnitude)?,
+            "jump_range" => self.jump_range = ordered_pair(v, duration)?,
+            "offset_range" => self.offset_range = ordered_pair(v, duration)?,
+            "pause_range" => self.pause_range = ordered_pair(v, duration)?,
+            "outage_range" => self.outage_range = ordered_pair(v, duration)?,
+            "window" => self.window = ordered_pair(v, fraction)?,
+            "liveness" => self.liveness = duration(v)?,
+            _ => {
+                return Err(format!(
+                    "unknown profile knob `{knob}`; known knobs: name, {}",
+                    Profile::KNOBS.join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// What `set` cannot see knob by knob; `(knob, message)` on error.
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        if self.window[0] >= self.window[1] {
+            return Err((
+                "window",
+                "the fault window must have a start before its end".to_string(),
+            ));
+        }
+        if self.events[1] > 100 {
+            return Err(("events", "at most 100 events per fault kind".to_string()));
+        }
+        if self.liveness.is_zero() {
+            return Err((
+                "liveness",
+                "the liveness phase must be longer than zero".to_string(),
+            ));
+        }
+        if self.drift_range[0] <= 0.0 {
+            return Err((
+                "drift_range",
+                "drift magnitudes must be above 0 (they are drawn log-uniformly)".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The `[profile]` table that gives back this profile: `name` and every knob that
+    /// differs from the named profile.
+    pub fn to_json(&self) -> serde_json::Value {
+        let base = Profile::named(&self.name).unwrap_or_else(Profile::calm);
+        let mut m = serde_json::Map::new();
+        m.insert("name".into(), self.name.clone().into());
+        let mut put = |k: &str, a: serde_json::Value, b: serde_json::Value| {
+            if a != b {
+                m.insert(k.to_string(), a);
+            }
+        };
+        let d = |d: Duration| serde_json::Value::from(format_duration(d));
+        let d2 =
+            |r: [Duration; 2]| serde_json::json!([format_duration(r[0]), format_duration(r[1])]);
+        put("partition", self.partition.into(), base.partition.into());
+        put("crash", self.crash.into(), base.crash.into());
+        put("pause", self.pause.into(), base.pause.into());
+        put("clock_jump", self.clock_jump.into(), base.clock_jump.into());
+        put(
+            "clock_drift",
+            self.clock_drift.into(),
+            base.clock_drift.into(),
+        );
+        put(
+            "clock_offset",
+            self.clock_offset.into(),
+            base.clock_offset.into(),
+        );
+        put("loss", self.loss.into(), base.loss.into());
+        put("duplicate", self.duplicate.into(), base.duplicate.into());
+        put("slow", self.slow.into(), base.slow.into());
+        put("leader", self.leader.into(), base.leader.into());
+        put(
+            "events",
+            serde_json::json!(self.events),
+            serde_json::json!(base.events),
+        );
+        put(
+            "loss_range",
+            serde_json::json!(self.loss_range),
+            serde_json::json!(base.loss_range),
+        );
+        put(
+            "duplicate_range",
+            serde_json::json!(self.duplicate_range),
+            serde_json::json!(base.duplicate_range),
+        );
+        put(
+            "latency_range",
+            d2(self.latency_range),
+            d2(base.latency_range),
+        );
+        put(
+            "drift_range",
+            serde_json::json!(self.drift_range),
+            serde_json::json!(base.drift_range),
+        );
+        put("jump_range", d2(self.jump_range), d2(base.jump_range));
+        put("offset_range", d2(self.offset_range), d2(base.offset_range));
+        put("pause_range", d2(self.pause_range), d2(base.pause_range));
+        put("outage_range", d2(self.outage_range), d2(base.outage_range));
+        put(
+            "window",
+            serde_json::json!(self.window),
+            serde_json::json!(base.window),
+        );
+        put("liveness", d(self.liveness), d(base.liveness));
+        serde_json::Value::Object(m)
+    }
+
+    /// The fault schedule of `seed` on `cluster` for a run of `duration` (extended if
+    /// the liveness phase does not fit). A pure function of its arguments.
+    pub fn draw(&self, seed: u64, cluster: &Cluster, duration: Duration) -> Drawn {
+        Drawer::new(self, seed, cluster, duration).draw()
+    }
+}
+
+/// A seed's fault schedule: what [`Drawn::apply_to`] writes into a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Drawn {
+    pub seed: u64,
+    /// The profile it was drawn from.
+    pub profile: String,
+    /// The run's duration: the scenario's, or longer so the liveness phase fits after
+    /// the heal.
+    pub duration: Duration,
+    /// When the last fault ends (the heal); `None` if the seed drew no fault.
+    pub heal_at: Option<Duration>,
+    /// Initial clock offsets and drifts.
+    pub clocks: Vec<ClockSpec>,
+    /// The timeline, in time order, every event before `duration`. Network
+    /// degradations are `network` events; the one at the heal has no fields here and
+    /// means "back to the scenario's own network" ([`Drawn::apply_to`] fills it in).
+    pub faults: Vec<FaultEvent>,
+}
+
+impl Drawn {
+    /// `scenario` with this schedule written in: drawn clocks for nodes it does not set
+    /// itself, its own fault events followed by the drawn ones (stable by time; the
+    /// network reset names the scenario's `[network]` values), the drawn duration, this
+    /// seed as its default seed, and no `[profile]` (the schedule is explicit now:
+    /// running it draws nothing).
+    pub fn apply_to(&self, scenario: &Scenario) -> Scenario {
+        let mut s = scenario.clone();
+        s.source = String::new();
+        s.duration = s.duration.max(self.duration);
+        s.seed = self.seed;
+        s.profile = None;
+        for c in &self.clocks {
+            if !s.clocks.iter().any(|own| own.node == c.node) {
+                s.clocks.push(c.clone());
+            }
+        }
+        s.clocks.sort_by_key(|c| c.node);
+        let calm = &scenario.network;
+        s.faults.extend(self.faults.iter().map(|e| match &e.fault {
+            Fault::Network {
+                latency: None,
+                loss: None,
+                duplicate: None,
+            } => FaultEvent {
+                at: e.at,
+                fault: Fault::Network {
+                    latency: Some(calm.latency),
+                    loss: Some(calm.loss),
+                    duplicate: Some(calm.duplicate),
+                },
+            },
+            _ => e.clone(),
+        }));
+        s.faults.sort_by_key(|e| e.at); // stable: the scenario's own events first
+        s
+    }
+}
+
+/// At most this many of a role's nodes may be down (crashed or paused) at once.
+fn down_budget(role_count: usize) -> usize {
+    if role_count >= 3 {
+        (role_count - 1) / 2
+    } else {
+        1
+    }
+}
+
+struct Drawer<'a> {
+    p: &'a Profile,
+    rng: ChaCha8Rng,
+    seed: u64,
+    cluster: &'a Cluster,
+    window: (Duration, Duration),
+    duration: Duration,
+    /// The scenario's own duration.
+    requested: Duration,
+    events: Vec<FaultEvent>,
+    /// `(node, from, until)`: when each fixed node is crashed or paused.
+    down: Vec<(NodeId, Duration, Duration)>,
+}
+
+impl<'a> Drawer<'a> {
+    fn new(p: &'a Profile, seed: u64, cluster: &'a Cluster, duration: Duration) -> Drawer<'a> {
+        let at = |f: f64| round_ms(duration.mul_f64(f));
+        let window = (
+            at(p.window[0]),
+            at(p.window[1]).max(at(p.window[0]) + ms(1)),
+        );
+        Drawer {
+            p,
+            rng: fuzz_rng(seed),
+            seed,
+            cluster,
+            window,
+            duration: duration.max(window.1 + p.liveness),
+            requested: duration,
+            events: Vec::new(),
+            down: Vec::new(),
+        }
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && self.rng.gen_bool(p.min(1.0))
+    }
+
+    fn uniform(&mut self, r: [f64; 2]) -> f64 {
+        if r[0] >= r[1] {
+            r[0]
+        } else {
+            self.rng.gen_range(r[0]..=r[1])
+        }
+    }
+
+    fn log_uniform(&mut self, r: [f64; 2]) -> f64 {
+        let (a, b) = (r[0].max(1e-9), r[1].max(1e-9));
+        self.uniform([a.ln(), b.ln()]).exp()
+    }
+
+    fn between(&mut self, r: [Duration; 2]) -> Duration {
+        round_ms(if r[0] >= r[1] {
+            r[0]
+        } else {
+            self.rng.gen_range(r[0]..=r[1])
+        })
+    }
+
+    fn log_between(&mut self, r: [Duration; 2]) -> Duration {
+        let secs = self.log_uniform([r[0].as_secs_f64().max(1e-3), r[1].as_secs_f64().max(1e-3)]);
+        round_ms(Duration::from_secs_f64(secs))
+    }
+
+    /// A time in the fault window.
+    fn when(&mut self) -> Duration {
+        let (a, b) = self.window;
+        round_ms(self.rng.gen_range(a..b))
+    }
+
+    fn count(&mut self) -> u32 {
+        self.rng.gen_range(self.p.events[0]..=self.p.events[1])
+    }
+
+    fn sign(&mut self) -> f64 {
+        if self.rng.gen_bool(0.5) {
+            1.0
+        } else {
+            -1.0
+        }
+    }
+
+    /// A node picked with `weight`, in id order (deterministic).
+    fn pick(&mut self, weight: impl Fn(&str) -> u32) -> NodeId {
+        let weights: Vec<u32> = self
+            .cluster
+            .nodes()
+            .map(|n| weight(self.cluster.role_of(n)))
+            .collect();
+        let total: u32 = weights.iter().sum();
+        assert!(total > 0, "every cluster has a node of positive weight");
+        let mut x = self.rng.gen_range(0..total);
+        for (i, w) in weights.iter().enumerate() {
+            if x < *w {
+                return NodeId(i as u32);
+            }
+            x -= w;
+        }
+        unreachable!("x < total")
+    }
+
+    /// A target for pauses and clock faults: sometimes "leader", else a node, clients
+    /// preferred.
+    fn target(&mut self) -> NodeSel {
+        if self.chance(self.p.leader) {
+            NodeSel::Leader
+        } else {
+            NodeSel::Id(self.pick(client_weight).0)
+        }
+    }
+
+    fn push(&mut self, at: Duration, fault: Fault) {
+        assert!(at < self.duration, "every event is before the end");
+        self.events.push(FaultEvent { at, fault });
+    }
+
+    /// Whether `node` may go down over `[from, until)` within its role's budget.
+    fn may_go_down(&self, node: NodeId, from: Duration, until: Duration) -> bool {
+        let role = self.cluster.role_of(node);
+        let overlapping: Vec<NodeId> = self
+            .down
+            .iter()
+            .filter(|(n, a, b)| self.cluster.role_of(*n) == role && *a < until && from < *b)
+            .map(|(n, _, _)| *n)
+            .collect();
+        !overlapping.contains(&node) && overlapping.len() < down_budget(self.cluster.count(role))
+    }
+
+    fn draw(mut self) -> Drawn {
+        let p = self.p.clone();
+        // 1. This seed's rates: which kinds are on (swarm testing) and how hard.
+        let partitions = self.chance(p.partition);
+        let crashes = self.chance(p.crash);
+        let pauses = self.chance(p.pause);
+        let jumps = self.chance(p.clock_jump);
+        let drifts = self.chance(p.clock_drift);
+        let offsets = self.chance(p.clock_offset);
+        let loss = self
+            .chance(p.loss)
+            .then(|| round_to(self.uniform(p.loss_range), 100.0));
+        let duplicate = self
+            .chance(p.duplicate)
+            .then(|| round_to(self.uniform(p.duplicate_range), 100.0));
+        let slow = self.chance(p.slow).then(|| {
+            let a = self.between(p.latency_range);
+            let b = self.between(p.latency_range);
+            Latency::new(a.min(b), a.max(b))
+        });
+
+        // 2. Clocks at the start.
+        let mut clocks = Vec::new();
+        if offsets {
+            let nodes: Vec<NodeId> = self.cluster.nodes().collect();
+            for node in nodes {
+                if self.rng.gen_bool(0.5) {
+                    let offset = self.between(p.offset_range).as_nanos() as i64;
+                    let offset = SignedDuration(offset * self.sign() as i64);
+                    let small = [p.drift_range[0], p.drift_range[1].min(0.05)];
+                    let drift = round_to(self.sign() * self.log_uniform(small), 10_000.0);
+                    clocks.push(ClockSpec {
+                        node,
+                        offset,
+                        drift,
+                    });
+                }
+            }
+        }
+
+        // 3. The fault window.
+        let (start, heal_at) = self.window;
+        if loss.is_some() || duplicate.is_some() || slow.is_some() {
+            let at = self.when().min(start + ms(500)).max(start);
+            self.push(
+                at,
+                Fault::Network {
+                    latency: slow,
+                    loss,
+                    duplicate,
+                },
+            );
+        }
+        if partitions {
+            for _ in 0..self.count() {
+                let at = self.when();
+                let fault = self.partition_fault();
+                self.push(at, fault);
+                let end = at + self.between(p.outage_range);
+                if end < heal_at {
+                    self.push(end, Fault::Heal {});
+                }
+            }
+        }
+        if crashes {
+            for _ in 0..self.count() {
+                let at = self.when();
+                let node = self.pick(client_weight);
+                let end = (at + self.between(p.outage_range)).min(heal_at);
+                if end > at && self.may_go_down(node, at, end) {
+                    self.down.push((node, at, end));
+                    self.push(
+                        at,
+                        Fault::Crash {
+                            node: NodeSel::Id(node.0),
+                        },
+                    );
+                    self.push(
+                        end,
+                        Fault::Restart {
+                            node: NodeSel::Id(node.0),
+                        },
+                    );
+                }
+            }
+        }
+        if pauses {
+            for _ in 0..self.count() {
+                let at = self.when();
+                let target = self.target();
+                let duration = self.between(p.pause_range).min(heal_at - at);
+                if duration < ms(10) {
+                    continue;
+                }
+                let ok = match target.id() {
+                    Some(node) => self.may_go_down(node, at, at + duration),
+                    None => true, // the leader is one node; the others stay up
+                };
+                if ok {
+                    if let Some(node) = target.id() {
+                        self.down.push((node, at, at + duration));
+                    }
+                    self.push(
+                        at,
+                        Fault::Pause {
+                            node: target,
+                            duration,
+                        },
+                    );
+                }
+            }
+        }
+        if jumps {
+            for _ in 0..self.count() {
+                let at = self.when();
+                let node = self.target();
+                let by = self.log_between(p.jump_range).as_nanos() as i64;
+                let by = SignedDuration(by * self.sign() as i64);
+                self.push(at, Fault::ClockJump { node, by });
+            }
+        }
+        if drifts {
+            for _ in 0..self.count() {
+                let at = self.when();
+                let node = self.target();
+                let drift = round_to(self.sign() * self.log_uniform(p.drift_range), 10_000.0);
+                self.push(
+                    at,
+                    Fault::ClockDrift {
+                        node,
+                        drift: drift.max(-0.95),
+                    },
+                );
+            }
+        }
+
+        // 4. The heal, then the liveness phase.
+        let any = !self.events.is_empty();
+        if any {
+            self.push(heal_at, Fault::Heal {});
+            if loss.is_some() || duplicate.is_some() || slow.is_some() {
+                self.push(
+                    heal_at,
+                    Fault::Network {
+                        latency: None,
+                        loss: None,
+                        duplicate: None,
+                    },
+                );
+            }
+        }
+        let mut faults = std::mem::take(&mut self.events);
+        faults.sort_by_key(|e| e.at);
+        Drawn {
+            seed: self.seed,
+            profile: p.name.clone(),
+            // Without faults there is nothing to recover from: the run keeps its length.
+            duration: if any { self.duration } else { self.requested },
+            heal_at: any.then_some(heal_at),
+            clocks,
+            faults,
+        }
+    }
+
+    fn partition_fault(&mut self) -> Fault {
+        let nodes: Vec<NodeId> = self.cluster.nodes().collect();
+        let n = nodes.len();
+        if n < 2 {
+            return Fault::Isolate {
+                node: NodeSel::Id(0),
+            };
+        }
+        match self.rng.gen_range(0..5) {
+            0 => Fault::Isolate {
+                node: self.target(),
+            },
+            1 => {
+                let mut a = Vec::new();
+                for node in &nodes {
+                    if self.rng.gen_bool(0.5) {
+                        a.push(*node);
+                    }
+                }
+                if a.is_empty() || a.len() == n {
+                    a = vec![nodes[self.rng.gen_range(0..n)]];
+                }
+                Fault::Partition { groups: vec![a] }
+            }
+            2 => {
+                let a = self.rng.gen_range(0..n);
+                let b = (a + self.rng.gen_range(1..n)) % n;
+                Fault::Cut {
+                    nodes: [nodes[a], nodes[b]],
+                }
+            }
+            3 => {
+                let from = nodes[self.rng.gen_range(0..n)];
+                let to: Vec<NodeId> = nodes.iter().copied().filter(|x| *x != from).collect();
+                Fault::OneWay {
+                    from: vec![from],
+                    to,
+                }
+            }
+            _ => {
+                let bridge = nodes[self.rng.gen_range(0..n)];
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                for node in nodes.iter().copied().filter(|x| *x != bridge) {
+                    if self.rng.gen_bool(0.5) {
+                        a.push(node);
+                    } else {
+                        b.push(node);
+                    }
+                }
+                if a.is_empty() || b.is_empty() {
+                    Fault::Isolate {
+                        node: NodeSel::Id(bridge.0),
+                    }
+                } else {
+                    Fault::Bridge {
+                        node: NodeSel::Id(bridge.0),
+                        groups: vec![a, b],
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Clients matter most for locks: a paused or crashed client is the classic failure.
+fn client_weight(role: &str) -> u32 {
+    if role == "client" {
+        3
+    } else {
+        1
+    }
+}
+
+fn round_ms(d: Duration) -> Duration {
+    Duration::from_millis(d.as_millis() as u64)
+}
+
+/// `x` rounded to `1 / scale`, so that it prints short and reads back exactly.
+fn round_to(x: f64, scale: f64) -> f64 {
+    (x * scale).round() / scale
+}
+
+fn probability(v: &serde_json::Value) -> Result<f64, String> {
+    match v.as_f64() {
+        Some(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!(
+            "{v} is not a probability; write a number from 0 to 1"
+        )),
+    }
+}
+
+fn fraction(v: &serde_json::Value) -> Result<f64, String> {
+    probability(v)
+        .map_err(|_| format!("{v} is not a fraction of the run; write a number from 0 to 1"))
+}
+
+fn drift_magnitude(v: &serde_json::Value) -> Result<f64, String> {
+    match v.as_f64() {
+        Some(d) if (0.0..1.0).contains(&d) => Ok(d),
+        _ => Err(format!(
+            "{v} is not a drift magnitude; write a fraction from 0 to below 1"
+        )),
+    }
+}
+
+fn count(v: &serde_json::Value) -> Result<u32, String> {
+    v.as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| format!("{v} is not a count; write a whole number from 0 up"))
+}
+
+fn duration(v: &serde_json::Value) -> Result<Duration, String> {
+    match v.as_str() {
+        Some(s) => parse_duration(s),
+        None => Err(format!(
+            "{v} is not a duration; write e.g. \"150ms\" or \"2s\""
+        )),
+    }
+}
+
+fn pair<T>(
+    v: &serde_json::Value,
+    one: impl Fn(&serde_json::Value) -> Result<T, String>,
+) -> Result<[T; 2], String> {
+    match v.as_array().map(Vec::as_slice) {
+        Some([a, b]) => Ok([one(a)?, one(b)?]),
+        _ => Err(format!("{v} is not a range; write [minimum, maximum]")),
+    }
+}
+
+fn ordered<T: PartialOrd + std::fmt::Debug>(a: T, b: T) -> Result<(), String> {
+    if a <= b {
+        Ok(())
+    } else {
+        Err(format!("the minimum {a:?} is above the maximum {b:?}"))
+    }
+}
+
+fn ordered_pair<T: PartialOrd + std::fmt::Debug + Copy>(
+    v: &serde_json::Value,
+    one: impl Fn(&serde_json::Value) -> Result<T, String>,
+) -> Result<[T; 2], String> {
+    let [a, b] = pair(v, one)?;
+    ordered(a, b)?;
+    Ok([a, b])
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,312 @@
+use super::*;
+use tenure_core::RoleSpec;
+
+fn lock_cluster() -> Cluster {
+    Cluster::new(vec![
+        RoleSpec {
+            role: "server".into(),
+            count: 1,
+        },
+        RoleSpec {
+            role: "client".into(),
+            count: 3,
+        },
+        RoleSpec {
+            role: "storage".into(),
+            count: 1,
+        },
+    ])
+    .unwrap()
+}
+
+fn scenario(profile: &str) -> Scenario {
+    let text = format!(
+        "duration = \"10s\"\nchecks = [\"single-leader-per-term\"]\n\n[protocol]\nname = \"raft\"\n\n[profile]\n{profile}\n"
+    );
+    tenure_scenario::parse(&text, "p.toml").unwrap()
+}
+
+/// Checks what every schedule promises, for one seed.
+fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Profile) {
+    assert!(d.duration >= duration);
+    let start = round_ms(duration.mul_f64(p.window[0]));
+    for w in d.faults.windows(2) {
+        assert!(w[0].at <= w[1].at, "time order: {:?}", d.faults);
+    }
+    let Some(heal_at) = d.heal_at else {
+        assert!(d.faults.is_empty());
+        return;
+    };
+    assert!(
+        heal_at + p.liveness <= d.duration,
+        "the liveness phase fits"
+    );
+    assert!(
+        d.faults
+            .iter()
+            .any(|e| e.at == heal_at && e.fault == Fault::Heal {}),
+        "ends with a heal"
+    );
+    let mut crashed: BTreeMap<u32, Duration> = BTreeMap::new();
+    for e in &d.faults {
+        assert!(e.at >= start && e.at <= heal_at, "{e:?} in the window");
+        let id = |n: &NodeSel| n.id().map(|n| n.0);
+        match &e.fault {
+            Fault::Crash { node } => {
+                let n = id(node).expect("crashes name fixed nodes");
+                assert!(cluster.contains(NodeId(n)));
+                assert!(
+                    crashed.insert(n, e.at).is_none(),
+                    "one crash at a time per node"
+                );
+            }
+            Fault::Restart { node } => {
+                let n = id(node).expect("restarts name fixed nodes");
+                assert!(crashed.remove(&n).is_some(), "a restart follows its crash");
+            }
+            Fault::Pause { duration, .. } => {
+                assert!(e.at + *duration <= heal_at, "pauses end by the heal")
+            }
+            Fault::ClockDrift { drift, .. } => assert!(*drift > -1.0),
+            _ => {}
+        }
+    }
+    assert!(
+        crashed.is_empty(),
+        "every crashed node is restarted: {crashed:?}"
+    );
+}
+
+#[test]
+fn every_named_profile_exists_and_unknown_names_do_not() {
+    for name in PROFILE_NAMES {
+        let p = Profile::named(name).unwrap();
+        assert_eq!(p.name, *name);
+        assert_eq!(p.check(), Ok(()));
+    }
+    assert_eq!(Profile::named("mayhem"), None);
+    assert!(PROFILE_NAMES.contains(&DEFAULT_PROFILE));
+}
+
+#[test]
+fn calm_draws_nothing() {
+    let d = Profile::named("calm")
+        .unwrap()
+        .draw(7, &Cluster::uniform("server", 5), ms(10_000));
+    assert_eq!(d.faults, vec![]);
+    assert_eq!(d.clocks, vec![]);
+    assert_eq!(d.heal_at, None);
+    assert_eq!(d.duration, ms(10_000), "no faults, nothing to recover from");
+    let d = Profile::named("pauses")
+        .unwrap()
+        .draw(7, &Cluster::uniform("server", 5), ms(10_000));
+    assert_eq!(
+        d.duration,
+        ms(14_000),
+        "the 8s liveness phase fits after the heal at 6s"
+    );
+}
+
+#[test]
+fn a_draw_is_a_function_of_the_seed() {
+    let p = Profile::named("chaos").unwrap();
+    let c = lock_cluster();
+    let a = p.draw(42, &c, ms(20_000));
+    assert_eq!(a, p.draw(42, &c, ms(20_000)));
+    let distinct: std::collections::BTreeSet<String> = (0..50)
+        .map(|s| format!("{:?}", p.draw(s, &c, ms(20_000))))
+        .collect();
+    assert!(
+        distinct.len() > 45,
+        "seeds draw different schedules: {}",
+        distinct.len()
+    );
+}
+
+#[test]
+fn every_profile_respects_the_protocol_over_many_seeds() {
+    for name in PROFILE_NAMES {
+        let p = Profile::named(name).unwrap();
+        for cluster in [
+            lock_cluster(),
+            Cluster::uniform("server", 5),
+            Cluster::uniform("server", 1),
+        ] {
+            for seed in 0..200 {
+                let d = p.draw(seed, &cluster, ms(10_000));
+                assert_well_formed(&d, &cluster, ms(10_000), &p);
+            }
+        }
+    }
+}
+
+#[test]
+fn crashes_and_pauses_leave_a_majority_of_each_role_up() {
+    let p = Profile {
+        events: [6, 6],
+        ..Profile::named("chaos").unwrap()
+    };
+    let c = Cluster::uniform("server", 5);
+    for seed in 0..200 {
+        let d = p.draw(seed, &c, ms(10_000));
+        let mut intervals: Vec<(Duration, Duration)> = Vec::new();
+        let mut open: BTreeMap<u32, Duration> = BTreeMap::new();
+        for e in &d.faults {
+            match &e.fault {
+                Fault::Crash { node } => {
+                    open.insert(node.id().unwrap().0, e.at);
+                }
+                Fault::Restart { node } => {
+                    intervals.push((open.remove(&node.id().unwrap().0).unwrap(), e.at))
+                }
+                Fault::Pause {
+                    node: NodeSel::Id(_),
+                    duration,
+                } => intervals.push((e.at, e.at + *duration)),
+                _ => {}
+            }
+        }
+        for (a, _) in &intervals {
+            let down = intervals.iter().filter(|(x, y)| x <= a && a < y).count();
+            assert!(down <= 2, "seed {seed}: {down} of 5 down at {a:?}");
+        }
+    }
+}
+
+#[test]
+fn the_clocks_profile_sometimes_drifts_beyond_a_lease_bound() {
+    let p = Profile::named("clocks").unwrap();
+    let c = Cluster::uniform("server", 5);
+    let drifts: Vec<f64> = (0..100)
+        .flat_map(|seed| p.draw(seed, &c, ms(20_000)).faults)
+        .filter_map(|e| match e.fault {
+            Fault::ClockDrift { drift, .. } => Some(drift),
+            _ => None,
+        })
+        .collect();
+    assert!(drifts.iter().any(|d| d.abs() < 0.01), "most drift a little");
+    assert!(drifts.iter().any(|d| *d < -0.2), "some clocks run far slow");
+    assert!(drifts.iter().any(|d| *d > 0.2), "some clocks run far fast");
+}
+
+#[test]
+fn a_profile_table_overrides_knobs_of_its_named_base() {
+    let s = scenario(
+        "name = \"pauses\"\npause = 0.5\npause_range = [\"1s\", \"2s\"]\nliveness = \"3s\"",
+    );
+    let p = Profile::from_scenario(&s).unwrap().unwrap();
+    let expected = Profile {
+        pause: 0.5,
+        pause_range: [ms(1_000), ms(2_000)],
+        liveness: ms(3_000),
+        ..Profile::named("pauses").unwrap()
+    };
+    assert_eq!(p, expected);
+    let json = p.to_json();
+    assert_eq!(
+        json,
+        serde_json::json!({"name": "pauses", "pause": 0.5, "pause_range": ["1s", "2s"], "liveness": "3s"})
+    );
+    let mut again = s.clone();
+    again.profile = Some(json);
+    assert_eq!(Profile::from_scenario(&again).unwrap(), Some(p));
+    let none = tenure_scenario::parse("duration = \"1s\"\n[protocol]\nname = \"raft\"\n", "n.toml")
+        .unwrap();
+    assert_eq!(Profile::from_scenario(&none).unwrap(), None);
+}
+
+#[test]
+fn a_bad_knob_is_an_error_naming_the_field_and_line() {
+    let cases = [
+        (
+            "name = \"chaos\"\npuase = 0.5",
+            "profile.puase",
+            "unknown profile knob `puase`",
+        ),
+        (
+            "name = \"mayhem\"",
+            "profile.name",
+            "unknown profile `mayhem`",
+        ),
+        (
+            "name = \"chaos\"\ncrash = 1.5",
+            "profile.crash",
+            "not a probability",
+        ),
+        (
+            "name = \"chaos\"\npause_range = [\"2s\", \"1s\"]",
+            "profile.pause_range",
+            "above the maximum",
+        ),
+        (
+            "name = \"chaos\"\nwindow = [0.5, 0.5]",
+            "profile.window",
+            "start before its end",
+        ),
+        (
+            "name = \"chaos\"\nliveness = 3",
+            "profile.liveness",
+            "not a duration",
+        ),
+        (
+            "name = \"chaos\"\nevents = [1]",
+            "profile.events",
+            "not a range",
+        ),
+    ];
+    for (table, field, message) in cases {
+        let err = Profile::from_scenario(&scenario(table)).unwrap_err();
+        assert_eq!(err.field, field, "{table}");
+        assert!(err.message.contains(message), "{table}: {err}");
+        assert_eq!(err.file, "p.toml");
+        let knob_line = if field == "profile.window" {
+            9
+        } else {
+            8 + table.lines().count() - 1
+        };
+        assert_eq!(err.line, Some(knob_line), "{table}: {err}");
+    }
+}
+
+#[test]
+fn applying_a_draw_writes_an_explicit_replayable_schedule() {
+    let mut s = scenario("name = \"chaos\"");
+    s.network.loss = 0.05;
+    let p = Profile::from_scenario(&s).unwrap().unwrap();
+    let cluster = Cluster::uniform("server", 5);
+    let seed = (0..100)
+        .find(|seed| {
+            let d = p.draw(*seed, &cluster, s.duration);
+            d.faults
+                .iter()
+                .any(|e| matches!(e.fault, Fault::Network { loss: Some(_), .. }))
+                && !d.clocks.is_empty()
+        })
+        .expect("some seed degrades the network and skews clocks");
+    let d = p.draw(seed, &cluster, s.duration);
+    let applied = d.apply_to(&s);
+    assert_eq!(applied.profile, None);
+    assert_eq!(applied.seed, seed);
+    assert_eq!(applied.duration, d.duration);
+    assert_eq!(applied.clocks, d.clocks);
+    assert_eq!(applied.faults.len(), d.faults.len());
+    let reset = applied
+        .faults
+        .iter()
+        .rev()
+        .find(|e| matches!(e.fault, Fault::Network { .. }))
+        .unwrap();
+    assert_eq!(
+        reset.fault,
+        Fault::Network {
+            latency: Some(s.network.latency),
+            loss: Some(0.05),
+            duplicate: Some(0.0)
+        },
+        "the heal puts the scenario's own network back"
+    );
+    let reparsed = tenure_scenario::parse(&applied.to_toml(), "again.toml").unwrap();
+    assert_eq!(reparsed.faults, applied.faults);
+    assert_eq!(reparsed.clocks, applied.clocks);
+    assert_eq!(reparsed.duration, applied.duration);
+}
