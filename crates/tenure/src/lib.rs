@@ -11,6 +11,7 @@
 //! fn one_leader_per_term() {
 //!     let sim = Simulation::<MyElection>::new(Cluster::uniform("node", 5), config)
 //!         .duration(secs(30))
+//!         .profile("chaos")                                    // faults drawn from the seed
 //!         .check("single-leader-per-term")                     // a built-in checker
 //!         .checker(|_cluster| Box::new(MyChecker::default()))  // your own
 //!         .faults(|s| s.at(secs(2), |c| c.crash(NodeId(0))));  // an explicit timeline
@@ -43,6 +44,7 @@ pub use serde_json;
 pub use tenure_check::{catalog, Checker, CheckerInfo, Violation};
 pub use tenure_core::*;
 pub use tenure_scenario::{Fault, FaultEvent, NodeSel};
+pub use tenure_sim::fuzz::{Profile, PROFILE_NAMES};
 pub use tenure_sim::{Control, LinkOverride, LinkSettings, Stats, Status};
 
 use std::time::Duration;

@@ -39,8 +39,8 @@ pub struct Outcome {
     pub stats: Stats,
     /// True if the run stopped at its first violation.
     pub stopped_early: bool,
-    /// The fault events given as data (a profile's draw, `.timeline(..)`), in time order;
-    /// faults scheduled as closures with `.faults(..)` are not listed.
+    /// The fault events given as data (`.timeline(..)`) and drawn from the profile, in
+    /// time order; faults scheduled as closures with `.faults(..)` are not listed.
     pub faults: Vec<FaultEvent>,
     pub context: TestContext,
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tenure_check::Checker;
 use tenure_core::{Cluster, Protocol};
 use tenure_scenario::FaultEvent;
+use tenure_sim::fuzz::{Profile, PROFILE_NAMES};
 use tenure_sim::{CheckedRun, Control, LinkSettings, Sim};
 
 /// A fault verb run at a time, as a closure over the running cluster.
@@ -47,6 +48,7 @@ pub struct Simulation<P: Protocol> {
     checkers: Vec<CheckerFactory>,
     actions: Vec<(Duration, Action<P>)>,
     events: Vec<FaultEvent>,
+    profile: Option<Profile>,
     stop_at_first_violation: bool,
     name: Option<String>,
 }
@@ -64,6 +66,7 @@ impl<P: Protocol> Simulation<P> {
             checkers: Vec::new(),
             actions: Vec::new(),
             events: Vec::new(),
+            profile: None,
             stop_at_first_violation: true,
             name: None,
         }
@@ -78,6 +81,27 @@ impl<P: Protocol> Simulation<P> {
     /// The network's defaults (latency range, loss, duplication).
     pub fn network(mut self, settings: LinkSettings) -> Self {
         self.network = settings;
+        self
+    }
+
+    /// Draws each seed's faults from a built-in fault profile (`calm`, `partitions`,
+    /// `clocks`, `pauses`, `crashes`, `chaos`): which kinds of fault the seed gets, then
+    /// the events, then a heal and a liveness phase (the run is extended to fit it).
+    /// Panics at this line if the name is unknown (the message lists them).
+    #[track_caller]
+    pub fn profile(self, name: &str) -> Self {
+        match Profile::named(name) {
+            Some(p) => self.fault_profile(p),
+            None => panic!(
+                "tenure: unknown fault profile `{name}`; known profiles: {}",
+                PROFILE_NAMES.join(", ")
+            ),
+        }
+    }
+
+    /// Draws each seed's faults from `profile` (a built-in one with knobs changed).
+    pub fn fault_profile(mut self, profile: Profile) -> Self {
+        self.profile = Some(profile);
         self
     }
 
@@ -166,6 +190,12 @@ impl<P: Protocol> Simulation<P> {
             .duration(self.duration)
             .network(self.network.clone())
             .timeline(&events);
+        if let Some(profile) = &self.profile {
+            let drawn = profile.draw(seed, &self.cluster, self.duration);
+            sim = sim.drawn(&drawn);
+            events.extend(drawn.faults);
+            events.sort_by_key(|e| e.at); // stable: explicit events first at a tie
+        }
         for (at, action) in &self.actions {
             let action = action.clone();
             sim = sim.at(*at, move |c| action(c));

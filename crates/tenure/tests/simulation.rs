@@ -146,3 +146,30 @@ fn a_bad_checker_parameter_is_named() {
         tenure::serde_json::json!({"withn": "1s"}),
     );
 }
+
+#[test]
+fn a_profile_draws_each_seeds_faults_from_the_seed() {
+    let sim = raft("correct")
+        .duration(secs(5))
+        .profile("chaos")
+        .check("single-leader-per-term");
+    let outcomes: Vec<_> = (0..4).map(|seed| sim.run_seed(seed)).collect();
+    for o in &outcomes {
+        o.assert_ok();
+        // The run is extended so the liveness phase after the heal fits.
+        assert!(o.history.info.end >= SimTime(5_000_000_000));
+    }
+    assert!(outcomes.iter().any(|o| !o.faults.is_empty()));
+    assert_ne!(outcomes[0].faults, outcomes[1].faults);
+    let again = sim.run_seed(1);
+    assert_eq!(again.faults, outcomes[1].faults);
+    assert_eq!(again.history, outcomes[1].history);
+}
+
+#[test]
+#[should_panic(
+    expected = "tenure: unknown fault profile `chaotic`; known profiles: calm, partitions, clocks, pauses, crashes, chaos"
+)]
+fn an_unknown_profile_is_named() {
+    let _ = raft("correct").profile("chaotic");
+}

@@ -4,15 +4,25 @@
 use my_election::{Config, MyElection, TermsNeverGoBack};
 use tenure::prelude::*;
 
-/// Five nodes for 20 simulated seconds: the leader crashes at 2 s and comes back at
-/// 4 s, then n0 and n1 are cut off from the rest from 6 s to 8 s. Three checkers: two
-/// built in, one of our own.
+/// Five nodes for 20 simulated seconds, each seed with its own faults drawn from the
+/// `chaos` profile, judged by two built-in checkers and one of our own.
 fn simulation(config: Config) -> Simulation<MyElection> {
     Simulation::<MyElection>::new(Cluster::uniform("node", 5), config)
         .duration(secs(20))
+        .profile("chaos")
         .check("single-leader-per-term")
         .check("leader-liveness")
         .checker(|_cluster| Box::new(TermsNeverGoBack::default()))
+}
+
+/// An explicit timeline instead: the leader crashes at 2 s and comes back at 4 s, then
+/// n0 and n1 are cut off from the rest from 6 s to 8 s.
+#[test]
+fn the_correct_election_survives_a_leader_crash_and_a_partition() {
+    Simulation::<MyElection>::new(Cluster::uniform("node", 5), Config::correct())
+        .duration(secs(20))
+        .check("single-leader-per-term")
+        .check("leader-liveness")
         .faults(|s| {
             s.at(secs(2), |c| {
                 if let Some(leader) = c.leader() {
@@ -27,6 +37,7 @@ fn simulation(config: Config) -> Simulation<MyElection> {
             .at(secs(6), |c| c.partition(&[vec![NodeId(0), NodeId(1)]]))
             .at(secs(8), |c| c.heal())
         })
+        .sweep(0..20);
 }
 
 #[test]
