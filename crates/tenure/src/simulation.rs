@@ -272,12 +272,13 @@ impl<P: Protocol> Simulation<P> {
         if report.from_regressions {
             message.push_str("; this seed is in the regressions file");
         } else if std::env::var_os(seeds::SEED_VAR).is_none() {
-            let file = regressions::path(&regressions::package_dir(), &outcome.context.key);
+            let dir = regressions::package_dir();
+            let file = regressions::path(&dir, &outcome.context.key);
             let v = &outcome.violations[0];
             match regressions::save(&file, outcome.seed, &v.to_string()) {
                 Ok(_) => message.push_str(&format!(
-                    "; saved to {} to be re-run first: commit it",
-                    file.display()
+                    "; saved to {} in your package, to be re-run first: commit it",
+                    file.strip_prefix(&dir).unwrap_or(&file).display()
                 )),
                 Err(e) => message.push_str(&format!("; could not save it: {e}")),
             }
