@@ -11,6 +11,7 @@
 //!
 //! This is the only crate that knows madsim.
 
+mod checked;
 pub mod clock;
 mod control;
 pub mod experiment;
@@ -26,6 +27,7 @@ pub mod timeline;
 pub mod trace;
 mod world;
 
+pub use checked::CheckedRun;
 pub use control::{Action, Control};
 pub use net::{DropReason, LinkOverride, LinkSettings};
 pub use play::{judge, simulation, Prepared, Report, RunOptions};

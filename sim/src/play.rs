@@ -238,7 +238,7 @@ fn resolve<P: Protocol>(c: &Control<'_, P>, sel: NodeSel) -> Option<NodeId> {
 
 /// Applies one timeline event. A `leader` selector with no leader at that instant skips
 /// the event (the trace says so).
-fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
+pub(crate) fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
     let target = |c: &Control<'_, P>, sel: &NodeSel| resolve(c, *sel);
     let node = match fault {
         Fault::Isolate { node }

@@ -2,7 +2,7 @@
 
 use crate::clock::NodeClock;
 use crate::control::{Action, Control};
-use crate::host::{lock, node_main, now, Doorbell};
+use crate::host::{lock, node_main, now, Alarm, Doorbell};
 use crate::net::{LinkOverride, LinkSettings, Network};
 use crate::trace::TraceEvent;
 use crate::world::{RecordHook, Stats, World};
@@ -15,8 +15,8 @@ pub struct Sim<P: Protocol> {
     cluster: Cluster,
     config: P::Config,
     seed: u64,
-    duration: Duration,
-    network: LinkSettings,
+    pub(crate) duration: Duration,
+    pub(crate) network: LinkSettings,
     links: Vec<(NodeId, NodeId, LinkOverride)>,
     clocks: Vec<NodeClock>,
     actions: Vec<(SimTime, Action<P>)>,
@@ -173,11 +173,12 @@ async fn supervise<P: Protocol>(
         let next_at = queue.last().map_or(end, |(at, _, _)| (*at).min(end));
         let t = now();
         if next_at > t {
-            let sleep = Some(Box::pin(madsim::time::sleep(next_at.saturating_sub(t))));
+            let mut alarm = Alarm::default();
+            alarm.set(&madsim::time::TimeHandle::current(), t, next_at);
             Doorbell {
                 world: &world,
                 node: None,
-                sleep,
+                alarm: &mut alarm,
             }
             .await;
         }

@@ -102,6 +102,8 @@ pub struct World<P: Protocol> {
     pub stop_requested: bool,
     /// The supervisor's doorbell (rung when a hook asks to stop).
     pub supervisor_waker: Option<Waker>,
+    /// An empty effect buffer, reused by every handler call (no allocation per call).
+    effects: Vec<Effect<P::Msg, P::Timer>>,
 }
 
 impl<P: Protocol> World<P> {
@@ -148,6 +150,7 @@ impl<P: Protocol> World<P> {
             hook: None,
             stop_requested: false,
             supervisor_waker: None,
+            effects: Vec::new(),
         }
     }
 
@@ -303,7 +306,8 @@ impl<P: Protocol> World<P> {
         f: impl FnOnce(&mut P, &mut Step<'_, P::Msg, P::Timer>),
     ) {
         self.stats.handler_calls += 1;
-        let effects = {
+        let buffer = std::mem::take(&mut self.effects);
+        let mut effects = {
             let slot = &mut self.nodes[node.index()];
             let proto = slot
                 .proto
@@ -319,14 +323,17 @@ impl<P: Protocol> World<P> {
                 &mut slot.storage,
                 &mut slot.rng,
             );
+            step.effects = buffer;
             f(proto, &mut step);
             step.effects
         };
-        self.apply(node, now, effects);
+        self.apply(node, now, &mut effects);
+        self.effects = effects;
     }
 
-    fn apply(&mut self, node: NodeId, now: SimTime, effects: Vec<Effect<P::Msg, P::Timer>>) {
-        for effect in effects {
+    /// Applies (and empties) `effects`, in order.
+    fn apply(&mut self, node: NodeId, now: SimTime, effects: &mut Vec<Effect<P::Msg, P::Timer>>) {
+        for effect in effects.drain(..) {
             match effect {
                 Effect::Send { to, msg } => self.send(node, to, now, msg),
                 Effect::SetTimer { timer, after } => {

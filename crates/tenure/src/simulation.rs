@@ -1,0 +1,289 @@
+//! [`Simulation`]: a protocol, a cluster, faults and checkers; run one seed or sweep many.
+
+use crate::outcome::{Outcome, SweepReport, TestContext};
+use crate::{regressions, seeds};
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+use tenure_check::Checker;
+use tenure_core::{Cluster, Protocol};
+use tenure_scenario::FaultEvent;
+use tenure_sim::fuzz::{Profile, PROFILE_NAMES};
+use tenure_sim::{CheckedRun, Control, LinkSettings, Sim};
+
+/// A fault verb run at a time, as a closure over the running cluster.
+type Action<P> = Arc<dyn Fn(&mut Control<'_, P>) + Send + Sync>;
+/// Builds a fresh checker for one run (checkers keep state).
+type CheckerFactory = Arc<dyn Fn(&Cluster) -> Box<dyn Checker> + Send + Sync>;
+
+/// An explicit fault timeline: verbs of [`Control`] at true times.
+///
+/// ```ignore
+/// .faults(|s| s.at(secs(2), |c| c.crash(NodeId(0))).at(secs(4), |c| c.restart(NodeId(0))))
+/// ```
+pub struct Timeline<P: Protocol> {
+    actions: Vec<(Duration, Action<P>)>,
+}
+
+impl<P: Protocol> Timeline<P> {
+    /// Runs `verb` at true time `at` (on every seed).
+    pub fn at(
+        mut self,
+        at: Duration,
+        verb: impl Fn(&mut Control<'_, P>) + Send + Sync + 'static,
+    ) -> Self {
+        self.actions.push((at, Arc::new(verb)));
+        self
+    }
+}
+
+/// A simulation of your protocol `P`: what to run, which faults, which checkers.
+/// Cheap to run many times; every run builds fresh processes and checkers.
+pub struct Simulation<P: Protocol> {
+    cluster: Cluster,
+    config: P::Config,
+    duration: Duration,
+    network: LinkSettings,
+    checks: Vec<(String, serde_json::Value)>,
+    checkers: Vec<CheckerFactory>,
+    actions: Vec<(Duration, Action<P>)>,
+    events: Vec<FaultEvent>,
+    profile: Option<Profile>,
+    stop_at_first_violation: bool,
+    name: Option<String>,
+}
+
+impl<P: Protocol> Simulation<P> {
+    /// `cluster` runs `P` built from `config`, for 10 simulated seconds by default, on
+    /// the default network (1-5 ms latency, no loss), with no faults and no checkers.
+    pub fn new(cluster: Cluster, config: P::Config) -> Simulation<P> {
+        Simulation {
+            cluster,
+            config,
+            duration: Duration::from_secs(10),
+            network: LinkSettings::default(),
+            checks: Vec::new(),
+            checkers: Vec::new(),
+            actions: Vec::new(),
+            events: Vec::new(),
+            profile: None,
+            stop_at_first_violation: true,
+            name: None,
+        }
+    }
+
+    /// Simulated (true) time each seed runs for.
+    pub fn duration(mut self, duration: Duration) -> Self {
+        self.duration = duration;
+        self
+    }
+
+    /// The network's defaults (latency range, loss, duplication).
+    pub fn network(mut self, settings: LinkSettings) -> Self {
+        self.network = settings;
+        self
+    }
+
+    /// Draws each seed's faults from a built-in fault profile (`calm`, `partitions`,
+    /// `clocks`, `pauses`, `crashes`, `chaos`): which kinds of fault the seed gets, then
+    /// the events, then a heal and a liveness phase (the run is extended to fit it).
+    /// Panics at this line if the name is unknown (the message lists them).
+    #[track_caller]
+    pub fn profile(self, name: &str) -> Self {
+        match Profile::named(name) {
+            Some(p) => self.fault_profile(p),
+            None => panic!(
+                "tenure: unknown fault profile `{name}`; known profiles: {}",
+                PROFILE_NAMES.join(", ")
+            ),
+        }
+    }
+
+    /// Draws each seed's faults from `profile` (a built-in one with knobs changed).
+    pub fn fault_profile(mut self, profile: Profile) -> Self {
+        self.profile = Some(profile);
+        self
+    }
+
+    /// Adds a built-in checker by name (see `tenure_check::catalog()`) with default
+    /// parameters. Panics at this line if the name is unknown (the message lists them).
+    #[track_caller]
+    pub fn check(self, name: &str) -> Self {
+        self.check_with(name, serde_json::Value::Null)
+    }
+
+    /// Adds a built-in checker with parameters, e.g.
+    /// `.check_with("leader-liveness", json!({"within": "2s"}))`. Panics at this line if
+    /// the name or a parameter is wrong (the message names it).
+    #[track_caller]
+    pub fn check_with(mut self, name: &str, params: serde_json::Value) -> Self {
+        if let Err(e) = tenure_check::build(name, &params, &self.cluster) {
+            panic!("tenure: check `{name}`: {e}");
+        }
+        self.checks.push((name.to_string(), params));
+        self
+    }
+
+    /// Adds your own checker; `factory` builds a fresh one for each run.
+    pub fn checker(
+        mut self,
+        factory: impl Fn(&Cluster) -> Box<dyn Checker> + Send + Sync + 'static,
+    ) -> Self {
+        self.checkers.push(Arc::new(factory));
+        self
+    }
+
+    /// Adds an explicit fault timeline, written with [`Control`]'s verbs.
+    pub fn faults(mut self, build: impl FnOnce(Timeline<P>) -> Timeline<P>) -> Self {
+        let timeline = build(Timeline {
+            actions: Vec::new(),
+        });
+        self.actions.extend(timeline.actions);
+        self
+    }
+
+    /// Adds fault events given as data (e.g. a value of `tenure::proptest::timeline`).
+    pub fn timeline(mut self, events: Vec<FaultEvent>) -> Self {
+        self.events.extend(events);
+        self
+    }
+
+    /// Runs every seed to its end even after a violation (the default stops at the
+    /// first violation, which is what a sweep wants).
+    pub fn run_to_end(mut self) -> Self {
+        self.stop_at_first_violation = false;
+        self
+    }
+
+    /// Names the regressions file after `name` instead of the running test (for two
+    /// sweeps in one test, or sweeps outside a `#[test]`, where `name` is also what the
+    /// replay command filters by).
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = Some(name.to_string());
+        self
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    fn context(&self) -> TestContext {
+        let mut context = TestContext::current();
+        if let Some(name) = &self.name {
+            context.key = name.clone();
+            if seeds::current_test_name().is_none() {
+                context.test = name.clone();
+            }
+        }
+        context
+    }
+
+    /// Runs one seed. It does not look at `TENURE_SEED` (a sweep does).
+    pub fn run_seed(&self, seed: u64) -> Outcome {
+        self.run_in(seed, self.context())
+    }
+
+    fn run_in(&self, seed: u64, context: TestContext) -> Outcome {
+        let mut events = self.events.clone();
+        events.sort_by_key(|e| e.at);
+        let mut sim = Sim::<P>::new(self.cluster.clone(), self.config.clone(), seed)
+            .duration(self.duration)
+            .network(self.network.clone())
+            .timeline(&events);
+        if let Some(profile) = &self.profile {
+            let drawn = profile.draw(seed, &self.cluster, self.duration);
+            sim = sim.drawn(&drawn);
+            events.extend(drawn.faults);
+            events.sort_by_key(|e| e.at); // stable: explicit events first at a tie
+        }
+        for (at, action) in &self.actions {
+            let action = action.clone();
+            sim = sim.at(*at, move |c| action(c));
+        }
+        let mut checkers: Vec<Box<dyn Checker>> = self
+            .checks
+            .iter()
+            .map(|(name, params)| {
+                tenure_check::build(name, params, &self.cluster).expect("checked when added")
+            })
+            .collect();
+        checkers.extend(self.checkers.iter().map(|f| f(&self.cluster)));
+        let CheckedRun { output, violations } =
+            sim.run_checked(checkers, self.stop_at_first_violation);
+        Outcome {
+            seed,
+            violations,
+            history: output.history,
+            stats: output.stats,
+            stopped_early: output.stopped_early,
+            faults: events,
+            context,
+        }
+    }
+
+    /// Runs the regressions file's seeds, then `seeds`, and stops at the first failure,
+    /// without panicking and without saving it (for tests that expect a bug).
+    /// `TENURE_SEED` / `TENURE_SEEDS` apply as in [`Simulation::sweep`].
+    #[track_caller]
+    pub fn sweep_report(&self, seeds: Range<u64>) -> SweepReport {
+        let context = self.context();
+        let plan = seeds::plan_from_env(seeds).unwrap_or_else(|e| panic!("tenure: {e}"));
+        let file = regressions::path(&regressions::package_dir(), &context.key);
+        let (saved, rest): (Vec<u64>, Box<dyn Iterator<Item = u64>>) = match plan {
+            seeds::SeedPlan::One(seed) => (vec![], Box::new(std::iter::once(seed))),
+            seeds::SeedPlan::Range(range) => {
+                let saved = regressions::load(&file).unwrap_or_else(|e| panic!("tenure: {e}"));
+                (saved, Box::new(range))
+            }
+        };
+        let mut seeds_run = 0;
+        let first_range = saved.len();
+        for (i, seed) in saved.into_iter().chain(rest).enumerate() {
+            seeds_run += 1;
+            let outcome = self.run_in(seed, context.clone());
+            if !outcome.passed() {
+                return SweepReport {
+                    seeds_run,
+                    failure: Some(outcome),
+                    from_regressions: i < first_range,
+                };
+            }
+        }
+        SweepReport {
+            seeds_run,
+            failure: None,
+            from_regressions: false,
+        }
+    }
+
+    /// Runs the regressions file's seeds first, then `seeds` (or what `TENURE_SEEDS`
+    /// says; `TENURE_SEED` runs only that seed), and panics at the first failure with
+    /// the checker, the violation, the seed and the replay command. A new failing seed
+    /// is saved to `tenure-regressions/<test name>.txt` first.
+    #[track_caller]
+    pub fn sweep(&self, seeds: Range<u64>) {
+        let report = self.sweep_report(seeds);
+        let Some(outcome) = &report.failure else {
+            return;
+        };
+        let mut message = outcome.failure().expect("a failure has a violation");
+        let plural = if report.seeds_run == 1 { "" } else { "s" };
+        message.push_str(&format!("\n({} seed{plural} run", report.seeds_run));
+        if report.from_regressions {
+            message.push_str("; this seed is in the regressions file");
+        } else if std::env::var_os(seeds::SEED_VAR).is_none() {
+            let dir = regressions::package_dir();
+            let file = regressions::path(&dir, &outcome.context.key);
+            let v = &outcome.violations[0];
+            match regressions::save(&file, outcome.seed, &v.to_string()) {
+                Ok(_) => message.push_str(&format!(
+                    "; saved to {} in your package, to be re-run first: commit it",
+                    file.strip_prefix(&dir).unwrap_or(&file).display()
+                )),
+                Err(e) => message.push_str(&format!("; could not save it: {e}")),
+            }
+        }
+        message.push(')');
+        panic!("{message}");
+    }
+}

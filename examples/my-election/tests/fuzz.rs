@@ -1,0 +1,96 @@
+//! Fuzzing my-election with tenure: a sweep of seeds finds the planted bug, the failing
+//! seed replays exactly, and the correct election passes the same sweep.
+
+use my_election::{Config, MyElection, TermsNeverGoBack};
+use tenure::prelude::*;
+
+/// Five nodes for 20 simulated seconds, each seed with its own faults drawn from the
+/// `chaos` profile, judged by two built-in checkers and one of our own.
+fn simulation(config: Config) -> Simulation<MyElection> {
+    Simulation::<MyElection>::new(Cluster::uniform("node", 5), config)
+        .duration(secs(20))
+        .profile("chaos")
+        .check("single-leader-per-term")
+        .check("leader-liveness")
+        .checker(|_cluster| Box::new(TermsNeverGoBack::default()))
+}
+
+/// An explicit timeline instead: the leader crashes at 2 s and comes back at 4 s, then
+/// n0 and n1 are cut off from the rest from 6 s to 8 s.
+#[test]
+fn the_correct_election_survives_a_leader_crash_and_a_partition() {
+    Simulation::<MyElection>::new(Cluster::uniform("node", 5), Config::correct())
+        .duration(secs(20))
+        .check("single-leader-per-term")
+        .check("leader-liveness")
+        .faults(|s| {
+            s.at(secs(2), |c| {
+                if let Some(leader) = c.leader() {
+                    c.crash(leader);
+                }
+            })
+            .at(secs(4), |c| {
+                for node in 0..5 {
+                    c.restart(NodeId(node)); // a no-op on nodes that are up
+                }
+            })
+            .at(secs(6), |c| c.partition(&[vec![NodeId(0), NodeId(1)]]))
+            .at(secs(8), |c| c.heal())
+        })
+        .sweep(0..20);
+}
+
+#[test]
+fn the_correct_election_passes_a_sweep() {
+    simulation(Config::correct()).sweep(0..100);
+}
+
+#[test]
+fn a_sweep_finds_the_planted_bug() {
+    let report = simulation(Config::with_planted_bug()).sweep_report(0..100);
+    let failure = report.expect_failure();
+    assert_eq!(failure.violations[0].checker, "single-leader-per-term");
+
+    // The failing seed replays exactly: the same violation from the same history.
+    let replay = simulation(Config::with_planted_bug()).run_seed(failure.seed);
+    assert_eq!(replay.violations, failure.violations);
+    assert_eq!(replay.history, failure.history);
+
+    // And the failure says how to replay it.
+    let message = failure.failure().expect("a failure");
+    let command = format!(
+        "TENURE_SEED={} cargo test -p my-election a_sweep_finds_the_planted_bug",
+        failure.seed
+    );
+    assert!(message.contains(&command), "{message}");
+}
+
+#[test]
+fn a_failing_sweep_panics_and_saves_the_seed() {
+    let sim = simulation(Config::with_planted_bug()).named("planted-bug");
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.sweep(0..100)))
+        .expect_err("the sweep finds the bug");
+    let message = panic.downcast_ref::<String>().expect("a message");
+    assert!(
+        message.contains("broke single-leader-per-term"),
+        "{message}"
+    );
+    assert!(
+        message.contains("cargo test -p my-election a_failing_sweep_panics_and_saves_the_seed"),
+        "{message}"
+    );
+
+    // The seed is in the regressions file (committed), so the next sweep runs it first.
+    let saved = tenure::regressions::load(&tenure::regressions::path(
+        env!("CARGO_MANIFEST_DIR").as_ref(),
+        "planted-bug",
+    ))
+    .expect("readable");
+    let seed: u64 = message
+        .split("TENURE_SEED=")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the message names the seed");
+    assert!(saved.contains(&seed), "{seed} not in {saved:?}");
+}

@@ -1,0 +1,97 @@
+//! Simulator throughput: `cargo bench -p tenure-sim`.
+//!
+//! * `election/raft-5-chaos-60s`: one seed of a 5-node Raft election, 60 simulated
+//!   seconds with faults drawn from the seed by the `chaos` profile (plus its liveness
+//!   phase), with the election checkers online (seeds per second).
+//! * `scale/raft-N-60s`: 60 simulated seconds of an N-node Raft cluster, no faults,
+//!   N from 5 to 101 (cost growth with cluster size).
+//!
+//! Before criterion's measurements, a summary measured directly over a batch of seeds
+//! prints seeds/s, simulated seconds per wall second and the all-in wall cost per
+//! delivered message (wall time / messages delivered) for each case.
+//!
+//! Benches do nothing under `cargo test` (only `cargo bench` passes `--bench`).
+
+use criterion::{BenchmarkId, Criterion, Throughput};
+use std::time::Duration;
+use tenure_core::{Cluster, Configurable};
+use tenure_protocols::raft::Raft;
+use tenure_sim::fuzz::Profile;
+use tenure_sim::{CheckedRun, Sim};
+
+const SIMULATED: Duration = Duration::from_secs(60);
+const ELECTION_CHECKERS: &[&str] = &["single-leader-per-term", "leader-liveness"];
+
+fn raft(nodes: u32, seed: u64, faults: bool) -> CheckedRun {
+    let cluster = Cluster::uniform("server", nodes);
+    let config = Raft::configure(Default::default(), "correct", &cluster).expect("defaults");
+    let checkers = ELECTION_CHECKERS
+        .iter()
+        .map(|n| tenure_check::build(n, &serde_json::Value::Null, &cluster).expect("known"))
+        .collect();
+    let mut sim = Sim::<Raft>::new(cluster.clone(), config, seed).duration(SIMULATED);
+    if faults {
+        let chaos = Profile::named("chaos").expect("built in");
+        sim = sim.drawn(&chaos.draw(seed, &cluster, SIMULATED));
+    }
+    sim.run_checked(checkers, false)
+}
+
+/// Runs `seeds` seeds and prints the derived figures. Wall time here only measures the
+/// benchmark; it never affects a run.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+fn summary(name: &str, nodes: u32, faults: bool, seeds: u64) {
+    let start = std::time::Instant::now();
+    let (mut delivered, mut simulated) = (0u64, 0f64);
+    for seed in 0..seeds {
+        let run = raft(nodes, seed, faults);
+        delivered += run.output.stats.messages_delivered;
+        simulated += run.output.history.info.end.as_duration().as_secs_f64();
+    }
+    let wall = start.elapsed().as_secs_f64();
+    println!(
+        "{name:<28} {seeds:>4} seeds  {:>8.1} seeds/s  {:>9.0} sim-s/wall-s  {:>9} msgs/seed  {:>7.3} us/msg  {:>8.3} s/seed",
+        seeds as f64 / wall,
+        simulated / wall,
+        delivered / seeds,
+        wall * 1e6 / delivered as f64,
+        wall / seeds as f64,
+    );
+}
+
+fn benches(c: &mut Criterion) {
+    let mut group = c.benchmark_group("election");
+    group.throughput(Throughput::Elements(1));
+    let mut seed = 0u64;
+    group.bench_function("raft-5-chaos-60s", |b| {
+        b.iter(|| {
+            seed += 1;
+            raft(5, seed, true)
+        })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("scale");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(SIMULATED.as_secs()));
+    for nodes in [5u32, 11, 25, 51, 101] {
+        group.bench_with_input(BenchmarkId::new("raft-60s", nodes), &nodes, |b, &n| {
+            b.iter(|| raft(n, 1, false))
+        });
+    }
+    group.finish();
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        return; // `cargo test` builds benches; only `cargo bench` runs them
+    }
+    println!("tenure-sim summary (wall time over a batch of seeds):");
+    summary("raft-5-chaos-60s-checked", 5, true, 200);
+    for (nodes, seeds) in [(5, 50), (11, 20), (25, 10), (51, 5), (101, 3)] {
+        summary(&format!("raft-{nodes}-60s"), nodes, false, seeds);
+    }
+    let mut c = Criterion::default().configure_from_args();
+    benches(&mut c);
+    c.final_summary();
+}

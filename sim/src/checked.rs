@@ -1,0 +1,197 @@
+//! Running a [`Sim`] with checkers online, and scheduling a timeline of fault events
+//! written as data ([`FaultEvent`]s: a scenario's timeline, a fuzz profile's draw, or a
+//! proptest strategy's value), or a seed's draw from a fault profile ([`Drawn`]). This
+//! is the simulator side of the `tenure` facade: "run one seed and judge it".
+
+use crate::fuzz::Drawn;
+use crate::play;
+use crate::run::{RunOutput, Sim};
+use std::sync::{Arc, Mutex};
+use tenure_check::{Checker, Violation};
+use tenure_core::Protocol;
+use tenure_scenario::{Fault, FaultEvent, Latency};
+
+/// A run and what its checkers found.
+pub struct CheckedRun {
+    pub output: RunOutput,
+    /// The first violation of each checker that found one, in checker order.
+    pub violations: Vec<Violation>,
+}
+
+impl<P: Protocol> Sim<P> {
+    /// Schedules every event of `events` at its time (events aimed at "the leader" with
+    /// no leader at that instant are skipped, and the trace says so).
+    pub fn timeline(mut self, events: &[FaultEvent]) -> Self {
+        for event in events {
+            let fault = event.fault.clone();
+            self = self.at(event.at, move |c| play::apply(c, &fault));
+        }
+        self
+    }
+
+    /// Applies a seed's fault schedule drawn from a profile: its clocks, its timeline
+    /// (the network reset at the heal goes back to this simulation's own defaults), and
+    /// its duration when that is longer (so the liveness phase fits).
+    pub fn drawn(mut self, drawn: &Drawn) -> Self {
+        self.duration = self.duration.max(drawn.duration);
+        for c in &drawn.clocks {
+            self = self.clock(c.node, c.offset.0, c.drift);
+        }
+        let calm = self.network.clone();
+        let events: Vec<FaultEvent> = drawn
+            .faults
+            .iter()
+            .map(|e| match &e.fault {
+                Fault::Network {
+                    latency: None,
+                    loss: None,
+                    duplicate: None,
+                } => FaultEvent {
+                    at: e.at,
+                    fault: Fault::Network {
+                        latency: Some(Latency {
+                            min: calm.latency.0,
+                            max: calm.latency.1,
+                        }),
+                        loss: Some(calm.loss),
+                        duplicate: Some(calm.duplicate),
+                    },
+                },
+                _ => e.clone(),
+            })
+            .collect();
+        self.timeline(&events)
+    }
+
+    /// Runs the seed with `checkers` fed every record as it is made, then finished at
+    /// the end. With `stop_at_first_violation` the run stops at the first violation
+    /// (fuzzing: the rest of the run cannot un-break a property), and checkers that
+    /// found nothing by then are not finished.
+    pub fn run_checked(
+        self,
+        checkers: Vec<Box<dyn Checker>>,
+        stop_at_first_violation: bool,
+    ) -> CheckedRun {
+        let slots: Vec<Option<Violation>> = checkers.iter().map(|_| None).collect();
+        let state = Arc::new(Mutex::new((checkers, slots)));
+        let hook_state = state.clone();
+        let output = self
+            .on_record(Box::new(move |index, record| {
+                let mut guard = hook_state.lock().unwrap_or_else(|p| p.into_inner());
+                let (checkers, slots) = &mut *guard;
+                let mut found = false;
+                for (checker, slot) in checkers.iter_mut().zip(slots.iter_mut()) {
+                    if slot.is_none() {
+                        *slot = checker.on_record(index, record);
+                        found |= slot.is_some();
+                    }
+                }
+                found && stop_at_first_violation
+            }))
+            .run();
+        let mut guard = state.lock().unwrap_or_else(|p| p.into_inner());
+        let (checkers, slots) = &mut *guard;
+        if !output.stopped_early {
+            for (checker, slot) in checkers.iter_mut().zip(slots.iter_mut()) {
+                if slot.is_none() {
+                    *slot = checker.finish(&output.history.info);
+                }
+            }
+        }
+        let violations = slots.iter_mut().filter_map(Option::take).collect();
+        CheckedRun { output, violations }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tenure_core::{Cluster, Configurable, NodeId};
+    use tenure_protocols::raft::Raft;
+    use tenure_scenario::{Fault, NodeSel};
+
+    fn raft(variant: &str, cluster: &Cluster) -> <Raft as Protocol>::Config {
+        Raft::configure(Default::default(), variant, cluster).unwrap()
+    }
+
+    fn checkers(cluster: &Cluster, names: &[&str]) -> Vec<Box<dyn Checker>> {
+        names
+            .iter()
+            .map(|n| tenure_check::build(n, &serde_json::Value::Null, cluster).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_correct_run_passes_and_finishes_every_checker() {
+        let cluster = Cluster::uniform("node", 3);
+        let run = Sim::<Raft>::new(cluster.clone(), raft("correct", &cluster), 1)
+            .duration(Duration::from_secs(5))
+            .run_checked(
+                checkers(&cluster, &["single-leader-per-term", "leader-liveness"]),
+                true,
+            );
+        assert!(run.violations.is_empty(), "{:?}", run.violations);
+        assert!(!run.output.stopped_early);
+        assert!(run.output.stats.messages_delivered > 0);
+    }
+
+    #[test]
+    fn finish_judges_liveness_when_no_node_ever_runs() {
+        // Every node crashes at once and stays down: leader-liveness fails at the end.
+        let cluster = Cluster::uniform("node", 3);
+        let events: Vec<FaultEvent> = (0..3)
+            .map(|n| FaultEvent {
+                at: Duration::from_millis(1),
+                fault: Fault::Crash {
+                    node: NodeSel::Id(n),
+                },
+            })
+            .collect();
+        let run = Sim::<Raft>::new(cluster.clone(), raft("correct", &cluster), 1)
+            .duration(Duration::from_secs(5))
+            .timeline(&events)
+            .run_checked(checkers(&cluster, &["leader-liveness"]), true);
+        assert_eq!(run.violations.len(), 1);
+        assert_eq!(run.violations[0].checker, "leader-liveness");
+        let crashed: Vec<NodeId> = run
+            .output
+            .history
+            .records
+            .iter()
+            .filter(|r| r.obs == tenure_core::Observation::Crashed)
+            .map(|r| r.node)
+            .collect();
+        assert_eq!(crashed, vec![NodeId(0), NodeId(1), NodeId(2)]);
+    }
+
+    #[test]
+    fn a_drawn_schedule_is_applied_and_the_run_extended_to_fit_its_liveness_phase() {
+        let cluster = Cluster::uniform("node", 5);
+        let profile = crate::fuzz::Profile::named("chaos").unwrap();
+        let drawn = (0..50)
+            .map(|seed| profile.draw(seed, &cluster, Duration::from_secs(2)))
+            .find(|d| {
+                d.faults
+                    .iter()
+                    .any(|e| matches!(e.fault, Fault::Crash { .. }))
+            })
+            .expect("chaos crashes a node within 50 seeds");
+        assert!(drawn.duration > Duration::from_secs(2));
+        let run = Sim::<Raft>::new(cluster.clone(), raft("correct", &cluster), drawn.seed)
+            .duration(Duration::from_secs(2))
+            .drawn(&drawn)
+            .run_checked(checkers(&cluster, &["single-leader-per-term"]), true);
+        assert!(run.violations.is_empty(), "{:?}", run.violations);
+        assert_eq!(
+            run.output.history.info.end,
+            tenure_core::SimTime::from_duration(drawn.duration)
+        );
+        assert!(run
+            .output
+            .history
+            .records
+            .iter()
+            .any(|r| r.obs == tenure_core::Observation::Crashed));
+    }
+}
