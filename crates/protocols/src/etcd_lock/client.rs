@@ -42,6 +42,10 @@ pub struct EtcdLockClient {
     /// The predecessor we watch, and the watch's request id.
     watching: Option<(String, u64)>,
     holding: bool,
+    /// When we last heard anything about our lock (a put, predecessor or deletion
+    /// answer). Requests and watch events can be lost: a waiter that hears nothing for
+    /// a whole TTL asks again, as an etcd client retries a call and resumes its watch.
+    last_heard: Option<LocalTime>,
 }
 
 /// A client node.
@@ -94,6 +98,27 @@ impl EtcdLockClient {
         let req = self.next_req();
         self.lease_request = Some((req, env.monotonic()));
         env.send(self.server, EtcdMsg::KeepAlive { req, lease });
+        self.resync_if_silent(env);
+    }
+
+    /// A waiter that has heard nothing about its lock for a TTL re-asks where it stands:
+    /// its put (idempotent for its lease's key) or its predecessor (and re-watches it;
+    /// the server keeps one watch per watcher and key, so nothing is reported twice).
+    fn resync_if_silent(&mut self, env: &mut EtcdEnv<'_>) {
+        if !self.want || self.holding {
+            return;
+        }
+        let now = env.monotonic();
+        let last = *self.last_heard.get_or_insert(now);
+        if last.until(now) < self.ttl {
+            return;
+        }
+        self.last_heard = Some(now);
+        self.watching = None;
+        match self.key {
+            None => self.put(env),
+            Some(_) => self.look_for_predecessor(env),
+        }
     }
 
     /// The server answered a grant or keep-alive sent at `sent_at`: the lease is good
@@ -166,6 +191,9 @@ impl EtcdLockClient {
     }
 
     fn on_message(&mut self, env: &mut EtcdEnv<'_>, msg: EtcdMsg) -> Option<Change> {
+        if matches!(msg, EtcdMsg::PutReply { .. } | EtcdMsg::Predecessor { .. } | EtcdMsg::KeyDeleted { .. }) {
+            self.last_heard = Some(env.monotonic());
+        }
         match msg {
             EtcdMsg::LeaseGranted { req, lease, ttl } => {
                 let (pending, sent_at) = self.lease_request?;
@@ -252,6 +280,7 @@ impl EtcdLockClient {
 impl LockApi<EtcdMsg, EtcdTimer> for EtcdLockClient {
     fn start_acquire(&mut self, env: &mut EtcdEnv<'_>) {
         self.want = true;
+        self.last_heard = Some(env.monotonic());
         if self.key.is_none() && self.pending.is_none() {
             self.put(env);
         }
@@ -290,6 +319,7 @@ impl EtcdClient {
                 pending: None,
                 watching: None,
                 holding: false,
+                last_heard: None,
             },
             workload: Workload::new(config.workload.clone()),
         }

@@ -132,11 +132,11 @@ impl EtcdServer {
             }
             EtcdMsg::WatchDelete { req, key } => {
                 if self.data.kv.contains_key(&key) {
-                    self.data
-                        .watches
-                        .entry(key)
-                        .or_default()
-                        .insert((from, req));
+                    // One watch per watcher and key: a re-watch (a resumed stream)
+                    // replaces the old one.
+                    let watchers = self.data.watches.entry(key).or_default();
+                    watchers.retain(|(watcher, _)| *watcher != from);
+                    watchers.insert((from, req));
                     self.persist(env);
                     return;
                 }
