@@ -6,12 +6,6 @@ use std::sync::atomic::AtomicBool;
 use tenure_sim::fuzz::{fuzz, shard, shrink, FuzzOptions, SeedOutcome, SeedResult, Target};
 use tenure_sim::registry;
 
-/// Failures that shrink to more than 3 events today. Redlock's first find (seed 107)
-/// loses the lock with a crashed lock server under a bridge partition and slow links
-/// (the correct variant shares it); its run depends on a client crash early on, and
-/// dropping that crash changes every later message, so it stays at 6 events.
-const SHRINKS_ABOVE_3: &[&str] = &["redlock/wall-clock-expiry"];
-
 /// The first seed (of 0..1000) whose violation is one of the variant's `breaks`.
 fn first_find(target: &Target, breaks: &[&str]) -> Option<SeedOutcome> {
     let mut found = None;
@@ -62,7 +56,23 @@ fn fuzz_finds_every_broken_variant_within_1000_seeds_and_shrinks_it_to_3_faults(
                 shrunk.runs
             );
             assert_eq!(shrunk.checker, failure.checker, "{label}: the same checker");
-            if shrunk.after.faults > 3 && !SHRINKS_ABOVE_3.contains(&label.as_str()) {
+            // The shrunk scenario, run with the seed it records, fails that checker.
+            let replay = tenure_sim::Prepared::new(shrunk.scenario.clone())
+                .unwrap_or_else(|e| panic!("{label}: the shrunk scenario is valid: {e}"))
+                .run(shrunk.seed, &tenure_sim::RunOptions::default());
+            assert!(
+                replay
+                    .violations
+                    .iter()
+                    .any(|v| v.checker == failure.checker),
+                "{label}: the shrunk scenario replays its failure with seed {}",
+                shrunk.seed
+            );
+            assert_eq!(
+                shrunk.scenario.seed, shrunk.seed,
+                "{label}: the file records its seed"
+            );
+            if shrunk.after.faults > 3 {
                 big.push(format!("{label}:\n{}", shrunk.scenario.to_toml()));
             }
         }

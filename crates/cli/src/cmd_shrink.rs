@@ -64,8 +64,15 @@ pub fn run(args: ShrinkArgs) -> Outcome {
             return Outcome::CheckFailed;
         }
     };
-    let mut result = shrunk.scenario.clone();
-    result.seed = seed;
+    let result = shrunk.scenario.clone();
+    let moved = if shrunk.seed == seed {
+        String::new()
+    } else {
+        format!(
+            " with seed {} (seed {seed} needed more events)",
+            shrunk.seed
+        )
+    };
     let stem = args
         .file
         .file_stem()
@@ -75,7 +82,7 @@ pub fn run(args: ShrinkArgs) -> Outcome {
         .parent()
         .map_or(PathBuf::from("."), |p| p.to_path_buf());
     let header = format!(
-        "# Shrunk by `tenure shrink` from {file} (seed {seed}) in {} runs: still violates {}.\n\
+        "# Shrunk by `tenure shrink` from {file} (seed {seed}) in {} runs: still violates {}{moved}.\n\
          # Before: {}.\n# After: {}.\n\n",
         shrunk.runs,
         shrunk.checker,
@@ -96,12 +103,12 @@ pub fn run(args: ShrinkArgs) -> Outcome {
     };
     let out = shown(&path);
     println!(
-        "SHRUNK {file} seed {seed}: still violates {}",
+        "SHRUNK {file} seed {seed}: still violates {}{moved}",
         shrunk.checker
     );
     println!("  before: {}", size_text(&shrunk.before));
     println!("  after:  {}", size_text(&shrunk.after));
     println!("  saved:  {out}");
-    println!("  replay: {}", replay_command(&out, seed));
+    println!("  replay: {}", replay_command(&out, shrunk.seed));
     Outcome::Passed
 }

@@ -600,7 +600,9 @@ impl Protocol for LeaderLease {
     fn on_message(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>, from: NodeId, msg: LeaseMsg) {
         // A leader that has just resumed from a pause may be handed messages before its
         // overdue lease-end timer: it must trust its clock, not the order of events.
-        if self.role == LeaseRole::Leader && self.lease_end.is_some_and(|end| self.lease_now(env) >= end) {
+        if self.role == LeaseRole::Leader
+            && self.lease_end.is_some_and(|end| self.lease_now(env) >= end)
+        {
             env.cancel_timer(&LeaseTimer::LeaseEnd);
             self.on_lease_end_timer(env);
         }

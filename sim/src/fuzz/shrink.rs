@@ -39,9 +39,13 @@ pub struct Size {
 /// A shrunk scenario.
 #[derive(Clone, Debug)]
 pub struct Shrunk {
-    /// Checks only `checker`, expects it to fail, and fails it with the seed.
+    /// Checks only `checker`, expects it to fail, and fails it with `seed` (which is
+    /// also the scenario's own `seed`).
     pub scenario: Scenario,
     pub checker: String,
+    /// The seed the shrunk scenario fails with: the input's, unless shrinking had to
+    /// move to a nearby seed to drop an event (see [`shrink`]).
+    pub seed: u64,
     pub before: Size,
     pub after: Size,
     /// How many runs shrinking took.
@@ -72,8 +76,20 @@ impl std::fmt::Display for ShrinkError {
 /// An upper bound on runs, so a pathological input still ends.
 const MAX_RUNS: usize = 2_000;
 
+/// Above this many fault events, shrinking may move to a nearby seed (see [`shrink`]).
+const TARGET_FAULTS: usize = 3;
+
+/// How many nearby seeds (`seed + 1 ..= seed + SEED_NEIGHBOURS`) an event drop may try.
+const SEED_NEIGHBOURS: u64 = 16;
+
 /// Shrinks `scenario` run with `seed`. The checker kept is the scenario's expected
 /// violation if it fails, else the first checker that fails.
+///
+/// Every step keeps the seed while it can. But dropping an early event reshuffles every
+/// random draw after it (message fates, latencies), so some failures need all their
+/// events under their own seed. When more than three events remain, shrinking also
+/// tries dropping each under a few nearby seeds: a smaller scenario that fails the same
+/// checker with another seed is as good a reproduction, and the result records it.
 pub fn shrink(scenario: &Scenario, seed: u64) -> Result<Shrunk, ShrinkError> {
     let prepared = Prepared::new(scenario.clone()).map_err(ShrinkError::Invalid)?;
     let before = size(scenario, &prepared.cluster);
@@ -128,10 +144,14 @@ pub fn shrink(scenario: &Scenario, seed: u64) -> Result<Shrunk, ShrinkError> {
         best = s.cut_lead_time(best);
         best = s.shorten_run(best);
         best = s.drop_nodes(best);
+        if best.faults.len() > TARGET_FAULTS {
+            best = s.drop_events_reseeding(best);
+        }
         if best == start || s.runs >= MAX_RUNS {
             break;
         }
     }
+    best.seed = s.seed;
     let cluster = Prepared::new(best.clone())
         .expect("every accepted candidate validated")
         .cluster;
@@ -139,6 +159,7 @@ pub fn shrink(scenario: &Scenario, seed: u64) -> Result<Shrunk, ShrinkError> {
         after: size(&best, &cluster),
         scenario: best,
         checker: s.checker,
+        seed: s.seed,
         before,
         runs: s.runs,
     })
@@ -233,6 +254,34 @@ impl Shrinker {
             }
             chunk = chunk.div_ceil(2);
         }
+    }
+
+    /// Drops single events, letting the seed move to a nearby one when only that makes
+    /// the smaller scenario fail the same checker.
+    fn drop_events_reseeding(&mut self, mut best: Scenario) -> Scenario {
+        let mut i = 0;
+        while i < best.faults.len() && best.faults.len() > TARGET_FAULTS {
+            let mut candidate = best.clone();
+            candidate.faults.remove(i);
+            let original = self.seed;
+            let found = (1..=SEED_NEIGHBOURS)
+                .map(|k| original.wrapping_add(k))
+                .find(|&seed| {
+                    self.seed = seed;
+                    self.fails(&candidate)
+                });
+            match found {
+                Some(seed) => {
+                    self.seed = seed;
+                    best = candidate;
+                }
+                None => {
+                    self.seed = original;
+                    i += 1;
+                }
+            }
+        }
+        best
     }
 
     /// Drops every event that names one node (a flapping process's whole crash loop),

@@ -191,7 +191,10 @@ impl EtcdLockClient {
     }
 
     fn on_message(&mut self, env: &mut EtcdEnv<'_>, msg: EtcdMsg) -> Option<Change> {
-        if matches!(msg, EtcdMsg::PutReply { .. } | EtcdMsg::Predecessor { .. } | EtcdMsg::KeyDeleted { .. }) {
+        if matches!(
+            msg,
+            EtcdMsg::PutReply { .. } | EtcdMsg::Predecessor { .. } | EtcdMsg::KeyDeleted { .. }
+        ) {
             self.last_heard = Some(env.monotonic());
         }
         match msg {
