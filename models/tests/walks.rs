@@ -1,7 +1,7 @@
 //! Random walks over every variant in the registry, cross-checked against what the
 //! zoo says each variant breaks (`ProtocolInfo` `breaks`), which the simulator's fuzz
-//! acceptance test asserts from its side. (The fuzzer lives on another branch; once it
-//! lands, the two verdicts can be compared directly in tests/integration.)
+//! acceptance test asserts from its side; `tests/integration/walks_vs_fuzz.rs` compares
+//! the two verdicts directly.
 //!
 //! * A broken variant the model can show failing: some walk within the seed bound
 //!   breaks a checker its `breaks` lists, or a model property that stands for one

@@ -6,3 +6,4 @@ mod fuzz;
 mod scenarios;
 mod support;
 mod timeline;
+mod walks_vs_fuzz;

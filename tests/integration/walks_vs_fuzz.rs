@@ -1,0 +1,78 @@
+//! The model explorer's random walks and the simulator's fuzzer judge the same zoo by
+//! different means (free interleavings without time vs. timed runs under drawn faults).
+//! For every broken variant both can show, their verdicts must agree: each finds a
+//! violation, of a checker the variant claims to break (or, for the walks, of the model
+//! property that stands for it).
+
+use std::sync::atomic::AtomicBool;
+use tenure_models::registry::{entries, WALK_DEPTH};
+use tenure_models::{walk_model, Query};
+use tenure_sim::fuzz::{fuzz, FuzzOptions, SeedResult, Target};
+
+const WALK_SEEDS: u64 = 5_000;
+const FUZZ_SEEDS: u64 = 1_000;
+
+/// The checker the fuzzer's first failing seed violates, if any within the bound.
+fn fuzz_verdict(protocol: &str, variant: &str, breaks: &[&str]) -> Option<String> {
+    let target = Target::for_protocol(protocol, Some(variant), None).expect("a zoo protocol");
+    let mut found = None;
+    let stop = AtomicBool::new(false);
+    fuzz(
+        &target,
+        0..FUZZ_SEEDS,
+        &FuzzOptions::default(),
+        &stop,
+        |o| {
+            if let (None, SeedResult::Fail(f)) = (&found, &o.result) {
+                if breaks.contains(&f.checker) {
+                    found = Some(f.checker.to_string());
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        },
+    );
+    found
+}
+
+#[test]
+fn walks_and_fuzzing_agree_on_every_broken_variant_both_can_show() {
+    let mut compared = 0;
+    for entry in entries() {
+        let info = entry.info();
+        for variant in info
+            .variants
+            .iter()
+            .filter(|v| !v.breaks.is_empty() && entry.in_scope(v.name))
+        {
+            let label = format!("{}/{}", info.name, variant.name);
+            let query = Query::for_walks(info.name, variant.name).expect("in the registry");
+            let walk = walk_model(&query, 0..WALK_SEEDS, WALK_DEPTH).expect("walks run");
+            let walked = walk.failure.map(|f| {
+                let property = f.counterexample.property;
+                entry
+                    .stands_for
+                    .iter()
+                    .find(|(p, _)| *p == property)
+                    .map_or(property.clone(), |(_, checker)| checker.to_string())
+            });
+            let fuzzed = fuzz_verdict(info.name, variant.name, variant.breaks);
+            println!("{label}: walks -> {walked:?}, fuzz -> {fuzzed:?}");
+            assert!(
+                walked
+                    .as_deref()
+                    .is_some_and(|c| variant.breaks.contains(&c)),
+                "{label}: the walks found {walked:?}, not one of {:?}",
+                variant.breaks
+            );
+            assert!(
+                fuzzed.is_some(),
+                "{label}: the walks found {walked:?} but fuzzing found nothing"
+            );
+            compared += 1;
+        }
+    }
+    assert!(
+        compared >= 6,
+        "only {compared} variants compared: the registries shrank"
+    );
+}
