@@ -38,7 +38,7 @@ pub mod seeds;
 mod simulation;
 
 pub use outcome::{Outcome, SweepReport, TestContext};
-pub use simulation::{Simulation, Timeline};
+pub use simulation::{Shrunk, Simulation, Timeline};
 
 pub use serde_json;
 pub use tenure_check::{catalog, Checker, CheckerInfo, Violation};

@@ -183,7 +183,91 @@ impl<P: Protocol> Simulation<P> {
         self.run_in(seed, self.context())
     }
 
+    /// Runs `seed` as [`Simulation::run_seed`] does, but with `faults` in place of the
+    /// fault events the profile drew for it (the drawn clocks and links stay): how a
+    /// [`Shrunk`] failure is replayed.
+    pub fn run_seed_with_faults(&self, seed: u64, faults: &[FaultEvent]) -> Outcome {
+        self.run_drawn(seed, self.context(), Some(faults))
+    }
+
+    /// Shrinks a failing seed: removes the fault events the profile drew for it (chunks,
+    /// then one by one, as delta debugging does) while the run still breaks the same
+    /// checker. Explicit faults (`.timeline`, `.faults`) are kept. Past three events a
+    /// drop may move to a nearby seed, which the result records. `None` if the seed
+    /// passes or no profile is set.
+    pub fn shrink(&self, seed: u64) -> Option<Shrunk> {
+        let profile = self.profile.as_ref()?;
+        let context = self.context();
+        let first = self.run_in(seed, context.clone());
+        let checker = first.violations.first()?.checker;
+        let drawn = profile.draw(seed, &self.cluster, self.duration).faults;
+        let before = drawn.len();
+        let mut runs = 1;
+        let mut fails = |seed: u64, faults: &[FaultEvent]| {
+            runs += 1;
+            let outcome = self.run_drawn(seed, context.clone(), Some(faults));
+            outcome.violations.iter().any(|v| v.checker == checker)
+        };
+        let mut best = drawn;
+        let mut chunk = best.len().div_ceil(2).max(1);
+        loop {
+            let mut i = 0;
+            while i < best.len() {
+                let mut candidate = best.clone();
+                candidate.drain(i..(i + chunk).min(best.len()));
+                if fails(seed, &candidate) {
+                    best = candidate;
+                } else {
+                    i += chunk;
+                }
+            }
+            if chunk == 1 {
+                break;
+            }
+            chunk = chunk.div_ceil(2);
+        }
+        // Dropping an early event reshuffles every later random draw, so some events
+        // are needed only by this seed: past three events, let a drop move to a nearby
+        // seed (the drawn clocks and links are that seed's); the result records it.
+        let found_seed = seed;
+        let mut seed = seed;
+        let mut i = 0;
+        while i < best.len() && best.len() > 3 {
+            let mut candidate = best.clone();
+            candidate.remove(i);
+            match (1..=16u64)
+                .map(|k| seed.wrapping_add(k))
+                .find(|&s| fails(s, &candidate))
+            {
+                Some(found) => {
+                    seed = found;
+                    best = candidate;
+                }
+                None => i += 1,
+            }
+        }
+        Some(Shrunk {
+            seed,
+            found_seed,
+            checker,
+            before,
+            faults: best,
+            runs,
+        })
+    }
+
     fn run_in(&self, seed: u64, context: TestContext) -> Outcome {
+        self.run_drawn(seed, context, None)
+    }
+
+    /// Runs `seed` with the profile's draw for it (its clocks, slow links and duration),
+    /// but with `drawn_faults` in place of the fault events it drew (`None`: as drawn).
+    fn run_drawn(
+        &self,
+        seed: u64,
+        context: TestContext,
+        drawn_faults: Option<&[FaultEvent]>,
+    ) -> Outcome {
         let mut events = self.events.clone();
         events.sort_by_key(|e| e.at);
         let mut sim = Sim::<P>::new(self.cluster.clone(), self.config.clone(), seed)
@@ -191,7 +275,10 @@ impl<P: Protocol> Simulation<P> {
             .network(self.network.clone())
             .timeline(&events);
         if let Some(profile) = &self.profile {
-            let drawn = profile.draw(seed, &self.cluster, self.duration);
+            let mut drawn = profile.draw(seed, &self.cluster, self.duration);
+            if let Some(faults) = drawn_faults {
+                drawn.faults = faults.to_vec();
+            }
             sim = sim.drawn(&drawn);
             events.extend(drawn.faults);
             events.sort_by_key(|e| e.at); // stable: explicit events first at a tie
@@ -285,5 +372,53 @@ impl<P: Protocol> Simulation<P> {
         }
         message.push(')');
         panic!("{message}");
+    }
+}
+
+/// A failing seed cut down to the few drawn fault events that still break its checker
+/// (see [`Simulation::shrink`]); replay it with [`Simulation::run_seed_with_faults`].
+#[derive(Clone, Debug)]
+pub struct Shrunk {
+    /// The seed the shrunk faults break the checker with (see [`Simulation::shrink`]).
+    pub seed: u64,
+    /// The failing seed shrinking started from.
+    pub found_seed: u64,
+    /// The checker the seed breaks, with all its events and with `faults` alone.
+    pub checker: &'static str,
+    /// How many fault events the profile drew for the seed.
+    pub before: usize,
+    /// The drawn events that remain, in time order.
+    pub faults: Vec<FaultEvent>,
+    /// How many runs shrinking took.
+    pub runs: usize,
+}
+
+impl std::fmt::Display for Shrunk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "seed {} breaks {} with {} fault events",
+            self.seed,
+            self.checker,
+            self.faults.len()
+        )?;
+        if self.seed == self.found_seed {
+            writeln!(f, " (of the {} it drew):", self.before)?;
+        } else {
+            writeln!(
+                f,
+                " (seed {} drew {} and needed more):",
+                self.found_seed, self.before
+            )?;
+        }
+        for e in &self.faults {
+            writeln!(
+                f,
+                "  at {}: {:?}",
+                tenure_core::format_duration(e.at),
+                e.fault
+            )?;
+        }
+        Ok(())
     }
 }

@@ -1,5 +1,6 @@
 //! Fuzzing my-election with tenure: a sweep of seeds finds the planted bug, the failing
-//! seed replays exactly, and the correct election passes the same sweep.
+//! seed replays exactly and shrinks to the few faults that matter, and the correct
+//! election passes the same sweep.
 
 use my_election::{Config, MyElection, TermsNeverGoBack};
 use tenure::prelude::*;
@@ -63,6 +64,23 @@ fn a_sweep_finds_the_planted_bug() {
         failure.seed
     );
     assert!(message.contains(&command), "{message}");
+}
+
+#[test]
+fn the_planted_bug_shrinks_to_the_faults_that_matter() {
+    let sim = simulation(Config::with_planted_bug());
+    let report = sim.sweep_report(0..100);
+    let shrunk = sim
+        .shrink(report.expect_failure().seed)
+        .expect("a failing seed shrinks");
+    println!("{shrunk}");
+    assert_eq!(shrunk.checker, "single-leader-per-term");
+    assert!(shrunk.faults.len() < shrunk.before, "{shrunk}");
+    assert!(shrunk.faults.len() <= 3, "{shrunk}");
+
+    // The few events left still break the checker, with the seed the result names.
+    let replay = sim.run_seed_with_faults(shrunk.seed, &shrunk.faults);
+    assert_eq!(replay.violations[0].checker, "single-leader-per-term");
 }
 
 #[test]
