@@ -23,8 +23,9 @@ partitions, clocks, pauses, crashes, chaos (the default). A scenario's [profile]
 Outcomes are reported in seed order, so they are the same whatever --jobs is, and the
 JSON lines of --shard 1/N ... N/N concatenated are those of the whole range.
 
-Each failing seed is saved under --out as <protocol>-<variant>-seed<N>-<checker>.toml (an
-existing file is never overwritten) and listed with its replay command:
+Each failing seed is saved under --out as <protocol>-<variant>-seed<N>-<checker>.toml, with
+its HTML timeline next to it as <same name>.html (an existing file is never overwritten),
+and listed with its replay command:
     tenure run <file> --seed N      replays it exactly
     tenure shrink <file> --seed N   cuts it down to the faults that matter
 
@@ -114,6 +115,30 @@ fn wall_seconds() -> f64 {
         .get_or_init(std::time::Instant::now)
         .elapsed()
         .as_secs_f64()
+}
+
+/// Replays a saved case with the full trace and writes its HTML timeline next to it
+/// (`<case>.html`), unless a file of that name exists already. The path, if written.
+fn write_timeline(
+    case_path: &Path,
+    case: &tenure_scenario::Scenario,
+    seed: u64,
+) -> Option<PathBuf> {
+    let out = case_path.with_extension("html");
+    if out.exists() {
+        return None;
+    }
+    let prepared = tenure_sim::Prepared::new(case.clone()).ok()?;
+    let report = prepared.run(
+        seed,
+        &tenure_sim::RunOptions {
+            trace: true,
+            stop_at_first_violation: false,
+        },
+    );
+    let html = tenure_sim::timeline::render(&case.name, &prepared.cluster, &report);
+    std::fs::write(&out, html).ok()?;
+    Some(out)
 }
 
 /// Writes `contents` to `dir/<stem>.toml`, or `<stem>-2.toml`, ... : never over a file.
@@ -299,6 +324,12 @@ pub fn run(args: FuzzArgs) -> Outcome {
                                 let name =
                                     path.file_name().map(|n| n.to_string_lossy().to_string());
                                 line["case"] = serde_json::json!(name);
+                                let timeline = write_timeline(&path, &f.case, o.seed);
+                                if let Some(t) = &timeline {
+                                    line["timeline"] = serde_json::json!(t
+                                        .file_name()
+                                        .map(|n| n.to_string_lossy().to_string()));
+                                }
                                 if !args.json {
                                     clear_progress(terminal);
                                     println!(
@@ -308,6 +339,9 @@ pub fn run(args: FuzzArgs) -> Outcome {
                                     println!("  {}", f.message);
                                     println!("  saved: {file}");
                                     println!("  replay: {}", replay_command(&file, o.seed));
+                                    if let Some(t) = &timeline {
+                                        println!("  timeline: {}", shown(t));
+                                    }
                                 }
                                 found.push(Found {
                                     seed: o.seed,

@@ -68,6 +68,14 @@ fn fuzz_saves_each_failure_as_a_case_that_replays_and_shrinks() {
         t.contains("fuzzed 3 seeds of raft/forget-vote (50..53)"),
         "{t}"
     );
+    // Each saved failure comes with its timeline, violation marked.
+    let timeline = case.with_extension("html");
+    assert!(t.contains(&format!("timeline: {}", s(&timeline))), "{t}");
+    let html = std::fs::read_to_string(&timeline).expect("the timeline is written");
+    assert!(
+        html.contains("single-leader-per-term"),
+        "the violation is on the timeline"
+    );
 
     let replay = tenure(&["run", s(&case), "--seed", "51"]);
     assert_eq!(replay.status.code(), Some(1));
@@ -222,7 +230,16 @@ fn ctrl_c_loses_no_failure_found_before_it() {
         );
         assert_eq!(scenario.protocol.name, "redis-lock");
     }
-    let saved = std::fs::read_dir(&out).unwrap().count();
+    let saved = std::fs::read_dir(&out)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "toml")
+        })
+        .count();
     assert_eq!(saved, listed.len(), "every saved case is listed");
 }
 
