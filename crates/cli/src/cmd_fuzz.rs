@@ -75,6 +75,10 @@ pub struct FuzzArgs {
     /// Run every seed twice and fail (exit 3) at the first trace difference.
     #[arg(long)]
     check_determinism: bool,
+    /// Print the scenario file that seed SEED draws (its explicit fault timeline) on
+    /// stdout and run nothing: `tenure run` of that file with that seed is that run.
+    #[arg(long, value_name = "SEED")]
+    print: Option<u64>,
 }
 
 /// `A..B` as a range.
@@ -213,6 +217,15 @@ pub fn run(args: FuzzArgs) -> Outcome {
         Ok(t) => t,
         Err(o) => return o,
     };
+    if let Some(seed) = args.print {
+        print!(
+            "# Drawn by `tenure fuzz` ({source}, profile {}) for seed {seed}.\n\
+             # Replay: tenure run <this file> --seed {seed}\n\n{}",
+            target.profile.name,
+            target.case(seed).to_toml()
+        );
+        return Outcome::Passed;
+    }
     let time_budget = match args.time.as_deref().map(tenure_core::parse_duration) {
         None => None,
         Some(Ok(d)) if !d.is_zero() => Some(d),

@@ -300,3 +300,27 @@ fn bad_fuzz_input_is_exit_2_with_the_reason() {
         assert!(text(&o).contains(reason), "{args:?}: {}", text(&o));
     }
 }
+
+#[test]
+fn a_printed_seed_is_a_scenario_that_replays_that_run() {
+    let o = tenure(&[
+        "fuzz",
+        "--protocol",
+        "raft",
+        "--variant",
+        "forget-vote",
+        "--print",
+        "51",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let file = scratch("printed").join("seed51.toml");
+    std::fs::write(&file, &o.stdout).unwrap();
+    let replay = tenure(&["run", s(&file), "--seed", "51"]);
+    assert_eq!(replay.status.code(), Some(1), "{}", text(&replay));
+    // The same violation at the same instant as `tenure fuzz` finds for seed 51.
+    assert!(
+        stdout(&replay).contains("single-leader-per-term violated at 1.678_023s"),
+        "{}",
+        text(&replay)
+    );
+}
