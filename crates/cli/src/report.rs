@@ -89,7 +89,9 @@ pub fn narrative(report: &Report, v: &Violation, context: usize) -> Vec<String> 
                     lines.push((
                         *time,
                         0,
-                        format!("  {}  fault {kind} {} {detail}", time, who.join(",")),
+                        format!("  {}  fault {kind} {} {detail}", time, who.join(","))
+                            .trim_end()
+                            .to_string(),
                     ));
                 }
             }
