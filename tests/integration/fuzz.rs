@@ -136,3 +136,50 @@ fn a_saved_case_run_with_its_seed_replays_the_fuzzed_run_exactly() {
         );
     }
 }
+
+/// Counts the seeds of `0..seeds` that fail `checker` when `file` is fuzzed as `variant`.
+fn failures(file: &str, variant: &str, checker: &str, seeds: u64) -> usize {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(file);
+    let mut scenario = tenure_scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    scenario.protocol.variant = variant.to_string();
+    let target = Target::from_scenario(scenario, None).unwrap_or_else(|e| panic!("{e}"));
+    let mut count = 0;
+    let stop = AtomicBool::new(false);
+    fuzz(&target, 0..seeds, &FuzzOptions::default(), &stop, |o| {
+        if let SeedResult::Fail(f) = &o.result {
+            assert_eq!(f.checker, checker, "{file} as {variant}, seed {}", o.seed);
+            count += 1;
+        }
+    });
+    count
+}
+
+/// Fuzzing separates a clock bug from the failures every lease shares: with clock
+/// trouble inside the protocol's assumptions (drift within its bound, wall-clock jumps,
+/// no pauses), the correct variant passes every seed and the wall-clock one does not.
+#[test]
+fn clock_faults_within_the_bounds_separate_correct_from_wall_clock_leases() {
+    for (file, broken, checker) in [
+        (
+            "scenarios/leader-lease/fuzz-clock-jumps-within-bound.toml",
+            "wall-clock-lease",
+            "lease-safety",
+        ),
+        (
+            "scenarios/redlock/fuzz-clock-jumps.toml",
+            "wall-clock-expiry",
+            "mutual-exclusion",
+        ),
+    ] {
+        assert_eq!(
+            failures(file, "correct", checker, 400),
+            0,
+            "{file}: the correct variant fails"
+        );
+        let found = failures(file, broken, checker, 400);
+        println!("{file}: {broken} fails {found} of 400 seeds, correct none");
+        assert!(found > 0, "{file}: fuzzing never caught {broken}");
+    }
+}
