@@ -205,6 +205,46 @@ impl<'a, M, T> Step<'a, M, T> {
     }
 }
 
+/// A node's durable storage, seeded randomness and clock readings, kept across handler
+/// calls: what a unit test of a protocol needs to build [`Step`]s. Storage survives
+/// between steps, as it survives a crash, so a test can build a fresh process over it
+/// to check what a restart remembers.
+#[derive(Clone, Debug)]
+pub struct StepHost {
+    pub me: NodeId,
+    pub cluster: Cluster,
+    pub storage: StorageMap,
+    pub rng: SplitMix64,
+    /// The clock readings the next steps see (both start at zero).
+    pub monotonic: LocalTime,
+    pub wall: LocalTime,
+}
+
+impl StepHost {
+    pub fn new(me: NodeId, cluster: &Cluster) -> StepHost {
+        StepHost {
+            me,
+            cluster: cluster.clone(),
+            storage: StorageMap::new(),
+            rng: SplitMix64(1),
+            monotonic: LocalTime(0),
+            wall: LocalTime(0),
+        }
+    }
+
+    /// An environment for one or more handler calls, recording their effects.
+    pub fn step<M, T>(&mut self) -> Step<'_, M, T> {
+        Step::new(
+            self.me,
+            &self.cluster,
+            self.monotonic,
+            self.wall,
+            &mut self.storage,
+            &mut self.rng,
+        )
+    }
+}
+
 impl<M, T> Clock for Step<'_, M, T> {
     fn monotonic(&self) -> LocalTime {
         self.monotonic
@@ -318,6 +358,20 @@ mod tests {
             ]
         );
         assert_eq!(storage.get("term").map(String::as_str), Some("3"));
+    }
+
+    #[test]
+    fn a_step_host_keeps_storage_across_steps() {
+        let mut host = StepHost::new(NodeId(1), &Cluster::uniform("node", 2));
+        host.monotonic = LocalTime(7);
+        {
+            let mut step: Step<'_, (), u8> = host.step();
+            assert_eq!((step.me(), step.monotonic()), (NodeId(1), LocalTime(7)));
+            step.store("term", &2u64);
+        }
+        let step: Step<'_, (), u8> = host.step();
+        assert_eq!(step.load::<u64>("term"), Some(2));
+        assert!(step.effects.is_empty(), "a new step starts with no effects");
     }
 
     #[test]

@@ -19,8 +19,8 @@ mod time;
 
 pub use cluster::{Cluster, ClusterError, NodeId, RoleSpec};
 pub use env::{
-    Clock, Effect, Env, Network, Observe, Rng, SplitMix64, Step, Storage, StorageExt, StorageMap,
-    Timers,
+    Clock, Effect, Env, Network, Observe, Rng, SplitMix64, Step, StepHost, Storage, StorageExt,
+    StorageMap, Timers,
 };
 pub use observation::{History, Observation, Record, RunInfo};
 pub use protocol::{

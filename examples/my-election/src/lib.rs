@@ -235,7 +235,7 @@ impl Protocol for MyElection {
 mod tests {
     //! Handlers in isolation: effects asserted exactly, no simulator.
     use super::*;
-    use tenure::{Effect, SplitMix64, Step, StorageMap};
+    use tenure::{Effect, StepHost};
 
     fn node(config: Config) -> (MyElection, Cluster) {
         let cluster = Cluster::uniform("node", 3);
@@ -260,15 +260,8 @@ mod tests {
     #[test]
     fn a_node_votes_once_per_term() {
         let (mut n, cluster) = node(Config::correct());
-        let (mut storage, mut rng) = (StorageMap::new(), SplitMix64(1));
-        let mut step = Step::new(
-            NodeId(0),
-            &cluster,
-            LocalTime(0),
-            LocalTime(0),
-            &mut storage,
-            &mut rng,
-        );
+        let mut host = StepHost::new(NodeId(0), &cluster);
+        let mut step = host.step();
         n.on_message(&mut step, NodeId(1), Msg::RequestVote { term: 1 });
         n.on_message(&mut step, NodeId(2), Msg::RequestVote { term: 1 });
         let sent: Vec<_> = step
@@ -289,15 +282,8 @@ mod tests {
     #[test]
     fn the_planted_bug_votes_twice() {
         let (mut n, cluster) = node(Config::with_planted_bug());
-        let (mut storage, mut rng) = (StorageMap::new(), SplitMix64(1));
-        let mut step = Step::new(
-            NodeId(0),
-            &cluster,
-            LocalTime(0),
-            LocalTime(0),
-            &mut storage,
-            &mut rng,
-        );
+        let mut host = StepHost::new(NodeId(0), &cluster);
+        let mut step = host.step();
         n.on_message(&mut step, NodeId(1), Msg::RequestVote { term: 1 });
         n.on_message(&mut step, NodeId(2), Msg::RequestVote { term: 1 });
         let sent: Vec<_> = step
@@ -317,15 +303,8 @@ mod tests {
     #[test]
     fn a_candidate_with_a_majority_leads_and_sends_heartbeats() {
         let (mut n, cluster) = node(Config::correct());
-        let (mut storage, mut rng) = (StorageMap::new(), SplitMix64(1));
-        let mut step = Step::new(
-            NodeId(0),
-            &cluster,
-            LocalTime(0),
-            LocalTime(0),
-            &mut storage,
-            &mut rng,
-        );
+        let mut host = StepHost::new(NodeId(0), &cluster);
+        let mut step = host.step();
         n.on_timer(&mut step, Timer::Election);
         step.effects.clear();
         n.on_message(&mut step, NodeId(2), Msg::Vote { term: 1 });
@@ -355,27 +334,11 @@ mod tests {
     #[test]
     fn the_vote_survives_a_restart() {
         let (mut n, cluster) = node(Config::correct());
-        let (mut storage, mut rng) = (StorageMap::new(), SplitMix64(1));
-        {
-            let mut step = Step::new(
-                NodeId(0),
-                &cluster,
-                LocalTime(0),
-                LocalTime(0),
-                &mut storage,
-                &mut rng,
-            );
-            n.on_message(&mut step, NodeId(1), Msg::RequestVote { term: 4 });
-        }
+        let mut host = StepHost::new(NodeId(0), &cluster);
+        n.on_message(&mut host.step(), NodeId(1), Msg::RequestVote { term: 4 });
+        // A new process over the same storage: what a crash and restart leaves.
         let mut restarted = MyElection::new(&Config::correct(), NodeId(0), &cluster);
-        let mut step = Step::new(
-            NodeId(0),
-            &cluster,
-            LocalTime(0),
-            LocalTime(0),
-            &mut storage,
-            &mut rng,
-        );
+        let mut step = host.step();
         restarted.on_start(&mut step);
         restarted.on_message(&mut step, NodeId(2), Msg::RequestVote { term: 4 });
         assert_eq!(step.sent(), vec![]);
