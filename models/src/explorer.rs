@@ -5,49 +5,12 @@
 //! shortest one; parent pointers rebuild it as a numbered list of steps.
 
 use crate::property::{judge, CheckerFactory, Constraint, Invariant, StepInvariant};
-use crate::{Action, ClockModel, SeenModel, State, TimerModel};
+use crate::{Action, Bounds, State};
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::ops::Range;
 use tenure_check::Checker;
 use tenure_core::{Cluster, Protocol, Record, Rng, RunInfo, SimTime, SplitMix64};
-
-/// Limits on the exploration and on the faults the environment may inject.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bounds {
-    /// States at this depth are judged but not expanded.
-    pub max_depth: usize,
-    /// Stop (incomplete) once this many unique states are kept.
-    pub max_states: usize,
-    pub max_crashes: u32,
-    pub max_drops: u32,
-    pub max_duplicates: u32,
-    /// How many times time may leap ([`Action::Leap`]: every clock moves past every
-    /// deadline). Zero: no TTL, lease or session ever expires by the clock.
-    pub max_leaps: u32,
-    /// What node clocks read (not a bound, but part of what the model abstracts).
-    pub clock: ClockModel,
-    /// Which observations tell paths apart (not a bound either).
-    pub seen: SeenModel,
-    /// When timers may fire.
-    pub timers: TimerModel,
-}
-
-impl Default for Bounds {
-    fn default() -> Self {
-        Bounds {
-            max_depth: 30,
-            max_states: 1_000_000,
-            max_crashes: 0,
-            max_drops: 0,
-            max_duplicates: 0,
-            max_leaps: 0,
-            clock: ClockModel::Steps,
-            seen: SeenModel::All,
-            timers: TimerModel::Free,
-        }
-    }
-}
 
 /// A shortest path to a broken property.
 #[derive(Clone, Debug, PartialEq, Eq)]

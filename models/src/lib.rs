@@ -73,8 +73,9 @@ pub mod state;
 
 pub use action::Action;
 pub use explorer::{
-    Bounds, Counterexample, Explorer, Progress, Report, WalkFailure, WalkReport, PROGRESS_EVERY,
+    Counterexample, Explorer, Progress, Report, WalkFailure, WalkReport, PROGRESS_EVERY,
 };
-pub use registry::{check_model, check_model_with, walk_model, ModelEntry, ModelError, Query};
-pub use state::{ClockModel, NodeState, SeenModel, State, TimerModel};
+pub use registry::{ModelEntry, ModelError, Models, Query};
+pub use state::{NodeState, State};
+pub use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel, TimerModel};
 pub mod toy;

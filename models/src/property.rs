@@ -119,14 +119,16 @@ pub fn copies_in_flight_at_most<P: Protocol>(copies: u32) -> Constraint<P> {
 /// term `t` and is delivered a message that `term_of` says carries a higher term no
 /// longer believes it leads afterwards. Beliefs come from observations; `term_of` is
 /// the protocol's accessor for a message's term.
-pub fn steps_down_on_higher_term<P: Protocol>(term_of: fn(&P::Msg) -> u64) -> StepInvariant<P> {
+pub fn steps_down_on_higher_term<P: Protocol>(
+    term_of: fn(&P::Msg) -> Option<u64>,
+) -> StepInvariant<P> {
     Box::new(
         move |before: &State<P>, action: &crate::Action<P>, after: &State<P>| {
             let crate::Action::Deliver { from, to, msg } = action else {
                 return None;
             };
             let led = before.nodes[to.index()].leads?;
-            let term = term_of(msg);
+            let term = term_of(msg)?;
             let still = after.nodes[to.index()].leads?;
             (term > led).then(|| {
             format!(

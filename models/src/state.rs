@@ -23,86 +23,23 @@
 //!   pure function of the state it runs in.
 
 use crate::action::Action;
+use crate::{ClockModel, SeenModel, TimerModel};
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Duration;
 use tenure_core::{
-    Cluster, Effect, LocalTime, NodeId, Observation, Protocol, Record, SimTime, SplitMix64, Step,
-    StorageMap,
+    Cluster, Effect, NodeId, Observation, Protocol, Record, SimTime, SplitMix64, Step, StorageMap,
 };
 
 /// The clock and seen models, passed together down the handler helpers.
 type Models = (ClockModel, SeenModel);
 
 /// Logical time per step (node clocks) and per depth (record stamps).
-pub const TICK: Duration = Duration::from_millis(1);
+pub use tenure_core::model::TICK;
 
 /// How far every clock moves on an [`Action::Leap`]: longer than any timeout, TTL or
 /// lease the zoo's parameters use, so after a leap every deadline has passed.
 pub const LEAP: Duration = Duration::from_secs(3_600);
-
-/// When a pending timer may fire.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum TimerModel {
-    /// At any point: timing is entirely free (an asynchronous network, where a timeout
-    /// says nothing about whether the other side is alive).
-    #[default]
-    Free,
-    /// Only when no message is in flight anywhere: timeouts are longer than any
-    /// round trip, as timeout-based failure detectors assume. Lost messages (the drop
-    /// budget) and crashes are then the only way a timeout can be wrong.
-    Quiet,
-}
-
-/// What a node's clock reads in the model. Either way timers fire in any order, so no
-/// reading says anything about real elapsed time.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum ClockModel {
-    /// `steps × 1ms`, where `steps` counts the node's handler calls. A protocol that
-    /// stores a reading (Raft's last leader contact) then has a state per step count,
-    /// which weakens deduplication.
-    #[default]
-    Steps,
-    /// Always 0: a protocol that stores readings keeps the same state whatever the
-    /// count, so deduplication works as for a clock-free protocol. Every interval
-    /// measured is zero (a leader contact is always fresh), as with `Steps` at model
-    /// depths, where steps × 1ms stays far below any timeout.
-    Frozen,
-}
-
-impl ClockModel {
-    /// The reading after `steps` handler calls.
-    pub fn reading(self, steps: u64) -> LocalTime {
-        match self {
-            ClockModel::Steps => LocalTime(0) + TICK * steps as u32,
-            ClockModel::Frozen => LocalTime(0),
-        }
-    }
-}
-
-/// Which observations a [`State`] remembers (in [`State::seen`]) and so which paths
-/// deduplication keeps apart. Keep what the path checks judge, and no more: each kept
-/// observation multiplies the state space.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum SeenModel {
-    /// Every observation (sound for any checker that judges the set of beliefs held).
-    #[default]
-    All,
-    /// Only `Leader` observations: enough for single leader per term.
-    Leaders,
-    /// None: only sound for state invariants.
-    Nothing,
-}
-
-impl SeenModel {
-    fn keeps(self, obs: &Observation) -> bool {
-        match self {
-            SeenModel::All => true,
-            SeenModel::Leaders => matches!(obs, Observation::Leader { .. }),
-            SeenModel::Nothing => false,
-        }
-    }
-}
 
 /// One node: its process (`None` while crashed), its durable storage and its pending
 /// timers.

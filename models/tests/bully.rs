@@ -4,7 +4,7 @@
 
 use tenure_core::Cluster;
 use tenure_models::property::{copies_in_flight_at_most, one_leader_at_a_time};
-use tenure_models::{check_model, Bounds, Explorer, Query, Report, TimerModel};
+use tenure_models::{Bounds, Explorer, Report, TimerModel};
 use tenure_protocols::bully::{Bully, BullyConfig};
 
 fn explore(max_drops: u32, timers: TimerModel) -> Report {
@@ -50,10 +50,11 @@ fn free_timing_gives_split_brain_without_any_loss() {
 /// The same through the registry (as `tenure check-model --protocol bully --drops 1`).
 #[test]
 fn registry_finds_split_brain_with_one_lost_message() {
-    let mut query = Query::new("bully", "correct").unwrap();
-    assert!(check_model(&query).unwrap().counterexample.is_none());
+    let mut query = zoo().query("bully", "correct").unwrap();
+    assert!(zoo().check_model(&query).unwrap().counterexample.is_none());
     query.bounds.max_drops = 1;
-    let cex = check_model(&query)
+    let cex = zoo()
+        .check_model(&query)
         .unwrap()
         .counterexample
         .expect("split brain");
@@ -61,4 +62,8 @@ fn registry_finds_split_brain_with_one_lost_message() {
         (cex.property.as_str(), cex.depth),
         ("one-leader-at-a-time", 14)
     );
+}
+
+fn zoo() -> tenure_models::Models {
+    tenure_models::Models::of(&tenure_zoo::Zoo)
 }

@@ -9,14 +9,14 @@
 //! * `redis-lock` plain-del-release: a late duplicate of a plain `DEL` deletes the next
 //!   holder's lock.
 
-use tenure_models::{check_model, Query, Report};
+use tenure_models::{Query, Report};
 
 fn query(protocol: &str, variant: &str) -> Query {
-    Query::new(protocol, variant).expect("a registry query")
+    zoo().query(protocol, variant).expect("a registry query")
 }
 
 fn explore(query: &Query) -> Report {
-    let report = check_model(query).expect("the query builds");
+    let report = zoo().check_model(query).expect("the query builds");
     println!("{report}");
     report
 }
@@ -155,4 +155,8 @@ fn idempotency_with_keys_applies_once_exhaustively() {
     assert!(report.counterexample.is_none(), "{report}");
     assert!(report.complete && report.depth_cut == 0, "{report}");
     assert_eq!(report.unique_states, 306);
+}
+
+fn zoo() -> tenure_models::Models {
+    tenure_models::Models::of(&tenure_zoo::Zoo)
 }

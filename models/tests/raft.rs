@@ -10,7 +10,7 @@ use tenure_core::Cluster;
 use tenure_models::property::{
     checker, copies_in_flight_at_most, steps_down_on_higher_term, stored_at_most,
 };
-use tenure_models::{check_model, Bounds, ClockModel, Explorer, Query, SeenModel};
+use tenure_models::{Bounds, ClockModel, Explorer, SeenModel};
 use tenure_protocols::raft::{Raft, RaftConfig, RaftMsg, RaftVariant, TERM_KEY};
 
 fn bounds(max_crashes: u32, max_depth: usize) -> Bounds {
@@ -30,7 +30,7 @@ fn raft(variant: RaftVariant, bounds: Bounds, max_term: u64) -> Explorer<Raft> {
         .check(per_term.expect("known checker"))
         .step_invariant(
             "steps-down-on-higher-term",
-            steps_down_on_higher_term(RaftMsg::term),
+            steps_down_on_higher_term(|m: &RaftMsg| Some(m.term())),
         )
         .within(stored_at_most(TERM_KEY, max_term))
         .within(copies_in_flight_at_most(1))
@@ -107,7 +107,7 @@ fn correct_raft_passes_terms_1_one_crash_exhaustively() {
 /// space at term 2 is beyond a unit test: more than 3 million states).
 #[test]
 fn correct_raft_passes_the_registry_default_terms_2_one_crash_to_depth_8() {
-    let query = Query::new("raft", "correct").unwrap();
+    let query = zoo().query("raft", "correct").unwrap();
     assert_eq!(
         (
             query.max_term,
@@ -116,7 +116,7 @@ fn correct_raft_passes_the_registry_default_terms_2_one_crash_to_depth_8() {
         ),
         (2, 1, 8)
     );
-    let report = check_model(&query).unwrap();
+    let report = zoo().check_model(&query).unwrap();
     println!("{report}");
     assert!(report.counterexample.is_none(), "{report}");
     assert!(report.complete);
@@ -127,13 +127,17 @@ fn correct_raft_passes_the_registry_default_terms_2_one_crash_to_depth_8() {
 /// the hand-built explorers above.
 #[test]
 fn registry_defaults_find_both_broken_variants() {
-    let forget = check_model(&Query::new("raft", "forget-vote").unwrap()).unwrap();
+    let forget = zoo()
+        .check_model(&zoo().query("raft", "forget-vote").unwrap())
+        .unwrap();
     let cex = forget.counterexample.expect("forget-vote is broken");
     assert_eq!(
         (cex.property.as_str(), cex.depth),
         ("single-leader-per-term", 8)
     );
-    let no_step = check_model(&Query::new("raft", "no-step-down").unwrap()).unwrap();
+    let no_step = zoo()
+        .check_model(&zoo().query("raft", "no-step-down").unwrap())
+        .unwrap();
     let cex = no_step.counterexample.expect("no-step-down is broken");
     assert_eq!(
         (cex.property.as_str(), cex.depth),
@@ -148,4 +152,8 @@ fn random_walks_find_forget_vote_and_pass_correct() {
     assert_eq!(failure.counterexample.property, "single-leader-per-term");
     let correct = raft(RaftVariant::Correct, bounds(1, 40), 3).walk(0..300, 40);
     assert!(correct.failure.is_none());
+}
+
+fn zoo() -> tenure_models::Models {
+    tenure_models::Models::of(&tenure_zoo::Zoo)
 }

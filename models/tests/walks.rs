@@ -9,8 +9,7 @@
 //! * A correct variant, or a broken one whose failure needs real timing or is liveness
 //!   (`ModelEntry::out_of_scope`): no walk within the bound breaks anything.
 
-use tenure_models::registry::{entries, WALK_DEPTH};
-use tenure_models::{walk_model, Query};
+use tenure_models::registry::WALK_DEPTH;
 
 /// Seeds tried on a variant the walks must break (they stop at the first failure).
 const SEEDS_BROKEN: u64 = 5_000;
@@ -19,10 +18,11 @@ const SEEDS_CLEAN: u64 = 300;
 
 #[test]
 fn walks_agree_with_what_each_variant_breaks() {
-    for entry in entries() {
+    let models = zoo();
+    for entry in models.entries() {
         let info = entry.info();
         for variant in info.variants {
-            let query = Query::for_walks(info.name, variant.name).unwrap();
+            let query = zoo().query_for_walks(info.name, variant.name).unwrap();
             let label = format!("{} {}", info.name, variant.name);
             let expect_failure = !variant.breaks.is_empty() && entry.in_scope(variant.name);
             let seeds = if expect_failure {
@@ -30,11 +30,12 @@ fn walks_agree_with_what_each_variant_breaks() {
             } else {
                 SEEDS_CLEAN
             };
-            let report = walk_model(&query, 0..seeds, WALK_DEPTH).unwrap();
+            let report = zoo().walk_model(&query, 0..seeds, WALK_DEPTH).unwrap();
             match (&report.failure, expect_failure) {
                 (Some(f), true) => {
                     let property = f.counterexample.property.as_str();
                     let stands_for = entry
+                        .spec()
                         .stands_for
                         .iter()
                         .find(|(p, _)| *p == property)
@@ -57,4 +58,8 @@ fn walks_agree_with_what_each_variant_breaks() {
             }
         }
     }
+}
+
+fn zoo() -> tenure_models::Models {
+    tenure_models::Models::of(&tenure_zoo::Zoo)
 }

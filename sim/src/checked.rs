@@ -1,15 +1,15 @@
 //! Running a [`Sim`] with checkers online, and scheduling a timeline of fault events
 //! written as data ([`FaultEvent`]s: a scenario's timeline, a fuzz profile's draw, or a
-//! proptest strategy's value), or a seed's draw from a fault profile ([`Drawn`]). This
-//! is the simulator side of the `tenure` facade: "run one seed and judge it".
+//! proptest strategy's value). This is the one "run a seed with checkers" path: scenario
+//! runs ([`crate::play`]), fuzzing and the `tenure` facade all go through
+//! [`Sim::run_checked`].
 
-use crate::fuzz::Drawn;
 use crate::play;
 use crate::run::{RunOutput, Sim};
 use std::sync::{Arc, Mutex};
 use tenure_check::{Checker, Violation};
 use tenure_core::Protocol;
-use tenure_scenario::{Fault, FaultEvent, Latency};
+use tenure_scenario::FaultEvent;
 
 /// A run and what its checkers found.
 pub struct CheckedRun {
@@ -27,40 +27,6 @@ impl<P: Protocol> Sim<P> {
             self = self.at(event.at, move |c| play::apply(c, &fault));
         }
         self
-    }
-
-    /// Applies a seed's fault schedule drawn from a profile: its clocks, its timeline
-    /// (the network reset at the heal goes back to this simulation's own defaults), and
-    /// its duration when that is longer (so the liveness phase fits).
-    pub fn drawn(mut self, drawn: &Drawn) -> Self {
-        self.duration = self.duration.max(drawn.duration);
-        for c in &drawn.clocks {
-            self = self.clock(c.node, c.offset.0, c.drift);
-        }
-        let calm = self.network.clone();
-        let events: Vec<FaultEvent> = drawn
-            .faults
-            .iter()
-            .map(|e| match &e.fault {
-                Fault::Network {
-                    latency: None,
-                    loss: None,
-                    duplicate: None,
-                } => FaultEvent {
-                    at: e.at,
-                    fault: Fault::Network {
-                        latency: Some(Latency {
-                            min: calm.latency.0,
-                            max: calm.latency.1,
-                        }),
-                        loss: Some(calm.loss),
-                        duplicate: Some(calm.duplicate),
-                    },
-                },
-                _ => e.clone(),
-            })
-            .collect();
-        self.timeline(&events)
     }
 
     /// Runs the seed with `checkers` fed every record as it is made, then finished at
@@ -163,35 +129,5 @@ mod tests {
             .map(|r| r.node)
             .collect();
         assert_eq!(crashed, vec![NodeId(0), NodeId(1), NodeId(2)]);
-    }
-
-    #[test]
-    fn a_drawn_schedule_is_applied_and_the_run_extended_to_fit_its_liveness_phase() {
-        let cluster = Cluster::uniform("node", 5);
-        let profile = crate::fuzz::Profile::named("chaos").unwrap();
-        let drawn = (0..50)
-            .map(|seed| profile.draw(seed, &cluster, Duration::from_secs(2)))
-            .find(|d| {
-                d.faults
-                    .iter()
-                    .any(|e| matches!(e.fault, Fault::Crash { .. }))
-            })
-            .expect("chaos crashes a node within 50 seeds");
-        assert!(drawn.duration > Duration::from_secs(2));
-        let run = Sim::<Raft>::new(cluster.clone(), raft("correct", &cluster), drawn.seed)
-            .duration(Duration::from_secs(2))
-            .drawn(&drawn)
-            .run_checked(checkers(&cluster, &["single-leader-per-term"]), true);
-        assert!(run.violations.is_empty(), "{:?}", run.violations);
-        assert_eq!(
-            run.output.history.info.end,
-            tenure_core::SimTime::from_duration(drawn.duration)
-        );
-        assert!(run
-            .output
-            .history
-            .records
-            .iter()
-            .any(|r| r.obs == tenure_core::Observation::Crashed));
     }
 }

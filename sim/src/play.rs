@@ -2,14 +2,14 @@
 //! timeline into fault verbs, run a seed with the checkers online, and judge the result
 //! against the scenario's expectation.
 
+use crate::checked::CheckedRun;
 use crate::control::Control;
 use crate::net::{LinkOverride, LinkSettings};
-use crate::registry;
+use crate::protocols::Protocols;
 use crate::run::{RunOutput, Sim};
 use crate::trace::TraceEvent;
 use crate::world::Stats;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex};
 use tenure_check::{Checker, Violation};
 use tenure_core::{Cluster, Configurable, History, NodeId, Protocol, Request};
 use tenure_scenario::{Expectation, Fault, NodeSel, Scenario, ScenarioError};
@@ -57,12 +57,12 @@ pub struct Prepared {
 impl Prepared {
     /// Validates everything that can be known before running: protocol, variant,
     /// parameters, cluster, node ids, checks and their parameters.
-    pub fn new(scenario: Scenario) -> Result<Prepared, ScenarioError> {
-        let Some(entry) = registry::lookup(&scenario.protocol.name) else {
+    pub fn new(scenario: Scenario, protocols: &Protocols) -> Result<Prepared, ScenarioError> {
+        let Some(entry) = protocols.lookup(&scenario.protocol.name) else {
             let msg = format!(
                 "unknown protocol `{}`; known protocols: {}",
                 scenario.protocol.name,
-                registry::names().join(", ")
+                protocols.names().join(", ")
             );
             return Err(scenario.error_at("protocol.name", msg));
         };
@@ -172,40 +172,18 @@ fn play<P: Protocol>(
     options: &RunOptions,
 ) -> Report {
     let checkers = build_checkers(scenario, cluster).expect("checked when prepared");
-    let slots: Vec<Option<Violation>> = checkers.iter().map(|_| None).collect();
-    let state = Arc::new(Mutex::new((checkers, slots)));
-    let hook_state = state.clone();
-    let stop_at_first = options.stop_at_first_violation;
-    let sim = simulation::<P>(scenario, cluster, config, seed)
+    let CheckedRun {
+        output:
+            RunOutput {
+                history,
+                trace,
+                stats,
+                stopped_early,
+            },
+        violations,
+    } = simulation::<P>(scenario, cluster, config, seed)
         .trace(options.trace)
-        .on_record(Box::new(move |index, record| {
-            let mut guard = hook_state.lock().unwrap_or_else(|p| p.into_inner());
-            let (checkers, slots) = &mut *guard;
-            let mut found = false;
-            for (checker, slot) in checkers.iter_mut().zip(slots.iter_mut()) {
-                if slot.is_none() {
-                    *slot = checker.on_record(index, record);
-                    found |= slot.is_some();
-                }
-            }
-            found && stop_at_first
-        }));
-    let RunOutput {
-        history,
-        trace,
-        stats,
-        stopped_early,
-    } = sim.run();
-    let mut guard = state.lock().unwrap_or_else(|p| p.into_inner());
-    let (checkers, slots) = &mut *guard;
-    if !stopped_early {
-        for (checker, slot) in checkers.iter_mut().zip(slots.iter_mut()) {
-            if slot.is_none() {
-                *slot = checker.finish(&history.info);
-            }
-        }
-    }
-    let violations: Vec<Violation> = slots.iter_mut().filter_map(Option::take).collect();
+        .run_checked(checkers, options.stop_at_first_violation);
     let expectation_met = judge(&scenario.expect, &violations, stopped_early);
     Report {
         seed,
@@ -238,7 +216,7 @@ fn resolve<P: Protocol>(c: &Control<'_, P>, sel: NodeSel) -> Option<NodeId> {
 
 /// Applies one timeline event. A `leader` selector with no leader at that instant skips
 /// the event (the trace says so).
-pub(crate) fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
+pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
     let target = |c: &Control<'_, P>, sel: &NodeSel| resolve(c, *sel);
     let node = match fault {
         Fault::Isolate { node }

@@ -35,6 +35,16 @@ pub struct RunOutput {
 }
 
 impl<P: Protocol> Sim<P> {
+    /// How long the run lasts (true time).
+    pub fn planned_duration(&self) -> Duration {
+        self.duration
+    }
+
+    /// The network every link sees unless overridden.
+    pub fn default_network(&self) -> &LinkSettings {
+        &self.network
+    }
+
     pub fn new(cluster: Cluster, config: P::Config, seed: u64) -> Sim<P> {
         let clocks = vec![NodeClock::new(0, 0.0); cluster.size()];
         Sim {

@@ -15,7 +15,8 @@ fn scenarios() -> Vec<Scenario> {
 }
 
 fn is_broken(s: &Scenario) -> bool {
-    tenure_sim::registry::lookup(&s.protocol.name)
+    crate::support::zoo()
+        .lookup(&s.protocol.name)
         .and_then(|e| e.info.variant(&s.protocol.variant))
         .is_some_and(|v| !v.breaks.is_empty())
 }
@@ -44,7 +45,7 @@ fn every_checker_is_made_to_fail_by_a_broken_variant() {
 #[test]
 fn every_broken_variant_is_shown_failing_a_checker_it_claims_to_break() {
     let all = scenarios();
-    for entry in tenure_sim::registry::entries() {
+    for entry in crate::support::zoo().entries() {
         for v in entry.info.variants.iter().filter(|v| !v.breaks.is_empty()) {
             let shown = all.iter().any(|s| {
                 s.protocol.name == entry.info.name
@@ -63,7 +64,7 @@ fn every_broken_variant_is_shown_failing_a_checker_it_claims_to_break() {
 #[test]
 fn every_broken_variant_names_known_checkers() {
     let known: BTreeSet<&str> = tenure_check::catalog().iter().map(|c| c.name).collect();
-    for entry in tenure_sim::registry::entries() {
+    for entry in crate::support::zoo().entries() {
         assert_eq!(
             entry.info.variants[0].name, "correct",
             "{}: correct comes first",

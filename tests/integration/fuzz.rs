@@ -3,8 +3,7 @@
 //! give exactly the results of the whole range.
 
 use std::sync::atomic::AtomicBool;
-use tenure_sim::fuzz::{fuzz, shard, shrink, FuzzOptions, SeedOutcome, SeedResult, Target};
-use tenure_sim::registry;
+use tenure_fuzz::{fuzz, shard, shrink, FuzzOptions, SeedOutcome, SeedResult, Target};
 
 /// The first seed (of 0..1000) whose violation is one of the variant's `breaks`.
 fn first_find(target: &Target, breaks: &[&str]) -> Option<SeedOutcome> {
@@ -32,11 +31,16 @@ fn first_find(target: &Target, breaks: &[&str]) -> Option<SeedOutcome> {
 fn fuzz_finds_every_broken_variant_within_1000_seeds_and_shrinks_it_to_3_faults() {
     let mut missed = Vec::new();
     let mut big: Vec<String> = Vec::new();
-    for entry in registry::entries() {
+    for entry in crate::support::zoo().entries() {
         for variant in entry.info.variants.iter().filter(|v| !v.breaks.is_empty()) {
             let label = format!("{}/{}", entry.info.name, variant.name);
-            let target = Target::for_protocol(entry.info.name, Some(variant.name), None)
-                .unwrap_or_else(|e| panic!("{label}: {e}"));
+            let target = Target::for_protocol(
+                &crate::support::zoo(),
+                entry.info.name,
+                Some(variant.name),
+                None,
+            )
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
             let Some(found) = first_find(&target, variant.breaks) else {
                 missed.push(label);
                 continue;
@@ -44,8 +48,8 @@ fn fuzz_finds_every_broken_variant_within_1000_seeds_and_shrinks_it_to_3_faults(
             let SeedResult::Fail(failure) = &found.result else {
                 unreachable!()
             };
-            let shrunk =
-                shrink(&failure.case, found.seed).unwrap_or_else(|e| panic!("{label}: {e}"));
+            let shrunk = shrink(&crate::support::zoo(), &failure.case, found.seed)
+                .unwrap_or_else(|e| panic!("{label}: {e}"));
             println!(
                 "{label}: found by seed {} ({} seeds), {} violated; shrunk {} -> {} fault events in {} runs",
                 found.seed,
@@ -57,7 +61,7 @@ fn fuzz_finds_every_broken_variant_within_1000_seeds_and_shrinks_it_to_3_faults(
             );
             assert_eq!(shrunk.checker, failure.checker, "{label}: the same checker");
             // The shrunk scenario, run with the seed it records, fails that checker.
-            let replay = tenure_sim::Prepared::new(shrunk.scenario.clone())
+            let replay = tenure_sim::Prepared::new(shrunk.scenario.clone(), &crate::support::zoo())
                 .unwrap_or_else(|e| panic!("{label}: the shrunk scenario is valid: {e}"))
                 .run(shrunk.seed, &tenure_sim::RunOptions::default());
             assert!(
@@ -100,7 +104,8 @@ fn json_lines(target: &Target, seeds: std::ops::Range<u64>, jobs: usize) -> Vec<
 
 #[test]
 fn two_shards_of_a_range_give_exactly_the_results_of_the_whole_range() {
-    let target = Target::for_protocol("redis-lock", Some("correct"), None).unwrap();
+    let target =
+        Target::for_protocol(&crate::support::zoo(), "redis-lock", Some("correct"), None).unwrap();
     let whole = json_lines(&target, 0..40, 2);
     let mut shards = json_lines(&target, shard(0..40, 0, 2), 1);
     shards.extend(json_lines(&target, shard(0..40, 1, 2), 2));
@@ -114,7 +119,8 @@ fn two_shards_of_a_range_give_exactly_the_results_of_the_whole_range() {
 #[test]
 fn a_saved_case_run_with_its_seed_replays_the_fuzzed_run_exactly() {
     use tenure_sim::{trace_hash, Prepared, RunOptions};
-    let target = Target::for_protocol("raft", Some("forget-vote"), None).unwrap();
+    let target =
+        Target::for_protocol(&crate::support::zoo(), "raft", Some("forget-vote"), None).unwrap();
     let options = RunOptions {
         trace: true,
         stop_at_first_violation: true,
@@ -123,7 +129,9 @@ fn a_saved_case_run_with_its_seed_replays_the_fuzzed_run_exactly() {
         let fuzzed = target.prepare(seed).run(seed, &options);
         let text = target.case(seed).to_toml();
         let saved = tenure_scenario::parse(&text, "case.toml").unwrap();
-        let replayed = Prepared::new(saved).unwrap().run(seed, &options);
+        let replayed = Prepared::new(saved, &crate::support::zoo())
+            .unwrap()
+            .run(seed, &options);
         assert_eq!(
             trace_hash(fuzzed.trace.as_ref().unwrap()),
             trace_hash(replayed.trace.as_ref().unwrap()),
@@ -144,7 +152,8 @@ fn failures(file: &str, variant: &str, checker: &str, seeds: u64) -> usize {
         .join(file);
     let mut scenario = tenure_scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
     scenario.protocol.variant = variant.to_string();
-    let target = Target::from_scenario(scenario, None).unwrap_or_else(|e| panic!("{e}"));
+    let target = Target::from_scenario(&crate::support::zoo(), scenario, None)
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut count = 0;
     let stop = AtomicBool::new(false);
     fuzz(&target, 0..seeds, &FuzzOptions::default(), &stop, |o| {

@@ -31,7 +31,7 @@ fn every_scenario_meets_its_expectation() {
 #[test]
 fn every_zoo_protocol_has_scenarios() {
     let files = scenario_files();
-    for entry in tenure_sim::registry::entries() {
+    for entry in crate::support::zoo().entries() {
         let dir = format!("scenarios/{}/", entry.info.name);
         assert!(
             files.iter().any(|f| f.to_string_lossy().contains(&dir)),

@@ -30,5 +30,17 @@ pub fn scenario_files() -> Vec<PathBuf> {
 
 pub fn prepare(path: &Path) -> Prepared {
     let scenario = tenure_scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
-    Prepared::new(scenario).unwrap_or_else(|e| panic!("{e}"))
+    Prepared::new(scenario, &zoo()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The zoo's protocols, as the `tenure` binary sees them.
+pub fn zoo() -> tenure_sim::Protocols {
+    static ZOO: std::sync::OnceLock<tenure_sim::Protocols> = std::sync::OnceLock::new();
+    ZOO.get_or_init(|| tenure_sim::Protocols::of(&tenure_zoo::Zoo))
+        .clone()
+}
+
+/// The zoo as the model checker sees it.
+pub fn models() -> tenure_models::Models {
+    tenure_models::Models::of(&tenure_zoo::Zoo)
 }

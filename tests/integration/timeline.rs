@@ -46,7 +46,7 @@ fn gc_pause_timeline_shows_the_pause_both_holders_and_the_violation() {
         stop_at_first_violation: false,
     };
     let report = prepared.run(prepared.scenario.seed, &options);
-    let html = tenure_sim::timeline::render(&prepared.scenario.name, &prepared.cluster, &report);
+    let html = tenure_timeline::render(&prepared.scenario.name, &prepared.cluster, &report);
 
     // The pause: node 1, from 1s for 5s (the scenario's [[fault]]).
     let pauses = elements(&html, "pause");
@@ -95,6 +95,6 @@ fn gc_pause_timeline_shows_the_pause_both_holders_and_the_violation() {
     let again = prepared.run(prepared.scenario.seed, &options);
     assert_eq!(
         html,
-        tenure_sim::timeline::render(&prepared.scenario.name, &prepared.cluster, &again)
+        tenure_timeline::render(&prepared.scenario.name, &prepared.cluster, &again)
     );
 }

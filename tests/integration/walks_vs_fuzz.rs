@@ -5,16 +5,17 @@
 //! property that stands for it).
 
 use std::sync::atomic::AtomicBool;
-use tenure_models::registry::{entries, WALK_DEPTH};
-use tenure_models::{walk_model, Query};
-use tenure_sim::fuzz::{fuzz, FuzzOptions, SeedResult, Target};
+use tenure_models::registry::WALK_DEPTH;
+
+use tenure_fuzz::{fuzz, FuzzOptions, SeedResult, Target};
 
 const WALK_SEEDS: u64 = 5_000;
 const FUZZ_SEEDS: u64 = 1_000;
 
 /// The checker the fuzzer's first failing seed violates, if any within the bound.
 fn fuzz_verdict(protocol: &str, variant: &str, breaks: &[&str]) -> Option<String> {
-    let target = Target::for_protocol(protocol, Some(variant), None).expect("a zoo protocol");
+    let target = Target::for_protocol(&crate::support::zoo(), protocol, Some(variant), None)
+        .expect("a zoo protocol");
     let mut found = None;
     let stop = AtomicBool::new(false);
     fuzz(
@@ -37,7 +38,8 @@ fn fuzz_verdict(protocol: &str, variant: &str, breaks: &[&str]) -> Option<String
 #[test]
 fn walks_and_fuzzing_agree_on_every_broken_variant_both_can_show() {
     let mut compared = 0;
-    for entry in entries() {
+    let models = crate::support::models();
+    for entry in models.entries() {
         let info = entry.info();
         for variant in info
             .variants
@@ -45,11 +47,16 @@ fn walks_and_fuzzing_agree_on_every_broken_variant_both_can_show() {
             .filter(|v| !v.breaks.is_empty() && entry.in_scope(v.name))
         {
             let label = format!("{}/{}", info.name, variant.name);
-            let query = Query::for_walks(info.name, variant.name).expect("in the registry");
-            let walk = walk_model(&query, 0..WALK_SEEDS, WALK_DEPTH).expect("walks run");
+            let query = models
+                .query_for_walks(info.name, variant.name)
+                .expect("in the registry");
+            let walk = models
+                .walk_model(&query, 0..WALK_SEEDS, WALK_DEPTH)
+                .expect("walks run");
             let walked = walk.failure.map(|f| {
                 let property = f.counterexample.property;
                 entry
+                    .spec()
                     .stands_for
                     .iter()
                     .find(|(p, _)| *p == property)

@@ -4,19 +4,18 @@
 //! a shortest counterexample; 2: bad input.
 
 use crate::Outcome;
+use crate::Tools;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use std::ops::Range;
 use tenure_models::registry::WALK_DEPTH;
 use tenure_models::{
-    check_model_with, walk_model, Counterexample, ModelError, Progress, Query, Report, TimerModel,
-    WalkReport,
+    Counterexample, ModelError, Models, Progress, Query, Report, TimerModel, WalkReport,
 };
 
 #[derive(Args, Debug)]
 pub struct CheckModelArgs {
-    /// The protocol (raft, bully, redis-lock, fencing, etcd-lock, zookeeper,
-    /// idempotency).
+    /// The protocol (`tenure list` shows which the model explores).
     #[arg(long)]
     protocol: String,
     /// The variant (default: correct).
@@ -71,8 +70,8 @@ enum Timers {
     Quiet,
 }
 
-pub fn check_model(args: CheckModelArgs) -> Outcome {
-    match run(&args) {
+pub fn check_model(args: CheckModelArgs, tools: &Tools) -> Outcome {
+    match run(&args, &tools.models) {
         Ok(outcome) => outcome,
         Err(e) => {
             eprintln!("tenure check-model: {e}");
@@ -81,12 +80,12 @@ pub fn check_model(args: CheckModelArgs) -> Outcome {
     }
 }
 
-fn run(args: &CheckModelArgs) -> Result<Outcome, ModelError> {
+fn run(args: &CheckModelArgs, models: &Models) -> Result<Outcome, ModelError> {
     let seeds = args.walk.as_deref().map(parse_seeds).transpose()?;
     let mut query = if seeds.is_some() {
-        Query::for_walks(&args.protocol, &args.variant)?
+        models.query_for_walks(&args.protocol, &args.variant)?
     } else {
-        Query::new(&args.protocol, &args.variant)?
+        models.query(&args.protocol, &args.variant)?
     };
     apply(args, &mut query)?;
     if !args.json {
@@ -94,11 +93,11 @@ fn run(args: &CheckModelArgs) -> Result<Outcome, ModelError> {
     }
     match seeds {
         Some(seeds) => {
-            let report = walk_model(&query, seeds.clone(), query.bounds.max_depth)?;
+            let report = models.walk_model(&query, seeds.clone(), query.bounds.max_depth)?;
             Ok(print_walks(args, &query, &seeds, &report))
         }
         None => {
-            let report = check_model_with(&query, &mut progress_printer())?;
+            let report = models.check_model_with(&query, &mut progress_printer())?;
             Ok(print_report(args, &query, &report))
         }
     }

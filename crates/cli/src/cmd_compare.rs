@@ -12,6 +12,7 @@
 //! at the end are counted apart (`open at end`).
 
 use crate::report::protocol_label;
+use crate::Tools;
 use crate::{shown, Outcome};
 use clap::Args;
 use serde::Serialize;
@@ -323,7 +324,7 @@ pub fn measure(label: String, file: &str, prepared: &Prepared, seeds: &[u64]) ->
     }
 }
 
-pub fn compare(args: CompareArgs) -> Outcome {
+pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
     if args.seeds == 0 {
         eprintln!("tenure: --seeds must be at least 1");
         return Outcome::BadInput;
@@ -383,7 +384,7 @@ pub fn compare(args: CompareArgs) -> Outcome {
                 (true, false) => format!("{stem} {}", alt.label),
                 (false, _) => alt.label.clone(),
             };
-            let prepared = match Prepared::new(apply(&scenario, &alt)) {
+            let prepared = match Prepared::new(apply(&scenario, &alt), &tools.protocols) {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("tenure: {label}: {e}");

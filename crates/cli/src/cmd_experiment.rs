@@ -6,10 +6,10 @@ use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use tenure_sim::experiment::election_time::{
+use tenure_experiment::election_time::{
     self as et, parse_range, plots, range_label, run_range, table, trials_for, RangeResult, Setup,
 };
-use tenure_sim::experiment::plot::MARKER;
+use tenure_experiment::plot::MARKER;
 
 #[derive(Args, Debug)]
 pub struct ExperimentArgs {

@@ -2,6 +2,7 @@
 //! drawing its own faults from a profile; every failure saved as a replayable file.
 
 use crate::report::replay_command;
+use crate::Tools;
 use crate::{shown, Outcome};
 use clap::Args;
 use std::io::{IsTerminal, Write};
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tenure_sim::fuzz::{
+use tenure_fuzz::{
     case_stem, fuzz, shard, FuzzOptions, SeedOutcome, SeedResult, Target, PROFILE_NAMES,
 };
 
@@ -124,6 +125,7 @@ fn wall_seconds() -> f64 {
 /// Replays a saved case with the full trace and writes its HTML timeline next to it
 /// (`<case>.html`), unless a file of that name exists already. The path, if written.
 fn write_timeline(
+    protocols: &tenure_sim::Protocols,
     case_path: &Path,
     case: &tenure_scenario::Scenario,
     seed: u64,
@@ -132,7 +134,7 @@ fn write_timeline(
     if out.exists() {
         return None;
     }
-    let prepared = tenure_sim::Prepared::new(case.clone()).ok()?;
+    let prepared = tenure_sim::Prepared::new(case.clone(), protocols).ok()?;
     let report = prepared.run(
         seed,
         &tenure_sim::RunOptions {
@@ -140,7 +142,7 @@ fn write_timeline(
             stop_at_first_violation: false,
         },
     );
-    let html = tenure_sim::timeline::render(&case.name, &prepared.cluster, &report);
+    let html = tenure_timeline::render(&case.name, &prepared.cluster, &report);
     std::fs::write(&out, html).ok()?;
     Some(out)
 }
@@ -176,7 +178,7 @@ fn bad(message: impl std::fmt::Display) -> Outcome {
     Outcome::BadInput
 }
 
-fn target(args: &FuzzArgs) -> Result<(Target, String), Outcome> {
+fn target(args: &FuzzArgs, tools: &Tools) -> Result<(Target, String), Outcome> {
     let profile = args.profile.as_deref();
     if let Some(p) = profile {
         if !PROFILE_NAMES.contains(&p) {
@@ -192,12 +194,13 @@ fn target(args: &FuzzArgs) -> Result<(Target, String), Outcome> {
             if let Some(v) = &args.variant {
                 scenario.protocol.variant = v.clone();
             }
-            let target = Target::from_scenario(scenario, profile).map_err(bad)?;
+            let target = Target::from_scenario(&tools.protocols, scenario, profile).map_err(bad)?;
             Ok((target, shown(file)))
         }
         (None, Some(protocol)) => {
-            let target = Target::for_protocol(protocol, args.variant.as_deref(), profile)
-                .map_err(|e| bad(e.message))?;
+            let target =
+                Target::for_protocol(&tools.protocols, protocol, args.variant.as_deref(), profile)
+                    .map_err(|e| bad(e.message))?;
             let label = format!("{} (built in)", target.label());
             Ok((target, label))
         }
@@ -212,8 +215,8 @@ struct Found {
     file: String,
 }
 
-pub fn run(args: FuzzArgs) -> Outcome {
-    let (target, source) = match target(&args) {
+pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
+    let (target, source) = match target(&args, tools) {
         Ok(t) => t,
         Err(o) => return o,
     };
@@ -337,7 +340,8 @@ pub fn run(args: FuzzArgs) -> Outcome {
                                 let name =
                                     path.file_name().map(|n| n.to_string_lossy().to_string());
                                 line["case"] = serde_json::json!(name);
-                                let timeline = write_timeline(&path, &f.case, o.seed);
+                                let timeline =
+                                    write_timeline(&tools.protocols, &path, &f.case, o.seed);
                                 if let Some(t) = &timeline {
                                     line["timeline"] = serde_json::json!(t
                                         .file_name()

@@ -1,6 +1,7 @@
 //! `tenure list`: what can be run and checked.
 
 use crate::Outcome;
+use crate::Tools;
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -10,8 +11,8 @@ pub struct ListArgs {
     json: bool,
 }
 
-pub fn list(args: ListArgs) -> Outcome {
-    let entries = tenure_sim::registry::entries();
+pub fn list(args: ListArgs, tools: &Tools) -> Outcome {
+    let entries = tools.protocols.entries();
     if args.json {
         let protocols: Vec<serde_json::Value> = entries
             .iter()
@@ -33,7 +34,7 @@ pub fn list(args: ListArgs) -> Outcome {
         return Outcome::Passed;
     }
     println!("PROTOCOLS");
-    for e in &entries {
+    for e in entries {
         println!("  {:<14} {}", e.info.name, e.info.summary);
         let roles: Vec<String> = e
             .info

@@ -1,6 +1,7 @@
 //! `tenure run FILE`: one scenario, one seed.
 
 use crate::report::{expectation_text, json_report, narrative, protocol_label, replay_command};
+use crate::Tools;
 use crate::{shown, Outcome};
 use clap::Args;
 use std::path::PathBuf;
@@ -29,12 +30,12 @@ pub struct RunArgs {
 }
 
 /// Loads and validates a scenario, printing the error (exit 2) if it is bad.
-pub fn prepare(file: &std::path::Path) -> Result<Prepared, Outcome> {
+pub fn prepare(file: &std::path::Path, tools: &Tools) -> Result<Prepared, Outcome> {
     let scenario = tenure_scenario::load(file).map_err(|e| {
         eprintln!("tenure: {e}");
         Outcome::BadInput
     })?;
-    Prepared::new(scenario).map_err(|e| {
+    Prepared::new(scenario, &tools.protocols).map_err(|e| {
         eprintln!("tenure: {e}");
         Outcome::BadInput
     })
@@ -70,8 +71,8 @@ pub fn write_trace(path: &std::path::Path, trace: &[TraceEvent]) -> Result<(), O
     })
 }
 
-pub fn run(args: RunArgs) -> Outcome {
-    let prepared = match prepare(&args.file) {
+pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
+    let prepared = match prepare(&args.file, tools) {
         Ok(p) => p,
         Err(o) => return o,
     };
@@ -128,7 +129,7 @@ pub fn run(args: RunArgs) -> Outcome {
     }
 
     if let Some(out) = &args.timeline {
-        let html = tenure_sim::timeline::render(&s.name, &prepared.cluster, &report);
+        let html = tenure_timeline::render(&s.name, &prepared.cluster, &report);
         if let Err(e) = std::fs::write(out, html) {
             eprintln!("tenure: cannot write {}: {e}", out.display());
             return Outcome::BadInput;

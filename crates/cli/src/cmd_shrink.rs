@@ -2,10 +2,11 @@
 
 use crate::cmd_fuzz::write_new;
 use crate::report::replay_command;
+use crate::Tools;
 use crate::{shown, Outcome};
 use clap::Args;
 use std::path::PathBuf;
-use tenure_sim::fuzz::{shrink, ShrinkError, Size};
+use tenure_fuzz::{shrink, ShrinkError, Size};
 
 const AFTER_HELP: &str = "\
 The result fails the same checker with the same seed: the scenario's expected violation
@@ -42,7 +43,7 @@ fn size_text(s: &Size) -> String {
     )
 }
 
-pub fn run(args: ShrinkArgs) -> Outcome {
+pub fn run(args: ShrinkArgs, tools: &Tools) -> Outcome {
     let scenario = match tenure_scenario::load(&args.file) {
         Ok(s) => s,
         Err(e) => {
@@ -53,7 +54,7 @@ pub fn run(args: ShrinkArgs) -> Outcome {
     let seed = args.seed.unwrap_or(scenario.seed);
     let file = shown(&args.file);
     eprintln!("tenure shrink: {file} seed {seed}");
-    let shrunk = match shrink(&scenario, seed) {
+    let shrunk = match shrink(&tools.protocols, &scenario, seed) {
         Ok(s) => s,
         Err(ShrinkError::Invalid(e)) => {
             eprintln!("tenure: {e}");

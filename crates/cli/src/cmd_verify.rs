@@ -2,6 +2,7 @@
 
 use crate::cmd_run::prepare;
 use crate::report::{expectation_text, protocol_label, replay_command};
+use crate::Tools;
 use crate::{scenario_files, shown, Outcome};
 use clap::Args;
 use std::path::PathBuf;
@@ -17,7 +18,7 @@ pub struct VerifyArgs {
     json: bool,
 }
 
-pub fn verify(args: VerifyArgs) -> Outcome {
+pub fn verify(args: VerifyArgs, tools: &Tools) -> Outcome {
     let files = match scenario_files(&args.paths) {
         Ok(f) => f,
         Err(e) => {
@@ -32,7 +33,7 @@ pub fn verify(args: VerifyArgs) -> Outcome {
     let (mut met, mut unmet, mut invalid) = (0usize, 0usize, 0usize);
     for path in &files {
         let file = shown(path);
-        let prepared = match prepare(path) {
+        let prepared = match prepare(path, tools) {
             Ok(p) => p,
             Err(_) => {
                 invalid += 1;

@@ -11,12 +11,15 @@
 //!
 //! Nothing here reads a real clock, opens a socket or draws from a global RNG.
 
+mod catalogue;
 mod cluster;
 mod env;
+pub mod model;
 mod observation;
 mod protocol;
 mod time;
 
+pub use catalogue::{names as catalogue_names, Catalogue, Visitor};
 pub use cluster::{Cluster, ClusterError, NodeId, RoleSpec};
 pub use env::{
     Clock, Effect, Env, Network, Observe, Rng, SplitMix64, Step, StepHost, Storage, StorageExt,

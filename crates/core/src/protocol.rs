@@ -105,6 +105,19 @@ pub trait Configurable: Protocol {
         variant: &str,
         cluster: &Cluster,
     ) -> Result<Self::Config, ParamError>;
+
+    /// How the model checker explores this protocol, or why it does not (its promises
+    /// are about durations and drift, which only the simulator models).
+    fn model() -> Result<crate::model::ModelSpec, &'static str> {
+        Err("it declares no model settings")
+    }
+
+    /// The term a message carries, for the model's `steps-down-on-higher-term`
+    /// (protocols without terms: `None`).
+    fn message_term(msg: &Self::Msg) -> Option<u64> {
+        let _ = msg;
+        None
+    }
 }
 
 /// A parameter that makes no sense (e.g. a minimum above its maximum).

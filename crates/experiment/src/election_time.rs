@@ -36,15 +36,15 @@
 //! the results are a pure function of (code, range, setup, trial count), whatever the
 //! number of worker threads.
 
-use crate::control::{Action, Control};
-use crate::net::LinkSettings;
-use crate::run::Sim;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tenure_core::{parse_duration, Cluster, NodeId, Observation, Record, Rng, SimTime, SplitMix64};
 pub use tenure_protocols::raft::TimeoutRange;
 use tenure_protocols::raft::{configure, Raft, RaftConfig, RaftParams, RaftTimer};
+use tenure_sim::net::LinkSettings;
+use tenure_sim::Sim;
+use tenure_sim::{Action, Control};
 
 /// The cluster size of the paper's measurement.
 pub const SERVERS: u32 = 5;

@@ -15,8 +15,8 @@
 use criterion::{BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
 use tenure_core::{Cluster, Configurable};
+use tenure_fuzz::Profile;
 use tenure_protocols::raft::Raft;
-use tenure_sim::fuzz::Profile;
 use tenure_sim::{CheckedRun, Sim};
 
 const SIMULATED: Duration = Duration::from_secs(60);
@@ -32,7 +32,7 @@ fn raft(nodes: u32, seed: u64, faults: bool) -> CheckedRun {
     let mut sim = Sim::<Raft>::new(cluster.clone(), config, seed).duration(SIMULATED);
     if faults {
         let chaos = Profile::named("chaos").expect("built in");
-        sim = sim.drawn(&chaos.draw(seed, &cluster, SIMULATED));
+        sim = chaos.draw(seed, &cluster, SIMULATED).apply(sim);
     }
     sim.run_checked(checkers, false)
 }

@@ -8,14 +8,14 @@
 //! gaps where a seed never ran).
 
 use super::target::Target;
-use crate::play::RunOptions;
-use crate::trace::TraceEvent;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use tenure_core::SimTime;
 use tenure_scenario::{CheckSpec, Expectation, Scenario};
+use tenure_sim::play::RunOptions;
+use tenure_sim::trace::TraceEvent;
 
 /// How to fuzz.
 #[derive(Clone, Debug)]
@@ -304,7 +304,7 @@ mod tests {
     }
 
     fn target(variant: &str) -> Target {
-        Target::for_protocol("redis-lock", Some(variant), Some("pauses")).unwrap()
+        Target::for_protocol(&crate::zoo(), "redis-lock", Some(variant), Some("pauses")).unwrap()
     }
 
     #[test]

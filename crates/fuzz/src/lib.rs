@@ -9,6 +9,7 @@
 //! * [`shrink`]: reduces a failing scenario to a minimal one that fails the same checker.
 
 pub mod engine;
+
 pub mod profile;
 pub mod shrink;
 pub mod target;
@@ -20,3 +21,9 @@ pub use engine::{
 pub use profile::{fuzz_rng, Drawn, Profile, DEFAULT_PROFILE, PROFILE_NAMES};
 pub use shrink::{shrink, ShrinkError, Shrunk, Size};
 pub use target::{default_scenario, Target};
+
+/// The zoo's protocols, for this crate's tests.
+#[cfg(test)]
+pub(crate) fn zoo() -> tenure_sim::Protocols {
+    tenure_sim::Protocols::of(&tenure_zoo::Zoo)
+}

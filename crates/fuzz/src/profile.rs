@@ -34,6 +34,7 @@ use tenure_core::{format_duration, parse_duration, Cluster, NodeId, SignedDurati
 use tenure_scenario::{
     ClockSpec, Fault, FaultEvent, Latency, LinkSpec, NodeSel, Scenario, ScenarioError,
 };
+use tenure_sim::Sim;
 
 /// The names of the built-in profiles, in the order `--help` lists them.
 pub const PROFILE_NAMES: &[&str] = &["calm", "partitions", "clocks", "pauses", "crashes", "chaos"];
@@ -426,6 +427,42 @@ pub struct Drawn {
 }
 
 impl Drawn {
+    /// Applies this schedule to a simulation: its clocks, its timeline (the network
+    /// reset at the heal goes back to the simulation's own defaults), and its duration
+    /// when that is longer (so the liveness phase fits).
+    pub fn apply<P: tenure_core::Protocol>(&self, mut sim: Sim<P>) -> Sim<P> {
+        if self.duration > sim.planned_duration() {
+            sim = sim.duration(self.duration);
+        }
+        for c in &self.clocks {
+            sim = sim.clock(c.node, c.offset.0, c.drift);
+        }
+        let calm = sim.default_network().clone();
+        let events: Vec<FaultEvent> = self
+            .faults
+            .iter()
+            .map(|e| match &e.fault {
+                Fault::Network {
+                    latency: None,
+                    loss: None,
+                    duplicate: None,
+                } => FaultEvent {
+                    at: e.at,
+                    fault: Fault::Network {
+                        latency: Some(Latency {
+                            min: calm.latency.0,
+                            max: calm.latency.1,
+                        }),
+                        loss: Some(calm.loss),
+                        duplicate: Some(calm.duplicate),
+                    },
+                },
+                _ => e.clone(),
+            })
+            .collect();
+        sim.timeline(&events)
+    }
+
     /// `scenario` with this schedule written in: drawn clocks for nodes it does not set
     /// itself, its own fault events followed by the drawn ones (stable by time; the
     /// network reset names the scenario's `[network]` values), the drawn duration, this

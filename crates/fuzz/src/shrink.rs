@@ -21,12 +21,13 @@
 //! generated cases.
 
 use super::engine::only_check;
-use crate::play::{Prepared, RunOptions};
 use std::time::Duration;
 use tenure_core::{Cluster, NodeId, RoleSpec};
 use tenure_scenario::{
     ClusterSpec, Expectation, Fault, FaultEvent, NodeSel, Scenario, ScenarioError,
 };
+use tenure_sim::play::{Prepared, RunOptions};
+use tenure_sim::Protocols;
 
 /// The size of a scenario, as shrinking counts it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,8 +91,12 @@ const SEED_NEIGHBOURS: u64 = 16;
 /// events under their own seed. When more than three events remain, shrinking also
 /// tries dropping each under a few nearby seeds: a smaller scenario that fails the same
 /// checker with another seed is as good a reproduction, and the result records it.
-pub fn shrink(scenario: &Scenario, seed: u64) -> Result<Shrunk, ShrinkError> {
-    let prepared = Prepared::new(scenario.clone()).map_err(ShrinkError::Invalid)?;
+pub fn shrink(
+    protocols: &Protocols,
+    scenario: &Scenario,
+    seed: u64,
+) -> Result<Shrunk, ShrinkError> {
+    let prepared = Prepared::new(scenario.clone(), protocols).map_err(ShrinkError::Invalid)?;
     let before = size(scenario, &prepared.cluster);
     let report = prepared.run(
         seed,
@@ -122,6 +127,7 @@ pub fn shrink(scenario: &Scenario, seed: u64) -> Result<Shrunk, ShrinkError> {
         .and_then(|w| tenure_core::parse_duration(w).ok())
         .unwrap_or(Duration::from_secs(5));
     let mut s = Shrinker {
+        protocols: protocols.clone(),
         seed,
         liveness: checker.ends_with("-liveness"),
         judged_after: (checker == "leader-liveness").then_some(within),
@@ -152,7 +158,7 @@ pub fn shrink(scenario: &Scenario, seed: u64) -> Result<Shrunk, ShrinkError> {
         }
     }
     best.seed = s.seed;
-    let cluster = Prepared::new(best.clone())
+    let cluster = Prepared::new(best.clone(), protocols)
         .expect("every accepted candidate validated")
         .cluster;
     Ok(Shrunk {
@@ -174,6 +180,7 @@ fn size(s: &Scenario, cluster: &Cluster) -> Size {
 }
 
 struct Shrinker {
+    protocols: Protocols,
     seed: u64,
     checker: String,
     liveness: bool,
@@ -199,7 +206,7 @@ impl Shrinker {
                 return None;
             }
         }
-        let prepared = Prepared::new(candidate.clone()).ok()?;
+        let prepared = Prepared::new(candidate.clone(), &self.protocols).ok()?;
         self.runs += 1;
         let report = prepared.run(
             self.seed,
@@ -372,7 +379,7 @@ impl Shrinker {
     /// timeline does not name that node, and the run still fails.
     fn drop_nodes(&mut self, mut best: Scenario) -> Scenario {
         loop {
-            let Ok(prepared) = Prepared::new(best.clone()) else {
+            let Ok(prepared) = Prepared::new(best.clone(), &self.protocols) else {
                 return best;
             };
             let cluster = prepared.cluster;

@@ -4,14 +4,14 @@
 //! with the same seed replays the run exactly.
 
 use super::profile::{Profile, DEFAULT_PROFILE, PROFILE_NAMES};
-use crate::play::{Prepared, RunOptions};
-use crate::registry;
 use std::collections::BTreeSet;
 use std::time::Duration;
 use tenure_core::{format_duration, Cluster, Observation, ProtocolInfo};
 use tenure_scenario::{
     CheckSpec, ClusterSpec, Expectation, NetworkSpec, ProtocolSpec, Scenario, ScenarioError,
 };
+use tenure_sim::play::{Prepared, RunOptions};
+use tenure_sim::Protocols;
 
 /// A base scenario and the profile its seeds draw faults from.
 #[derive(Clone, Debug)]
@@ -21,6 +21,8 @@ pub struct Target {
     pub profile: Profile,
     pub cluster: Cluster,
     pub info: &'static ProtocolInfo,
+    /// The protocols the case may name (the base's among them).
+    pub protocols: Protocols,
 }
 
 /// How long the default scenario runs before the liveness phase is added.
@@ -31,6 +33,7 @@ impl Target {
     /// (`--profile`) replaces that table's base name and keeps its knobs; neither means
     /// [`DEFAULT_PROFILE`]. Validates the scenario against its protocol.
     pub fn from_scenario(
+        protocols: &Protocols,
         mut scenario: Scenario,
         profile: Option<&str>,
     ) -> Result<Target, ScenarioError> {
@@ -59,8 +62,9 @@ impl Target {
             Some(p) => p,
             None => Profile::named(DEFAULT_PROFILE).expect("the default profile exists"),
         };
-        let prepared = Prepared::new(scenario.clone())?;
+        let prepared = Prepared::new(scenario.clone(), protocols)?;
         Ok(Target {
+            protocols: protocols.clone(),
             cluster: prepared.cluster.clone(),
             info: prepared.info,
             base: scenario,
@@ -71,12 +75,13 @@ impl Target {
     /// Fuzzes `protocol`'s `variant` on its default cluster and parameters, checking the
     /// properties the protocol is about (see [`default_scenario`]).
     pub fn for_protocol(
+        protocols: &Protocols,
         protocol: &str,
         variant: Option<&str>,
         profile: Option<&str>,
     ) -> Result<Target, ScenarioError> {
-        let scenario = default_scenario(protocol, variant)?;
-        let mut target = Target::from_scenario(scenario, profile)?;
+        let scenario = default_scenario(protocols, protocol, variant)?;
+        let mut target = Target::from_scenario(protocols, scenario, profile)?;
         // A deposed leader believes it leads until it hears otherwise: through a whole
         // partition or pause in plain Raft (a lesson, not a bug; Ongaro's thesis §6.2).
         // Overlaps up to the longest fault the profile draws (plus a second to notice)
@@ -107,7 +112,7 @@ impl Target {
     pub fn prepare(&self, seed: u64) -> Prepared {
         // The base validated and the schedule names only nodes of its cluster, so a
         // case that does not validate is a bug in the drawing.
-        Prepared::new(self.case(seed))
+        Prepared::new(self.case(seed), &self.protocols)
             .unwrap_or_else(|e| panic!("the drawn case of seed {seed} is invalid: {e}"))
     }
 
@@ -123,7 +128,11 @@ impl Target {
 /// leaders and `lock-liveness` where clients hold locks (found by a short calm probe run).
 /// A protocol none of whose variants breaks anything gets the safety check of what it
 /// observes (`single-leader-per-term`, `mutual-exclusion`, `exactly-once`).
-pub fn default_scenario(protocol: &str, variant: Option<&str>) -> Result<Scenario, ScenarioError> {
+pub fn default_scenario(
+    protocols: &Protocols,
+    protocol: &str,
+    variant: Option<&str>,
+) -> Result<Scenario, ScenarioError> {
     let bad = |message: String| ScenarioError {
         file: "--protocol".to_string(),
         line: None,
@@ -131,10 +140,10 @@ pub fn default_scenario(protocol: &str, variant: Option<&str>) -> Result<Scenari
         field: String::new(),
         message,
     };
-    let Some(entry) = registry::lookup(protocol) else {
+    let Some(entry) = protocols.lookup(protocol) else {
         return Err(bad(format!(
             "unknown protocol `{protocol}`; known protocols: {}",
-            registry::names().join(", ")
+            protocols.names().join(", ")
         )));
     };
     let info = entry.info;
@@ -174,7 +183,7 @@ pub fn default_scenario(protocol: &str, variant: Option<&str>) -> Result<Scenari
             }
         }
     }
-    let (seen, leader_role) = probe(&scenario)?;
+    let (seen, leader_role) = probe(protocols, &scenario)?;
     let leads = seen.contains("leader");
     let holds = seen.contains("holds");
     if names.is_empty() {
@@ -216,8 +225,11 @@ pub fn default_scenario(protocol: &str, variant: Option<&str>) -> Result<Scenari
 /// What a calm seed-0 run of `scenario` shows: the observation kinds it records, and
 /// the role its leaders and followers play when that is one role of a cluster of
 /// several (so liveness counts a majority of that role, not of every node).
-fn probe(scenario: &Scenario) -> Result<(BTreeSet<&'static str>, Option<String>), ScenarioError> {
-    let prepared = Prepared::new(scenario.clone())?;
+fn probe(
+    protocols: &Protocols,
+    scenario: &Scenario,
+) -> Result<(BTreeSet<&'static str>, Option<String>), ScenarioError> {
+    let prepared = Prepared::new(scenario.clone(), protocols)?;
     let report = prepared.run(0, &RunOptions::default());
     let records = &report.history.records;
     let kinds = records.iter().map(|r| r.obs.kind()).collect();

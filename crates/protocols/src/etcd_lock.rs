@@ -323,6 +323,36 @@ impl Configurable for EtcdLock {
             workload,
         })
     }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        use tenure_core::model::ModelSpec;
+        Ok(ModelSpec {
+            out_of_scope: &[(
+                "no-keepalive",
+                "its lease expires because the work outlasts the TTL; with free timing the \
+                 correct client is paused past its TTL just the same, so only the \
+                 simulator's durations tell the two apart",
+            )],
+            bounds: tenure_core::model::Bounds {
+                max_depth: 20,
+                max_leaps: 1,
+                max_duplicates: 0,
+                clock: tenure_core::model::ClockModel::Frozen,
+                timers: tenure_core::model::TimerModel::Quiet,
+                max_states: 300_000,
+                ..tenure_core::model::Bounds::DEFAULT
+            },
+            checks: &["fencing-safety", "no-lost-update"],
+            params: r#"{ "max_attempts": 1 }"#,
+            walk_params: r#"{ "max_attempts": 6 }"#,
+            ..ModelSpec::new(
+                "one KV server with leases and revisions, clients making one acquire \
+                 attempt each, a fenced storage; time may leap once (lease expiry); \
+                 keep-alives make the space grow with depth, so it is depth-bounded",
+                &[("server", 1), ("client", 2), ("storage", 1)],
+            )
+        })
+    }
 }
 
 #[cfg(test)]

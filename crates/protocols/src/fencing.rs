@@ -87,6 +87,28 @@ impl Configurable for Fencing {
         };
         params.single_server(cluster, true, ReleaseKind::CompareAndDelete, true, mode)
     }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        use tenure_core::model::ModelSpec;
+        Ok(ModelSpec {
+            bounds: tenure_core::model::Bounds {
+                max_depth: 40,
+                max_leaps: 1,
+                max_duplicates: 0,
+                clock: tenure_core::model::ClockModel::Frozen,
+                ..tenure_core::model::Bounds::DEFAULT
+            },
+            checks: &["fencing-safety", "no-lost-update"],
+            params: r#"{ "max_attempts": 1 }"#,
+            walk_params: r#"{ "max_attempts": 6 }"#,
+            ..ModelSpec::new(
+                "one lock server issuing tokens, a fenced (or unfenced) storage, clients \
+                 making one acquire attempt each; time may leap once, which pauses \
+                 whoever does not run past the TTL",
+                &[("server", 1), ("client", 2), ("storage", 1)],
+            )
+        })
+    }
 }
 
 #[cfg(test)]

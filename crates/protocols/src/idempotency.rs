@@ -374,6 +374,27 @@ impl Configurable for Idempotency {
             processing_delay: params.processing_delay.0,
         })
     }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        use tenure_core::model::{Bounds, ClockModel, ModelSpec};
+        Ok(ModelSpec {
+            bounds: Bounds {
+                max_depth: 40,
+                max_crashes: 1,
+                max_duplicates: 1,
+                clock: ClockModel::Frozen,
+                ..Bounds::DEFAULT
+            },
+            checks: &["exactly-once"],
+            params: r#"{ "operations": 1 }"#,
+            walk_params: r#"{ "operations": 3 }"#,
+            ..ModelSpec::new(
+                "one service, one client issuing one operation and retrying on its timer; \
+                 a crash of the service and a duplicated message",
+                &[("service", 1), ("client", 1)],
+            )
+        })
+    }
 }
 
 #[cfg(test)]

@@ -701,6 +701,13 @@ impl Configurable for LeaderLease {
             margin,
         })
     }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        Err(
+            "its promises are about durations and clock drift; they stay with the \
+             simulator: `tenure run`",
+        )
+    }
 }
 
 #[cfg(test)]

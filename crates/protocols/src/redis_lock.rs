@@ -443,6 +443,31 @@ impl Configurable for RedisLock {
         };
         params.single_server(cluster, ttl, release, false, FencingMode::Unfenced)
     }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        use tenure_core::model::ModelSpec;
+        Ok(ModelSpec {
+            out_of_scope: &[(
+                "no-ttl",
+                "lock-liveness is liveness: a bounded path cannot show `never`",
+            )],
+            bounds: tenure_core::model::Bounds {
+                max_depth: 16,
+                max_leaps: 0,
+                max_duplicates: 1,
+                clock: tenure_core::model::ClockModel::Frozen,
+                ..tenure_core::model::Bounds::DEFAULT
+            },
+            checks: &["mutual-exclusion"],
+            params: r#"{ "max_attempts": 1 }"#,
+            walk_params: r#"{ "max_attempts": 6 }"#,
+            ..ModelSpec::new(
+                "one lock server, clients making one acquire attempt each; no time leap by \
+                 default (a TTL never expires), a duplicated message can arrive late",
+                &[("server", 1), ("client", 3), ("storage", 1)],
+            )
+        })
+    }
 }
 
 #[cfg(test)]

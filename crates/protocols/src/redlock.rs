@@ -379,6 +379,13 @@ impl Configurable for Redlock {
             workload: lock.workload(cluster)?,
         })
     }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        Err(
+            "its promises are about durations and clock drift; they stay with the \
+             simulator: `tenure run`",
+        )
+    }
 }
 
 #[cfg(test)]

@@ -403,6 +403,31 @@ impl Configurable for ZooKeeper {
             workload,
         })
     }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        use tenure_core::model::ModelSpec;
+        Ok(ModelSpec {
+            bounds: tenure_core::model::Bounds {
+                max_depth: 40,
+                max_leaps: 1,
+                max_duplicates: 0,
+                clock: tenure_core::model::ClockModel::Frozen,
+                timers: tenure_core::model::TimerModel::Quiet,
+                max_states: 300_000,
+                ..tenure_core::model::Bounds::DEFAULT
+            },
+            checks: &["fencing-safety", "no-lost-update"],
+            params: r#"{ "recipe": "lock", "max_attempts": 1 }"#,
+            walk_params: r#"{ "recipe": "lock", "max_attempts": 6 }"#,
+            ..ModelSpec::new(
+                "the lock recipe on one server with sessions and ephemeral sequential \
+                 znodes, clients making one acquire attempt each, a fenced storage; time \
+                 may leap once (session expiry); pings make the space grow with depth, so \
+                 it is depth-bounded",
+                &[("server", 1), ("client", 2), ("storage", 1)],
+            )
+        })
+    }
 }
 
 #[cfg(test)]

@@ -43,8 +43,8 @@ pub use simulation::{Shrunk, Simulation, Timeline};
 pub use serde_json;
 pub use tenure_check::{catalog, Checker, CheckerInfo, Violation};
 pub use tenure_core::*;
+pub use tenure_fuzz::{Profile, PROFILE_NAMES};
 pub use tenure_scenario::{Fault, FaultEvent, NodeSel};
-pub use tenure_sim::fuzz::{Profile, PROFILE_NAMES};
 pub use tenure_sim::{Control, LinkOverride, LinkSettings, Stats, Status};
 
 use std::time::Duration;

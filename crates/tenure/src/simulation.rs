@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tenure_check::Checker;
 use tenure_core::{Cluster, Protocol};
+use tenure_fuzz::{Profile, PROFILE_NAMES};
 use tenure_scenario::FaultEvent;
-use tenure_sim::fuzz::{Profile, PROFILE_NAMES};
 use tenure_sim::{CheckedRun, Control, LinkSettings, Sim};
 
 /// A fault verb run at a time, as a closure over the running cluster.
@@ -279,7 +279,7 @@ impl<P: Protocol> Simulation<P> {
             if let Some(faults) = drawn_faults {
                 drawn.faults = faults.to_vec();
             }
-            sim = sim.drawn(&drawn);
+            sim = drawn.apply(sim);
             events.extend(drawn.faults);
             events.sort_by_key(|e| e.at); // stable: explicit events first at a tie
         }

@@ -3,10 +3,10 @@
 //! on zoom and scroll and draws the messages (arrows, or counts where they are dense).
 
 use super::model::{BarKind, Fate, Model};
-use crate::net::DropReason;
-use crate::play::Report;
 use std::fmt::Write;
 use tenure_core::{Cluster, NodeId, SimTime};
+use tenure_sim::net::DropReason;
+use tenure_sim::play::Report;
 
 /// Width of the label column and the initial width of the plot, in px.
 pub const LABEL_W: f64 = 210.0;

@@ -23,8 +23,8 @@ mod model;
 pub use html::{esc, ticks, MAX_MESSAGES};
 pub use model::{build, Bar, BarKind, ClockTrack, Fate, Mark, Message, Model, NetSegment};
 
-use crate::play::Report;
 use tenure_core::Cluster;
+use tenure_sim::play::Report;
 
 /// The timeline of one run as a complete HTML document.
 pub fn render(scenario_name: &str, cluster: &Cluster, report: &Report) -> String {

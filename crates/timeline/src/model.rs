@@ -2,11 +2,11 @@
 //! status bands, point marks, network segments, messages and clock offsets. Everything is
 //! in true time and in a deterministic order (record order, then trace order).
 
-use crate::net::DropReason;
-use crate::play::Report;
-use crate::trace::TraceEvent;
 use std::collections::BTreeMap;
 use tenure_core::{NodeId, Observation, SimTime};
+use tenure_sim::net::DropReason;
+use tenure_sim::play::Report;
+use tenure_sim::trace::TraceEvent;
 
 /// An interval on one node's lane.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,9 +1,9 @@
 use super::*;
-use crate::net::DropReason;
-use crate::trace::TraceEvent;
-use crate::world::Stats;
 use tenure_check::Violation;
 use tenure_core::{History, LocalTime, NodeId, Observation, Record, RunInfo, SimTime};
+use tenure_sim::net::DropReason;
+use tenure_sim::trace::TraceEvent;
+use tenure_sim::Stats;
 
 const MS: u64 = 1_000_000;
 

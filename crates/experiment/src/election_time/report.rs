@@ -2,8 +2,8 @@
 //! two CDF plots of the paper's Figure 16.
 
 use super::{range_label, Setup, Trial};
-use crate::experiment::plot::{cdf_svg, nice_step, Axis, Series};
-use crate::experiment::summary::{ms, summarize, Summary};
+use crate::plot::{cdf_svg, nice_step, Axis, Series};
+use crate::summary::{ms, summarize, Summary};
 use std::fmt::Write;
 use std::time::Duration;
 use tenure_protocols::raft::TimeoutRange;

@@ -168,7 +168,7 @@ fn fixed_timeouts_split_votes_past_the_cap() {
 /// instant, and its next regular heartbeat comes one interval later.
 #[test]
 fn a_fired_heartbeat_timer_broadcasts_at_once() {
-    use crate::trace::TraceEvent;
+    use tenure_sim::trace::TraceEvent;
     let r = range(150, 300);
     let at = SimTime::from_duration(ms(500));
     let run = Sim::<Raft>::new(cluster(), raft_config(&r), 1)

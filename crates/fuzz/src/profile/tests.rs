@@ -357,3 +357,43 @@ fn applying_a_draw_writes_an_explicit_replayable_schedule() {
     assert_eq!(reparsed.clocks, applied.clocks);
     assert_eq!(reparsed.duration, applied.duration);
 }
+
+#[test]
+fn a_drawn_schedule_is_applied_and_the_run_extended_to_fit_its_liveness_phase() {
+    use tenure_check::Checker;
+    use tenure_core::{Configurable, Observation, Protocol};
+    use tenure_protocols::raft::Raft;
+    use tenure_sim::Sim;
+    let cluster = Cluster::uniform("node", 5);
+    let profile = Profile::named("chaos").unwrap();
+    let drawn = (0..50)
+        .map(|seed| profile.draw(seed, &cluster, Duration::from_secs(2)))
+        .find(|d| {
+            d.faults
+                .iter()
+                .any(|e| matches!(e.fault, Fault::Crash { .. }))
+        })
+        .expect("chaos crashes a node within 50 seeds");
+    assert!(drawn.duration > Duration::from_secs(2));
+    let config: <Raft as Protocol>::Config =
+        Raft::configure(Default::default(), "correct", &cluster).unwrap();
+    let checkers: Vec<Box<dyn Checker>> =
+        vec![
+            tenure_check::build("single-leader-per-term", &serde_json::Value::Null, &cluster)
+                .unwrap(),
+        ];
+    let sim =
+        Sim::<Raft>::new(cluster.clone(), config, drawn.seed).duration(Duration::from_secs(2));
+    let run = drawn.apply(sim).run_checked(checkers, true);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    assert_eq!(
+        run.output.history.info.end,
+        tenure_core::SimTime::from_duration(drawn.duration)
+    );
+    assert!(run
+        .output
+        .history
+        .records
+        .iter()
+        .any(|r| r.obs == Observation::Crashed));
+}

@@ -75,7 +75,7 @@ groups = [[0, 4]]
 #[test]
 fn taking_a_node_off_a_role_renumbers_later_nodes() {
     let s = lock_scenario();
-    let cluster = Prepared::new(s.clone()).unwrap().cluster;
+    let cluster = Prepared::new(s.clone(), &crate::zoo()).unwrap().cluster;
     let out = without_node(&s, &cluster, 1, NodeId(3)).expect("node 3 is not named");
     assert_eq!(
         out.cluster,
@@ -115,7 +115,7 @@ fn taking_a_node_off_a_role_renumbers_later_nodes() {
             groups: vec![vec![NodeId(0), NodeId(3)]]
         }
     );
-    assert!(Prepared::new(out).is_ok());
+    assert!(Prepared::new(out, &crate::zoo()).is_ok());
     assert!(
         without_node(&s, &cluster, 1, NodeId(2)).is_none(),
         "node 2 is paused"
@@ -128,7 +128,7 @@ fn a_passing_scenario_cannot_be_shrunk() {
         "duration = \"3s\"\nchecks = [\"single-leader-per-term\"]\n[protocol]\nname = \"raft\"\n";
     let s = tenure_scenario::parse(text, "ok.toml").unwrap();
     assert!(matches!(
-        shrink(&s, 1),
+        shrink(&crate::zoo(), &s, 1),
         Err(ShrinkError::DoesNotFail { seed: 1 })
     ));
 }
@@ -152,11 +152,11 @@ fn a_pause_of_the_holder_shrinks_to_that_pause_alone() {
             },
         ),
     );
-    let first = shrink(&s, 1).expect("a pause longer than the TTL breaks belief");
+    let first = shrink(&crate::zoo(), &s, 1).expect("a pause longer than the TTL breaks belief");
     assert_eq!(first.checker, "mutual-exclusion");
     assert!(first.after.faults <= 1, "{:?}", first.scenario.faults);
     assert!(first.after.duration < first.before.duration);
     assert!(first.after.nodes <= first.before.nodes);
-    let again = shrink(&s, 1).unwrap();
+    let again = shrink(&crate::zoo(), &s, 1).unwrap();
     assert_eq!(again.scenario, first.scenario, "shrinking is deterministic");
 }

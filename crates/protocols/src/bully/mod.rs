@@ -370,4 +370,21 @@ impl Configurable for Bully {
         );
         configure(params)
     }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        use tenure_core::model::{Bounds, ModelSpec, TimerModel};
+        Ok(ModelSpec {
+            bounds: Bounds {
+                timers: TimerModel::Quiet,
+                ..Bounds::DEFAULT
+            },
+            checks: &["one-leader-at-a-time"],
+            ..ModelSpec::new(
+                "elections with timeouts that are longer than any round trip (timers fire \
+                 only when no message is in flight); a lost message or a free timer \
+                 order makes a wrong failure detector",
+                &[("node", 3)],
+            )
+        })
+    }
 }

@@ -589,4 +589,30 @@ impl Configurable for Raft {
     ) -> Result<RaftConfig, ParamError> {
         configure(params, variant, cluster)
     }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel};
+        Ok(ModelSpec {
+            stands_for: &[("steps-down-on-higher-term", "single-leader-at-a-time")],
+            bounds: Bounds {
+                max_depth: 8,
+                max_crashes: 1,
+                clock: ClockModel::Frozen,
+                seen: SeenModel::Leaders,
+                ..Bounds::DEFAULT
+            },
+            max_term: 2,
+            term_key: Some(TERM_KEY),
+            checks: &["single-leader-per-term", "steps-down-on-higher-term"],
+            ..ModelSpec::new(
+                "elections with votes, terms and crashes; messages delivered, lost or \
+                 duplicated in any order, election timers firing at any point",
+                &[("server", 3)],
+            )
+        })
+    }
+
+    fn message_term(msg: &RaftMsg) -> Option<u64> {
+        Some(msg.term())
+    }
 }

@@ -1,8 +1,19 @@
 //! `tenure`: run, verify and explore coordination-protocol scenarios.
 //!
+//! The command line is a library: [`main`] takes a [`Catalogue`], so an outside crate
+//! gets every command (`run`, `verify`, `fuzz`, `shrink`, `compare`, `check-model`,
+//! timelines) for its own protocols with one line in its `src/bin/` (see the tutorial and
+//! `examples/my-election`). The `tenure` binary is `main(tenure_zoo::Zoo)`.
+//!
 //! Exit codes: 0 every check passed (or every scenario met its expectation), 1 a check
 //! failed, 2 bad input or usage, 3 internal error (a bug in tenure or a protocol,
 //! nondeterminism included).
+
+#[cfg(not(madsim))]
+compile_error!(
+    "tenure must be built in simulation mode: add `[build] rustflags = [\"--cfg\", \"madsim\"]` \
+     to your workspace's .cargo/config.toml (see the tutorial)"
+);
 
 mod cmd_check_model;
 mod cmd_compare;
@@ -17,6 +28,24 @@ mod report;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tenure_core::Catalogue;
+use tenure_sim::Protocols;
+
+/// What every command needs to know: the protocols it may run (from the catalogue given
+/// to [`main`]) and those the model checker explores.
+pub struct Tools {
+    pub protocols: Protocols,
+    pub models: tenure_models::Models,
+}
+
+impl Tools {
+    pub fn of<C: Catalogue>(catalogue: &C) -> Tools {
+        Tools {
+            protocols: Protocols::of(catalogue),
+            models: tenure_models::Models::of(catalogue),
+        }
+    }
+}
 
 /// Deterministic simulation and verification of leader election, leases, locks,
 /// fencing tokens and idempotent retries.
@@ -83,7 +112,10 @@ pub fn shown(path: &std::path::Path) -> String {
     path.display().to_string()
 }
 
-fn main() -> ExitCode {
+/// The `tenure` command line over `catalogue`'s protocols: parses the arguments, runs
+/// the command and returns its exit code (0 passed, 1 a check failed, 2 bad input, 3
+/// internal error).
+pub fn main<C: Catalogue>(catalogue: C) -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -92,16 +124,18 @@ fn main() -> ExitCode {
         }
     };
     tenure_sim::log::init_logging();
-    let result = std::panic::catch_unwind(|| match cli.command {
-        Command::Run(args) => cmd_run::run(args),
-        Command::Verify(args) => cmd_verify::verify(args),
-        Command::List(args) => cmd_list::list(args),
-        Command::Compare(args) => cmd_compare::compare(args),
+    let tools = Tools::of(&catalogue);
+    let tools = &tools;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match cli.command {
+        Command::Run(args) => cmd_run::run(args, tools),
+        Command::Verify(args) => cmd_verify::verify(args, tools),
+        Command::List(args) => cmd_list::list(args, tools),
+        Command::Compare(args) => cmd_compare::compare(args, tools),
         Command::Experiment(args) => cmd_experiment::experiment(args),
-        Command::CheckModel(args) => cmd_check_model::check_model(args),
-        Command::Fuzz(args) => cmd_fuzz::run(args),
-        Command::Shrink(args) => cmd_shrink::run(args),
-    });
+        Command::CheckModel(args) => cmd_check_model::check_model(args, tools),
+        Command::Fuzz(args) => cmd_fuzz::run(args, tools),
+        Command::Shrink(args) => cmd_shrink::run(args, tools),
+    }));
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),
         Err(_) => {

@@ -1,0 +1,58 @@
+//! A catalogue of protocols: the one list the simulator, the model checker and the CLI
+//! all read.
+//!
+//! A catalogue names its protocols by type, through a [`Visitor`]: whoever needs the list
+//! (the engine's scenario runner, the explorer, `tenure list`) implements `Visitor`, and
+//! builds from each `P` what it needs, type-erased. The zoo is one catalogue
+//! (`tenure_zoo::Zoo`); a user's crate writes its own, and `(A, B)` joins two.
+//!
+//! ```
+//! use tenure_core::{Catalogue, Configurable, Visitor};
+//! # use tenure_core::ProtocolInfo;
+//! struct Names(Vec<&'static str>);
+//! impl Visitor for Names {
+//!     fn visit<P: Configurable>(&mut self) {
+//!         self.0.push(P::info().name);
+//!     }
+//! }
+//! struct Empty;
+//! impl Catalogue for Empty {
+//!     fn visit<V: Visitor>(&self, _visitor: &mut V) {}
+//! }
+//! let mut names = Names(Vec::new());
+//! Empty.visit(&mut names);
+//! assert!(names.0.is_empty());
+//! ```
+
+use crate::Configurable;
+
+/// Something built once per protocol of a [`Catalogue`].
+pub trait Visitor {
+    fn visit<P: Configurable>(&mut self);
+}
+
+/// A list of protocols, each visited once, in the order `tenure list` shows them.
+pub trait Catalogue: Send + Sync + 'static {
+    fn visit<V: Visitor>(&self, visitor: &mut V);
+}
+
+/// Two catalogues, one after the other (e.g. the zoo and your own protocols).
+impl<A: Catalogue, B: Catalogue> Catalogue for (A, B) {
+    fn visit<V: Visitor>(&self, visitor: &mut V) {
+        self.0.visit(visitor);
+        self.1.visit(visitor);
+    }
+}
+
+/// The names of a catalogue's protocols, in order.
+pub fn names<C: Catalogue>(catalogue: &C) -> Vec<&'static str> {
+    struct Names(Vec<&'static str>);
+    impl Visitor for Names {
+        fn visit<P: Configurable>(&mut self) {
+            self.0.push(P::info().name);
+        }
+    }
+    let mut v = Names(Vec::new());
+    catalogue.visit(&mut v);
+    v.0
+}
