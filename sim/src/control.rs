@@ -32,7 +32,7 @@ impl<P: Protocol> Control<'_, P> {
     }
 
     fn fault(&mut self, kind: &'static str, nodes: Vec<NodeId>, detail: String) {
-        self.world.calm_from = self.now;
+        self.world.calm_from = self.world.calm_from.max(self.now);
         tracing::info!(kind, ?nodes, %detail, "fault");
         self.world.trace_fault(self.now, kind, nodes, detail);
     }

@@ -14,24 +14,54 @@
 //! of fuzzing, timelines or experiments, which live above it (`tenure-fuzz`,
 //! `tenure-timeline`, `tenure-experiment`) and use this public API.
 
+// One clear error instead of hundreds deep inside: the simulator runs on madsim's
+// simulated runtime, which is selected by `--cfg madsim`.
+#[cfg(not(madsim))]
+compile_error!(
+    "tenure's simulator must be built with `--cfg madsim`. Add to your workspace's \
+     .cargo/config.toml:\n\n[build]\nrustflags = [\"--cfg\", \"madsim\"]\n"
+);
+
+#[cfg(madsim)]
 mod checked;
+#[cfg(madsim)]
 pub mod clock;
+#[cfg(madsim)]
 mod control;
+#[cfg(madsim)]
 mod host;
+#[cfg(madsim)]
 pub mod log;
+#[cfg(madsim)]
 pub mod net;
+#[cfg(madsim)]
 pub mod play;
+#[cfg(madsim)]
 pub mod protocols;
+#[cfg(madsim)]
 pub mod rng;
+#[cfg(madsim)]
 mod run;
+#[cfg(madsim)]
 pub mod trace;
+#[cfg(madsim)]
 mod world;
 
+#[cfg(madsim)]
 pub use checked::CheckedRun;
+#[cfg(madsim)]
 pub use control::{Action, Control};
+#[cfg(madsim)]
 pub use net::{DropReason, LinkOverride, LinkSettings};
-pub use play::{apply, build_checkers, judge, simulation, Prepared, Report, RunOptions};
+#[cfg(madsim)]
+pub use play::{
+    apply, build_checkers, check_params, judge, simulation, Prepared, Report, RunOptions,
+};
+#[cfg(madsim)]
 pub use protocols::{Entry, Protocols};
+#[cfg(madsim)]
 pub use run::{RunOutput, Sim};
+#[cfg(madsim)]
 pub use trace::{trace_hash, TraceEvent};
+#[cfg(madsim)]
 pub use world::{RecordHook, Stats, Status};

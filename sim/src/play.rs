@@ -11,7 +11,9 @@ use crate::trace::TraceEvent;
 use crate::world::Stats;
 use std::marker::PhantomData;
 use tenure_check::{Checker, Violation};
-use tenure_core::{Cluster, Configurable, History, NodeId, Protocol, Request};
+use tenure_core::{
+    Assumptions, Cluster, Configurable, History, NodeId, Promise, Protocol, Request,
+};
 use tenure_scenario::{Expectation, Fault, NodeSel, Scenario, ScenarioError};
 
 /// How to run a seed.
@@ -51,6 +53,11 @@ pub struct Prepared {
     pub scenario: Scenario,
     pub cluster: Cluster,
     pub info: &'static tenure_core::ProtocolInfo,
+    /// What the protocol promises, with bounds derived from this scenario's parameters
+    /// (see [`tenure_core::Configurable::promises`]).
+    pub promises: Vec<Promise>,
+    /// The environment the protocol is designed for, with this scenario's parameters.
+    pub assumptions: Assumptions,
     runner: Runner,
 }
 
@@ -68,12 +75,18 @@ impl Prepared {
         };
         let cluster = scenario.resolve_cluster(entry.info)?;
         scenario.validate(entry.info, &cluster)?;
-        build_checkers(&scenario, &cluster)?;
-        let runner = entry.playable.prepare(&scenario, &cluster)?;
+        let Playing {
+            runner,
+            promises,
+            assumptions,
+        } = entry.playable.prepare(&scenario, &cluster)?;
+        build_checkers(&scenario, &cluster, &promises)?;
         Ok(Prepared {
             scenario,
             cluster,
             info: entry.info,
+            promises,
+            assumptions,
             runner,
         })
     }
@@ -83,17 +96,44 @@ impl Prepared {
     }
 }
 
-/// Builds the scenario's checkers afresh (they are stateful: one set per run).
+/// The parameters a check runs with: the protocol's promise for it (derived bounds), then
+/// the scenario's own parameters over it, key by key.
+pub fn check_params(
+    name: &str,
+    own: &serde_json::Value,
+    promises: &[Promise],
+) -> serde_json::Value {
+    let mut params = promises
+        .iter()
+        .find(|p| p.check == name)
+        .map(|p| p.params.clone())
+        .unwrap_or_else(|| serde_json::json!({}));
+    match (params.as_object_mut(), own.as_object()) {
+        (Some(base), Some(own)) => {
+            for (k, v) in own {
+                base.insert(k.clone(), v.clone());
+            }
+            params
+        }
+        (Some(_), None) if own.is_null() => params,
+        _ => own.clone(),
+    }
+}
+
+/// Builds the scenario's checkers afresh (they are stateful: one set per run), each with
+/// the protocol's promised parameters under the scenario's own.
 pub fn build_checkers(
     scenario: &Scenario,
     cluster: &Cluster,
+    promises: &[Promise],
 ) -> Result<Vec<Box<dyn Checker>>, ScenarioError> {
     scenario
         .checks
         .iter()
         .enumerate()
         .map(|(i, spec)| {
-            tenure_check::build(&spec.name, &spec.params, cluster).map_err(|e| {
+            let params = check_params(&spec.name, &spec.params, promises);
+            tenure_check::build(&spec.name, &params, cluster).map_err(|e| {
                 let path = if e.field.is_empty() {
                     format!("checks[{i}]")
                 } else {
@@ -105,9 +145,16 @@ pub fn build_checkers(
         .collect()
 }
 
+/// A scenario made runnable for its protocol, with what the protocol declares for it.
+pub(crate) struct Playing {
+    runner: Runner,
+    promises: Vec<Promise>,
+    assumptions: Assumptions,
+}
+
 /// A protocol that can play scenarios (type-erased over `P`).
 pub(crate) trait Playable {
-    fn prepare(&self, scenario: &Scenario, cluster: &Cluster) -> Result<Runner, ScenarioError>;
+    fn prepare(&self, scenario: &Scenario, cluster: &Cluster) -> Result<Playing, ScenarioError>;
 }
 
 pub(crate) struct Protocolled<P>(pub PhantomData<fn() -> P>);
@@ -116,15 +163,29 @@ impl<P: Configurable> Playable for Protocolled<P>
 where
     P::Config: Sync,
 {
-    fn prepare(&self, scenario: &Scenario, cluster: &Cluster) -> Result<Runner, ScenarioError> {
+    fn prepare(&self, scenario: &Scenario, cluster: &Cluster) -> Result<Playing, ScenarioError> {
         let params: P::Params = scenario.params()?;
         let config = P::configure(params, &scenario.protocol.variant, cluster)
             .map_err(|e| scenario.param_error(&e))?;
+        let promises = P::promises(&config, cluster);
+        let assumptions = P::assumptions(&config);
         let scenario = scenario.clone();
         let cluster = cluster.clone();
-        Ok(Box::new(move |seed, options| {
-            play::<P>(&scenario, &cluster, config.clone(), seed, options)
-        }))
+        let run_promises = promises.clone();
+        Ok(Playing {
+            runner: Box::new(move |seed, options| {
+                play::<P>(
+                    &scenario,
+                    &cluster,
+                    &run_promises,
+                    config.clone(),
+                    seed,
+                    options,
+                )
+            }),
+            promises,
+            assumptions,
+        })
     }
 }
 
@@ -167,11 +228,12 @@ pub fn simulation<P: Protocol>(
 fn play<P: Protocol>(
     scenario: &Scenario,
     cluster: &Cluster,
+    promises: &[Promise],
     config: P::Config,
     seed: u64,
     options: &RunOptions,
 ) -> Report {
-    let checkers = build_checkers(scenario, cluster).expect("checked when prepared");
+    let checkers = build_checkers(scenario, cluster, promises).expect("checked when prepared");
     let CheckedRun {
         output:
             RunOutput {

@@ -6,4 +6,5 @@ mod fuzz;
 mod scenarios;
 mod support;
 mod timeline;
+mod trust;
 mod walks_vs_fuzz;

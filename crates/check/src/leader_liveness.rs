@@ -42,7 +42,8 @@ pub const INFO: CheckerInfo = CheckerInfo {
                its followers in its term; calm_from + within > end is a violation",
     source: "Raft (Ongaro & Ousterhout 2014) §5.2 and §5.6; TigerBeetle VOPR liveness phase",
     params: "within (duration, default \"5s\"): how long after calm_from a leader is due; \
-             role (string, optional): only nodes of this role count",
+             role (string, optional): only nodes of this role count; bound (string, \
+             optional): how `within` was derived, stated in the report",
 };
 
 #[derive(Clone, Debug, Deserialize)]
@@ -52,6 +53,9 @@ pub struct Params {
     pub within: HumanDuration,
     #[serde(default)]
     pub role: Option<String>,
+    /// How `within` was derived from the protocol's parameters (for the report).
+    #[serde(default)]
+    pub bound: Option<String>,
 }
 
 fn default_within() -> HumanDuration {
@@ -63,6 +67,7 @@ impl Default for Params {
         Params {
             within: default_within(),
             role: None,
+            bound: None,
         }
     }
 }
@@ -221,6 +226,7 @@ struct Gap {
 pub struct LeaderLiveness {
     within: Duration,
     role: Option<String>,
+    bound: Option<String>,
     counted: BTreeSet<NodeId>,
     clock: TrueClock,
     /// Counted nodes that lead or follow (absent: candidate, crashed, unknown).
@@ -251,6 +257,7 @@ impl LeaderLiveness {
         let mut checker = LeaderLiveness {
             within: params.within.0,
             role: params.role,
+            bound: params.bound,
             counted,
             clock: TrueClock::default(),
             roles: BTreeMap::new(),
@@ -358,6 +365,19 @@ impl Checker for LeaderLiveness {
     }
 
     fn finish(&mut self, info: &RunInfo) -> Option<Violation> {
+        let mut v = self.judge_end(info)?;
+        if let Some(bound) = &self.bound {
+            v.message.push_str(&format!(
+                " [bound {} = {bound}]",
+                format_duration(self.within)
+            ));
+        }
+        Some(v)
+    }
+}
+
+impl LeaderLiveness {
+    fn judge_end(&mut self, info: &RunInfo) -> Option<Violation> {
         let end = info.end.max(self.clock.now);
         self.settle(self.clock.now);
         if let Some(mut gap) = self.open.take() {

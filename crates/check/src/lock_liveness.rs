@@ -1,7 +1,12 @@
 //! # lock-liveness
 //!
-//! **Property:** once the faults are over, every waiting client gets the lock within a
-//! bound. Precisely: a node waits for a resource from its `Waiting { resource }` until its
+//! **Property:** once the faults are over, waiting clients get the lock within a bound.
+//! What "waiting clients" means depends on what the lock promises: with
+//! `per_waiter = true` (fairness: a FIFO queue, as etcd's and ZooKeeper's lock recipes
+//! promise) *every* wait must end in time; with `per_waiter = false` (progress: Redis
+//! `SET NX` and Redlock promise no order, a client may lose every race) a missed
+//! deadline is a violation only if *no* client got the resource in the `within` before
+//! it. Precisely: a node waits for a resource from its `Waiting { resource }` until its
 //! `Holds { resource }` or until it crashes (`Crashed`, or a fresh `Started`); a crashed
 //! waiter is excused. Every wait must end in `Holds` at or before its deadline
 //! `max(wait start, calm_from) + within`, or end in a crash at or before that deadline.
@@ -40,7 +45,9 @@ pub const INFO: CheckerInfo = CheckerInfo {
     source: "seed articles 001 and 003 (lock expiry, deadlocks if locks are not released); \
              TigerBeetle VOPR liveness phase",
     params: "within (duration, default \"5s\"): how long a waiter may wait after the calm; \
-             resource (string, optional): judge only this resource",
+             per_waiter (bool, default true): every waiter (fairness) or some waiter \
+             (progress); resource (string, optional): judge only this resource; bound \
+             (string, optional): how `within` was derived, stated in the report",
 };
 
 #[derive(Clone, Debug, Deserialize)]
@@ -50,10 +57,19 @@ pub struct Params {
     pub within: HumanDuration,
     #[serde(default)]
     pub resource: Option<String>,
+    #[serde(default = "yes")]
+    pub per_waiter: bool,
+    /// How `within` was derived from the protocol's parameters (for the report).
+    #[serde(default)]
+    pub bound: Option<String>,
 }
 
 fn default_within() -> HumanDuration {
     HumanDuration(Duration::from_secs(5))
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for Params {
@@ -61,6 +77,8 @@ impl Default for Params {
         Params {
             within: default_within(),
             resource: None,
+            per_waiter: true,
+            bound: None,
         }
     }
 }
@@ -102,6 +120,9 @@ pub struct StarvedWaiter {
     pub calm_from: SimTime,
     pub within: Duration,
     pub ended: WaitEnd,
+    /// With `per_waiter = false`: nobody got the resource in `(deadline - within, deadline]`.
+    pub nobody_progressed: bool,
+    pub bound: Option<String>,
 }
 
 impl fmt::Display for StarvedWaiter {
@@ -124,7 +145,14 @@ impl fmt::Display for StarvedWaiter {
             WaitEnd::Held { time, .. } => write!(f, "); it got it only at {time}"),
             WaitEnd::Crashed { time, .. } => write!(f, "); it crashed still waiting at {time}"),
             WaitEnd::StillWaiting { end } => write!(f, "); it was still waiting at the end, {end}"),
+        }?;
+        if self.nobody_progressed {
+            write!(f, ", and no client got `{}` in that time", self.resource)?;
         }
+        if let Some(bound) = &self.bound {
+            write!(f, " [bound {} = {bound}]", format_duration(self.within))?;
+        }
+        Ok(())
     }
 }
 
@@ -157,6 +185,10 @@ struct LongWait {
 pub struct LockLiveness {
     within: Duration,
     only: Option<String>,
+    per_waiter: bool,
+    bound: Option<String>,
+    /// Every acquisition, as (resource, time): for the progress form.
+    acquired: Vec<(String, SimTime)>,
     clock: TrueClock,
     /// (node, resource) -> (wait start, record).
     waiting: BTreeMap<(NodeId, String), (SimTime, usize)>,
@@ -168,6 +200,9 @@ impl LockLiveness {
         Ok(LockLiveness {
             within: params.within.0,
             only: params.resource,
+            per_waiter: params.per_waiter,
+            bound: params.bound,
+            acquired: Vec::new(),
             clock: TrueClock::default(),
             waiting: BTreeMap::new(),
             long_waits: Vec::new(),
@@ -205,6 +240,9 @@ impl Checker for LockLiveness {
                     .or_insert((record.time, index));
             }
             Observation::Holds { resource, .. } if judged(resource) => {
+                if !self.per_waiter {
+                    self.acquired.push((resource.clone(), record.time));
+                }
                 let held = WaitEnd::Held {
                     time: record.time,
                     index,
@@ -243,7 +281,11 @@ impl Checker for LockLiveness {
             .filter_map(|w| {
                 let deadline = w.since.max(info.calm_from) + self.within;
                 let missed = deadline <= end && w.ended.time() > deadline;
-                missed.then_some((deadline, w))
+                let progressed = !self.per_waiter
+                    && self.acquired.iter().any(|(r, t)| {
+                        *r == w.resource && *t + self.within > deadline && *t <= deadline
+                    });
+                (missed && !progressed).then_some((deadline, w))
             })
             .min_by_key(|(deadline, w)| (*deadline, w.since_index))?;
         let (deadline, w) = starved;
@@ -257,6 +299,8 @@ impl Checker for LockLiveness {
                 calm_from: info.calm_from,
                 within: self.within,
                 ended: w.ended,
+                nobody_progressed: !self.per_waiter,
+                bound: self.bound.clone(),
             }
             .into(),
         )

@@ -354,6 +354,12 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
                                         o.seed, f.checker, f.time
                                     );
                                     println!("  {}", f.message);
+                                    if f.beyond.is_empty() {
+                                        println!("  within the protocol's declared assumptions");
+                                    }
+                                    for b in &f.beyond {
+                                        println!("  {b}");
+                                    }
                                     println!("  saved: {file}");
                                     println!("  replay: {}", replay_command(&file, o.seed));
                                     if let Some(t) = &timeline {

@@ -11,14 +11,46 @@ pub struct ListArgs {
     json: bool,
 }
 
+/// What a protocol declares with its default parameters: its promises (checks, with
+/// derived bounds) and its assumptions, in words.
+fn declared(tools: &Tools, name: &str) -> (Vec<String>, Vec<String>) {
+    let prepared = tenure_fuzz::default_scenario(&tools.protocols, name, None)
+        .ok()
+        .and_then(|s| tenure_sim::Prepared::new(s, &tools.protocols).ok());
+    let Some(p) = prepared else {
+        return (Vec::new(), Vec::new());
+    };
+    let promises = p
+        .promises
+        .iter()
+        .map(
+            |pr| match pr.params.get("within").and_then(|w| w.as_str()) {
+                Some(within) => format!(
+                    "{} within {within} ({})",
+                    pr.check,
+                    pr.params
+                        .get("bound")
+                        .and_then(|b| b.as_str())
+                        .unwrap_or_default()
+                ),
+                None => pr.check.to_string(),
+            },
+        )
+        .collect();
+    (promises, p.assumptions.describe())
+}
+
 pub fn list(args: ListArgs, tools: &Tools) -> Outcome {
     let entries = tools.protocols.entries();
     if args.json {
         let protocols: Vec<serde_json::Value> = entries
             .iter()
             .map(|e| {
+                let (promises, assumptions) = declared(tools, e.info.name);
                 serde_json::json!({
                     "name": e.info.name,
+                    "promises": promises,
+                    "assumptions": assumptions,
                     "summary": e.info.summary,
                     "roles": e.info.roles.iter().map(|r| serde_json::json!({"name": r.name, "default_count": r.default_count, "summary": r.summary})).collect::<Vec<_>>(),
                     "variants": e.info.variants.iter().map(|v| serde_json::json!({"name": v.name, "summary": v.summary, "breaks": v.breaks})).collect::<Vec<_>>(),
@@ -50,6 +82,13 @@ pub fn list(args: ListArgs, tools: &Tools) -> Outcome {
                 format!("  [breaks {}]", v.breaks.join(", "))
             };
             println!("    variant:  {:<20} {}{breaks}", v.name, v.summary);
+        }
+        let (promises, assumptions) = declared(tools, e.info.name);
+        for p in promises {
+            println!("    promises: {p}");
+        }
+        for a in assumptions {
+            println!("    assumes:  {a}");
         }
     }
     println!("\nCHECKERS");

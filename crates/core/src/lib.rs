@@ -11,6 +11,7 @@
 //!
 //! Nothing here reads a real clock, opens a socket or draws from a global RNG.
 
+mod assumptions;
 mod catalogue;
 mod cluster;
 mod env;
@@ -19,6 +20,7 @@ mod observation;
 mod protocol;
 mod time;
 
+pub use assumptions::{Assumptions, Broken, Limit, Promise};
 pub use catalogue::{names as catalogue_names, Catalogue, Visitor};
 pub use cluster::{Cluster, ClusterError, NodeId, RoleSpec};
 pub use env::{

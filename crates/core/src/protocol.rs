@@ -106,6 +106,22 @@ pub trait Configurable: Protocol {
         cluster: &Cluster,
     ) -> Result<Self::Config, ParamError>;
 
+    /// The properties this protocol promises, as checks with the parameters that make
+    /// them mean what it promises (liveness bounds derived from its own timeouts, with
+    /// the derivation). `tenure fuzz --protocol` judges exactly these; a scenario that
+    /// lists one of these checks gets these parameters unless it sets its own. Empty:
+    /// the tools fall back to the checks its broken variants break.
+    fn promises(config: &Self::Config, cluster: &Cluster) -> Vec<crate::Promise> {
+        let _ = (config, cluster);
+        Vec::new()
+    }
+
+    /// The environment it is designed for: fuzz profiles draw within it by default.
+    fn assumptions(config: &Self::Config) -> crate::Assumptions {
+        let _ = config;
+        crate::Assumptions::default()
+    }
+
     /// How the model checker explores this protocol, or why it does not (its promises
     /// are about durations and drift, which only the simulator models).
     fn model() -> Result<crate::model::ModelSpec, &'static str> {

@@ -66,6 +66,9 @@ pub struct Failure {
     /// The seed's case, expecting this violation: write it and `tenure run` it with the
     /// seed to replay.
     pub case: Scenario,
+    /// The declared assumptions the case's faults broke, in words (empty: the failure
+    /// is within the protocol's assumptions, so a correct variant has a bug).
+    pub beyond: Vec<String>,
 }
 
 /// The first trace event at which two runs of one seed differ.
@@ -89,6 +92,7 @@ impl SeedOutcome {
                 "time_ns": f.time.as_nanos(),
                 "message": f.message,
                 "faults": f.case.faults.len(),
+                "beyond_assumptions": f.beyond,
             }),
             SeedResult::Nondeterministic(d) => serde_json::json!({
                 "seed": self.seed,
@@ -172,11 +176,16 @@ fn seed_result(target: &Target, seed: u64, check_determinism: bool) -> SeedResul
     case.expect = Expectation::Violation {
         checker: v.checker.to_string(),
     };
+    let beyond = crate::target::broken_assumptions(&case, &prepared.assumptions)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     SeedResult::Fail(Box::new(Failure {
         checker: v.checker,
         time: v.time,
         message: v.message.clone(),
         case,
+        beyond,
     }))
 }
 

@@ -37,7 +37,20 @@ use tenure_scenario::{
 use tenure_sim::Sim;
 
 /// The names of the built-in profiles, in the order `--help` lists them.
-pub const PROFILE_NAMES: &[&str] = &["calm", "partitions", "clocks", "pauses", "crashes", "chaos"];
+pub const PROFILE_NAMES: &[&str] = &[
+    "calm",
+    "partitions",
+    "clocks",
+    "pauses",
+    "crashes",
+    "chaos",
+    "beyond",
+];
+
+/// The profiles that draw within the target's declared assumptions: a correct variant
+/// must pass every one of them on every seed. (`beyond` draws past the assumptions.)
+pub const WITHIN_PROFILES: &[&str] =
+    &["calm", "partitions", "clocks", "pauses", "crashes", "chaos"];
 
 /// The profile `tenure fuzz` uses when neither the scenario nor `--profile` names one.
 pub const DEFAULT_PROFILE: &str = "chaos";
@@ -103,6 +116,9 @@ pub struct Profile {
     pub window: [f64; 2],
     /// The liveness phase after the heal; the run is extended to fit it.
     pub liveness: Duration,
+    /// Draw past the target's declared assumptions (drift, wall-clock steps, pauses,
+    /// restart delays) instead of within them; a failure then names what it broke.
+    pub beyond_assumptions: bool,
 }
 
 fn ms(n: u64) -> Duration {
@@ -110,6 +126,37 @@ fn ms(n: u64) -> Duration {
 }
 
 impl Profile {
+    /// This profile with its ranges cut to what `assumptions` declares the target is
+    /// designed for (unless [`Profile::beyond_assumptions`]): drifts up to `max_drift`,
+    /// wall-clock steps up to `max_wall_jump`, pauses up to `max_pause`, and crash
+    /// outages at least `min_restart_delay`. Only ranges change, never the random calls
+    /// made, so a seed draws the same events, some of them smaller.
+    pub fn within(&self, assumptions: &tenure_core::Assumptions) -> Profile {
+        let mut p = self.clone();
+        if p.beyond_assumptions {
+            return p;
+        }
+        if let Some(l) = &assumptions.max_drift {
+            p.drift_range[1] = p.drift_range[1].min(l.value);
+            p.drift_range[0] = p.drift_range[0].min(p.drift_range[1] / 10.0).max(1e-6);
+        }
+        let cap = |range: &mut [Duration; 2], max: Duration| {
+            range[1] = range[1].min(max);
+            range[0] = range[0].min(range[1] / 10);
+        };
+        if let Some(l) = &assumptions.max_wall_jump {
+            cap(&mut p.jump_range, l.value);
+        }
+        if let Some(l) = &assumptions.max_pause {
+            cap(&mut p.pause_range, l.value);
+        }
+        if let Some(l) = &assumptions.min_restart_delay {
+            p.outage_range[0] = p.outage_range[0].max(l.value);
+            p.outage_range[1] = p.outage_range[1].max(p.outage_range[0]);
+        }
+        p
+    }
+
     /// Everything off: only the liveness phase. The base of every other profile.
     fn calm() -> Profile {
         Profile {
@@ -136,6 +183,7 @@ impl Profile {
             outage_range: [ms(5), Duration::from_secs(5)],
             window: [0.1, 0.6],
             liveness: Duration::from_secs(8),
+            beyond_assumptions: false,
         }
     }
 
@@ -185,6 +233,11 @@ impl Profile {
                 // from the start: the first election is the busiest moment
                 window: [0.0, 0.6],
                 ..base
+            },
+            // chaos, past the target's declared assumptions: what each assumption is for
+            "beyond" => Profile {
+                beyond_assumptions: true,
+                ..Profile::named("chaos").expect("chaos exists")
             },
             _ => return None,
         };
@@ -260,6 +313,7 @@ impl Profile {
         "outage_range",
         "window",
         "liveness",
+        "beyond_assumptions",
     ];
 
     /// Sets one knob from its TOML value (as JSON).
@@ -291,6 +345,11 @@ impl Profile {
             "outage_range" => self.outage_range = ordered_pair(v, duration)?,
             "window" => self.window = ordered_pair(v, fraction)?,
             "liveness" => self.liveness = duration(v)?,
+            "beyond_assumptions" => {
+                self.beyond_assumptions = v
+                    .as_bool()
+                    .ok_or_else(|| format!("expected true or false, found {v}"))?
+            }
             _ => {
                 return Err(format!(
                     "unknown profile knob `{knob}`; known knobs: name, {}",
@@ -395,6 +454,11 @@ impl Profile {
             serde_json::json!(base.window),
         );
         put("liveness", d(self.liveness), d(base.liveness));
+        put(
+            "beyond_assumptions",
+            self.beyond_assumptions.into(),
+            base.beyond_assumptions.into(),
+        );
         serde_json::Value::Object(m)
     }
 
@@ -819,10 +883,28 @@ impl<'a> Drawer<'a> {
             }
         }
 
-        // 4. The heal, then the liveness phase.
+        // 4. The heal, then the liveness phase: every fault undone, clocks back to the
+        // rate they started the run with (a drift drawn in the window must not linger
+        // into the phase that judges liveness).
         let any = !self.events.is_empty();
         if any {
             self.push(heal_at, Fault::Heal {});
+            if drifts {
+                let nodes: Vec<NodeId> = self.cluster.nodes().collect();
+                for node in nodes {
+                    let base = clocks
+                        .iter()
+                        .find(|c: &&ClockSpec| c.node == node)
+                        .map_or(0.0, |c| c.drift);
+                    self.push(
+                        heal_at,
+                        Fault::ClockDrift {
+                            node: NodeSel::Id(node.0),
+                            drift: base,
+                        },
+                    );
+                }
+            }
             if loss.is_some() || duplicate.is_some() || slow.is_some() {
                 self.push(
                     heal_at,

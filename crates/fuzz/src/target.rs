@@ -6,7 +6,7 @@
 use super::profile::{Profile, DEFAULT_PROFILE, PROFILE_NAMES};
 use std::collections::BTreeSet;
 use std::time::Duration;
-use tenure_core::{format_duration, Cluster, Observation, ProtocolInfo};
+use tenure_core::{format_duration, Assumptions, Broken, Cluster, Observation, ProtocolInfo};
 use tenure_scenario::{
     CheckSpec, ClusterSpec, Expectation, NetworkSpec, ProtocolSpec, Scenario, ScenarioError,
 };
@@ -23,6 +23,8 @@ pub struct Target {
     pub info: &'static ProtocolInfo,
     /// The protocols the case may name (the base's among them).
     pub protocols: Protocols,
+    /// The environment the base's protocol is designed for (with the base's parameters).
+    pub assumptions: Assumptions,
 }
 
 /// How long the default scenario runs before the liveness phase is added.
@@ -64,6 +66,7 @@ impl Target {
         };
         let prepared = Prepared::new(scenario.clone(), protocols)?;
         Ok(Target {
+            assumptions: prepared.assumptions.clone(),
             protocols: protocols.clone(),
             cluster: prepared.cluster.clone(),
             info: prepared.info,
@@ -97,9 +100,13 @@ impl Target {
     }
 
     /// The case seed `seed` runs: the base with the seed's drawn schedule, a default
-    /// seed of `seed`, and no `[profile]`.
+    /// seed of `seed`, and no `[profile]`. The schedule is drawn within the protocol's
+    /// declared assumptions unless the profile says `beyond_assumptions`.
     pub fn case(&self, seed: u64) -> Scenario {
-        let drawn = self.profile.draw(seed, &self.cluster, self.base.duration);
+        let drawn =
+            self.profile
+                .within(&self.assumptions)
+                .draw(seed, &self.cluster, self.base.duration);
         let mut case = drawn.apply_to(&self.base);
         case.description = Some(format!(
             "drawn by tenure fuzz from profile `{}` for seed {seed}",
@@ -175,50 +182,73 @@ pub fn default_scenario(
         expect: Expectation::Pass,
         profile: None,
     };
+    // What the protocol promises (with bounds derived from its parameters), plus what
+    // this variant is known to break, so a broken variant is judged on its bug.
+    let prepared = Prepared::new(scenario.clone(), protocols)?;
+    let mut checks: Vec<CheckSpec> = prepared
+        .promises
+        .iter()
+        .map(|p| CheckSpec {
+            name: p.check.to_string(),
+            params: serde_json::json!({}),
+        })
+        .collect();
+    let declared = !checks.is_empty();
     let mut names: Vec<&str> = Vec::new();
-    for v in info.variants {
-        for check in v.breaks {
-            if !names.contains(check) {
-                names.push(check);
-            }
-        }
-    }
-    let (seen, leader_role) = probe(protocols, &scenario)?;
-    let leads = seen.contains("leader");
-    let holds = seen.contains("holds");
-    if names.is_empty() {
-        if leads {
-            names.push("single-leader-per-term");
-        }
-        if holds {
-            names.push("mutual-exclusion");
-        }
-        if seen.contains("applied") {
-            names.push("exactly-once");
-        }
-    }
-    let liveness = [(leads, "leader-liveness"), (holds, "lock-liveness")];
-    for (wanted, check) in liveness {
-        if wanted && !names.contains(&check) {
+    let this_variant = info.variant(variant).map(|v| v.breaks).unwrap_or(&[]);
+    let breaks: Vec<&str> = if declared {
+        this_variant.to_vec()
+    } else {
+        info.variants
+            .iter()
+            .flat_map(|v| v.breaks.iter().copied())
+            .collect()
+    };
+    for check in breaks {
+        if !names.contains(&check) && !checks.iter().any(|c| c.name == check) {
             names.push(check);
         }
     }
-    if names.is_empty() {
+    let leader_role = if declared {
+        None
+    } else {
+        // A protocol that declares no promises: what a calm run shows it observes.
+        let (seen, leader_role) = probe(protocols, &scenario)?;
+        let leads = seen.contains("leader");
+        let holds = seen.contains("holds");
+        if names.is_empty() {
+            if leads {
+                names.push("single-leader-per-term");
+            }
+            if holds {
+                names.push("mutual-exclusion");
+            }
+            if seen.contains("applied") {
+                names.push("exactly-once");
+            }
+        }
+        let liveness = [(leads, "leader-liveness"), (holds, "lock-liveness")];
+        for (wanted, check) in liveness {
+            if wanted && !names.contains(&check) {
+                names.push(check);
+            }
+        }
+        leader_role
+    };
+    if names.is_empty() && checks.is_empty() {
         return Err(bad(format!(
             "protocol `{protocol}` observes nothing tenure can check; fuzz a scenario file with `checks` instead"
         )));
     }
-    scenario.checks = names
-        .into_iter()
-        .map(|name| CheckSpec {
-            name: name.to_string(),
-            // Leaders are counted among the nodes that elect them, not every node.
-            params: match (name, &leader_role) {
-                ("leader-liveness", Some(role)) => serde_json::json!({ "role": role }),
-                _ => serde_json::json!({}),
-            },
-        })
-        .collect();
+    checks.extend(names.into_iter().map(|name| CheckSpec {
+        name: name.to_string(),
+        // Leaders are counted among the nodes that elect them, not every node.
+        params: match (name, &leader_role) {
+            ("leader-liveness", Some(role)) => serde_json::json!({ "role": role }),
+            _ => serde_json::json!({}),
+        },
+    }));
+    scenario.checks = checks;
     Ok(scenario)
 }
 
@@ -248,4 +278,72 @@ fn probe(
         _ => None,
     };
     Ok((kinds, role))
+}
+
+/// The declared assumptions a scenario's faults go beyond: drifts above `max_drift`,
+/// wall-clock steps above `max_wall_jump`, pauses above `max_pause`, and restarts sooner
+/// than `min_restart_delay` after a crash. Empty when every fault is within them.
+pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Broken> {
+    use tenure_scenario::{Fault, NodeSel};
+    let who = |n: &NodeSel| match n {
+        NodeSel::Id(i) => format!("n{i}"),
+        NodeSel::Leader => "the leader".to_string(),
+    };
+    let mut out = Vec::new();
+    for c in &case.clocks {
+        out.extend(assumptions.drift(c.drift, format!("drift {} of {}", c.drift, c.node)));
+    }
+    let mut crashed: Vec<(String, std::time::Duration)> = Vec::new();
+    for e in &case.faults {
+        match &e.fault {
+            Fault::ClockDrift { node, drift } => out.extend(assumptions.drift(
+                *drift,
+                format!(
+                    "drift {drift} of {} at {}",
+                    who(node),
+                    format_duration(e.at)
+                ),
+            )),
+            Fault::ClockJump { node, by } => {
+                let size = std::time::Duration::from_nanos(by.0.unsigned_abs());
+                out.extend(assumptions.wall_jump(
+                    size,
+                    format!(
+                        "wall-clock step {}{} of {} at {}",
+                        if by.0 < 0 { "-" } else { "+" },
+                        format_duration(size),
+                        who(node),
+                        format_duration(e.at)
+                    ),
+                ))
+            }
+            Fault::Pause { node, duration } => out.extend(assumptions.pause(
+                *duration,
+                format!(
+                    "pause {} of {} at {}",
+                    format_duration(*duration),
+                    who(node),
+                    format_duration(e.at)
+                ),
+            )),
+            Fault::Crash { node } => crashed.push((who(node), e.at)),
+            Fault::Restart { node } => {
+                let name = who(node);
+                if let Some(i) = crashed.iter().position(|(n, _)| *n == name) {
+                    let (_, at) = crashed.remove(i);
+                    let down = e.at.saturating_sub(at);
+                    out.extend(assumptions.restart_delay(
+                        down,
+                        format!(
+                            "{name} restarted {} after its crash at {}",
+                            format_duration(down),
+                            format_duration(at)
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }

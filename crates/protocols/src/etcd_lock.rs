@@ -289,7 +289,12 @@ impl Configurable for EtcdLock {
         let variant = match variant {
             "correct" => EtcdVariant::Correct,
             "no-keepalive" => EtcdVariant::NoKeepalive,
-            other => panic!("etcd-lock has no variant `{other}`; the caller checks"),
+            other => {
+                return Err(ParamError::new(
+                    "variant",
+                    format!("etcd-lock has no variant `{other}`"),
+                ))
+            }
         };
         single_node(cluster, "server")?;
         if cluster.count("client") == 0 {
@@ -322,6 +327,44 @@ impl Configurable for EtcdLock {
             resource_mode: params.resource_mode,
             workload,
         })
+    }
+
+    fn promises(config: &EtcdConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        vec![
+            tenure_core::Promise::new("mutual-exclusion"),
+            tenure_core::Promise::new("fencing-safety"),
+            tenure_core::Promise::new("no-lost-update"),
+            crate::promises::lock_liveness(
+                &config.workload,
+                config.ttl,
+                config.workload.request_timeout,
+                Some(0.1),
+                cluster,
+                true,
+            ),
+        ]
+    }
+
+    fn assumptions(config: &EtcdConfig) -> tenure_core::Assumptions {
+        use tenure_core::{format_duration as f, Assumptions, Limit};
+        let work = config.workload.work_duration;
+        let margin = config.ttl.saturating_sub(work);
+        Assumptions {
+            max_pause: Some(Limit::new(
+                margin / 2,
+                format!(
+                    "a holder paused past its lease TTL {} minus its work {} acts after its \
+                     key is gone (only the fenced resource stays safe)",
+                    f(config.ttl),
+                    f(work)
+                ),
+            )),
+            max_drift: Some(Limit::new(
+                0.1,
+                "keep-alives every TTL/3 by the client's clock renew a lease timed by the server's",
+            )),
+            ..Default::default()
+        }
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {

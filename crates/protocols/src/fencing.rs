@@ -83,9 +83,30 @@ impl Configurable for Fencing {
         let mode = match variant {
             "correct" => FencingMode::Fenced,
             "unfenced" => FencingMode::Unfenced,
-            other => panic!("fencing has no variant `{other}`; the caller checks"),
+            other => {
+                return Err(ParamError::new(
+                    "variant",
+                    format!("fencing has no variant `{other}`"),
+                ))
+            }
         };
         params.single_server(cluster, true, ReleaseKind::CompareAndDelete, true, mode)
+    }
+
+    fn promises(config: &SingleServerConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        let ttl = config.ttl.unwrap_or_default();
+        vec![
+            tenure_core::Promise::new("fencing-safety"),
+            tenure_core::Promise::new("no-lost-update"),
+            crate::promises::lock_liveness(
+                &config.workload,
+                ttl,
+                config.acquire_timeout,
+                Some(0.1),
+                cluster,
+                false,
+            ),
+        ]
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {

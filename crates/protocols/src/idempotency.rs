@@ -343,7 +343,12 @@ impl Configurable for Idempotency {
             "correct" => Dedup::Atomic,
             "no-key" => Dedup::None,
             "key-after-effect" => Dedup::KeyAfterEffect,
-            other => panic!("idempotency has no variant `{other}`; the caller checks"),
+            other => {
+                return Err(ParamError::new(
+                    "variant",
+                    format!("idempotency has no variant `{other}`"),
+                ))
+            }
         };
         if cluster.count("service") != 1 {
             return Err(ParamError::new(
@@ -373,6 +378,10 @@ impl Configurable for Idempotency {
             think_time: (params.think_time[0].0, params.think_time[1].0),
             processing_delay: params.processing_delay.0,
         })
+    }
+
+    fn promises(_config: &IdempotencyConfig, _cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        vec![tenure_core::Promise::new("exactly-once")]
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {

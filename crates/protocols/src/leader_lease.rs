@@ -93,6 +93,8 @@ pub struct LeaderLeaseConfig {
     pub election_timeout_max: Duration,
     /// Subtracted from `lease_duration` on the leader's side (zero in `no-drift-margin`).
     pub margin: Duration,
+    /// The `max_drift` parameter in parts per million: the drift the design assumes.
+    pub max_drift_ppm: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -647,7 +649,12 @@ impl Configurable for LeaderLease {
             "correct" => LeaderLeaseVariant::Correct,
             "no-drift-margin" => LeaderLeaseVariant::NoDriftMargin,
             "wall-clock-lease" => LeaderLeaseVariant::WallClockLease,
-            other => panic!("unknown leader-lease variant `{other}` (the caller checks)"),
+            other => {
+                return Err(ParamError::new(
+                    "variant",
+                    format!("leader-lease has no variant `{other}`"),
+                ))
+            }
         };
         if cluster.count("server") == 0 {
             return Err(ParamError::new(
@@ -699,7 +706,41 @@ impl Configurable for LeaderLease {
             election_timeout_min: min,
             election_timeout_max: max,
             margin,
+            max_drift_ppm: (params.max_drift * 1e6).round() as u32,
         })
+    }
+
+    fn promises(config: &LeaderLeaseConfig, _cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        use tenure_core::{format_duration as f, Promise};
+        let drift = f64::from(config.max_drift_ppm) / 1e6;
+        // After the calm the old lease runs out (lease duration), a follower times out
+        // (election timeout max), and a split vote costs a few more rounds.
+        let base = config.lease_duration + config.election_timeout_max * 5 + config.renew_interval;
+        let (within, scale) = crate::promises::slow_clock(base, Some(drift));
+        let bound = format!(
+            "(lease {} + 5 x election timeout max {} + renew interval {}){scale}",
+            f(config.lease_duration),
+            f(config.election_timeout_max),
+            f(config.renew_interval)
+        );
+        vec![
+            Promise::new("lease-safety"),
+            Promise::new("leader-liveness").within(within, bound),
+        ]
+    }
+
+    fn assumptions(config: &LeaderLeaseConfig) -> tenure_core::Assumptions {
+        let drift = f64::from(config.max_drift_ppm) / 1e6;
+        tenure_core::Assumptions {
+            max_drift: Some(tenure_core::Limit::new(
+                drift,
+                format!(
+                    "the leader's margin, lease x 2 x max_drift + 10ms, covers clocks drifting \
+                     up to max_drift = {drift}"
+                ),
+            )),
+            ..Default::default()
+        }
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {

@@ -28,6 +28,7 @@ pub mod fencing;
 pub mod idempotency;
 pub mod leader_lease;
 pub mod lock_server;
+pub mod promises;
 pub mod raft;
 pub mod redis_lock;
 pub mod redlock;

@@ -439,9 +439,63 @@ impl Configurable for RedisLock {
             "correct" => (true, ReleaseKind::CompareAndDelete),
             "plain-del-release" => (true, ReleaseKind::PlainDel),
             "no-ttl" => (false, ReleaseKind::CompareAndDelete),
-            other => panic!("redis-lock has no variant `{other}`; the caller checks"),
+            other => {
+                return Err(ParamError::new(
+                    "variant",
+                    format!("redis-lock has no variant `{other}`"),
+                ))
+            }
         };
         params.single_server(cluster, ttl, release, false, FencingMode::Unfenced)
+    }
+
+    fn promises(config: &SingleServerConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        let ttl = config.ttl.unwrap_or_default();
+        vec![
+            tenure_core::Promise::new("mutual-exclusion"),
+            crate::promises::lock_liveness(
+                &config.workload,
+                ttl,
+                config.acquire_timeout,
+                Some(0.1),
+                cluster,
+                false,
+            ),
+        ]
+    }
+
+    fn assumptions(config: &SingleServerConfig) -> tenure_core::Assumptions {
+        use tenure_core::{format_duration as f, Assumptions, Limit};
+        let Some(ttl) = config.ttl else {
+            return Assumptions::default();
+        };
+        let work = config.workload.work_duration;
+        let margin = ttl.saturating_sub(work);
+        Assumptions {
+            max_pause: Some(Limit::new(
+                margin / 2,
+                format!(
+                    "a holder paused past its TTL {} minus its work {} still acts on a lock \
+                     the server gave away; half that margin leaves room for the round trip",
+                    f(ttl),
+                    f(work)
+                ),
+            )),
+            max_wall_jump: Some(Limit::new(
+                margin / 2,
+                "the server expires keys by its wall clock (Redis PX): a step forward \
+                 shortens every TTL by the step",
+            )),
+            max_drift: Some(Limit::new(
+                0.1,
+                "the holder's work and the server's TTL are measured by two clocks",
+            )),
+            min_restart_delay: Some(Limit::new(
+                ttl,
+                "a server restarts with no keys: it must stay down a TTL (antirez's \
+                 \"delayed restarts\") or a second client gets the lock",
+            )),
+        }
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {

@@ -336,7 +336,12 @@ impl Configurable for Redlock {
         let expiry = match variant {
             "correct" => ExpiryClock::Monotonic,
             "wall-clock-expiry" => ExpiryClock::Wall,
-            other => panic!("redlock has no variant `{other}`; the caller checks"),
+            other => {
+                return Err(ParamError::new(
+                    "variant",
+                    format!("redlock has no variant `{other}`"),
+                ))
+            }
         };
         check_role_count(cluster, "server", 1, usize::MAX)?;
         if params.ttl.0.is_zero() {
@@ -378,6 +383,53 @@ impl Configurable for Redlock {
             acquire_timeout: params.acquire_timeout.0,
             workload: lock.workload(cluster)?,
         })
+    }
+
+    fn promises(config: &RedlockConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        vec![
+            tenure_core::Promise::new("mutual-exclusion"),
+            crate::promises::lock_liveness(
+                &config.workload,
+                config.ttl,
+                config.acquire_timeout,
+                Some(0.1),
+                cluster,
+                false,
+            ),
+        ]
+    }
+
+    fn assumptions(config: &RedlockConfig) -> tenure_core::Assumptions {
+        use tenure_core::{format_duration as f, Assumptions, Limit};
+        let work = config.workload.work_duration;
+        let validity = config.ttl.saturating_sub(config.drift_allowance);
+        let margin = validity.saturating_sub(work);
+        Assumptions {
+            max_pause: Some(Limit::new(
+                margin / 2,
+                format!(
+                    "a holder paused past its validity (TTL {} - drift allowance {}) minus its \
+                     work {} still acts on a lock the majority gave away",
+                    f(config.ttl),
+                    f(config.drift_allowance),
+                    f(work)
+                ),
+            )),
+            max_wall_jump: Some(Limit::new(
+                config.drift_allowance,
+                "servers expire keys by their wall clocks: a step larger than the drift \
+                 allowance makes a majority forget early (Kleppmann 2016)",
+            )),
+            max_drift: Some(Limit::new(
+                0.01,
+                "the clock drift factor: the allowance is TTL x 0.01 + 2ms",
+            )),
+            min_restart_delay: Some(Limit::new(
+                config.ttl,
+                "a server restarts with no keys: it must stay down a TTL (antirez's \
+                 \"delayed restarts\")",
+            )),
+        }
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {

@@ -376,7 +376,12 @@ impl Configurable for ZooKeeper {
         let variant = match variant {
             "correct" => ZkVariant::Correct,
             "herd" => ZkVariant::Herd,
-            other => panic!("zookeeper has no variant `{other}`; the caller checks"),
+            other => {
+                return Err(ParamError::new(
+                    "variant",
+                    format!("zookeeper has no variant `{other}`"),
+                ))
+            }
         };
         single_node(cluster, "server")?;
         if cluster.count("client") == 0 {
@@ -402,6 +407,67 @@ impl Configurable for ZooKeeper {
             resource_mode: params.resource_mode,
             workload,
         })
+    }
+
+    fn promises(config: &ZkConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        use tenure_core::{format_duration as f, Promise};
+        match &config.workload {
+            Some(workload) => vec![
+                Promise::new("mutual-exclusion"),
+                Promise::new("fencing-safety"),
+                Promise::new("no-lost-update"),
+                crate::promises::lock_liveness(
+                    workload,
+                    config.session_timeout,
+                    workload.request_timeout,
+                    Some(0.1),
+                    cluster,
+                    true,
+                ),
+            ],
+            None => {
+                // After the calm a dead leader's session expires (session timeout), the
+                // next in line hears of it (a watch, or a resync after a silent session),
+                // and takes over; once more for a restart racing it.
+                let base = config.session_timeout * 4;
+                let (within, scale) = crate::promises::slow_clock(base, Some(0.1));
+                let mut liveness = Promise::new("leader-liveness").within(
+                    within,
+                    format!("(4 x session timeout {}){scale}", f(config.session_timeout)),
+                );
+                if cluster.count("client") > 0 && cluster.roles().len() > 1 {
+                    liveness = liveness.with("role", "client");
+                }
+                vec![Promise::new("single-leader-per-term"), liveness]
+            }
+        }
+    }
+
+    fn assumptions(config: &ZkConfig) -> tenure_core::Assumptions {
+        use tenure_core::{format_duration as f, Assumptions, Limit};
+        let work = config
+            .workload
+            .as_ref()
+            .map(|w| w.work_duration)
+            .unwrap_or_default();
+        let margin = config.session_timeout.saturating_sub(work);
+        Assumptions {
+            max_pause: Some(Limit::new(
+                margin / 2,
+                format!(
+                    "a client paused past its session timeout {} (minus its work {}) acts \
+                     after its ephemeral node is gone",
+                    f(config.session_timeout),
+                    f(work)
+                ),
+            )),
+            max_drift: Some(Limit::new(
+                0.1,
+                "pings every third of the session timeout by the client's clock keep a \
+                 session timed by the server's",
+            )),
+            ..Default::default()
+        }
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {

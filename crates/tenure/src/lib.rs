@@ -49,6 +49,15 @@ pub use tenure_sim::{Control, LinkOverride, LinkSettings, Stats, Status};
 
 use std::time::Duration;
 
+/// The whole `tenure` command line for your own protocols: in your crate's
+/// `src/bin/NAME.rs`, `fn main() -> ExitCode { tenure::cli::main(MyProtocols) }`, where
+/// `MyProtocols` is a [`Catalogue`] of your [`Configurable`] protocols. Join the zoo with
+/// `(tenure::cli::Zoo, MyProtocols)` to run both.
+pub mod cli {
+    pub use tenure_cli::{main, Tools};
+    pub use tenure_zoo::Zoo;
+}
+
 /// `n` seconds.
 pub fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
@@ -63,7 +72,8 @@ pub fn millis(n: u64) -> Duration {
 pub mod prelude {
     pub use crate::{millis, secs, Checker, Control, Outcome, Simulation, Violation};
     pub use tenure_core::{
-        Cluster, Env, LocalTime, NodeId, Observation, Protocol, Record, RunInfo, SimTime,
-        StorageExt,
+        Catalogue, Cluster, Configurable, Env, HumanDuration, LocalTime, NodeId, Observation,
+        ParamError, Protocol, ProtocolInfo, Record, RoleInfo, RoleSpec, RunInfo, SimTime,
+        StorageExt, VariantInfo, Visitor,
     };
 }

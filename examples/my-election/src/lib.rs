@@ -345,3 +345,79 @@ mod tests {
         assert_eq!((restarted.term, restarted.voted_for), (4, Some(NodeId(1))));
     }
 }
+
+/// Scenario parameters (`[protocol.params]`): the election timeout range and the
+/// heartbeat interval, as durations (`"150ms"`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub election_timeout: Option<[HumanDuration; 2]>,
+    pub heartbeat_interval: Option<HumanDuration>,
+}
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "my-election",
+    summary: "a term-based leader election written as an outside user would (the tutorial's)",
+    roles: &[RoleInfo {
+        name: "node",
+        summary: "votes and leads",
+        default_count: 5,
+    }],
+    variants: &[
+        VariantInfo {
+            name: "correct",
+            summary: "one vote per term, kept across restarts",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "vote-twice",
+            summary: "the planted bug: grants a vote to every candidate of the current term",
+            breaks: &["single-leader-per-term"],
+        },
+    ],
+};
+
+/// What the `tenure` command line needs to run `my-election` from a scenario file.
+impl Configurable for MyElection {
+    type Params = Params;
+
+    fn info() -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn configure(params: Params, variant: &str, _cluster: &Cluster) -> Result<Config, ParamError> {
+        let mut config = match variant {
+            "vote-twice" => Config::with_planted_bug(),
+            _ => Config::correct(),
+        };
+        if let Some([min, max]) = params.election_timeout {
+            if min.0 > max.0 || min.0.is_zero() {
+                return Err(ParamError::new(
+                    "election_timeout",
+                    "give [min, max] with 0 < min <= max",
+                ));
+            }
+            config.election_timeout = (min.0, max.0);
+        }
+        if let Some(h) = params.heartbeat_interval {
+            if h.0.is_zero() || h.0 >= config.election_timeout.0 {
+                return Err(ParamError::new(
+                    "heartbeat_interval",
+                    "must be above zero and below the election timeout's minimum",
+                ));
+            }
+            config.heartbeat_interval = h.0;
+        }
+        Ok(config)
+    }
+}
+
+/// This crate's catalogue: what its `my-election` binary (the whole `tenure` command
+/// line, `src/bin/my-election.rs`) can run from a scenario file.
+pub struct MyProtocols;
+
+impl Catalogue for MyProtocols {
+    fn visit<V: Visitor>(&self, v: &mut V) {
+        v.visit::<MyElection>();
+    }
+}

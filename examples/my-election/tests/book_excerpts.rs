@@ -34,6 +34,8 @@ fn the_tutorial_quotes_the_example_exactly() {
     let sources: String = [
         "src/lib.rs",
         "src/checker.rs",
+        "src/bin/my-election.rs",
+        "scenarios/planted-bug.toml",
         "tests/fuzz.rs",
         "Cargo.toml",
     ]

@@ -371,6 +371,34 @@ impl Configurable for Bully {
         configure(params)
     }
 
+    fn promises(config: &BullyConfig, _cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        use tenure_core::{format_duration as f, Promise};
+        // After the calm the highest live node notices a dead or missing leader within
+        // `leader_timeout` and an election round takes `answer_timeout` +
+        // `coordinator_timeout`; a round that a higher node interrupts restarts once per
+        // node above, so three rounds cover a restart racing the election.
+        let round = config.leader_timeout + config.answer_timeout + config.coordinator_timeout;
+        let within = (round * 3 + config.heartbeat_interval) * 2;
+        let bound = format!(
+            "(3 x (leader timeout {} + answer timeout {} + coordinator timeout {}) + heartbeat {}) / (1 - max drift 0.5)",
+            f(config.leader_timeout),
+            f(config.answer_timeout),
+            f(config.coordinator_timeout),
+            f(config.heartbeat_interval)
+        );
+        vec![Promise::new("leader-liveness").within(within, bound)]
+    }
+
+    fn assumptions(_config: &BullyConfig) -> tenure_core::Assumptions {
+        tenure_core::Assumptions {
+            max_drift: Some(tenure_core::Limit::new(
+                0.5,
+                "timeouts only detect failures; the liveness bound allows timers up to 2x slow",
+            )),
+            ..Default::default()
+        }
+    }
+
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::{Bounds, ModelSpec, TimerModel};
         Ok(ModelSpec {

@@ -153,7 +153,7 @@ pub fn configure(
     cluster: &Cluster,
 ) -> Result<RaftConfig, ParamError> {
     let variant = RaftVariant::from_name(variant)
-        .unwrap_or_else(|| panic!("unknown raft variant `{variant}` (the caller checks)"));
+        .ok_or_else(|| ParamError::new("variant", format!("raft has no variant `{variant}`")))?;
     let heartbeat_interval = params.heartbeat_interval.0;
     if heartbeat_interval.is_zero() {
         return Err(ParamError::new("heartbeat_interval", "must be more than 0"));

@@ -590,6 +590,41 @@ impl Configurable for Raft {
         configure(params, variant, cluster)
     }
 
+    fn promises(config: &RaftConfig, _cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        use tenure_core::{format_duration as f, Promise};
+        let max = config
+            .timeouts
+            .values()
+            .map(|t| t.max)
+            .chain([config.election_timeout.max])
+            .max()
+            .unwrap_or(config.election_timeout.max);
+        // After the calm a follower times out within one election timeout; a split vote
+        // costs one more. Ten rounds: a split lasting ten randomised rounds is
+        // vanishingly rare. Clocks may run up to 50% slow (the drift the profiles draw
+        // within Raft's assumptions), which doubles every timeout.
+        let within = (max * 10 + config.heartbeat_interval) * 2;
+        let bound = format!(
+            "(10 x election timeout max {} + heartbeat {}) / (1 - max drift 0.5)",
+            f(max),
+            f(config.heartbeat_interval)
+        );
+        vec![
+            Promise::new("single-leader-per-term"),
+            Promise::new("leader-liveness").within(within, bound),
+        ]
+    }
+
+    fn assumptions(_config: &RaftConfig) -> tenure_core::Assumptions {
+        tenure_core::Assumptions {
+            max_drift: Some(tenure_core::Limit::new(
+                0.5,
+                "election safety needs no clock; the liveness bound allows timers up to 2x slow",
+            )),
+            ..Default::default()
+        }
+    }
+
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel};
         Ok(ModelSpec {

@@ -1,0 +1,176 @@
+//! What a protocol declares about itself beyond its state machine: the environment it is
+//! designed for ([`Assumptions`]) and the properties it promises, with bounds derived
+//! from its own parameters ([`Promise`]).
+//!
+//! A correct variant that fails within its assumptions is a bug (in the protocol model or
+//! in tenure), never a lesson. Fuzz profiles draw within the target's assumptions unless
+//! asked to go beyond them, and a failure beyond them names the assumption it broke.
+
+use crate::format_duration;
+use std::fmt;
+use std::time::Duration;
+
+/// A declared limit and why it is the limit (in terms of the protocol's parameters).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limit<T> {
+    pub value: T,
+    /// E.g. "pauses must end before the lease's validity margin: ttl 2s x drift 1%".
+    pub why: String,
+}
+
+impl<T> Limit<T> {
+    pub fn new(value: T, why: impl Into<String>) -> Limit<T> {
+        Limit {
+            value,
+            why: why.into(),
+        }
+    }
+}
+
+/// The environment a protocol is designed for. `None` means "any": the protocol's
+/// promises do not depend on it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Assumptions {
+    /// The largest clock-rate error |drift| of any node (0.01 is 1% fast or slow).
+    pub max_drift: Option<Limit<f64>>,
+    /// The largest step of any node's wall clock, forward or back.
+    pub max_wall_jump: Option<Limit<Duration>>,
+    /// The longest process pause (GC, VM stall) under which its safety still holds.
+    pub max_pause: Option<Limit<Duration>>,
+    /// The shortest time a crashed server may stay down before it restarts (Redlock's
+    /// "delayed restarts" for servers without persistence).
+    pub min_restart_delay: Option<Limit<Duration>>,
+}
+
+/// One assumption a drawn fault broke: which, by how much, and the declared limit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Broken {
+    /// `max-drift`, `max-wall-jump`, `max-pause`, `min-restart-delay`.
+    pub assumption: &'static str,
+    /// What was drawn, in words ("drift -0.42 on n2", "pause 5s of n1").
+    pub drawn: String,
+    /// The declared limit, in words ("0.10").
+    pub limit: String,
+    pub why: String,
+}
+
+impl fmt::Display for Broken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let relation = if self.assumption == "min-restart-delay" {
+            "is below"
+        } else {
+            "exceeds"
+        };
+        write!(
+            f,
+            "beyond assumption {}: {} {relation} the declared {} ({})",
+            self.assumption, self.drawn, self.limit, self.why
+        )
+    }
+}
+
+impl Assumptions {
+    /// Whether a drift of `drift` stays within [`Assumptions::max_drift`].
+    pub fn drift(&self, drift: f64, what: String) -> Option<Broken> {
+        let limit = self.max_drift.as_ref()?;
+        (drift.abs() > limit.value).then(|| Broken {
+            assumption: "max-drift",
+            drawn: what,
+            limit: format!("{}", limit.value),
+            why: limit.why.clone(),
+        })
+    }
+
+    pub fn wall_jump(&self, by: Duration, what: String) -> Option<Broken> {
+        let limit = self.max_wall_jump.as_ref()?;
+        (by > limit.value).then(|| Broken {
+            assumption: "max-wall-jump",
+            drawn: what,
+            limit: format_duration(limit.value),
+            why: limit.why.clone(),
+        })
+    }
+
+    pub fn pause(&self, duration: Duration, what: String) -> Option<Broken> {
+        let limit = self.max_pause.as_ref()?;
+        (duration > limit.value).then(|| Broken {
+            assumption: "max-pause",
+            drawn: what,
+            limit: format_duration(limit.value),
+            why: limit.why.clone(),
+        })
+    }
+
+    pub fn restart_delay(&self, down_for: Duration, what: String) -> Option<Broken> {
+        let limit = self.min_restart_delay.as_ref()?;
+        (down_for < limit.value).then(|| Broken {
+            assumption: "min-restart-delay",
+            drawn: what,
+            limit: format_duration(limit.value),
+            why: limit.why.clone(),
+        })
+    }
+
+    /// The assumptions in words, one per line, for reports and `tenure list`.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(l) = &self.max_drift {
+            out.push(format!("clock drift at most {} ({})", l.value, l.why));
+        }
+        if let Some(l) = &self.max_wall_jump {
+            out.push(format!(
+                "wall-clock steps at most {} ({})",
+                format_duration(l.value),
+                l.why
+            ));
+        }
+        if let Some(l) = &self.max_pause {
+            out.push(format!(
+                "process pauses at most {} ({})",
+                format_duration(l.value),
+                l.why
+            ));
+        }
+        if let Some(l) = &self.min_restart_delay {
+            out.push(format!(
+                "crashed servers stay down at least {} ({})",
+                format_duration(l.value),
+                l.why
+            ));
+        }
+        out
+    }
+}
+
+/// A property a protocol promises: a checker and the parameters that make it mean what
+/// the protocol promises (a liveness bound derived from its timeouts, a resource name).
+/// A scenario's own `[check.NAME]` parameters override these, key by key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Promise {
+    pub check: &'static str,
+    /// A JSON object of checker parameters (may be empty).
+    pub params: serde_json::Value,
+}
+
+impl Promise {
+    pub fn new(check: &'static str) -> Promise {
+        Promise {
+            check,
+            params: serde_json::json!({}),
+        }
+    }
+
+    /// With parameter `key` set to `value`.
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Promise {
+        if let Some(map) = self.params.as_object_mut() {
+            map.insert(key.to_string(), value.into());
+        }
+        self
+    }
+
+    /// A liveness promise: `within` the bound, with its derivation stated in the report.
+    pub fn within(self, bound: Duration, derivation: impl Into<String>) -> Promise {
+        self.with("within", format_duration(bound))
+            .with("bound", derivation.into())
+    }
+}

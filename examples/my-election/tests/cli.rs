@@ -1,0 +1,108 @@
+//! The whole `tenure` command line for this crate's own protocol (`src/bin/my-election.rs`):
+//! `verify` passes on the crate's scenario files, `fuzz` finds the planted bug in
+//! `scenarios/planted-bug.toml`, and `shrink` cuts the saved case to at most 3 fault
+//! events. As the tutorial shows with `cargo run -p my-election -- ...`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_my-election"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn verify_passes_on_the_crates_own_scenarios() {
+    let o = bin().args(["verify", "scenarios"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("my-election"), "{}", text(&o));
+}
+
+#[test]
+fn list_shows_the_crates_protocol_and_its_variants() {
+    let o = bin().arg("list").output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("my-election") && t.contains("vote-twice"), "{t}");
+}
+
+#[test]
+fn fuzz_finds_the_planted_bug_and_shrink_cuts_it_to_three_faults() {
+    let out = out_dir("fuzz-planted");
+    let o = bin()
+        .args([
+            "fuzz",
+            "scenarios/planted-bug.toml",
+            "--seeds",
+            "0..300",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("single-leader-per-term"), "{t}");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    cases.sort();
+    let case = cases.first().expect("a saved case");
+    let stem = case.file_stem().unwrap().to_string_lossy().to_string();
+    let seed: u64 = stem
+        .split("-seed")
+        .nth(1)
+        .and_then(|s| s.split('-').next())
+        .and_then(|s| s.parse().ok())
+        .expect("the seed in the case's name");
+    let o = bin()
+        .args(["shrink"])
+        .arg(case)
+        .args(["--seed", &seed.to_string()])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let faults = t
+        .lines()
+        .find_map(|l| {
+            let rest = l.trim().strip_prefix("after:")?;
+            rest.split_whitespace().next()?.parse::<usize>().ok()
+        })
+        .unwrap_or_else(|| panic!("an `after:` line: {t}"));
+    assert!(faults <= 3, "shrunk to {faults} fault events: {t}");
+}
+
+#[test]
+fn the_correct_variant_passes_the_same_fuzz() {
+    let out = out_dir("fuzz-correct");
+    let o = bin()
+        .args([
+            "fuzz",
+            "scenarios/correct-under-chaos.toml",
+            "--seeds",
+            "0..100",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}

@@ -1,0 +1,70 @@
+//! Verdicts mean what they say (issue 10): within its declared assumptions a correct
+//! variant never fails, under every profile that draws within them; and every failure a
+//! profile finds beyond them names the assumption it broke.
+//!
+//! The suite runs `SEEDS_PER_CELL` seeds per (protocol, profile) cell. The long run is a
+//! command, not a test:
+//! `for p in $(tenure list --names); do for x in calm partitions clocks pauses crashes chaos; do
+//! tenure fuzz --protocol $p --profile $x --seeds 0..2000; done; done`.
+
+use std::sync::atomic::AtomicBool;
+use tenure_fuzz::{fuzz, FuzzOptions, SeedResult, Target, WITHIN_PROFILES};
+
+/// Seeds per cell in the suite (the closing note reports 2,000 per cell, run by hand).
+const SEEDS_PER_CELL: u64 = 40;
+
+fn failures(target: &Target, seeds: std::ops::Range<u64>) -> Vec<String> {
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let options = FuzzOptions {
+        jobs,
+        ..FuzzOptions::default()
+    };
+    let stop = AtomicBool::new(false);
+    let mut out = Vec::new();
+    fuzz(target, seeds, &options, &stop, |o| match &o.result {
+        SeedResult::Pass => {}
+        SeedResult::Fail(f) => out.push(format!(
+            "seed {}: {} at {}: {} {:?}",
+            o.seed, f.checker, f.time, f.message, f.beyond
+        )),
+        other => out.push(format!("seed {}: {other:?}", o.seed)),
+    });
+    out
+}
+
+#[test]
+fn correct_variants_pass_every_profile_within_their_assumptions() {
+    let zoo = crate::support::zoo();
+    let mut bad = Vec::new();
+    for entry in zoo.entries() {
+        for profile in WITHIN_PROFILES {
+            let target = Target::for_protocol(&zoo, entry.info.name, None, Some(profile))
+                .unwrap_or_else(|e| panic!("{}: {e}", entry.info.name));
+            for f in failures(&target, 0..SEEDS_PER_CELL) {
+                bad.push(format!("{} / {profile}: {f}", entry.info.name));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "correct variants failed within their assumptions:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn a_failure_beyond_the_assumptions_names_the_assumption_it_broke() {
+    // redis-lock declares that a holder's pauses stay under its TTL margin; the `beyond`
+    // profile draws longer ones, and every failure it finds must say which assumption
+    // its faults broke (a correct variant has no other way to fail).
+    let zoo = crate::support::zoo();
+    let target = Target::for_protocol(&zoo, "redis-lock", None, Some("beyond")).unwrap();
+    let found = failures(&target, 0..200);
+    assert!(
+        !found.is_empty(),
+        "beyond-assumption faults break the unfenced lock"
+    );
+    for f in &found {
+        assert!(f.contains("beyond assumption"), "{f}");
+    }
+}
