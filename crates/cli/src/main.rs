@@ -4,6 +4,7 @@
 //! failed, 2 bad input or usage, 3 internal error (a bug in tenure or a protocol,
 //! nondeterminism included).
 
+mod cmd_check_history;
 mod cmd_check_model;
 mod cmd_compare;
 mod cmd_experiment;
@@ -56,6 +57,9 @@ enum Command {
     Fuzz(cmd_fuzz::FuzzArgs),
     /// Cut a failing scenario down to a minimal one that fails the same way.
     Shrink(cmd_shrink::ShrinkArgs),
+    /// Check a client history (Jepsen EDN, Porcupine/Jepsen log, JSON lines) for
+    /// linearizability against a model: 0 linearizable, 1 not, 3 unknown after --timeout.
+    CheckHistory(cmd_check_history::CheckHistoryArgs),
 }
 
 /// How a command ended.
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
         Command::CheckModel(args) => cmd_check_model::check_model(args),
         Command::Fuzz(args) => cmd_fuzz::run(args),
         Command::Shrink(args) => cmd_shrink::run(args),
+        Command::CheckHistory(args) => cmd_check_history::run(args),
     });
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),
