@@ -1,8 +1,8 @@
 //! Histories in and out:
 //!
 //! * `jepsen-log`: the Jepsen etcd logs of Porcupine's test data
-//!   (`INFO  jepsen.util - 3	:invoke	:cas	[1 4]`); other log lines and the nemesis's are
-//!   skipped.
+//!   (`INFO  jepsen.util - 3 :invoke :cas [1 4]`, fields separated by tabs or
+//!   spaces); other log lines and the nemesis's are skipped.
 //! * `edn`: Jepsen EDN histories, one operation map per line
 //!   (`{:process 0, :type :invoke, :f :write, :value 3}`, also Porcupine's kv histories,
 //!   which add `:key`) or one vector of them. The maps are read with the `edn-rs` crate;

@@ -281,7 +281,8 @@ pub fn check_with<M: Model>(
         }
     }
     // P-compositionality: one sub-history per key, keys in order.
-    let mut partitions: BTreeMap<Option<&Value>, Vec<Item<'_, M::Input, M::Output>>> =
+    type Partition<'p, I, O> = Vec<Item<'p, I, O>>;
+    let mut partitions: BTreeMap<Option<&Value>, Partition<'_, M::Input, M::Output>> =
         BTreeMap::new();
     for (index, p) in &prepared {
         let op = &ops[*index];
@@ -323,10 +324,16 @@ pub fn check_with<M: Model>(
     Ok(report)
 }
 
+/// A prepared operation with its index in the history.
+type Numbered<M> = (
+    usize,
+    model::Prepared<<M as Model>::Input, <M as Model>::Output>,
+);
+
 fn counterexample<M: Model>(
     model: &M,
     ops: &[Op],
-    prepared: &[(usize, model::Prepared<M::Input, M::Output>)],
+    prepared: &[Numbered<M>],
     key: Option<Value>,
     prefix: &[usize],
     stuck: Option<usize>,

@@ -16,6 +16,9 @@ pub struct Prepared<I, O> {
     pub output: O,
 }
 
+/// What [`Model::prepare`] makes of an operation: `None` leaves it out.
+pub type PrepareResult<I, O> = Result<Option<Prepared<I, O>>, String>;
+
 /// A sequential object: a state, and which (input, output) steps it allows from it.
 pub trait Model: Sync {
     type State: Clone + Eq + Hash + Debug;
@@ -28,7 +31,7 @@ pub trait Model: Sync {
     /// The operation in the model's terms, `Ok(None)` to leave it out (an operation
     /// that certainly had no effect and whose result says nothing, e.g. a failed read),
     /// or an error naming what is wrong with it (unknown `f`, malformed value).
-    fn prepare(&self, op: &Op) -> Result<Option<Prepared<Self::Input, Self::Output>>, String>;
+    fn prepare(&self, op: &Op) -> PrepareResult<Self::Input, Self::Output>;
     /// The state after `input` returned `output` in `state`, or `None` if the object
     /// cannot return that there.
     fn step(

@@ -10,7 +10,7 @@
 //!   an unknown cas may have done either.
 
 use crate::linearizability::history::{Op, Outcome, Value};
-use crate::linearizability::model::{unknown_f, Model, Prepared};
+use crate::linearizability::model::{unknown_f, Model, PrepareResult, Prepared};
 
 pub const NAME: &str = "cas-register";
 
@@ -48,7 +48,7 @@ impl Model for CasRegister {
         Value::Nil
     }
 
-    fn prepare(&self, op: &Op) -> Result<Option<Prepared<Input, Output>>, String> {
+    fn prepare(&self, op: &Op) -> PrepareResult<Input, Output> {
         let key = op.key.clone();
         let prepared = |input, output| {
             Ok(Some(Prepared {

@@ -9,7 +9,7 @@
 //! * `read` returns the value; a failed or unknown read is left out.
 
 use crate::linearizability::history::{Op, Outcome, Value};
-use crate::linearizability::model::{unknown_f, Model, Prepared};
+use crate::linearizability::model::{unknown_f, Model, PrepareResult, Prepared};
 
 pub const NAME: &str = "fencing";
 
@@ -53,7 +53,7 @@ impl Model for Fencing {
         }
     }
 
-    fn prepare(&self, op: &Op) -> Result<Option<Prepared<Input, Output>>, String> {
+    fn prepare(&self, op: &Op) -> PrepareResult<Input, Output> {
         let key = op.key.clone();
         match op.f.as_str() {
             "read" => {

@@ -8,7 +8,7 @@
 //! invocation, or never.
 
 use crate::linearizability::history::{Op, Outcome, Value};
-use crate::linearizability::model::{unknown_f, Model, Prepared};
+use crate::linearizability::model::{unknown_f, Model, PrepareResult, Prepared};
 
 pub const NAME: &str = "kv";
 
@@ -43,7 +43,7 @@ impl Model for Kv {
         Value::Nil
     }
 
-    fn prepare(&self, op: &Op) -> Result<Option<Prepared<Input, Option<Value>>>, String> {
+    fn prepare(&self, op: &Op) -> PrepareResult<Input, Option<Value>> {
         let Some(key) = op.key.clone() else {
             return Err(format!("kv operation {} has no :key", op.f));
         };

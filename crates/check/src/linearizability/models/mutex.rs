@@ -6,7 +6,7 @@
 //! effect at any point after its invocation, or never.
 
 use crate::linearizability::history::{Op, Outcome};
-use crate::linearizability::model::{unknown_f, Model, Prepared};
+use crate::linearizability::model::{unknown_f, Model, PrepareResult, Prepared};
 
 pub const NAME: &str = "mutex";
 
@@ -33,7 +33,7 @@ impl Model for Mutex {
         None
     }
 
-    fn prepare(&self, op: &Op) -> Result<Option<Prepared<Input, ()>>, String> {
+    fn prepare(&self, op: &Op) -> PrepareResult<Input, ()> {
         let input = match op.f.as_str() {
             "lock" | "acquire" => Input::Lock {
                 process: op.process,

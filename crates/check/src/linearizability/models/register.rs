@@ -6,7 +6,7 @@
 //! unknown outcome says nothing and is left out.
 
 use crate::linearizability::history::{Op, Outcome, Value};
-use crate::linearizability::model::{unknown_f, Model, Prepared};
+use crate::linearizability::model::{unknown_f, Model, PrepareResult, Prepared};
 
 pub const NAME: &str = "register";
 
@@ -33,7 +33,7 @@ impl Model for Register {
         Value::Nil
     }
 
-    fn prepare(&self, op: &Op) -> Result<Option<Prepared<Input, Option<Value>>>, String> {
+    fn prepare(&self, op: &Op) -> PrepareResult<Input, Option<Value>> {
         let key = op.key.clone();
         Ok(match (op.f.as_str(), op.outcome) {
             ("read", Outcome::Ok) => Some(Prepared {
