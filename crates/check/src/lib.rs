@@ -37,6 +37,7 @@ pub mod exactly_once;
 pub mod fencing_safety;
 pub mod leader_liveness;
 pub mod lease_safety;
+pub mod linearizability;
 pub mod lock_liveness;
 pub mod mutual_exclusion;
 pub mod no_lost_update;

@@ -9,12 +9,7 @@
 //! failed, 2 bad input or usage, 3 internal error (a bug in tenure or a protocol,
 //! nondeterminism included).
 
-#[cfg(not(madsim))]
-compile_error!(
-    "tenure must be built in simulation mode: add `[build] rustflags = [\"--cfg\", \"madsim\"]` \
-     to your workspace's .cargo/config.toml (see the tutorial)"
-);
-
+mod cmd_check_history;
 mod cmd_check_model;
 mod cmd_compare;
 mod cmd_experiment;
@@ -85,6 +80,9 @@ enum Command {
     Fuzz(cmd_fuzz::FuzzArgs),
     /// Cut a failing scenario down to a minimal one that fails the same way.
     Shrink(cmd_shrink::ShrinkArgs),
+    /// Check a client history (Jepsen EDN, Porcupine/Jepsen log, JSON lines) for
+    /// linearizability against a model: 0 linearizable, 1 not, 3 unknown after --timeout.
+    CheckHistory(cmd_check_history::CheckHistoryArgs),
 }
 
 /// How a command ended.
@@ -135,6 +133,7 @@ pub fn main<C: Catalogue>(catalogue: C) -> ExitCode {
         Command::CheckModel(args) => cmd_check_model::check_model(args, tools),
         Command::Fuzz(args) => cmd_fuzz::run(args, tools),
         Command::Shrink(args) => cmd_shrink::run(args, tools),
+        Command::CheckHistory(args) => cmd_check_history::run(args),
     }));
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),
