@@ -31,10 +31,38 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Longest simulated `duration` a scenario may ask for (default 1h).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    max_duration: Option<std::time::Duration>,
+    /// Most nodes a scenario's cluster may have (default 2048).
+    #[arg(long, global = true, value_name = "N")]
+    max_nodes: Option<u32>,
+    /// Most `[[fault]]` events a scenario may list (default 10000).
+    #[arg(long, global = true, value_name = "N")]
+    max_faults: Option<usize>,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    tenure_core::parse_duration(text)
+}
+
+impl Cli {
+    /// The scenario limits: the defaults, raised (or lowered) by the flags.
+    fn limits(&self) -> tenure_scenario::Limits {
+        let d = tenure_scenario::Limits::DEFAULT;
+        tenure_scenario::Limits {
+            max_duration: self.max_duration.unwrap_or(d.max_duration),
+            max_nodes: self.max_nodes.unwrap_or(d.max_nodes),
+            max_fault_events: self.max_faults.unwrap_or(d.max_fault_events),
+        }
+    }
 }
 
 const EXIT_CODES: &str =
     "Exit codes: 0 all checks passed, 1 a check failed, 2 bad input or usage, 3 internal error.\n\
+Limits: scenarios may simulate at most 1h on at most 2048 nodes with at most 10000 fault events; \
+a file over a limit is refused (exit 2) naming the field and the limit. Raise them with \
+--max-duration, --max-nodes, --max-faults.\n\
 Logs: set RUST_LOG (e.g. RUST_LOG=info) to see faults and events, stamped with simulated time.";
 
 #[derive(Subcommand, Debug)]
@@ -78,6 +106,11 @@ impl Outcome {
     }
 }
 
+/// `1 seed`, `2 seeds`: a count with its noun in the right number.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// The path as the user would type it again (for replay commands).
 pub fn shown(path: &std::path::Path) -> String {
     path.display().to_string()
@@ -92,6 +125,7 @@ fn main() -> ExitCode {
         }
     };
     tenure_sim::log::init_logging();
+    tenure_scenario::set_limits(cli.limits());
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Run(args) => cmd_run::run(args),
         Command::Verify(args) => cmd_verify::verify(args),

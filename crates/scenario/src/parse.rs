@@ -247,6 +247,12 @@ pub(crate) fn de_error(
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join("; ");
+    let message = if message.is_empty() {
+        // toml says nothing for some syntax errors (`key =` with no value).
+        "this is not valid TOML here (a value is missing or malformed)".to_string()
+    } else {
+        message
+    };
     let message = match quoted_after(&message, "unknown field ") {
         Some(name) => {
             let expected: Vec<&str> = message
@@ -744,6 +750,12 @@ mod tests {
         let err = error("variant = = \"x\"\n");
         assert_error(&err, 4, "protocol.variant", "invalid string");
         assert_eq!(err.column, Some(11));
+    }
+
+    #[test]
+    fn a_key_without_a_value_has_a_reason() {
+        let err = error("variant =\n");
+        assert_error(&err, 4, "protocol.variant", "not valid TOML");
     }
 
     #[test]

@@ -84,7 +84,9 @@ impl Scenario {
         if total > u64::from(max) {
             return Err(self.error_at(
                 field,
-                format!("{total} nodes are more than the limit of {max}; raise it with --max-nodes"),
+                format!(
+                    "{total} nodes are more than the limit of {max}; raise it with --max-nodes"
+                ),
             ));
         }
         Cluster::new(specs).map_err(|e| self.error_at(field, e.to_string()))

@@ -30,7 +30,10 @@ mod tests {
         assert_eq!(closest("rafft", names), Some("raft"));
         assert_eq!(closest("redlok", names), Some("redlock"));
         assert_eq!(closest("zookeeper", names), None);
-        assert_eq!(closest("no-fence", ["correct", "no-fencing"]), Some("no-fencing"));
+        assert_eq!(
+            closest("no-fence", ["correct", "no-fencing"]),
+            Some("no-fencing")
+        );
         assert_eq!(did_you_mean("buly", names), "; did you mean `bully`?");
         assert_eq!(did_you_mean("paxos", names), "");
     }
