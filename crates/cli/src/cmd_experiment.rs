@@ -36,7 +36,7 @@ pub struct ElectionTimeArgs {
     ranges: Vec<String>,
     /// Worker threads; the results are the same for any number [default: the number
     /// of CPUs]
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse_jobs)]
     jobs: Option<usize>,
     /// Print one JSON object per range (JSON lines) instead of the table.
     #[arg(long)]

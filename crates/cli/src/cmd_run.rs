@@ -1,5 +1,6 @@
 //! `tenure run FILE`: one scenario, one seed.
 
+use crate::output::Kind;
 use crate::report::{expectation_text, json_report, narrative, protocol_label, replay_command};
 use crate::{shown, Outcome};
 use clap::Args;
@@ -40,24 +41,6 @@ pub fn prepare(file: &std::path::Path) -> Result<Prepared, Outcome> {
     })
 }
 
-/// Refuses to write an output over an input.
-pub fn check_output(out: &std::path::Path, inputs: &[&std::path::Path]) -> Result<(), Outcome> {
-    for input in inputs {
-        if std::fs::canonicalize(out)
-            .ok()
-            .is_some_and(|o| std::fs::canonicalize(input).ok() == Some(o))
-        {
-            eprintln!(
-                "tenure: refusing to write {} over the input file {}",
-                out.display(),
-                input.display()
-            );
-            return Err(Outcome::BadInput);
-        }
-    }
-    Ok(())
-}
-
 pub fn write_trace(path: &std::path::Path, trace: &[TraceEvent]) -> Result<(), Outcome> {
     let mut text = String::with_capacity(trace.len() * 96);
     for e in trace {
@@ -75,9 +58,15 @@ pub fn run(args: RunArgs) -> Outcome {
         Ok(p) => p,
         Err(o) => return o,
     };
-    for out in args.trace.iter().chain(&args.timeline) {
-        if let Err(o) = check_output(out, &[&args.file]) {
-            return o;
+    // Output errors come before the run, so a bad path costs nothing and the verdict
+    // is never lost to a write error at the end.
+    let outputs = [(&args.trace, Kind::Trace), (&args.timeline, Kind::Timeline)];
+    for (out, kind) in outputs {
+        if let Some(out) = out {
+            if let Err(e) = crate::output::check(out, kind, &[&args.file]) {
+                eprintln!("tenure: {e}");
+                return Outcome::BadInput;
+            }
         }
     }
     let file = shown(&args.file);

@@ -12,6 +12,7 @@ mod cmd_list;
 mod cmd_run;
 mod cmd_shrink;
 mod cmd_verify;
+mod output;
 mod report;
 
 use clap::{Parser, Subcommand};
@@ -103,6 +104,25 @@ impl Outcome {
             Outcome::BadInput => 2,
             Outcome::Internal => 3,
         }
+    }
+}
+
+/// The most worker threads `--jobs` may ask for.
+pub const MAX_JOBS: usize = 256;
+
+/// `--jobs N`: from 1 to [`MAX_JOBS`] (0 used to mean 1 silently; 100000 threads would
+/// only exhaust the machine).
+pub fn parse_jobs(text: &str) -> Result<usize, String> {
+    let n: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of worker threads"))?;
+    match n {
+        0 => Err("must be at least 1".to_string()),
+        n if n > MAX_JOBS => Err(format!(
+            "{n} is more than the limit of {MAX_JOBS} worker threads"
+        )),
+        n => Ok(n),
     }
 }
 
