@@ -277,8 +277,8 @@ fn print_report(args: &CheckModelArgs, q: &Query, report: &Report) -> Outcome {
             None => println!("no violation within the bounds"),
         }
         println!(
-            "explored {} states, {} unique, depth reached {}, {}, {:.0} states/s ({:.2}s)",
-            report.states_explored,
+            "explored {}, {} unique, depth reached {}, {}, {:.0} states/s ({:.2}s)",
+            crate::plural(report.states_explored, "state", "states"),
             report.unique_states,
             report.max_depth_reached,
             how_far(report),
@@ -323,11 +323,11 @@ fn print_walks(
             None => println!("no violation in any walk"),
         }
         println!(
-            "walked {} seeds ({}..{}), {} steps in all, depth <= {}",
-            report.seeds_run,
+            "walked {} ({}..{}), {} in all, depth <= {}",
+            crate::plural(report.seeds_run, "seed", "seeds"),
             seeds.start,
             seeds.end,
-            report.steps_total,
+            crate::plural(report.steps_total, "step", "steps"),
             if q.bounds.max_depth == WALK_DEPTH {
                 format!("{WALK_DEPTH} (walk default)")
             } else {

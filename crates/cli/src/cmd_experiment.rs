@@ -176,16 +176,19 @@ fn run_all(
             };
             total += n;
             eprintln!(
-                "election-time: {} ms: {n} trials in {:.1}s",
+                "election-time: {} ms: {} in {:.1}s",
                 range_label(range),
+                crate::plural(n as u64, "trial", "trials"),
                 began.elapsed().as_secs_f64()
             );
             result
         })
         .collect();
     eprintln!(
-        "election-time: {total} trials in {:.1}s on {jobs} thread(s)",
-        start.elapsed().as_secs_f64()
+        "election-time: {} in {:.1}s on {}",
+        crate::plural(total as u64, "trial", "trials"),
+        start.elapsed().as_secs_f64(),
+        crate::plural(jobs as u64, "thread", "threads")
     );
     results
 }

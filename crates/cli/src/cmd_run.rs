@@ -73,9 +73,9 @@ pub fn run(args: RunArgs) -> Outcome {
     let s: &Scenario = &prepared.scenario;
     let seed = args.seed.unwrap_or(s.seed);
     eprintln!(
-        "tenure: {file} ({}, {} nodes, {} simulated) seed {seed}",
+        "tenure: {file} ({}, {}, {} simulated) seed {seed}",
         protocol_label(s),
-        prepared.cluster.size(),
+        crate::plural(prepared.cluster.size() as u64, "node", "nodes"),
         tenure_core::format_duration(s.duration)
     );
     let options = RunOptions {
@@ -105,8 +105,8 @@ pub fn run(args: RunArgs) -> Outcome {
             return Outcome::Internal;
         }
         eprintln!(
-            "tenure: deterministic: two runs gave identical traces ({} events)",
-            a.len()
+            "tenure: deterministic: two runs gave identical traces ({})",
+            crate::plural(a.len() as u64, "event", "events")
         );
     }
 
@@ -135,19 +135,21 @@ pub fn run(args: RunArgs) -> Outcome {
         let names: Vec<&str> = s.checks.iter().map(|c| c.name.as_str()).collect();
         let stats = &report.stats;
         if report.passed() {
-            println!(
-                "PASS {file} ({label}) seed {seed}: {} check{} passed [{}]; {} simulated, {} messages",
-                names.len(),
-                if names.len() == 1 { "" } else { "s" },
+            anstream::println!(
+                "{} {file} ({label}) seed {seed}: {} passed [{}]; {} simulated, {}",
+                crate::colour::pass("PASS"),
+                crate::plural(names.len() as u64, "check", "checks"),
                 names.join(", "),
                 tenure_core::format_duration(s.duration),
-                stats.messages_sent
+                crate::plural(stats.messages_sent, "message", "messages")
             );
         } else {
             for v in &report.violations {
-                println!(
-                    "FAIL {file} ({label}) seed {seed}: {} violated at {}",
-                    v.checker, v.time
+                anstream::println!(
+                    "{} {file} ({label}) seed {seed}: {} violated at {}",
+                    crate::colour::fail("FAIL"),
+                    v.checker,
+                    v.time
                 );
                 println!("  {}", v.message);
                 println!("  events leading to it (* = involved):");

@@ -96,14 +96,16 @@ pub fn verify(args: VerifyArgs) -> Outcome {
             });
             println!("{j}");
         } else if report.expectation_met {
-            println!(
-                "ok    {file} ({}) seed {}: {got}, as expected",
+            anstream::println!(
+                "{}    {file} ({}) seed {}: {got}, as expected",
+                crate::colour::pass("ok"),
                 protocol_label(s),
                 s.seed
             );
         } else {
-            println!(
-                "FAIL  {file} ({}) seed {}: expected {}, got {got}",
+            anstream::println!(
+                "{}  {file} ({}) seed {}: expected {}, got {got}",
+                crate::colour::fail("FAIL"),
                 protocol_label(s),
                 s.seed,
                 expectation_text(&s.expect)

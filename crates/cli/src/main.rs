@@ -12,6 +12,7 @@ mod cmd_list;
 mod cmd_run;
 mod cmd_shrink;
 mod cmd_verify;
+mod colour;
 mod output;
 mod report;
 
