@@ -98,7 +98,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    fn code(self) -> u8 {
+    pub fn code(self) -> u8 {
         match self {
             Outcome::Passed => 0,
             Outcome::CheckFailed => 1,
