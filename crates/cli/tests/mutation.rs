@@ -134,7 +134,7 @@ fn mutate(source: &str, rng: &mut Rng) -> Vec<u8> {
             while !text.is_char_boundary(cut) {
                 cut -= 1;
             }
-            return text[..cut].as_bytes().to_vec();
+            return text.as_bytes()[..cut].to_vec();
         }
         7 => {
             let mut bytes = lines.join("\n").into_bytes();

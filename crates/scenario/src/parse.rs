@@ -754,7 +754,8 @@ mod tests {
 
     #[test]
     fn a_key_without_a_value_has_a_reason() {
-        let err = error("variant =\n");
+        // At the end of the file (no newline), toml's own message is empty.
+        let err = error("variant =");
         assert_error(&err, 4, "protocol.variant", "not valid TOML");
     }
 
