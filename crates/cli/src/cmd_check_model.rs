@@ -127,7 +127,13 @@ pub fn check_model(args: CheckModelArgs) -> Outcome {
     match run(&args) {
         Ok(outcome) => outcome,
         Err(e) => {
-            eprintln!("tenure check-model: {e}");
+            let text = e.to_string();
+            let text = match e.field.as_str() {
+                "protocol" => crate::suggest_in(&text, &args.protocol),
+                "variant" => crate::suggest_in(&text, &args.variant),
+                _ => text,
+            };
+            eprintln!("tenure check-model: {text}");
             Outcome::BadInput
         }
     }

@@ -198,8 +198,14 @@ fn target(args: &FuzzArgs) -> Result<(Target, String), Outcome> {
             Ok((target, shown(file)))
         }
         (None, Some(protocol)) => {
-            let target = Target::for_protocol(protocol, args.variant.as_deref(), profile)
-                .map_err(|e| bad(e.message))?;
+            let target =
+                Target::for_protocol(protocol, args.variant.as_deref(), profile).map_err(|e| {
+                    let name = match &args.variant {
+                        Some(v) if !e.message.starts_with("unknown protocol") => v,
+                        _ => protocol,
+                    };
+                    bad(crate::suggest_in(&e.message, name))
+                })?;
             let label = format!("{} (built in)", target.label());
             Ok((target, label))
         }

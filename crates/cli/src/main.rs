@@ -108,6 +108,19 @@ impl Outcome {
     }
 }
 
+/// `message` (an error ending in a list of known names, `...: a, b, c`) with "did you
+/// mean" added when one of those names is close to `name`.
+pub fn suggest_in(message: &str, name: &str) -> String {
+    let list = message.rsplit_once(": ").map_or("", |(_, l)| l);
+    let names = list
+        .split(", ")
+        .map(|n| n.trim_matches(|c: char| c == '`' || c == '.' || c.is_whitespace()));
+    format!(
+        "{message}{}",
+        tenure_scenario::suggest::did_you_mean(name, names)
+    )
+}
+
 /// The most worker threads `--jobs` may ask for.
 pub const MAX_JOBS: usize = 256;
 

@@ -288,3 +288,30 @@ fn shrink_never_writes_into_the_scenario_folder_and_has_out_and_json() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("is not a directory"), "{}", text(&o));
 }
+
+#[test]
+fn typos_in_names_get_a_suggestion() {
+    let o = tenure(&["fuzz", "--protocol", "rafft", "--seeds", "0..1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("did you mean `raft`?"), "{}", text(&o));
+    let o = tenure(&[
+        "fuzz",
+        "--protocol",
+        "raft",
+        "--variant",
+        "forget-vot",
+        "--seeds",
+        "0..1",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("did you mean `forget-vote`?"),
+        "{}",
+        text(&o)
+    );
+    let o = tenure(&["check-model", "--protocol", "buly"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("did you mean `bully`?"), "{}", text(&o));
+    let o = tenure(&["check-model", "--protocol", "paxos"]);
+    assert!(!text(&o).contains("did you mean"), "{}", text(&o));
+}
