@@ -4,8 +4,8 @@ use crate::cmd_run::prepare;
 use crate::report::{expectation_text, protocol_label, replay_command};
 use crate::{plural, scenario_files, shown, Outcome};
 use clap::Args;
-use std::path::PathBuf;
-use tenure_sim::RunOptions;
+use std::path::{Path, PathBuf};
+use tenure_sim::{Prepared, Report, RunOptions};
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
@@ -26,30 +26,46 @@ pub fn verify(args: VerifyArgs) -> Outcome {
         }
     };
     if files.is_empty() {
-        eprintln!("tenure: no scenario files (*.toml) under {:?}", args.paths);
+        let paths: Vec<String> = args.paths.iter().map(|p| shown(p)).collect();
+        eprintln!(
+            "tenure: no scenario files (*.toml) under {}",
+            paths.join(", ")
+        );
         return Outcome::BadInput;
     }
+    verify_files(&files, args.json, &mut run_one)
+}
+
+/// Prepares and runs one scenario with its own seed (an invalid one: its error printed).
+fn run_one(path: &Path) -> Result<(Prepared, Report), Outcome> {
+    let prepared = prepare(path)?;
+    let report = prepared.run(
+        prepared.scenario.seed,
+        &RunOptions {
+            trace: true,
+            stop_at_first_violation: false,
+        },
+    );
+    Ok((prepared, report))
+}
+
+/// Runs every file with `run`, prints a line per file and the summary.
+fn verify_files(
+    files: &[PathBuf],
+    json: bool,
+    run: &mut dyn FnMut(&Path) -> Result<(Prepared, Report), Outcome>,
+) -> Outcome {
     let (mut met, mut unmet, mut invalid, mut internal) = (0usize, 0usize, 0usize, 0usize);
-    for path in &files {
+    for path in files {
         let file = shown(path);
         // A panic (a bug in tenure or a protocol) is that file's internal error; the
         // other files still run and the summary still prints.
-        let attempt = std::panic::catch_unwind(|| {
-            let prepared = prepare(path)?;
-            let report = prepared.run(
-                prepared.scenario.seed,
-                &RunOptions {
-                    trace: true,
-                    stop_at_first_violation: false,
-                },
-            );
-            Ok::<_, Outcome>((prepared, report))
-        });
+        let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(path)));
         let (prepared, report) = match attempt {
             Ok(Ok(done)) => done,
             Ok(Err(_)) => {
                 invalid += 1;
-                if args.json {
+                if json {
                     println!(
                         "{}",
                         serde_json::json!({"scenario": file, "status": "invalid"})
@@ -62,7 +78,7 @@ pub fn verify(args: VerifyArgs) -> Outcome {
             Err(panic) => {
                 internal += 1;
                 let what = panic_text(&panic);
-                if args.json {
+                if json {
                     println!(
                         "{}",
                         serde_json::json!({"scenario": file, "status": "internal-error", "message": what})
@@ -87,7 +103,7 @@ pub fn verify(args: VerifyArgs) -> Outcome {
         } else {
             unmet += 1;
         }
-        if args.json {
+        if json {
             let mut j = crate::report::json_report(s, &file, &report);
             j["status"] = serde_json::json!(if report.expectation_met {
                 "met"
@@ -151,4 +167,36 @@ pub fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "(no message)".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_file_is_an_internal_error_and_the_others_still_run() {
+        let good = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/bully/coordinator-crash.toml");
+        let files = vec![PathBuf::from("boom.toml"), good.clone()];
+        let mut ran = Vec::new();
+        let outcome = verify_files(&files, false, &mut |p| {
+            ran.push(p.to_path_buf());
+            if p.ends_with("boom.toml") {
+                panic!("boom");
+            }
+            run_one(p)
+        });
+        assert_eq!(outcome, Outcome::Internal);
+        assert_eq!(ran, files, "the file after the panic still ran");
+        let outcome = verify_files(&[good], false, &mut run_one);
+        assert_eq!(outcome, Outcome::Passed);
+    }
+
+    #[test]
+    fn panic_messages_are_read_from_str_and_string() {
+        let p = std::panic::catch_unwind(|| panic!("plain")).unwrap_err();
+        assert_eq!(panic_text(&p), "plain");
+        let p = std::panic::catch_unwind(|| panic!("{}", 7)).unwrap_err();
+        assert_eq!(panic_text(&p), "7");
+    }
 }
