@@ -36,8 +36,11 @@ pub fn verify(args: VerifyArgs) -> Outcome {
     verify_files(&files, args.json, &mut run_one)
 }
 
+/// A scenario prepared and run, or the outcome of failing to prepare it.
+type Ran = Result<(Prepared, Report), Outcome>;
+
 /// Prepares and runs one scenario with its own seed (an invalid one: its error printed).
-fn run_one(path: &Path) -> Result<(Prepared, Report), Outcome> {
+fn run_one(path: &Path) -> Ran {
     let prepared = prepare(path)?;
     let report = prepared.run(
         prepared.scenario.seed,
@@ -53,7 +56,7 @@ fn run_one(path: &Path) -> Result<(Prepared, Report), Outcome> {
 fn verify_files(
     files: &[PathBuf],
     json: bool,
-    run: &mut dyn FnMut(&Path) -> Result<(Prepared, Report), Outcome>,
+    run: &mut dyn FnMut(&Path) -> Ran,
 ) -> Outcome {
     let (mut met, mut unmet, mut invalid, mut internal) = (0usize, 0usize, 0usize, 0usize);
     for path in files {
