@@ -53,11 +53,7 @@ fn run_one(path: &Path) -> Ran {
 }
 
 /// Runs every file with `run`, prints a line per file and the summary.
-fn verify_files(
-    files: &[PathBuf],
-    json: bool,
-    run: &mut dyn FnMut(&Path) -> Ran,
-) -> Outcome {
+fn verify_files(files: &[PathBuf], json: bool, run: &mut dyn FnMut(&Path) -> Ran) -> Outcome {
     let (mut met, mut unmet, mut invalid, mut internal) = (0usize, 0usize, 0usize, 0usize);
     for path in files {
         let file = shown(path);
