@@ -315,3 +315,28 @@ fn typos_in_names_get_a_suggestion() {
     let o = tenure(&["check-model", "--protocol", "paxos"]);
     assert!(!text(&o).contains("did you mean"), "{}", text(&o));
 }
+
+#[test]
+fn experiment_out_onto_a_file_is_bad_input_before_the_trials() {
+    let dir = scratch("experiment-out");
+    let file = dir.join("plots.svg");
+    std::fs::write(&file, "mine").unwrap();
+    let o = tenure(&[
+        "experiment",
+        "election-time",
+        "--trials",
+        "1",
+        "--ranges",
+        "150-300",
+        "--out",
+        s(&file),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("is a file"), "{}", text(&o));
+    assert!(
+        !text(&o).contains("trials in"),
+        "refused before the trials: {}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+}
