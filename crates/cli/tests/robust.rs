@@ -334,7 +334,7 @@ fn experiment_out_onto_a_file_is_bad_input_before_the_trials() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("is a file"), "{}", text(&o));
     assert!(
-        !text(&o).contains("trials in"),
+        !text(&o).contains("trials in") && !text(&o).contains("trial in"),
         "refused before the trials: {}",
         text(&o)
     );
