@@ -68,12 +68,17 @@ impl NodeClock {
         }
         // Solve base_mono + (t - base_true) * rate >= deadline for the first t at or
         // after which the reading has reached the deadline.
-        let local_ns = (deadline.0 - self.base_mono) as f64;
+        let local_ns = (deadline.0 as f64) - (self.base_mono as f64);
         let mut t = self
             .base_true
             .saturating_add((local_ns / self.rate).ceil() as u64);
-        while self.monotonic(SimTime(t)) < deadline {
-            t += 1; // float rounding: at most a step or two
+        // Float rounding: at most a step or two. Bounded, so that a reading that
+        // saturates (a huge drift or offset) cannot spin here.
+        for _ in 0..16 {
+            if self.monotonic(SimTime(t)) >= deadline || t == u64::MAX {
+                break;
+            }
+            t += 1;
         }
         SimTime(t.max(now.0))
     }
@@ -115,6 +120,19 @@ mod tests {
             c.true_time_at(SimTime(100 * MS), LocalTime(300 * MS as i64)),
             SimTime(200 * MS)
         );
+    }
+
+    #[test]
+    fn extreme_clocks_saturate_instead_of_panicking_or_spinning() {
+        for (offset, drift) in [(i64::MAX - 5, 1e300), (i64::MIN + 5, 1e-300), (0, 1e18)] {
+            let mut c = NodeClock::new(offset, drift);
+            c.jump(i64::MAX);
+            let now = SimTime(5 * MS);
+            let far = LocalTime(c.monotonic(now).0.saturating_add(1));
+            assert!(c.true_time_at(now, far) >= now);
+            c.set_drift(now, 99.0);
+            assert!(c.true_time_at(now, LocalTime(i64::MAX)) >= now);
+        }
     }
 
     #[test]

@@ -168,7 +168,14 @@ impl<P: Protocol> Control<'_, P> {
         if let Some(x) = duplicate {
             d.duplicate = x;
         }
-        let detail = format!("{:?}", self.world.net.defaults);
+        let d = &self.world.net.defaults;
+        let detail = format!(
+            "latency = [\"{}\", \"{}\"], loss = {}, duplicate = {}",
+            tenure_core::format_duration(d.latency.0),
+            tenure_core::format_duration(d.latency.1),
+            d.loss,
+            d.duplicate
+        );
         self.fault("network", Vec::new(), detail);
     }
 

@@ -67,9 +67,13 @@ impl Prepared {
     pub fn new(scenario: Scenario, protocols: &Protocols) -> Result<Prepared, ScenarioError> {
         let Some(entry) = protocols.lookup(&scenario.protocol.name) else {
             let msg = format!(
-                "unknown protocol `{}`; known protocols: {}",
+                "unknown protocol `{}`; known protocols: {}{}",
                 scenario.protocol.name,
-                protocols.names().join(", ")
+                protocols.names().join(", "),
+                tenure_scenario::suggest::did_you_mean(
+                    &scenario.protocol.name,
+                    protocols.names().iter().copied()
+                )
             );
             return Err(scenario.error_at("protocol.name", msg));
         };
@@ -139,7 +143,12 @@ pub fn build_checkers(
                 } else {
                     format!("check.{}.{}", spec.name, e.field)
                 };
-                scenario.error_at(&path, e.message)
+                let mut message = e.message;
+                if message.starts_with("unknown checker") {
+                    let names = tenure_check::catalog().iter().map(|c| c.name);
+                    message += &tenure_scenario::suggest::did_you_mean(&spec.name, names);
+                }
+                scenario.error_at(&path, message)
             })
         })
         .collect()

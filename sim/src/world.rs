@@ -74,6 +74,8 @@ pub struct NodeSlot<P: Protocol> {
 /// Counters kept for every run (cheap; the full trace is optional).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Stats {
+    /// "Messages" wherever tenure counts them: sends by the nodes, each counted once
+    /// whatever its fate (dropped, delivered, or delivered twice).
     pub messages_sent: u64,
     pub messages_delivered: u64,
     pub messages_dropped: u64,

@@ -60,6 +60,58 @@ pub struct CheckModelArgs {
     /// Print a JSON report on stdout instead of text.
     #[arg(long)]
     json: bool,
+    /// Stop with an error (exit 2) when the process uses more memory than this, e.g.
+    /// 512MiB, 8GiB.
+    #[arg(long, value_name = "SIZE", default_value = "4GiB", value_parser = parse_size)]
+    max_memory: u64,
+}
+
+/// The most nodes an exhaustive search takes: its states grow exponentially with
+/// nodes, so more is never a legitimate bound (use `tenure fuzz` for large clusters).
+pub const MAX_MODEL_NODES: usize = 16;
+
+/// `512MiB`, `4GiB`, `4G`, `100000000` (bytes); units are powers of 1024.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size such as 512MiB or 4GiB"))?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => {
+            return Err(format!(
+                "`{text}`: unknown unit `{other}`; use KiB, MiB or GiB"
+            ))
+        }
+    };
+    let bytes = n
+        .checked_mul(scale)
+        .ok_or_else(|| format!("`{text}` is too large"))?;
+    if bytes < 16 << 20 {
+        return Err(format!("`{text}` is below 16MiB, too little to start"));
+    }
+    Ok(bytes)
+}
+
+/// `4.0GiB`-style text for a byte count.
+fn size_text(bytes: u64) -> String {
+    if bytes >= 1 << 30 {
+        format!("{:.1}GiB", bytes as f64 / f64::from(1u32 << 30))
+    } else {
+        format!("{}MiB", bytes >> 20)
+    }
+}
+
+/// This process's resident memory (Linux `/proc/self/statm`; `None` elsewhere).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -74,7 +126,13 @@ pub fn check_model(args: CheckModelArgs, tools: &Tools) -> Outcome {
     match run(&args, &tools.models) {
         Ok(outcome) => outcome,
         Err(e) => {
-            eprintln!("tenure check-model: {e}");
+            let text = e.to_string();
+            let text = match e.field.as_str() {
+                "protocol" => crate::suggest_in(&text, &args.protocol),
+                "variant" => crate::suggest_in(&text, &args.variant),
+                _ => text,
+            };
+            eprintln!("tenure check-model: {text}");
             Outcome::BadInput
         }
     }
@@ -97,7 +155,7 @@ fn run(args: &CheckModelArgs, models: &Models) -> Result<Outcome, ModelError> {
             Ok(print_walks(args, &query, &seeds, &report))
         }
         None => {
-            let report = models.check_model_with(&query, &mut progress_printer())?;
+            let report = models.check_model_with(&query, &mut progress_printer(args.max_memory))?;
             Ok(print_report(args, &query, &report))
         }
     }
@@ -109,6 +167,15 @@ fn apply(args: &CheckModelArgs, query: &mut Query) -> Result<(), ModelError> {
     }
     if let Some(roles) = &args.roles {
         query.set_roles(roles)?;
+    }
+    if query.cluster.size() > MAX_MODEL_NODES {
+        return Err(ModelError {
+            field: if args.roles.is_some() { "roles" } else { "nodes" }.to_string(),
+            message: format!(
+                "{} nodes are more than the model checker's limit of {MAX_MODEL_NODES} (its states grow exponentially with nodes); use `tenure fuzz` or `tenure run` for large clusters",
+                query.cluster.size()
+            ),
+        });
     }
     let b = &mut query.bounds;
     if let Some(d) = args.max_depth {
@@ -195,13 +262,24 @@ fn describe(q: &Query) -> String {
     )
 }
 
-/// Prints progress on stderr about once a second of wall time.
+/// Prints progress on stderr about once a second of wall time, and stops the process
+/// (exit 2) when its memory passes `max_memory`.
 // Wall time decides only when to print; it never affects the exploration.
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-fn progress_printer() -> impl FnMut(&Progress) {
+fn progress_printer(max_memory: u64) -> impl FnMut(&Progress) {
     let started = std::time::Instant::now();
     let mut last = started;
     move |p: &Progress| {
+        if let Some(rss) = resident_bytes().filter(|r| *r > max_memory) {
+            eprintln!(
+                "tenure check-model: field `max-memory`: memory use {} is above the limit of {} after {} unique states (depth {}); lower --max-states or --max-depth, or raise --max-memory",
+                size_text(rss),
+                size_text(max_memory),
+                p.unique_states,
+                p.depth
+            );
+            std::process::exit(i32::from(Outcome::BadInput.code()));
+        }
         let now = std::time::Instant::now();
         if now.duration_since(last).as_secs_f64() < 1.0 {
             return;
@@ -276,8 +354,8 @@ fn print_report(args: &CheckModelArgs, q: &Query, report: &Report) -> Outcome {
             None => println!("no violation within the bounds"),
         }
         println!(
-            "explored {} states, {} unique, depth reached {}, {}, {:.0} states/s ({:.2}s)",
-            report.states_explored,
+            "explored {}, {} unique, depth reached {}, {}, {:.0} states/s ({:.2}s)",
+            crate::plural(report.states_explored, "state", "states"),
             report.unique_states,
             report.max_depth_reached,
             how_far(report),
@@ -322,11 +400,11 @@ fn print_walks(
             None => println!("no violation in any walk"),
         }
         println!(
-            "walked {} seeds ({}..{}), {} steps in all, depth <= {}",
-            report.seeds_run,
+            "walked {} ({}..{}), {} in all, depth <= {}",
+            crate::plural(report.seeds_run, "seed", "seeds"),
             seeds.start,
             seeds.end,
-            report.steps_total,
+            crate::plural(report.steps_total, "step", "steps"),
             if q.bounds.max_depth == WALK_DEPTH {
                 format!("{WALK_DEPTH} (walk default)")
             } else {
@@ -338,5 +416,30 @@ fn print_walks(
         Outcome::CheckFailed
     } else {
         Outcome::Passed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_with_binary_units() {
+        assert_eq!(parse_size("4GiB"), Ok(4 << 30));
+        assert_eq!(parse_size("512m"), Ok(512 << 20));
+        assert_eq!(parse_size("33554432"), Ok(32 << 20));
+        assert!(parse_size("1MiB").unwrap_err().contains("below 16MiB"));
+        assert!(parse_size("4TB").unwrap_err().contains("unknown unit"));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("99999999999999999999G").is_err());
+        assert_eq!(size_text(4 << 30), "4.0GiB");
+        assert_eq!(size_text(300 << 20), "300MiB");
+    }
+
+    #[test]
+    fn this_process_has_a_resident_size() {
+        if cfg!(target_os = "linux") {
+            assert!(resident_bytes().is_some_and(|b| b > 0));
+        }
     }
 }

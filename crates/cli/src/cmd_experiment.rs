@@ -36,7 +36,7 @@ pub struct ElectionTimeArgs {
     ranges: Vec<String>,
     /// Worker threads; the results are the same for any number [default: the number
     /// of CPUs]
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse_jobs)]
     jobs: Option<usize>,
     /// Print one JSON object per range (JSON lines) instead of the table.
     #[arg(long)]
@@ -105,6 +105,10 @@ fn election_time(args: ElectionTimeArgs) -> Outcome {
         ..Setup::default()
     };
 
+    // The plots' folder is checked before the trials, so a bad --out costs nothing.
+    if let Err(e) = check_out_dir(&args.out) {
+        return bad(e);
+    }
     let results = run_all(&ranges, &setup, args.trials, jobs);
 
     if args.json {
@@ -119,11 +123,26 @@ fn election_time(args: ElectionTimeArgs) -> Outcome {
             Ok(path) => eprintln!("wrote {}", path.display()),
             Err(e) => {
                 eprintln!("tenure experiment election-time: cannot write a plot: {e}");
-                return Outcome::Internal;
+                return Outcome::BadInput;
             }
         }
     }
     Outcome::Passed
+}
+
+/// `--out` is a folder (made if missing) that tenure can write into.
+fn check_out_dir(dir: &Path) -> Result<(), String> {
+    let shown = dir.display();
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "--out {shown}: is a file; --out names the folder the plots go into"
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("--out {shown}: cannot create: {e}"))?;
+    let probe = dir.join(format!(".tenure-probe-{}", std::process::id()));
+    std::fs::write(&probe, "")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| format!("--out {shown}: cannot write: {e}"))
 }
 
 /// A latency range: `lo-hi` in ms or with units; any non-negative values, lo <= hi.
@@ -176,16 +195,19 @@ fn run_all(
             };
             total += n;
             eprintln!(
-                "election-time: {} ms: {n} trials in {:.1}s",
+                "election-time: {} ms: {} in {:.1}s",
                 range_label(range),
+                crate::plural(n as u64, "trial", "trials"),
                 began.elapsed().as_secs_f64()
             );
             result
         })
         .collect();
     eprintln!(
-        "election-time: {total} trials in {:.1}s on {jobs} thread(s)",
-        start.elapsed().as_secs_f64()
+        "election-time: {} in {:.1}s on {}",
+        crate::plural(total as u64, "trial", "trials"),
+        start.elapsed().as_secs_f64(),
+        crate::plural(jobs as u64, "thread", "threads")
     );
     results
 }

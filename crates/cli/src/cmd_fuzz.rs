@@ -41,9 +41,11 @@ Exit codes: 0 no seed failed, 1 a seed failed, 2 bad input, 3 nondeterminism or 
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
+// One of FILE and --protocol, so that an error names both.
+#[command(group(clap::ArgGroup::new("what").required(true).args(["file", "protocol"])))]
 pub struct FuzzArgs {
     /// The scenario file to fuzz (or use --protocol).
-    #[arg(required_unless_present = "protocol", conflicts_with = "protocol")]
+    #[arg(conflicts_with = "protocol")]
     file: Option<PathBuf>,
     /// Fuzz a zoo protocol's built-in scenario: its default cluster and parameters,
     /// checking what its broken variants break, plus liveness.
@@ -62,7 +64,7 @@ pub struct FuzzArgs {
     #[arg(long, value_name = "DURATION")]
     time: Option<String>,
     /// Worker threads (default: the available cores).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::parse_jobs)]
     jobs: Option<usize>,
     /// Run only block K of N contiguous blocks of the seed range (K from 1).
     #[arg(long, value_name = "K/N")]
@@ -200,7 +202,13 @@ fn target(args: &FuzzArgs, tools: &Tools) -> Result<(Target, String), Outcome> {
         (None, Some(protocol)) => {
             let target =
                 Target::for_protocol(&tools.protocols, protocol, args.variant.as_deref(), profile)
-                    .map_err(|e| bad(e.message))?;
+                    .map_err(|e| {
+                        let name = match &args.variant {
+                            Some(v) if !e.message.starts_with("unknown protocol") => v,
+                            _ => protocol,
+                        };
+                        bad(crate::suggest_in(&e.message, name))
+                    })?;
             let label = format!("{} (built in)", target.label());
             Ok((target, label))
         }

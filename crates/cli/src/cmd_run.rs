@@ -1,5 +1,6 @@
 //! `tenure run FILE`: one scenario, one seed.
 
+use crate::output::Kind;
 use crate::report::{expectation_text, json_report, narrative, protocol_label, replay_command};
 use crate::Tools;
 use crate::{shown, Outcome};
@@ -41,24 +42,6 @@ pub fn prepare(file: &std::path::Path, tools: &Tools) -> Result<Prepared, Outcom
     })
 }
 
-/// Refuses to write an output over an input.
-pub fn check_output(out: &std::path::Path, inputs: &[&std::path::Path]) -> Result<(), Outcome> {
-    for input in inputs {
-        if std::fs::canonicalize(out)
-            .ok()
-            .is_some_and(|o| std::fs::canonicalize(input).ok() == Some(o))
-        {
-            eprintln!(
-                "tenure: refusing to write {} over the input file {}",
-                out.display(),
-                input.display()
-            );
-            return Err(Outcome::BadInput);
-        }
-    }
-    Ok(())
-}
-
 pub fn write_trace(path: &std::path::Path, trace: &[TraceEvent]) -> Result<(), Outcome> {
     let mut text = String::with_capacity(trace.len() * 96);
     for e in trace {
@@ -76,18 +59,24 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         Ok(p) => p,
         Err(o) => return o,
     };
-    for out in args.trace.iter().chain(&args.timeline) {
-        if let Err(o) = check_output(out, &[&args.file]) {
-            return o;
+    // Output errors come before the run, so a bad path costs nothing and the verdict
+    // is never lost to a write error at the end.
+    let outputs = [(&args.trace, Kind::Trace), (&args.timeline, Kind::Timeline)];
+    for (out, kind) in outputs {
+        if let Some(out) = out {
+            if let Err(e) = crate::output::check(out, kind, &[&args.file]) {
+                eprintln!("tenure: {e}");
+                return Outcome::BadInput;
+            }
         }
     }
     let file = shown(&args.file);
     let s: &Scenario = &prepared.scenario;
     let seed = args.seed.unwrap_or(s.seed);
     eprintln!(
-        "tenure: {file} ({}, {} nodes, {} simulated) seed {seed}",
+        "tenure: {file} ({}, {}, {} simulated) seed {seed}",
         protocol_label(s),
-        prepared.cluster.size(),
+        crate::plural(prepared.cluster.size() as u64, "node", "nodes"),
         tenure_core::format_duration(s.duration)
     );
     let options = RunOptions {
@@ -117,8 +106,8 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
             return Outcome::Internal;
         }
         eprintln!(
-            "tenure: deterministic: two runs gave identical traces ({} events)",
-            a.len()
+            "tenure: deterministic: two runs gave identical traces ({})",
+            crate::plural(a.len() as u64, "event", "events")
         );
     }
 
@@ -147,19 +136,21 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         let names: Vec<&str> = s.checks.iter().map(|c| c.name.as_str()).collect();
         let stats = &report.stats;
         if report.passed() {
-            println!(
-                "PASS {file} ({label}) seed {seed}: {} check{} passed [{}]; {} simulated, {} messages",
-                names.len(),
-                if names.len() == 1 { "" } else { "s" },
+            anstream::println!(
+                "{} {file} ({label}) seed {seed}: {} passed [{}]; {} simulated, {}",
+                crate::colour::pass("PASS"),
+                crate::plural(names.len() as u64, "check", "checks"),
                 names.join(", "),
                 tenure_core::format_duration(s.duration),
-                stats.messages_sent
+                crate::plural(stats.messages_sent, "message", "messages")
             );
         } else {
             for v in &report.violations {
-                println!(
-                    "FAIL {file} ({label}) seed {seed}: {} violated at {}",
-                    v.checker, v.time
+                anstream::println!(
+                    "{} {file} ({label}) seed {seed}: {} violated at {}",
+                    crate::colour::fail("FAIL"),
+                    v.checker,
+                    v.time
                 );
                 println!("  {}", v.message);
                 println!("  events leading to it (* = involved):");

@@ -17,8 +17,10 @@ the last node off a role. Every candidate is run and kept only if it still fails
 checker. The result checks only that checker and expects it to fail. Same input, same
 output.
 
-The result is written next to FILE as <stem>.shrunk.toml (never over an existing file:
-<stem>.shrunk-2.toml, ...).
+The result is written as <stem>.shrunk.toml (never over an existing file:
+<stem>.shrunk-2.toml, ...) into --out: by default next to FILE when tenure wrote FILE (a
+case saved by `tenure fuzz`, or an earlier shrink), else into tenure-out/. It never goes
+into the folder of a hand-written scenario, where `tenure verify` would count it.
 
 Exit codes: 0 shrunk, 1 the scenario does not fail with that seed, 2 bad input.";
 
@@ -30,6 +32,50 @@ pub struct ShrinkArgs {
     /// The seed that fails (default: the scenario's `seed`).
     #[arg(long)]
     seed: Option<u64>,
+    /// Where the shrunk scenario goes (default: next to FILE if tenure wrote it, else
+    /// tenure-out).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Print the result as one JSON object on stdout instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Whether `source` is a scenario tenure wrote (a fuzz case, a drawn seed, a shrink).
+fn written_by_tenure(source: &str) -> bool {
+    [
+        "# Found by `tenure fuzz`",
+        "# Drawn by `tenure fuzz`",
+        "# Shrunk by `tenure shrink`",
+    ]
+    .iter()
+    .any(|h| source.starts_with(h))
+}
+
+/// `--out`, or the default: FILE's folder when tenure wrote FILE, else `tenure-out`.
+fn out_dir(args: &ShrinkArgs, source: &str) -> PathBuf {
+    match &args.out {
+        Some(dir) => dir.clone(),
+        None if written_by_tenure(source) => args
+            .file
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or(PathBuf::from("."), |p| p.to_path_buf()),
+        None => PathBuf::from("tenure-out"),
+    }
+}
+
+/// Checks before the shrink that `dir` is (or can be made) a writable folder.
+fn check_dir(dir: &std::path::Path) -> Result<(), String> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!("--out {}: is not a directory", dir.display()));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("--out {}: cannot create: {e}", dir.display()))?;
+    let probe = dir.join(format!(".tenure-probe-{}", std::process::id()));
+    std::fs::write(&probe, "")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| format!("--out {}: cannot write: {e}", dir.display()))
 }
 
 fn size_text(s: &Size) -> String {
@@ -43,6 +89,14 @@ fn size_text(s: &Size) -> String {
     )
 }
 
+fn size_json(s: &Size) -> serde_json::Value {
+    serde_json::json!({
+        "fault_events": s.faults,
+        "simulated": tenure_core::format_duration(s.duration),
+        "nodes": s.nodes,
+    })
+}
+
 pub fn run(args: ShrinkArgs, tools: &Tools) -> Outcome {
     let scenario = match tenure_scenario::load(&args.file) {
         Ok(s) => s,
@@ -53,6 +107,11 @@ pub fn run(args: ShrinkArgs, tools: &Tools) -> Outcome {
     };
     let seed = args.seed.unwrap_or(scenario.seed);
     let file = shown(&args.file);
+    let dir = out_dir(&args, &scenario.source);
+    if let Err(e) = check_dir(&dir) {
+        eprintln!("tenure: {e}");
+        return Outcome::BadInput;
+    }
     eprintln!("tenure shrink: {file} seed {seed}");
     let shrunk = match shrink(&tools.protocols, &scenario, seed) {
         Ok(s) => s,
@@ -78,10 +137,6 @@ pub fn run(args: ShrinkArgs, tools: &Tools) -> Outcome {
         .file
         .file_stem()
         .map_or("scenario".to_string(), |s| s.to_string_lossy().to_string());
-    let dir = args
-        .file
-        .parent()
-        .map_or(PathBuf::from("."), |p| p.to_path_buf());
     let header = format!(
         "# Shrunk by `tenure shrink` from {file} (seed {seed}) in {} runs: still violates {}{moved}.\n\
          # Before: {}.\n# After: {}.\n\n",
@@ -98,11 +153,26 @@ pub fn run(args: ShrinkArgs, tools: &Tools) -> Outcome {
     ) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("tenure: cannot write next to {file}: {e}");
+            eprintln!("tenure: cannot write into {}: {e}", dir.display());
             return Outcome::BadInput;
         }
     };
     let out = shown(&path);
+    if args.json {
+        let j = serde_json::json!({
+            "scenario": file,
+            "seed": seed,
+            "checker": shrunk.checker,
+            "shrunk_seed": shrunk.seed,
+            "runs": shrunk.runs,
+            "before": size_json(&shrunk.before),
+            "after": size_json(&shrunk.after),
+            "saved": out,
+            "replay": replay_command(&out, shrunk.seed),
+        });
+        println!("{j:#}");
+        return Outcome::Passed;
+    }
     println!(
         "SHRUNK {file} seed {seed}: still violates {}{moved}",
         shrunk.checker

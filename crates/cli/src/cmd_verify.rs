@@ -3,10 +3,10 @@
 use crate::cmd_run::prepare;
 use crate::report::{expectation_text, protocol_label, replay_command};
 use crate::Tools;
-use crate::{scenario_files, shown, Outcome};
+use crate::{plural, scenario_files, shown, Outcome};
 use clap::Args;
-use std::path::PathBuf;
-use tenure_sim::RunOptions;
+use std::path::{Path, PathBuf};
+use tenure_sim::{Prepared, Report, RunOptions};
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
@@ -27,33 +27,71 @@ pub fn verify(args: VerifyArgs, tools: &Tools) -> Outcome {
         }
     };
     if files.is_empty() {
-        eprintln!("tenure: no scenario files (*.toml) under {:?}", args.paths);
+        let paths: Vec<String> = args.paths.iter().map(|p| shown(p)).collect();
+        eprintln!(
+            "tenure: no scenario files (*.toml) under {}",
+            paths.join(", ")
+        );
         return Outcome::BadInput;
     }
-    let (mut met, mut unmet, mut invalid) = (0usize, 0usize, 0usize);
-    for path in &files {
+    verify_files(&files, args.json, &mut |path| run_one(path, tools))
+}
+
+/// A scenario prepared and run, or the outcome of failing to prepare it.
+type Ran = Result<(Prepared, Report), Outcome>;
+
+/// Prepares and runs one scenario with its own seed (an invalid one: its error printed).
+fn run_one(path: &Path, tools: &Tools) -> Ran {
+    let prepared = prepare(path, tools)?;
+    let report = prepared.run(
+        prepared.scenario.seed,
+        &RunOptions {
+            trace: true,
+            stop_at_first_violation: false,
+        },
+    );
+    Ok((prepared, report))
+}
+
+/// Runs every file with `run`, prints a line per file and the summary.
+fn verify_files(files: &[PathBuf], json: bool, run: &mut dyn FnMut(&Path) -> Ran) -> Outcome {
+    let (mut met, mut unmet, mut invalid, mut internal) = (0usize, 0usize, 0usize, 0usize);
+    for path in files {
         let file = shown(path);
-        let prepared = match prepare(path, tools) {
-            Ok(p) => p,
-            Err(_) => {
+        // A panic (a bug in tenure or a protocol) is that file's internal error; the
+        // other files still run and the summary still prints.
+        let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(path)));
+        let (prepared, report) = match attempt {
+            Ok(Ok(done)) => done,
+            Ok(Err(_)) => {
                 invalid += 1;
-                if args.json {
+                if json {
                     println!(
                         "{}",
                         serde_json::json!({"scenario": file, "status": "invalid"})
+                    );
+                } else {
+                    println!("ERROR {file}: invalid (the error is above)");
+                }
+                continue;
+            }
+            Err(panic) => {
+                internal += 1;
+                let what = panic_text(&panic);
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"scenario": file, "status": "internal-error", "message": what})
+                    );
+                } else {
+                    println!(
+                        "ERROR {file}: internal error (a bug in tenure or in a protocol): {what}"
                     );
                 }
                 continue;
             }
         };
         let s = &prepared.scenario;
-        let report = prepared.run(
-            s.seed,
-            &RunOptions {
-                trace: true,
-                stop_at_first_violation: false,
-            },
-        );
         let got = if report.passed() {
             "pass".to_string()
         } else {
@@ -65,7 +103,7 @@ pub fn verify(args: VerifyArgs, tools: &Tools) -> Outcome {
         } else {
             unmet += 1;
         }
-        if args.json {
+        if json {
             let mut j = crate::report::json_report(s, &file, &report);
             j["status"] = serde_json::json!(if report.expectation_met {
                 "met"
@@ -74,14 +112,16 @@ pub fn verify(args: VerifyArgs, tools: &Tools) -> Outcome {
             });
             println!("{j}");
         } else if report.expectation_met {
-            println!(
-                "ok    {file} ({}) seed {}: {got}, as expected",
+            anstream::println!(
+                "{}    {file} ({}) seed {}: {got}, as expected",
+                crate::colour::pass("ok"),
                 protocol_label(s),
                 s.seed
             );
         } else {
-            println!(
-                "FAIL  {file} ({}) seed {}: expected {}, got {got}",
+            anstream::println!(
+                "{}  {file} ({}) seed {}: expected {}, got {got}",
+                crate::colour::fail("FAIL"),
                 protocol_label(s),
                 s.seed,
                 expectation_text(&s.expect)
@@ -93,12 +133,71 @@ pub fn verify(args: VerifyArgs, tools: &Tools) -> Outcome {
         }
     }
     let total = files.len();
-    eprintln!("tenure verify: {total} scenarios: {met} met their expectation, {unmet} did not, {invalid} invalid");
-    if invalid > 0 {
+    let mut summary = format!(
+        "tenure verify: {}: {met} met {}, {unmet} did not, {invalid} invalid",
+        plural(total as u64, "scenario", "scenarios"),
+        if met == 1 {
+            "its expectation"
+        } else {
+            "their expectation"
+        }
+    );
+    if internal > 0 {
+        summary += &format!(
+            ", {internal} internal {}",
+            if internal == 1 { "error" } else { "errors" }
+        );
+    }
+    eprintln!("{summary}");
+    if internal > 0 {
+        Outcome::Internal
+    } else if invalid > 0 {
         Outcome::BadInput
     } else if unmet > 0 {
         Outcome::CheckFailed
     } else {
         Outcome::Passed
+    }
+}
+
+/// The message a panic carried (`panic!` gives a `&str` or a `String`).
+pub fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_file_is_an_internal_error_and_the_others_still_run() {
+        let good = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/bully/coordinator-crash.toml");
+        let files = vec![PathBuf::from("boom.toml"), good.clone()];
+        let tools = crate::Tools::of(&tenure_zoo::Zoo);
+        let mut ran = Vec::new();
+        let outcome = verify_files(&files, false, &mut |p| {
+            ran.push(p.to_path_buf());
+            if p.ends_with("boom.toml") {
+                panic!("boom");
+            }
+            run_one(p, &tools)
+        });
+        assert_eq!(outcome, Outcome::Internal);
+        assert_eq!(ran, files, "the file after the panic still ran");
+        let outcome = verify_files(&[good], false, &mut |p| run_one(p, &tools));
+        assert_eq!(outcome, Outcome::Passed);
+    }
+
+    #[test]
+    fn panic_messages_are_read_from_str_and_string() {
+        let p = std::panic::catch_unwind(|| panic!("plain")).unwrap_err();
+        assert_eq!(panic_text(&p), "plain");
+        let p = std::panic::catch_unwind(|| panic!("{}", 7)).unwrap_err();
+        assert_eq!(panic_text(&p), "7");
     }
 }

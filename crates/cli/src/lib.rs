@@ -18,6 +18,8 @@ mod cmd_list;
 mod cmd_run;
 mod cmd_shrink;
 mod cmd_verify;
+mod colour;
+mod output;
 mod report;
 
 use clap::{Parser, Subcommand};
@@ -55,10 +57,38 @@ impl Tools {
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Longest simulated `duration` a scenario may ask for (default 1h).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    max_duration: Option<std::time::Duration>,
+    /// Most nodes a scenario's cluster may have (default 2048).
+    #[arg(long, global = true, value_name = "N")]
+    max_nodes: Option<u32>,
+    /// Most `[[fault]]` events a scenario may list (default 10000).
+    #[arg(long, global = true, value_name = "N")]
+    max_faults: Option<usize>,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    tenure_core::parse_duration(text)
+}
+
+impl Cli {
+    /// The scenario limits: the defaults, raised (or lowered) by the flags.
+    fn limits(&self) -> tenure_scenario::Limits {
+        let d = tenure_scenario::Limits::DEFAULT;
+        tenure_scenario::Limits {
+            max_duration: self.max_duration.unwrap_or(d.max_duration),
+            max_nodes: self.max_nodes.unwrap_or(d.max_nodes),
+            max_fault_events: self.max_faults.unwrap_or(d.max_fault_events),
+        }
+    }
 }
 
 const EXIT_CODES: &str =
     "Exit codes: 0 all checks passed, 1 a check failed, 2 bad input or usage, 3 internal error.\n\
+Limits: scenarios may simulate at most 1h on at most 2048 nodes with at most 10000 fault events; \
+a file over a limit is refused (exit 2) naming the field and the limit. Raise them with \
+--max-duration, --max-nodes, --max-faults.\n\
 Logs: set RUST_LOG (e.g. RUST_LOG=info) to see faults and events, stamped with simulated time.";
 
 #[derive(Subcommand, Debug)]
@@ -95,7 +125,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    fn code(self) -> u8 {
+    pub fn code(self) -> u8 {
         match self {
             Outcome::Passed => 0,
             Outcome::CheckFailed => 1,
@@ -103,6 +133,43 @@ impl Outcome {
             Outcome::Internal => 3,
         }
     }
+}
+
+/// `message` (an error ending in a list of known names, `...: a, b, c`) with "did you
+/// mean" added when one of those names is close to `name`.
+pub fn suggest_in(message: &str, name: &str) -> String {
+    let list = message.rsplit_once(": ").map_or("", |(_, l)| l);
+    let names = list
+        .split(", ")
+        .map(|n| n.trim_matches(|c: char| c == '`' || c == '.' || c.is_whitespace()));
+    format!(
+        "{message}{}",
+        tenure_scenario::suggest::did_you_mean(name, names)
+    )
+}
+
+/// The most worker threads `--jobs` may ask for.
+pub const MAX_JOBS: usize = 256;
+
+/// `--jobs N`: from 1 to [`MAX_JOBS`] (0 used to mean 1 silently; 100000 threads would
+/// only exhaust the machine).
+pub fn parse_jobs(text: &str) -> Result<usize, String> {
+    let n: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of worker threads"))?;
+    match n {
+        0 => Err("must be at least 1".to_string()),
+        n if n > MAX_JOBS => Err(format!(
+            "{n} is more than the limit of {MAX_JOBS} worker threads"
+        )),
+        n => Ok(n),
+    }
+}
+
+/// `1 seed`, `2 seeds`: a count with its noun in the right number.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The path as the user would type it again (for replay commands).
@@ -122,6 +189,7 @@ pub fn main<C: Catalogue>(catalogue: C) -> ExitCode {
         }
     };
     tenure_sim::log::init_logging();
+    tenure_scenario::set_limits(cli.limits());
     let tools = Tools::of(&catalogue);
     let tools = &tools;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match cli.command {

@@ -6,11 +6,13 @@
 //! ```` ```console ```` block, a line `$ tenure <args>` is a command run with the built
 //! `tenure` binary from the repository root; an optional trailing `# exit N` gives the
 //! expected exit code (default 0). The lines after it, up to the next `$ ` line or the end
-//! of the block, are expected output: after trimming, each must be a substring of a line
-//! of the command's output (stdout and stderr merged, as a terminal shows them), in
-//! order, each on a later line than the one before. A line `...` stands for output left
-//! out (it matches anything) and blank lines are ignored. Other code blocks (```` ```sh
-//! ````, ```` ```toml ````, ...) are not run.
+//! of the block, are the quoted output, compared with the command's output (stdout and
+//! stderr merged, as a terminal shows them) line by line: after trimming, each quoted
+//! line equals a whole output line, and consecutive quoted lines are consecutive output
+//! lines. A line `...` stands for output left out (any number of lines), and `...`
+//! inside a line for a part of it left out (timings); output before the first quoted
+//! line and after the last may be left out too. Blank lines are ignored. Other code
+//! blocks (```` ```sh ````, ```` ```toml ````, ...) are not run.
 //!
 //! Failures name the page, the line, the command, and what was expected against what
 //! came out.
@@ -229,18 +231,67 @@ fn parse_page(page: &str, text: &str) -> Result<Vec<Shown>, String> {
     Ok(out)
 }
 
-/// Matches `expected` against `actual`: each expected line (but `...`) is a substring
-/// of a later actual line than the previous match. Returns the first unmatched line.
-fn first_unmatched<'a>(expected: &'a [String], actual: &str) -> Option<&'a str> {
-    let lines: Vec<&str> = actual.lines().collect();
-    let mut next = 0;
-    for want in expected {
-        if want == "..." {
-            continue;
+/// Whether the output line `line` is what the quoted line `want` shows: equal after
+/// trimming, where a `...` inside `want` matches any text.
+fn line_matches(want: &str, line: &str) -> bool {
+    let (want, line) = (want.trim(), line.trim());
+    if !want.contains("...") {
+        return want == line;
+    }
+    let parts: Vec<&str> = want.split("...").collect();
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !line.starts_with(first) || line.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut rest = &line[first.len()..];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
         }
-        match lines[next..].iter().position(|l| l.contains(want.as_str())) {
-            Some(k) => next += k + 1,
-            None => return Some(want),
+    }
+    rest.ends_with(last)
+}
+
+/// Matches `expected` against `actual` (see the module doc): every quoted line matches
+/// a whole output line, in order; consecutive quoted lines match consecutive output
+/// lines unless a `...` line stands between them. Returns the first unmatched line.
+fn first_unmatched<'a>(expected: &'a [String], actual: &str) -> Option<&'a str> {
+    let lines: Vec<&str> = actual.lines().filter(|l| !l.trim().is_empty()).collect();
+    // The quoted lines in runs that must be adjacent; a `...` line separates runs.
+    let mut runs: Vec<Vec<&'a str>> = vec![Vec::new()];
+    for want in expected {
+        if want.trim() == "..." {
+            runs.push(Vec::new());
+        } else {
+            runs.last_mut()
+                .expect("one run at least")
+                .push(want.as_str());
+        }
+    }
+    let mut next = 0;
+    for run in runs.iter().filter(|r| !r.is_empty()) {
+        let fits = |at: usize| {
+            at + run.len() <= lines.len()
+                && run
+                    .iter()
+                    .enumerate()
+                    .all(|(k, w)| line_matches(w, lines[at + k]))
+        };
+        match (next..lines.len()).find(|&at| fits(at)) {
+            Some(at) => next = at + run.len(),
+            None => {
+                // Name the first quoted line of the run that has no place.
+                let start = (next..lines.len()).find(|&at| line_matches(run[0], lines[at]));
+                let Some(start) = start else {
+                    return Some(run[0]);
+                };
+                let bad = run
+                    .iter()
+                    .enumerate()
+                    .find(|(k, w)| lines.get(start + k).is_none_or(|l| !line_matches(w, l)));
+                return Some(bad.map_or(run[0], |(_, w)| w));
+            }
         }
     }
     None
@@ -504,15 +555,93 @@ $ tenure verify 'scenarios/raft dir'\n\
 }
 
 #[test]
-fn matching_is_ordered_substrings_by_line() {
-    let out = "tenure: a.toml seed 1\nFAIL a.toml: x violated\n  met\n";
+fn matching_is_whole_lines_in_order_with_elisions() {
+    let out = "tenure: a.toml seed 1\nFAIL a.toml: x violated at 1.5s\n  extra\n  met\n";
     let e = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    assert_eq!(first_unmatched(&e(&["seed 1", "...", "met"]), out), None);
-    assert_eq!(first_unmatched(&e(&["met", "FAIL"]), out), Some("FAIL"));
+    let m = |v: &[&str]| first_unmatched(&e(v), out).map(str::to_string);
+    assert_eq!(m(&["tenure: a.toml seed 1", "...", "met"]), None);
     assert_eq!(
-        first_unmatched(&e(&["FAIL", "FAIL"]), out),
-        Some("FAIL"),
+        m(&["FAIL a.toml: x violated at ...s", "extra", "met"]),
+        None
+    );
+    assert_eq!(m(&["FAIL a.toml: ...", "...", "met"]), None);
+    // A part of a line is not the line (a file suffix left out, say).
+    assert_eq!(
+        m(&["FAIL a.toml: x violated"]),
+        Some("FAIL a.toml: x violated".into())
+    );
+    // An output line the page leaves out without `...` is a difference.
+    assert_eq!(
+        m(&["FAIL a.toml: x violated at 1.5s", "met"]),
+        Some("met".into())
+    );
+    assert_eq!(m(&["met", "...", "extra"]), Some("extra".into()));
+    assert_eq!(
+        m(&["met", "...", "met"]),
+        Some("met".into()),
         "one actual line matches one expected line"
     );
-    assert_eq!(first_unmatched(&e(&["PASS"]), out), Some("PASS"));
+    assert_eq!(m(&["PASS"]), Some("PASS".into()));
+    assert!(line_matches("a...c", "abc") && line_matches("a...c", "ac"));
+    assert!(!line_matches("ab...bc", "abc"));
+}
+
+/// The quick start tells the reader to edit the first scenario twice; both edits, made
+/// as the page says, give what the page says.
+#[test]
+fn the_quick_start_edits_work_as_written() {
+    let page = std::fs::read_to_string(book_src().join("quick-start.md")).unwrap();
+    assert!(
+        page.contains("Change `outcome` to `\"pass\"` and delete the `checker` line"),
+        "the page still tells the edits tested here"
+    );
+    let original =
+        std::fs::read_to_string(book_src().join("examples/first-scenario.toml")).unwrap();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("book-quick-start");
+    std::fs::create_dir_all(&dir).unwrap();
+
+    // 1. outcome = "pass", checker deleted: the run fails the check, the expectation is
+    //    NOT met.
+    let expect_pass: String = original
+        .lines()
+        .filter(|l| !l.starts_with("checker ="))
+        .map(|l| {
+            if l.starts_with("outcome =") {
+                "outcome = \"pass\""
+            } else {
+                l
+            }
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(expect_pass, original);
+    let file = dir.join("expect-pass.toml");
+    std::fs::write(&file, &expect_pass).unwrap();
+    let (code, out) = run(&["run".to_string(), file.display().to_string()]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("the scenario expects pass: NOT met"), "{out}");
+
+    // 2. The pause removed (the [[fault]] table): both checks pass, and the expectation
+    //    (still a violation) is not met.
+    let mut no_pause = String::new();
+    let mut in_fault = false;
+    for l in original.lines() {
+        if l.starts_with('[') {
+            in_fault = l == "[[fault]]";
+        }
+        if !in_fault {
+            no_pause.push_str(l);
+            no_pause.push('\n');
+        }
+    }
+    assert!(!no_pause.contains("kind = \"pause\"") && no_pause.contains("[expect]"));
+    let file = dir.join("no-pause.toml");
+    std::fs::write(&file, &no_pause).unwrap();
+    let (code, out) = run(&["run".to_string(), file.display().to_string()]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("2 checks passed"), "{out}");
+    assert!(
+        out.contains("the scenario expects violation of single-leader-at-a-time: NOT met"),
+        "{out}"
+    );
 }

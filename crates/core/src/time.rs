@@ -218,8 +218,16 @@ impl<'de> Deserialize<'de> for HumanDuration {
 }
 
 /// A signed duration in nanoseconds (clock offsets and jumps): `"-3s"`, `"+250ms"`.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct SignedDuration(pub i64);
+
+/// As written in files (`-20.855s`), so a derived `Debug` that holds one (a message in
+/// a trace or a narrative) shows a duration, not nanoseconds.
+impl fmt::Debug for SignedDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
 
 impl SignedDuration {
     pub fn parse(text: &str) -> Result<SignedDuration, String> {

@@ -87,6 +87,66 @@ pub(crate) fn line_col(source: &str, offset: usize) -> (usize, usize) {
     (line, before[line_start..].chars().count() + 1)
 }
 
+/// The field path of the key written on the line holding byte `offset`, read from the
+/// text alone (for text that does not parse): the last table header above it
+/// (`[[fault]]` headers counted, so `fault[2]`) joined with the line's own key. A header
+/// line gives the header's path. `None` when the line has neither.
+pub(crate) fn key_at(source: &str, offset: usize) -> Option<String> {
+    let mut offset = offset.min(source.len());
+    while !source.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let line_start = source[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = source[offset..]
+        .find('\n')
+        .map_or(source.len(), |i| offset + i);
+    let clean = |k: &str| -> String {
+        k.split('.')
+            .map(|p| p.trim().trim_matches(|c| c == '"' || c == '\''))
+            .collect::<Vec<_>>()
+            .join(".")
+    };
+    let mut table = String::new();
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for line in source[..line_end].lines() {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            let name = clean(name);
+            let index = match counts.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, c)) => {
+                    *c += 1;
+                    *c - 1
+                }
+                None => {
+                    counts.push((name.clone(), 1));
+                    0
+                }
+            };
+            table = format!("{name}[{index}]");
+        } else if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            table = clean(name);
+        }
+    }
+    let line = source[line_start..line_end].trim();
+    if line.starts_with('[') {
+        return (!table.is_empty()).then_some(table);
+    }
+    let key = line.split_once('=').map(|(k, _)| clean(k))?;
+    let valid = |k: &str| {
+        !k.is_empty()
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+    };
+    if !valid(&key) {
+        return None;
+    }
+    Some(if table.is_empty() {
+        key
+    } else {
+        format!("{table}.{key}")
+    })
+}
+
 /// One step of a field path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum PathStep {
@@ -268,6 +328,20 @@ groups = [[0, 1], [2]]
         assert_eq!(locate("not toml = = =", "seed"), None);
         assert!(is_written(SOURCE, "fault[1].groups[0]"));
         assert!(!is_written(SOURCE, "fault[1].node"));
+    }
+
+    #[test]
+    fn keys_are_found_from_the_text_alone() {
+        let key = |needle: &str| key_at(SOURCE, SOURCE.find(needle).unwrap());
+        assert_eq!(key("3\n").as_deref(), Some("seed"));
+        assert_eq!(
+            key("\"150ms\"").as_deref(),
+            Some("protocol.params.election_timeout")
+        );
+        assert_eq!(key("\"2s\"").as_deref(), Some("fault[1].at"));
+        assert_eq!(key("[[0, 1]").as_deref(), Some("fault[1].groups"));
+        assert_eq!(key("[protocol]").as_deref(), Some("protocol"));
+        assert_eq!(key_at("= 1\n", 2), None);
     }
 
     #[test]

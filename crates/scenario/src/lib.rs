@@ -46,18 +46,21 @@
 #![doc = concat!("```toml\n", include_str!("example.toml"), "```")]
 
 mod error;
+pub mod limits;
 mod model;
 mod parse;
 mod resolve;
 mod serde_util;
+pub mod suggest;
 mod write;
 
 pub use error::{locate, ScenarioError};
+pub use limits::{limits, set_limits, Limits};
 pub use model::{
     CheckSpec, ClockSpec, ClusterSpec, Expectation, Fault, FaultEvent, Latency, LinkSpec,
     NetworkSpec, NodeSel, ProtocolSpec, Scenario,
 };
-pub use parse::{load, parse};
+pub use parse::{load, parse, parse_with, text};
 
 /// The full example from the crate docs, for tests.
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! so errors inside a fault still name `fault[i].<field>`.
 
 use crate::error::ScenarioError;
+use crate::limits::{limits, Limits, MAX_CLOCK_STEP_NS};
 use crate::model::*;
 use crate::serde_util::{human, seed, table_to_json};
 use serde::Deserialize;
@@ -17,24 +18,64 @@ use tenure_core::{format_duration, NodeId, RoleSpec};
 /// Reads and parses the scenario at `path` (named in errors as given).
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();
-    let source = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+    let bytes = std::fs::read(path).map_err(|e| ScenarioError {
         file: file.clone(),
         line: None,
         column: None,
         field: String::new(),
         message: format!("cannot read the scenario: {e}"),
     })?;
-    parse(&source, &file)
+    let source = text(&bytes, &file)?;
+    parse(source, &file)
+}
+
+/// `bytes` as UTF-8 text, or an error naming the byte offset and line of the first
+/// invalid byte.
+pub fn text<'a>(bytes: &'a [u8], file: &str) -> Result<&'a str, ScenarioError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let offset = e.valid_up_to();
+        let before = &bytes[..offset];
+        let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
+        ScenarioError {
+            file: file.to_string(),
+            line: Some(line),
+            column: Some(column),
+            field: String::new(),
+            message: format!(
+                "invalid UTF-8 at byte {offset} (0x{:02x}); scenario files are UTF-8 text",
+                bytes[offset]
+            ),
+        }
+    })
 }
 
 /// Parses scenario text; `file` names it in errors and gives the default `name`.
+/// The process-wide [`limits`] apply.
 pub fn parse(source: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    parse_with(source, file, &limits())
+}
+
+/// [`parse`] within the given limits.
+pub fn parse_with(source: &str, file: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
     let raw: RawScenario = serde_path_to_error::deserialize(toml::Deserializer::new(source))
         .map_err(|e| {
             let (path, inner) = (e.path().clone(), e.into_inner());
             de_error(file, source, "", &path, &inner)
         })?;
-    Reader { file, source }.scenario(raw)
+    Reader {
+        file,
+        source,
+        limits,
+    }
+    .scenario(raw)
 }
 
 #[derive(Deserialize)]
@@ -206,6 +247,23 @@ pub(crate) fn de_error(
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join("; ");
+    let message = if message.is_empty() {
+        // toml says nothing for some syntax errors (`key =` with no value).
+        "this is not valid TOML here (a value is missing or malformed)".to_string()
+    } else {
+        message
+    };
+    let message = match quoted_after(&message, "unknown field ") {
+        Some(name) => {
+            let expected: Vec<&str> = message
+                .split_once("expected ")
+                .map(|(_, list)| list.split('`').skip(1).step_by(2).collect())
+                .unwrap_or_default();
+            let hint = crate::suggest::did_you_mean(name, expected);
+            format!("{message}{hint}")
+        }
+        None => message,
+    };
     for lead in ["unknown field ", "missing field "] {
         if let Some(name) = quoted_after(&message, lead) {
             // serde_path_to_error has already stepped into an unknown key, not into a
@@ -219,6 +277,17 @@ pub(crate) fn de_error(
         }
     }
     match inner.span() {
+        Some(span) if field.is_empty() => {
+            // toml refuses some values before serde sees a path (an integer above
+            // i64::MAX): name the key written on that line.
+            let field = crate::error::key_at(source, span.start).unwrap_or_default();
+            let message = if field == "seed" && message.contains("too large") {
+                format!("{message}; write a seed above {} as a string, e.g. seed = \"18446744073709551615\"", i64::MAX)
+            } else {
+                message
+            };
+            ScenarioError::at_offset(file, source, Some(span.start), &field, message)
+        }
         Some(span) => ScenarioError::at_offset(file, source, Some(span.start), &field, message),
         None if field.is_empty() => ScenarioError::at_offset(file, source, None, "", message),
         None => ScenarioError::at_field(file, source, &field, message),
@@ -228,6 +297,7 @@ pub(crate) fn de_error(
 struct Reader<'a> {
     file: &'a str,
     source: &'a str,
+    limits: &'a Limits,
 }
 
 impl Reader<'_> {
@@ -242,6 +312,26 @@ impl Reader<'_> {
     fn scenario(&self, raw: RawScenario) -> Result<Scenario, ScenarioError> {
         if raw.duration.is_zero() {
             return Err(self.err("duration", "must be more than zero"));
+        }
+        if raw.duration > self.limits.max_duration {
+            return Err(self.err(
+                "duration",
+                format!(
+                    "`{}` is above the limit of `{}` simulated; raise it with --max-duration",
+                    format_duration(raw.duration),
+                    format_duration(self.limits.max_duration)
+                ),
+            ));
+        }
+        if raw.fault.len() > self.limits.max_fault_events {
+            return Err(self.err(
+                &format!("fault[{}]", self.limits.max_fault_events),
+                format!(
+                    "{} fault events are more than the limit of {}; raise it with --max-faults",
+                    raw.fault.len(),
+                    self.limits.max_fault_events
+                ),
+            ));
         }
         let name = match raw.name {
             Some(name) => name,
@@ -317,6 +407,13 @@ impl Reader<'_> {
                 "write either `nodes` or `[cluster.roles]`, not both",
             )),
             (Some(0), None) => Err(self.err("cluster.nodes", "a cluster needs at least one node")),
+            (Some(n), None) if n > self.limits.max_nodes => Err(self.err(
+                "cluster.nodes",
+                format!(
+                    "{n} nodes are more than the limit of {}; raise it with --max-nodes",
+                    self.limits.max_nodes
+                ),
+            )),
             (Some(n), None) => Ok(ClusterSpec::Nodes(n)),
             (None, roles) => Ok(ClusterSpec::Roles(roles.unwrap_or_default())),
         }
@@ -345,6 +442,7 @@ impl Reader<'_> {
                     format!("node {} already has a [[clock]]", clock.node.0),
                 ));
             }
+            self.clock_step(&format!("clock[{i}].offset"), clock.offset.0)?;
         }
         Ok(())
     }
@@ -392,9 +490,24 @@ impl Reader<'_> {
         Ok(FaultEvent { at, fault })
     }
 
+    /// A clock offset or jump within [`MAX_CLOCK_STEP_NS`] either way.
+    fn clock_step(&self, field: &str, ns: i64) -> Result<(), ScenarioError> {
+        if ns.checked_abs().is_some_and(|a| a <= MAX_CLOCK_STEP_NS) {
+            return Ok(());
+        }
+        Err(self.err(
+            field,
+            format!(
+                "`{}` is out of range; clock offsets and jumps are within 100 days either way",
+                tenure_core::SignedDuration(ns)
+            ),
+        ))
+    }
+
     /// Checks of one fault that need no cluster: lists non-empty, groups disjoint.
     fn fault_shape(&self, prefix: &str, fault: &Fault) -> Result<(), ScenarioError> {
         match fault {
+            Fault::ClockJump { by, .. } => self.clock_step(&format!("{prefix}.by"), by.0),
             Fault::Partition { groups } => {
                 self.groups(&format!("{prefix}.groups"), groups, 1, None)
             }
@@ -635,8 +748,96 @@ mod tests {
     #[test]
     fn malformed_toml_names_file_and_line() {
         let err = error("variant = = \"x\"\n");
-        assert_error(&err, 4, "", "invalid string");
+        assert_error(&err, 4, "protocol.variant", "invalid string");
         assert_eq!(err.column, Some(11));
+    }
+
+    #[test]
+    fn a_key_without_a_value_has_a_reason() {
+        // At the end of the file (no newline), toml's own message is empty.
+        let err = error("variant =");
+        assert_error(&err, 4, "protocol.variant", "not valid TOML");
+    }
+
+    #[test]
+    fn a_seed_above_i64_names_the_field_and_the_way_to_write_it() {
+        let err = parse(
+            &format!("seed = 18446744073709551615\n{HEAD}"),
+            "dir/bad.toml",
+        )
+        .unwrap_err();
+        assert_error(&err, 1, "seed", "as a string");
+        let s = parse(
+            &format!("seed = \"18446744073709551615\"\n{HEAD}"),
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(s.seed, u64::MAX);
+        let err = parse(&format!("seed = -1\n{HEAD}"), "dir/bad.toml").unwrap_err();
+        assert_error(&err, 1, "seed", "negative");
+    }
+
+    #[test]
+    fn invalid_utf8_names_the_byte_and_line() {
+        let bytes = b"duration = \"1s\"\n[protocol]\nname = \"r\xffaft\"\n";
+        let err = text(bytes, "dir/bad.toml").unwrap_err();
+        assert_eq!(err.line, Some(3));
+        assert_eq!(err.column, Some(10));
+        assert!(
+            err.to_string()
+                .starts_with("dir/bad.toml:3:10: invalid UTF-8 at byte 36"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn limits_name_the_field_and_the_limit() {
+        let err = parse(
+            "duration = \"2h\"\n[protocol]\nname = \"x\"\n",
+            "dir/bad.toml",
+        )
+        .unwrap_err();
+        assert_error(&err, 1, "duration", "above the limit of `1h`");
+        assert!(err.message.contains("--max-duration"), "{err}");
+        let longer = Limits {
+            max_duration: Duration::from_secs(7200),
+            ..Limits::DEFAULT
+        };
+        parse_with(
+            "duration = \"2h\"\n[protocol]\nname = \"x\"\n",
+            "x.toml",
+            &longer,
+        )
+        .unwrap();
+        let err = error("[cluster]\nnodes = 100000\n");
+        assert_error(&err, 5, "cluster.nodes", "more than the limit of 2048");
+        let few = Limits {
+            max_fault_events: 2,
+            ..Limits::DEFAULT
+        };
+        let faults = "[[fault]]\nat = \"1s\"\nkind = \"heal\"\n".repeat(3);
+        let err = parse_with(&format!("{HEAD}{faults}"), "dir/bad.toml", &few).unwrap_err();
+        assert_error(
+            &err,
+            10,
+            "fault[2]",
+            "3 fault events are more than the limit of 2",
+        );
+        let err = error("[[clock]]\nnode = 1\noffset = \"-200000h\"\n");
+        assert_error(&err, 6, "clock[0].offset", "within 100 days");
+        let err =
+            error("[[fault]]\nat = \"1s\"\nkind = \"clock-jump\"\nnode = 0\nby = \"3000h\"\n");
+        assert_error(&err, 8, "fault[0].by", "within 100 days");
+        let err = error("[[clock]]\nnode = 1\ndrift = 1e300\n");
+        assert_error(&err, 6, "clock[0].drift", "out of range");
+    }
+
+    #[test]
+    fn unknown_fields_suggest_the_close_one() {
+        let err = error("varient = \"broken\"\n");
+        assert!(err.message.ends_with("did you mean `variant`?"), "{err}");
+        let err = error("zzz = 1\n");
+        assert!(!err.message.contains("did you mean"), "{err}");
     }
 
     #[test]

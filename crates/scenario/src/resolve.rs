@@ -63,10 +63,11 @@ impl Scenario {
                         return Err(self.error_at(
                             &format!("cluster.roles.{}", spec.role),
                             format!(
-                                "protocol `{}` has no role `{}`; its roles are: {}",
+                                "protocol `{}` has no role `{}`; its roles are: {}{}",
                                 info.name,
                                 spec.role,
-                                known.join(", ")
+                                known.join(", "),
+                                crate::suggest::did_you_mean(&spec.role, known.iter().copied())
                             ),
                         ));
                     }
@@ -78,6 +79,16 @@ impl Scenario {
                 (specs, "cluster.roles")
             }
         };
+        let total: u64 = specs.iter().map(|r| u64::from(r.count)).sum();
+        let max = crate::limits().max_nodes;
+        if total > u64::from(max) {
+            return Err(self.error_at(
+                field,
+                format!(
+                    "{total} nodes are more than the limit of {max}; raise it with --max-nodes"
+                ),
+            ));
+        }
         Cluster::new(specs).map_err(|e| self.error_at(field, e.to_string()))
     }
 
@@ -98,10 +109,11 @@ impl Scenario {
             return Err(self.error_at(
                 "protocol.variant",
                 format!(
-                    "protocol `{}` has no variant `{}`; its variants are: {}",
+                    "protocol `{}` has no variant `{}`; its variants are: {}{}",
                     info.name,
                     self.protocol.variant,
-                    known.join(", ")
+                    known.join(", "),
+                    crate::suggest::did_you_mean(&self.protocol.variant, known.iter().copied())
                 ),
             ));
         }
@@ -308,6 +320,18 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_above_the_node_limit_is_refused() {
+        let s = scenario("[cluster.roles]\nserver = 3000\n");
+        let err = s.resolve_cluster(&LOCKS).unwrap_err();
+        assert_error(
+            &err,
+            4,
+            "cluster.roles",
+            "3002 nodes are more than the limit of 2048",
+        );
+    }
+
+    #[test]
     fn unknown_variant_lists_the_known_ones() {
         let s = scenario("variant = \"no-fence\"\n");
         let cluster = s.resolve_cluster(&LOCKS).unwrap();
@@ -316,7 +340,7 @@ mod tests {
             &err,
             4,
             "protocol.variant",
-            "no variant `no-fence`; its variants are: correct, no-fencing",
+            "no variant `no-fence`; its variants are: correct, no-fencing; did you mean `no-fencing`?",
         );
         let s = scenario("variant = \"no-fencing\"\n");
         assert_eq!(s.validate(&LOCKS, &cluster), Ok(()));

@@ -1,6 +1,7 @@
 //! Serde helpers for scenario fields: human durations, probabilities, drift rates, and
 //! conversions between TOML and the JSON that raw parameter tables are kept in.
 
+use crate::limits::{MAX_DRIFT, MIN_DRIFT};
 use serde::{Deserialize, Deserializer};
 
 /// `std::time::Duration` written as a human string (`"150ms"`).
@@ -38,15 +39,15 @@ pub fn opt_probability<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D
     check_probability(f64::deserialize(d)?).map(Some)
 }
 
-/// A clock drift rate: finite and more than -1 (a clock that runs backwards or stops is
-/// not a clock).
+/// A clock drift rate from [`MIN_DRIFT`] to [`MAX_DRIFT`] (a clock that runs backwards
+/// or stops is not a clock, and one a thousand times fast fires its timers in a loop).
 pub fn drift<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     let v = f64::deserialize(d)?;
-    if v.is_finite() && v > -1.0 {
+    if (MIN_DRIFT..=MAX_DRIFT).contains(&v) {
         Ok(v)
     } else {
         Err(serde::de::Error::custom(format!(
-            "drift {v} is out of range; write a fraction above -1 (0.01 runs 1% fast)"
+            "drift {v} is out of range; write a fraction from {MIN_DRIFT} to {MAX_DRIFT} (0.01 runs 1% fast)"
         )))
     }
 }
@@ -222,6 +223,11 @@ when = 1979-05-27T07:32:00Z
         assert!(err.to_string().contains("not a probability"), "{err}");
         let err = serde_json::from_str::<P>(r#"{"p": 0, "d": -1, "s": 1}"#).unwrap_err();
         assert!(err.to_string().contains("drift -1"), "{err}");
+        for d in ["1e300", "9223372036854775807", "-0.999", "101"] {
+            let err =
+                serde_json::from_str::<P>(&format!(r#"{{"p": 0, "d": {d}, "s": 1}}"#)).unwrap_err();
+            assert!(err.to_string().contains("out of range"), "{d}: {err}");
+        }
         let err = serde_json::from_str::<P>(r#"{"p": 0, "d": 0, "s": -1}"#).unwrap_err();
         assert!(err.to_string().contains("negative"), "{err}");
     }

@@ -440,7 +440,8 @@ fn header(h: &mut String, name: &str, cluster: &Cluster, report: &Report, model:
             ""
         },
         cluster.size(),
-        model.messages.len(),
+        // One definition of "messages" everywhere (the CLI's too): sends, each once.
+        report.stats.messages_sent,
         dropped,
         outcome
     );
