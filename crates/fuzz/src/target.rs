@@ -25,6 +25,10 @@ pub struct Target {
     pub protocols: Protocols,
     /// The environment the base's protocol is designed for (with the base's parameters).
     pub assumptions: Assumptions,
+    /// The longest liveness bound the base's checks judge (`within`), if any: the
+    /// liveness phase lasts at least twice that, so every bound is judged over a window as
+    /// long as itself.
+    pub liveness_bound: Option<Duration>,
 }
 
 /// How long the default scenario runs before the liveness phase is added.
@@ -65,7 +69,17 @@ impl Target {
             None => Profile::named(DEFAULT_PROFILE).expect("the default profile exists"),
         };
         let prepared = Prepared::new(scenario.clone(), protocols)?;
+        let liveness_bound = scenario
+            .checks
+            .iter()
+            .filter_map(|c| {
+                let params = tenure_sim::check_params(&c.name, &c.params, &prepared.promises);
+                let within = params.get("within")?.as_str()?;
+                tenure_core::parse_duration(within).ok()
+            })
+            .max();
         Ok(Target {
+            liveness_bound,
             assumptions: prepared.assumptions.clone(),
             protocols: protocols.clone(),
             cluster: prepared.cluster.clone(),
@@ -103,10 +117,11 @@ impl Target {
     /// seed of `seed`, and no `[profile]`. The schedule is drawn within the protocol's
     /// declared assumptions unless the profile says `beyond_assumptions`.
     pub fn case(&self, seed: u64) -> Scenario {
-        let drawn =
-            self.profile
-                .within(&self.assumptions)
-                .draw(seed, &self.cluster, self.base.duration);
+        let mut profile = self.profile.within(&self.assumptions);
+        if let Some(bound) = self.liveness_bound {
+            profile.liveness = profile.liveness.max(bound * 2);
+        }
+        let drawn = profile.draw(seed, &self.cluster, self.base.duration);
         let mut case = drawn.apply_to(&self.base);
         case.description = Some(format!(
             "drawn by tenure fuzz from profile `{}` for seed {seed}",

@@ -49,11 +49,10 @@ pub fn lock_liveness(
     );
     let (base, text) = if fair {
         let clients = cluster.count("client").max(1) as u32;
-        let per = w.work_duration + lease;
         (
-            round + per * clients,
+            round + w.work_duration * clients + lease,
             format!(
-                "({round_text}) + {clients} clients x (work {} + lease {})",
+                "({round_text}) + {clients} clients x work {} + lease {}",
                 fmt(w.work_duration),
                 fmt(lease)
             ),
