@@ -45,6 +45,7 @@ mod server;
 pub use client::{ZkClient, ZkRecipeClient};
 pub use server::{Session, ZkData, ZkServer, Znode};
 
+use crate::backoff::{lock_policy, BackoffParams};
 use crate::resource::{FencingMode, Resource, ResourceMsg};
 use crate::workload::{WorkloadConfig, WorkloadTimer};
 use serde::{Deserialize, Serialize};
@@ -218,6 +219,10 @@ pub struct ZooKeeperParams {
     pub work_duration: HumanDuration,
     pub think_time: [HumanDuration; 2],
     pub retry_backoff: [HumanDuration; 2],
+    /// How a client spaces its retries after a failed acquire:
+    /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
+    /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
+    pub backoff: Option<BackoffParams>,
     pub amount: i64,
     pub request_timeout: HumanDuration,
     pub start_stagger: HumanDuration,
@@ -237,6 +242,7 @@ impl Default for ZooKeeperParams {
             work_duration: ms(100),
             think_time: [ms(100), ms(300)],
             retry_backoff: [ms(50), ms(150)],
+            backoff: None,
             amount: 1,
             request_timeout: ms(1_000),
             start_stagger: ms(0),
@@ -350,7 +356,10 @@ impl ZooKeeperParams {
             storage: single_node(cluster, "storage")?,
             work_duration: self.work_duration.0,
             think_time: (self.think_time[0].0, self.think_time[1].0),
-            retry_backoff: (self.retry_backoff[0].0, self.retry_backoff[1].0),
+            backoff: lock_policy(
+                self.backoff.as_ref(),
+                (self.retry_backoff[0].0, self.retry_backoff[1].0),
+            )?,
             amount: self.amount,
             request_timeout: self.request_timeout.0,
             start_stagger: self.start_stagger.0,
