@@ -79,6 +79,24 @@ pub struct Stats {
     pub messages_dropped: u64,
     pub timers_fired: u64,
     pub handler_calls: u64,
+    /// Messages sent to each node in each second of true time (`[node][second]`), for
+    /// the coordinator-load metric.
+    #[serde(skip)]
+    pub sent_to_per_second: Vec<Vec<u32>>,
+}
+
+impl Stats {
+    fn count_sent_to(&mut self, to: NodeId, now: SimTime) {
+        let second = (now.as_nanos() / 1_000_000_000) as usize;
+        if self.sent_to_per_second.len() <= to.index() {
+            self.sent_to_per_second.resize(to.index() + 1, Vec::new());
+        }
+        let row = &mut self.sent_to_per_second[to.index()];
+        if row.len() <= second {
+            row.resize(second + 1, 0);
+        }
+        row[second] += 1;
+    }
 }
 
 /// Called with each new record; returns true to stop the run at once (online checking).
@@ -353,6 +371,7 @@ impl<P: Protocol> World<P> {
 
     fn send(&mut self, from: NodeId, to: NodeId, now: SimTime, msg: P::Msg) {
         self.stats.messages_sent += 1;
+        self.stats.count_sent_to(to, now);
         let id = self.next_seq();
         let fate = self.net.route(from, to, now, &mut self.net_rng);
         if self.trace.is_some() {
