@@ -4,6 +4,7 @@
 //! failed, 2 bad input or usage, 3 internal error (a bug in tenure or a protocol,
 //! nondeterminism included).
 
+mod cmd_audit;
 mod cmd_check_model;
 mod cmd_compare;
 mod cmd_experiment;
@@ -13,6 +14,7 @@ mod cmd_run;
 mod cmd_shrink;
 mod cmd_verify;
 mod report;
+mod run_metrics;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -56,6 +58,8 @@ enum Command {
     Fuzz(cmd_fuzz::FuzzArgs),
     /// Cut a failing scenario down to a minimal one that fails the same way.
     Shrink(cmd_shrink::ShrinkArgs),
+    /// Check a tamper-evident leadership log written by `tenure run --audit`.
+    Audit(cmd_audit::AuditArgs),
 }
 
 /// How a command ended.
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
         Command::CheckModel(args) => cmd_check_model::check_model(args),
         Command::Fuzz(args) => cmd_fuzz::run(args),
         Command::Shrink(args) => cmd_shrink::run(args),
+        Command::Audit(args) => cmd_audit::run(args),
     });
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),
