@@ -26,11 +26,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use tenure_core::{History, NodeId, Observation, SimTime};
 
-/// Messages addressed to each node, per second of true time (`[node][second]`), as the
-/// simulator counted them; an empty slice when unknown.
+/// Messages addressed to each node in each 10ms of true time (`[node][window]`), as
+/// the simulator counted them; empty when unknown.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Traffic {
-    pub to_node_per_second: Vec<Vec<u32>>,
+    pub to_node_per_10ms: Vec<Vec<u32>>,
+    /// The most messages sent to each node within one millisecond.
+    pub max_to_node_in_1ms: Vec<u32>,
     /// The nodes that make up the coordination (lock) service.
     pub coordinators: Vec<NodeId>,
 }
@@ -96,6 +98,11 @@ pub struct CoordinatorLoad {
     pub per_s: f64,
     /// The busiest one-second window.
     pub peak_per_s: u32,
+    /// The busiest 10ms window, as a rate per second.
+    pub burst_per_s: u32,
+    /// The most messages one coordinator node was sent within one millisecond: retries
+    /// in lockstep are sent together.
+    pub max_in_1ms: u32,
     /// Messages in each second (for charts).
     pub per_second: Vec<u32>,
 }
@@ -309,10 +316,12 @@ fn merge_loads(loads: Vec<CoordinatorLoad>, total: Duration) -> Option<Coordinat
     let n = loads.len();
     let first = loads.first()?.nodes.clone();
     let mut sums: Vec<u64> = Vec::new();
-    let (mut messages, mut peak) = (0u64, 0u32);
+    let (mut messages, mut peak, mut burst, mut max_1ms) = (0u64, 0u32, 0u32, 0u32);
     for l in loads {
         messages += l.messages;
+        max_1ms = max_1ms.max(l.max_in_1ms);
         peak = peak.max(l.peak_per_s);
+        burst = burst.max(l.burst_per_s);
         if sums.len() < l.per_second.len() {
             sums.resize(l.per_second.len(), 0);
         }
@@ -325,6 +334,8 @@ fn merge_loads(loads: Vec<CoordinatorLoad>, total: Duration) -> Option<Coordinat
         messages,
         per_s: messages as f64 / total.as_secs_f64().max(f64::MIN_POSITIVE),
         peak_per_s: peak,
+        burst_per_s: burst,
+        max_in_1ms: max_1ms,
         per_second: sums.into_iter().map(|s| (s / n as u64) as u32).collect(),
     })
 }
@@ -365,24 +376,21 @@ fn wait_queue(changes: &[(SimTime, u32)], end: SimTime) -> WaitQueue {
 }
 
 fn coordinator_load(traffic: &Traffic, end: SimTime) -> Option<CoordinatorLoad> {
-    if traffic.coordinators.is_empty() || traffic.to_node_per_second.is_empty() {
+    if traffic.coordinators.is_empty() || traffic.to_node_per_10ms.is_empty() {
         return None;
     }
-    let seconds = end.as_nanos().div_ceil(1_000_000_000).max(1) as usize;
-    let mut per_second = vec![0u32; seconds];
+    let windows = end.as_nanos().div_ceil(10_000_000).max(1) as usize;
+    let mut per_10ms = vec![0u32; windows];
     for node in &traffic.coordinators {
-        let Some(counts) = traffic.to_node_per_second.get(node.index()) else {
+        let Some(counts) = traffic.to_node_per_10ms.get(node.index()) else {
             continue;
         };
-        for (s, &n) in counts.iter().enumerate() {
-            if let Some(slot) = per_second.get_mut(s) {
-                *slot += n;
-            } else {
-                // Sent in the run's last instant, past the last full second.
-                *per_second.last_mut().expect("at least one second") += n;
-            }
+        for (w, &n) in counts.iter().enumerate() {
+            // A message sent at the run's last instant counts in the last window.
+            per_10ms[w.min(windows - 1)] += n;
         }
     }
+    let per_second: Vec<u32> = per_10ms.chunks(100).map(|c| c.iter().sum()).collect();
     let messages: u64 = per_second.iter().map(|&n| u64::from(n)).sum();
     let secs = end.as_duration().as_secs_f64().max(f64::MIN_POSITIVE);
     Some(CoordinatorLoad {
@@ -390,6 +398,14 @@ fn coordinator_load(traffic: &Traffic, end: SimTime) -> Option<CoordinatorLoad> 
         messages,
         per_s: messages as f64 / secs,
         peak_per_s: per_second.iter().copied().max().unwrap_or(0),
+        burst_per_s: per_10ms.iter().copied().max().unwrap_or(0) * 100,
+        max_in_1ms: traffic
+            .coordinators
+            .iter()
+            .filter_map(|n| traffic.max_to_node_in_1ms.get(n.index()))
+            .copied()
+            .max()
+            .unwrap_or(0),
         per_second,
     })
 }
@@ -494,9 +510,11 @@ pub fn text(m: &Metrics) -> Vec<String> {
         ));
         if let Some(c) = &l.coordinator {
             out.push(format!(
-                "coordinator:     {:.1} msgs/s, peak {} in one second ({} messages to {})",
+                "coordinator:     {:.1} msgs/s, peak {} in one second, {}/s in the busiest 10ms, up to {} in one millisecond ({} messages to {})",
                 c.per_s,
                 c.peak_per_s,
+                c.burst_per_s,
+                c.max_in_1ms,
                 c.messages,
                 c.nodes
                     .iter()

@@ -123,14 +123,25 @@ fn jain_is_one_when_equal_and_one_over_n_when_one_takes_all() {
 #[test]
 fn coordinator_load_sums_the_coordinators_per_second() {
     let h = history(2500, vec![(0, 1, waiting()), (10, 1, holds())]);
+    // n0: 10 messages in the first 10ms, 30 spread over the second second, 5 at the
+    // end; n1 is not a coordinator; n2: one message.
+    let mut n0 = vec![0u32; 250];
+    n0[0] = 10;
+    for w in &mut n0[100..130] {
+        *w = 1;
+    }
+    n0[249] = 5;
     let traffic = Traffic {
-        to_node_per_second: vec![vec![10, 30, 5], vec![100, 100, 100], vec![1]],
+        to_node_per_10ms: vec![n0, vec![100; 250], vec![1]],
+        max_to_node_in_1ms: vec![7, 100, 1],
         coordinators: vec![NodeId(0), NodeId(2)],
     };
     let c = compute(&h, &traffic).locks.unwrap().coordinator.unwrap();
     assert_eq!(c.messages, 46);
     assert_eq!(c.per_second, vec![11, 30, 5]);
     assert_eq!(c.peak_per_s, 30);
+    assert_eq!(c.burst_per_s, 1100);
+    assert_eq!(c.max_in_1ms, 7);
     assert!((c.per_s - 46.0 / 2.5).abs() < 1e-9);
 }
 
@@ -220,7 +231,8 @@ fn several_runs_share_one_histogram_and_sum_their_counts() {
         vec![(0, 2, waiting()), (30, 2, holds()), (40, 2, releases())],
     );
     let traffic = Traffic {
-        to_node_per_second: vec![vec![4]],
+        to_node_per_10ms: vec![vec![4]],
+        max_to_node_in_1ms: vec![2],
         coordinators: vec![NodeId(0)],
     };
     let m = compute_all(&[(&a, &traffic), (&b, &traffic)]);
@@ -233,8 +245,13 @@ fn several_runs_share_one_histogram_and_sum_their_counts() {
     assert!((l.acquisitions_per_s - 1.0).abs() < 1e-9);
     let c = l.coordinator.unwrap();
     assert_eq!(
-        (c.messages, c.peak_per_s, c.per_second.clone()),
-        (8, 4, vec![4])
+        (
+            c.messages,
+            c.peak_per_s,
+            c.burst_per_s,
+            c.per_second.clone()
+        ),
+        (8, 4, 400, vec![4])
     );
     assert!((c.per_s - 4.0).abs() < 1e-9);
 }
