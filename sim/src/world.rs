@@ -109,7 +109,11 @@ impl Stats {
             self.max_sent_to_in_1ms.resize(to.index() + 1, 0);
         }
         let slot = &mut self.sent_to_this_ms[to.index()];
-        *slot = if slot.0 == ms { (ms, slot.1 + 1) } else { (ms, 1) };
+        *slot = if slot.0 == ms {
+            (ms, slot.1 + 1)
+        } else {
+            (ms, 1)
+        };
         let max = &mut self.max_sent_to_in_1ms[to.index()];
         *max = (*max).max(slot.1);
     }

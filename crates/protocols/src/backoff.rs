@@ -467,8 +467,9 @@ mod tests {
                 cap: Duration::from_secs(1)
             }
         );
-        assert!(serde_json::from_str::<BackoffParams>(r#"{"policy": "none", "bas": "1ms"}"#)
-            .is_err());
+        assert!(
+            serde_json::from_str::<BackoffParams>(r#"{"policy": "none", "bas": "1ms"}"#).is_err()
+        );
         let bad = |policy: &str, base, cap| {
             BackoffPolicy::from_parts(policy, base, cap)
                 .unwrap_err()

@@ -23,8 +23,8 @@
 //!   there early; a second client takes that server plus two others, and two clients
 //!   hold a quorum each (`scenarios/redlock/clock-jump.toml`). Breaks mutual-exclusion.
 
-use crate::lock_server::{ExpiryClock, LockMsg, LockServer};
 use crate::backoff::BackoffParams;
+use crate::lock_server::{ExpiryClock, LockMsg, LockServer};
 use crate::redis_lock::{check_role_count, LockParams, Msg, Timer};
 use crate::resource::{FencingMode, Resource};
 use crate::workload::{LockApi, Workload, WorkloadConfig};

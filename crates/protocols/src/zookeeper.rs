@@ -45,7 +45,7 @@ mod server;
 pub use client::{ZkClient, ZkRecipeClient};
 pub use server::{Session, ZkData, ZkServer, Znode};
 
-use crate::backoff::{lock_policy, BackoffParams};
+use crate::backoff::{lock_policy, BackoffParams, BackoffPolicy};
 use crate::resource::{FencingMode, Resource, ResourceMsg};
 use crate::workload::{WorkloadConfig, WorkloadTimer};
 use serde::{Deserialize, Serialize};
@@ -202,6 +202,9 @@ pub struct ZkConfig {
     pub resource_mode: FencingMode,
     /// The lock recipe's workload (`None` for the election recipe).
     pub workload: Option<WorkloadConfig>,
+    /// Election recipe: how a client whose session expired spaces its reconnects
+    /// (`None`: at once, then every third of the session timeout).
+    pub reconnect: Option<BackoffPolicy>,
 }
 
 /// Scenario parameters (`[protocol.params]`). The workload fields matter only to the
@@ -409,6 +412,10 @@ impl Configurable for ZooKeeper {
             recipe: params.recipe,
             session_timeout: params.session_timeout.0,
             resource_mode: params.resource_mode,
+            reconnect: match (params.recipe, &params.backoff) {
+                (Recipe::Election, Some(b)) => Some(b.policy()?),
+                _ => None,
+            },
             workload,
         })
     }
