@@ -504,10 +504,18 @@ pub fn compare(args: CompareArgs) -> Outcome {
         }
         let seeds = &rows[0].seeds;
         if show_metrics {
+            let locks = rows
+                .iter()
+                .any(|r| r.metrics.as_ref().is_some_and(|m| m.locks.is_some()));
             println!(
-                "seeds {}..={} per row; latencies over every acquisition of every seed; coordinator = the `server` nodes",
+                "seeds {}..={} per row; {}",
                 seeds[0],
-                seeds[seeds.len() - 1]
+                seeds[seeds.len() - 1],
+                if locks {
+                    "latencies over every acquisition of every seed; coordinator = the `server` nodes"
+                } else {
+                    "elections and split votes summed over the seeds, leaderless time per run"
+                }
             );
         } else {
             println!(

@@ -41,7 +41,11 @@ fn audit_log(name: &str) -> (PathBuf, Vec<String>) {
         out.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("leadership transitions to"), "{}", text(&o));
+    assert!(
+        text(&o).contains("leadership transitions to"),
+        "{}",
+        text(&o)
+    );
     let lines = std::fs::read_to_string(&out)
         .unwrap()
         .lines()
@@ -56,7 +60,11 @@ fn verify(path: &Path) -> Output {
 }
 
 fn write_lines(path: &Path, lines: &[String]) {
-    std::fs::write(path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    std::fs::write(
+        path,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -189,9 +197,16 @@ fn compare_backoff_shows_the_storm_without_backoff() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let load = |i: usize| rows[i]["metrics"]["locks"]["coordinator"]["per_s"].as_f64().unwrap();
-    let retries =
-        |i: usize| rows[i]["metrics"]["locks"]["retries_per_acquisition"].as_f64().unwrap();
+    let load = |i: usize| {
+        rows[i]["metrics"]["locks"]["coordinator"]["per_s"]
+            .as_f64()
+            .unwrap()
+    };
+    let retries = |i: usize| {
+        rows[i]["metrics"]["locks"]["retries_per_acquisition"]
+            .as_f64()
+            .unwrap()
+    };
     assert_eq!(rows[0]["label"], "none");
     assert_eq!(rows[1]["label"], "full-jitter");
     // No backoff: the waiting clients poll as fast as the network answers.
