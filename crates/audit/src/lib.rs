@@ -294,9 +294,10 @@ pub fn verify(text: &str, head: Option<&str>) -> Result<Result<Verified, Problem
         entries.push((line, e));
     }
     let mut prev = GENESIS.to_string();
-    let mut expected = 0u64;
     for (k, (line, e)) in entries.iter().enumerate() {
         let line = *line;
+        // The entry at position k must be entry k.
+        let expected = k as u64;
         if e.compute_hash() != e.hash {
             return Ok(Err(Problem::Edited { line, seq: e.seq }));
         }
@@ -321,7 +322,6 @@ pub fn verify(text: &str, head: Option<&str>) -> Result<Result<Verified, Problem
             return Ok(Err(Problem::Rewritten { line, seq: e.seq }));
         }
         prev = e.hash.clone();
-        expected += 1;
     }
     if let Some(h) = head {
         if !h.eq_ignore_ascii_case(&prev) {
