@@ -87,9 +87,10 @@ pub struct Stats {
     /// bursty its load is: retries in lockstep arrive together).
     #[serde(skip)]
     pub max_sent_to_in_1ms: Vec<u32>,
-    /// Per node: the current millisecond and the messages sent to it in it.
+    /// Per node: the current millisecond and the messages sent to it in it (the
+    /// bookkeeping of `max_sent_to_in_1ms`).
     #[serde(skip)]
-    sent_to_this_ms: Vec<(u64, u32)>,
+    pub sent_to_this_ms: Vec<(u64, u32)>,
 }
 
 impl Stats {
