@@ -81,6 +81,45 @@ pub struct Stats {
     pub messages_dropped: u64,
     pub timers_fired: u64,
     pub handler_calls: u64,
+    /// Messages sent to each node in each 10ms of true time (`[node][window]`), for
+    /// the coordinator-load metric.
+    #[serde(skip)]
+    pub sent_to_per_10ms: Vec<Vec<u32>>,
+    /// The most messages sent to each node within one millisecond of true time (how
+    /// bursty its load is: retries in lockstep arrive together).
+    #[serde(skip)]
+    pub max_sent_to_in_1ms: Vec<u32>,
+    /// Per node: the current millisecond and the messages sent to it in it (the
+    /// bookkeeping of `max_sent_to_in_1ms`).
+    #[serde(skip)]
+    pub sent_to_this_ms: Vec<(u64, u32)>,
+}
+
+impl Stats {
+    fn count_sent_to(&mut self, to: NodeId, now: SimTime) {
+        let window = (now.as_nanos() / 10_000_000) as usize;
+        if self.sent_to_per_10ms.len() <= to.index() {
+            self.sent_to_per_10ms.resize(to.index() + 1, Vec::new());
+        }
+        let row = &mut self.sent_to_per_10ms[to.index()];
+        if row.len() <= window {
+            row.resize(window + 1, 0);
+        }
+        row[window] += 1;
+        let ms = now.as_nanos() / 1_000_000;
+        if self.sent_to_this_ms.len() <= to.index() {
+            self.sent_to_this_ms.resize(to.index() + 1, (0, 0));
+            self.max_sent_to_in_1ms.resize(to.index() + 1, 0);
+        }
+        let slot = &mut self.sent_to_this_ms[to.index()];
+        *slot = if slot.0 == ms {
+            (ms, slot.1 + 1)
+        } else {
+            (ms, 1)
+        };
+        let max = &mut self.max_sent_to_in_1ms[to.index()];
+        *max = (*max).max(slot.1);
+    }
 }
 
 /// Called with each new record; returns true to stop the run at once (online checking).
@@ -355,6 +394,7 @@ impl<P: Protocol> World<P> {
 
     fn send(&mut self, from: NodeId, to: NodeId, now: SimTime, msg: P::Msg) {
         self.stats.messages_sent += 1;
+        self.stats.count_sent_to(to, now);
         let id = self.next_seq();
         let fate = self.net.route(from, to, now, &mut self.net_rng);
         if self.trace.is_some() {

@@ -6,6 +6,14 @@
 //! losing leadership or the lock to the next `Leader`/`Holds` (p50, p99), and the
 //! messages sent in those gaps.
 //!
+//! With `--metrics` the table shows the runs' metrics instead (tenure-metrics, over
+//! all seeds of a row): acquire latency p50/p99/max, coordinator messages per second
+//! (mean and busiest second), retries per acquisition, grants per second, Jain's
+//! fairness; for elections, elections, split votes and leaderless time.
+//! `--backoff none,exponential,full-jitter` compares backoff policies on the scenario
+//! (each row sets `backoff = { policy = ... }`, keeping the scenario's `base` and `cap`
+//! unless `--backoff-base`/`--backoff-cap` say otherwise) and implies `--metrics`.
+//!
 //! Availability and handovers are judged on beliefs, like the checkers: a paused holder
 //! still counts as holding. A gap starts when the last node stops believing and ends at
 //! the next belief; the first acquisition of the run is not a handover. Gaps still open
@@ -34,6 +42,21 @@ pub struct CompareArgs {
     /// (repeatable; `''` is the scenario as written).
     #[arg(long = "params", value_name = "K=V;K=V")]
     params: Vec<String>,
+    /// Backoff policies to compare, comma-separated (none, constant, uniform,
+    /// exponential, full-jitter, equal-jitter, decorrelated-jitter, adaptive); implies
+    /// --metrics.
+    #[arg(long, value_delimiter = ',', value_name = "POLICY")]
+    backoff: Vec<String>,
+    /// The backoff policies' `base` (default: the scenario's, else 10ms).
+    #[arg(long, value_name = "DURATION", requires = "backoff")]
+    backoff_base: Option<String>,
+    /// The backoff policies' `cap` (default: the scenario's, else 1s).
+    #[arg(long, value_name = "DURATION", requires = "backoff")]
+    backoff_cap: Option<String>,
+    /// Show the runs' metrics (latency, coordinator load, retries, fairness; elections)
+    /// instead of availability and handovers.
+    #[arg(long)]
+    metrics: bool,
     /// How many seeds, from the first seed upward.
     #[arg(long, default_value_t = 20)]
     seeds: u64,
@@ -115,7 +138,17 @@ pub fn apply(scenario: &Scenario, alt: &Alternative) -> Scenario {
         }
         let map = s.protocol.params.as_object_mut().expect("an object");
         for (k, v) in &alt.params {
-            map.insert(k.clone(), v.clone());
+            // A table (e.g. `backoff`) set over a table updates its fields.
+            match (map.get_mut(k), v) {
+                (Some(serde_json::Value::Object(old)), serde_json::Value::Object(new)) => {
+                    for (nk, nv) in new {
+                        old.insert(nk.clone(), nv.clone());
+                    }
+                }
+                _ => {
+                    map.insert(k.clone(), v.clone());
+                }
+            }
         }
     }
     s
@@ -234,6 +267,9 @@ pub struct Row {
     pub messages_per_handover: Option<f64>,
     /// Mean messages per run.
     pub messages_per_run: f64,
+    /// The runs' metrics together (with `--metrics`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<tenure_metrics::Metrics>,
 }
 
 /// Nearest-rank percentile of sorted values.
@@ -321,6 +357,7 @@ pub fn measure(label: String, file: &str, prepared: &Prepared, seeds: &[u64]) ->
         messages_per_handover: (!msgs.is_empty())
             .then(|| msgs.iter().sum::<u64>() as f64 / msgs.len() as f64),
         messages_per_run: all_messages as f64 / reports.len().max(1) as f64,
+        metrics: Some(crate::run_metrics::of_all(&reports)),
     }
 }
 
@@ -339,6 +376,33 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
             }
         }
     }
+    for policy in args.backoff.iter().filter(|p| !p.trim().is_empty()) {
+        let policy = policy.trim();
+        if !tenure_protocols_policy_known(policy) {
+            eprintln!(
+                "tenure: --backoff: unknown policy `{policy}`; known policies: {}",
+                BACKOFF_POLICIES.join(", ")
+            );
+            return Outcome::BadInput;
+        }
+        let mut table = serde_json::Map::new();
+        table.insert("policy".into(), policy.into());
+        for (key, value) in [("base", &args.backoff_base), ("cap", &args.backoff_cap)] {
+            if let Some(v) = value {
+                if let Err(e) = tenure_core::parse_duration(v) {
+                    eprintln!("tenure: --backoff-{key}: {e}");
+                    return Outcome::BadInput;
+                }
+                table.insert(key.into(), v.clone().into());
+            }
+        }
+        alts.push(Alternative {
+            label: policy.to_string(),
+            variant: None,
+            params: vec![("backoff".to_string(), serde_json::Value::Object(table))],
+        });
+    }
+    let show_metrics = args.metrics || !args.backoff.is_empty();
     for p in &args.params {
         match parse_params(p) {
             Ok(a) => alts.push(a),
@@ -414,28 +478,53 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
         args.seeds,
         if args.seeds == 1 { "" } else { "s" }
     );
-    let rows: Vec<Row> = plans
+    let mut rows: Vec<Row> = plans
         .into_iter()
         .map(|(label, file, prepared, seeds)| measure(label, &file, &prepared, &seeds))
         .collect();
+    if !show_metrics {
+        for r in &mut rows {
+            r.metrics = None;
+        }
+    }
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&rows).expect("rows serialize")
         );
     } else {
-        let (head, body) = table(&rows);
+        let (head, body) = if show_metrics {
+            metrics_table(&rows)
+        } else {
+            table(&rows)
+        };
         if args.markdown {
             print!("{}", markdown(&head, &body));
         } else {
             print!("{}", plain(&head, &body));
         }
         let seeds = &rows[0].seeds;
-        println!(
-            "seeds {}..={} per row; availability and handovers are judged on beliefs (a paused holder still holds)",
-            seeds[0],
-            seeds[seeds.len() - 1]
-        );
+        if show_metrics {
+            let locks = rows
+                .iter()
+                .any(|r| r.metrics.as_ref().is_some_and(|m| m.locks.is_some()));
+            println!(
+                "seeds {}..={} per row; {}",
+                seeds[0],
+                seeds[seeds.len() - 1],
+                if locks {
+                    "latencies over every acquisition of every seed; coordinator = the `server` nodes"
+                } else {
+                    "elections and split votes summed over the seeds, leaderless time per run"
+                }
+            );
+        } else {
+            println!(
+                "seeds {}..={} per row; availability and handovers are judged on beliefs (a paused holder still holds)",
+                seeds[0],
+                seeds[seeds.len() - 1]
+            );
+        }
     }
     Outcome::Passed
 }
@@ -510,6 +599,115 @@ pub fn table(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
         })
         .collect();
     (head, body)
+}
+
+/// The backoff policies `--backoff` accepts (those of `tenure_protocols::backoff`).
+const BACKOFF_POLICIES: [&str; 8] = [
+    "none",
+    "constant",
+    "uniform",
+    "exponential",
+    "full-jitter",
+    "equal-jitter",
+    "decorrelated-jitter",
+    "adaptive",
+];
+
+fn tenure_protocols_policy_known(name: &str) -> bool {
+    BACKOFF_POLICIES.contains(&name)
+}
+
+/// The metrics table's header and cells: lock columns when any row has lock metrics,
+/// election columns when any has election metrics.
+pub fn metrics_table(rows: &[Row]) -> (Vec<String>, Vec<Vec<String>>) {
+    let many_files = rows.iter().any(|r| r.scenario != rows[0].scenario);
+    let locks = rows
+        .iter()
+        .any(|r| r.metrics.as_ref().is_some_and(|m| m.locks.is_some()));
+    let elections = rows
+        .iter()
+        .any(|r| r.metrics.as_ref().is_some_and(|m| m.elections.is_some()));
+    let mut head = vec![if many_files { "scenario" } else { "variant" }];
+    if locks {
+        head.extend([
+            "acquire p50",
+            "acquire p99",
+            "acquire max",
+            "coord msgs/s",
+            "coord peak/s",
+            "coord max/1ms",
+            "retries/acq",
+            "grants/s",
+            "fairness",
+        ]);
+    }
+    if elections {
+        head.extend(["elections", "split votes", "leaderless/run"]);
+    }
+    head.push("violations");
+    let dash = || "-".to_string();
+    let msf = |v: f64| {
+        if v >= 10_000.0 {
+            format!("{:.1}s", v / 1000.0)
+        } else if v >= 10.0 {
+            format!("{v:.0}ms")
+        } else {
+            format!("{v:.1}ms")
+        }
+    };
+    let body = rows
+        .iter()
+        .map(|r| {
+            let mut cells = vec![r.label.clone()];
+            let m = r.metrics.as_ref();
+            if locks {
+                match m.and_then(|m| m.locks.as_ref()) {
+                    Some(l) => {
+                        let lat = l.acquire_latency;
+                        cells.push(lat.map_or_else(dash, |p| msf(p.p50_ms)));
+                        cells.push(lat.map_or_else(dash, |p| msf(p.p99_ms)));
+                        cells.push(lat.map_or_else(dash, |p| msf(p.max_ms)));
+                        match &l.coordinator {
+                            Some(c) => {
+                                cells.push(format!("{:.1}", c.per_s));
+                                cells.push(c.peak_per_s.to_string());
+                                cells.push(c.max_in_1ms.to_string());
+                            }
+                            None => cells.extend([dash(), dash(), dash()]),
+                        }
+                        cells.push(format!("{:.2}", l.retries_per_acquisition));
+                        cells.push(format!("{:.2}", l.acquisitions_per_s));
+                        cells.push(format!("{:.3}", l.fairness));
+                    }
+                    None => cells.extend((0..9).map(|_| dash())),
+                }
+            }
+            if elections {
+                match m.and_then(|m| m.elections.as_ref()) {
+                    Some(e) => {
+                        cells.push(e.elections.to_string());
+                        cells.push(e.split_votes.to_string());
+                        cells.push(msf(e.leaderless_ms / r.seeds.len().max(1) as f64));
+                    }
+                    None => cells.extend([dash(), dash(), dash()]),
+                }
+            }
+            let n = r.seeds.len();
+            let v: Vec<String> = r
+                .violations
+                .iter()
+                .filter(|(_, k)| *k > 0)
+                .map(|(name, k)| format!("{name} {k}/{n}"))
+                .collect();
+            cells.push(if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            });
+            cells
+        })
+        .collect();
+    (head.into_iter().map(String::from).collect(), body)
 }
 
 pub fn plain(head: &[String], body: &[Vec<String>]) -> String {

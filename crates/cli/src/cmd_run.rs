@@ -28,6 +28,15 @@ pub struct RunArgs {
     /// Run the seed twice and fail (exit 3) on any difference in the trace.
     #[arg(long)]
     check_determinism: bool,
+    /// Print the run's metrics: acquire latency, hold time, wait queue, throughput,
+    /// retries, fairness, coordinator load; elections, leaderless time, split votes
+    /// (with --json: a `metrics` object).
+    #[arg(long)]
+    metrics: bool,
+    /// Write the leadership transitions as a tamper-evident (hash-chained) log, JSON
+    /// lines; check it with `tenure audit verify`.
+    #[arg(long, value_name = "OUT.jsonl")]
+    audit: Option<PathBuf>,
 }
 
 /// Loads and validates a scenario, printing the error (exit 2) if it is bad.
@@ -61,7 +70,11 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
     };
     // Output errors come before the run, so a bad path costs nothing and the verdict
     // is never lost to a write error at the end.
-    let outputs = [(&args.trace, Kind::Trace), (&args.timeline, Kind::Timeline)];
+    let outputs = [
+        (&args.trace, Kind::Trace),
+        (&args.timeline, Kind::Timeline),
+        (&args.audit, Kind::Audit),
+    ];
     for (out, kind) in outputs {
         if let Some(out) = out {
             if let Err(e) = crate::output::check(out, kind, &[&args.file]) {
@@ -126,11 +139,28 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         eprintln!("tenure: wrote the timeline to {}", out.display());
     }
 
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json_report(s, &file, &report)).expect("json")
+    if let Some(out) = &args.audit {
+        let log = tenure_audit::leadership_log(&report.history);
+        if let Err(e) = std::fs::write(out, log.to_jsonl()) {
+            eprintln!("tenure: cannot write {}: {e}", out.display());
+            return Outcome::BadInput;
+        }
+        eprintln!(
+            "tenure: wrote {} leadership transition{} to {}; head {}",
+            log.entries.len(),
+            if log.entries.len() == 1 { "" } else { "s" },
+            out.display(),
+            log.head()
         );
+    }
+
+    let metrics = args.metrics.then(|| crate::run_metrics::of(&report));
+    if args.json {
+        let mut json = json_report(s, &file, &report);
+        if let Some(m) = &metrics {
+            json["metrics"] = serde_json::to_value(m).expect("metrics serialize");
+        }
+        println!("{}", serde_json::to_string_pretty(&json).expect("json"));
     } else {
         let label = protocol_label(s);
         let names: Vec<&str> = s.checks.iter().map(|c| c.name.as_str()).collect();
@@ -178,6 +208,12 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         );
         if !report.passed() {
             println!("  replay: {}", replay_command(&file, seed));
+        }
+        if let Some(m) = &metrics {
+            println!("metrics:");
+            for line in tenure_metrics::text(m) {
+                println!("  {line}");
+            }
         }
     }
     if report.passed() {

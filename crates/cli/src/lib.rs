@@ -9,6 +9,7 @@
 //! failed, 2 bad input or usage, 3 internal error (a bug in tenure or a protocol,
 //! nondeterminism included).
 
+mod cmd_audit;
 mod cmd_check_history;
 mod cmd_check_model;
 mod cmd_compare;
@@ -21,6 +22,7 @@ mod cmd_verify;
 mod colour;
 mod output;
 mod report;
+mod run_metrics;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -110,6 +112,8 @@ enum Command {
     Fuzz(cmd_fuzz::FuzzArgs),
     /// Cut a failing scenario down to a minimal one that fails the same way.
     Shrink(cmd_shrink::ShrinkArgs),
+    /// Check a tamper-evident leadership log written by `tenure run --audit`.
+    Audit(cmd_audit::AuditArgs),
     /// Check a client history (Jepsen EDN, Porcupine/Jepsen log, JSON lines) for
     /// linearizability against a model: 0 linearizable, 1 not, 3 unknown after --timeout.
     CheckHistory(cmd_check_history::CheckHistoryArgs),
@@ -202,6 +206,7 @@ pub fn main<C: Catalogue>(catalogue: C) -> ExitCode {
         Command::Fuzz(args) => cmd_fuzz::run(args, tools),
         Command::Shrink(args) => cmd_shrink::run(args, tools),
         Command::CheckHistory(args) => cmd_check_history::run(args),
+        Command::Audit(args) => cmd_audit::run(args),
     }));
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),

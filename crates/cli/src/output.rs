@@ -12,6 +12,9 @@ pub enum Kind {
     Trace,
     /// `--timeline`: the HTML page (`<title>... — tenure timeline</title>`).
     Timeline,
+    /// `--audit`: a tamper-evident log, never written over (an existing non-empty file
+    /// is refused, even one tenure wrote: a log is evidence).
+    Audit,
 }
 
 impl Kind {
@@ -19,6 +22,7 @@ impl Kind {
         match self {
             Kind::Trace => "--trace",
             Kind::Timeline => "--timeline",
+            Kind::Audit => "--audit",
         }
     }
 
@@ -29,6 +33,7 @@ impl Kind {
             Kind::Timeline => {
                 text.starts_with("<!DOCTYPE html>") && text.contains(" — tenure timeline</title>")
             }
+            Kind::Audit => false,
         }
     }
 }

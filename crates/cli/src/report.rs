@@ -65,13 +65,24 @@ pub fn narrative(report: &Report, v: &Violation, context: usize) -> Vec<String> 
         .copied()
         .unwrap_or(records.len() - 1)
         .min(records.len() - 1);
-    let from = last.saturating_sub(context);
+    // Retries are noise in a story of how a violation came about (a waiting client
+    // may retry hundreds of times): they are left out unless involved.
+    let shown = |i: usize| {
+        v.records.contains(&i) || !matches!(records[i].obs, tenure_core::Observation::Retry { .. })
+    };
+    let from = (0..=last)
+        .rev()
+        .filter(|&i| shown(i))
+        .nth(context)
+        .unwrap_or(0);
     let mut lines: Vec<(tenure_core::SimTime, u8, String)> = Vec::new();
     for &i in v.records.iter().filter(|i| **i < from) {
         lines.push((records[i].time, 1, record_line(&records[i], true)));
     }
     for (i, r) in records.iter().enumerate().take(last + 1).skip(from) {
-        lines.push((r.time, 1, record_line(r, v.records.contains(&i))));
+        if shown(i) {
+            lines.push((r.time, 1, record_line(r, v.records.contains(&i))));
+        }
     }
     if let Some(trace) = &report.trace {
         let start = records[from].time;

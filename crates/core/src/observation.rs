@@ -40,6 +40,10 @@ pub enum Observation {
     Holds { resource: String, token: u64 },
     /// A client believes it no longer holds `resource`.
     Releases { resource: String },
+    /// A client retries an attempt that failed (a lock it did not get, an election that
+    /// did not end): `what` is the resource or `election`, `attempt` counts the retries
+    /// of this operation from 1. Metrics count them; no checker reads them.
+    Retry { what: String, attempt: u32 },
 
     // --- protected resources ---
     /// The resource got a write from `client` with `token` (if any) and accepted it or
@@ -82,6 +86,7 @@ impl Observation {
             Observation::Waiting { .. } => "waiting",
             Observation::Holds { .. } => "holds",
             Observation::Releases { .. } => "releases",
+            Observation::Retry { .. } => "retry",
             Observation::Write { .. } => "write",
             Observation::Acked { .. } => "acked",
             Observation::Requested { .. } => "requested",

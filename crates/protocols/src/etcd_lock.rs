@@ -37,6 +37,7 @@ mod server;
 pub use client::{EtcdClient, EtcdLockClient};
 pub use server::{EtcdData, EtcdServer, Kv, Lease};
 
+use crate::backoff::{lock_policy, BackoffParams};
 use crate::resource::{FencingMode, Resource, ResourceMsg};
 use crate::workload::{WorkloadConfig, WorkloadTimer};
 use crate::zookeeper::single_node;
@@ -163,6 +164,10 @@ pub struct EtcdLockParams {
     pub work_duration: HumanDuration,
     pub think_time: [HumanDuration; 2],
     pub retry_backoff: [HumanDuration; 2],
+    /// How a client spaces its retries after a failed acquire:
+    /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
+    /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
+    pub backoff: Option<BackoffParams>,
     pub amount: i64,
     pub request_timeout: HumanDuration,
     pub start_stagger: HumanDuration,
@@ -181,6 +186,7 @@ impl Default for EtcdLockParams {
             work_duration: ms(100),
             think_time: [ms(100), ms(300)],
             retry_backoff: [ms(50), ms(150)],
+            backoff: None,
             amount: 1,
             request_timeout: ms(1_000),
             start_stagger: ms(0),
@@ -314,7 +320,10 @@ impl Configurable for EtcdLock {
             storage: single_node(cluster, "storage")?,
             work_duration: params.work_duration.0,
             think_time: (params.think_time[0].0, params.think_time[1].0),
-            retry_backoff: (params.retry_backoff[0].0, params.retry_backoff[1].0),
+            backoff: lock_policy(
+                params.backoff.as_ref(),
+                (params.retry_backoff[0].0, params.retry_backoff[1].0),
+            )?,
             amount: params.amount,
             request_timeout: params.request_timeout.0,
             start_stagger: params.start_stagger.0,

@@ -9,6 +9,9 @@
 //! * [`leader_lease`] (`leader-lease`): a leader holding a majority-granted lease that
 //!   a successor waits out.
 //!
+//! Shared pieces: [`backoff`], the retry policies (none, constant, exponential, the
+//! three jitters of Brooker 2015, adaptive AIMD) that lock clients and elections use.
+//!
 //! Locks, fencing and idempotency:
 //! * [`resource`]: the protected resource (a counter per name, fenced or not) that
 //!   lock protocols embed as their `storage` role.
@@ -22,6 +25,7 @@
 //!   the election and lock recipes; [`etcd_lock`] (`etcd-lock`): leases, revisions as
 //!   fencing tokens.
 
+pub mod backoff;
 pub mod bully;
 pub mod etcd_lock;
 pub mod fencing;

@@ -38,13 +38,13 @@ pub fn lock_liveness(
     cluster: &Cluster,
     fair: bool,
 ) -> Promise {
-    let round = lease + acquire_timeout + w.request_timeout + w.retry_backoff.1 + w.work_duration;
+    let round = lease + acquire_timeout + w.request_timeout + w.backoff.longest() + w.work_duration;
     let round_text = format!(
         "lease {} + acquire timeout {} + request timeout {} + backoff max {} + work {}",
         fmt(lease),
         fmt(acquire_timeout),
         fmt(w.request_timeout),
-        fmt(w.retry_backoff.1),
+        fmt(w.backoff.longest()),
         fmt(w.work_duration)
     );
     let (base, text) = if fair {

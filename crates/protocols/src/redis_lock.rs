@@ -24,6 +24,7 @@
 //! [`SingleServerConfig`] and [`RedisLock`] are shared with the `fencing` protocol,
 //! which is the same machinery with tokens and a fenced resource.
 
+use crate::backoff::{lock_policy, BackoffParams};
 use crate::lock_server::{ExpiryClock, LockMsg, LockServer};
 use crate::resource::{FencingMode, Resource, ResourceMsg};
 use crate::workload::{LockApi, Workload, WorkloadConfig, WorkloadTimer};
@@ -305,6 +306,10 @@ pub struct LockParams {
     pub work_duration: HumanDuration,
     pub think_time: [HumanDuration; 2],
     pub retry_backoff: [HumanDuration; 2],
+    /// How a client spaces its retries after a failed acquire:
+    /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
+    /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
+    pub backoff: Option<BackoffParams>,
     /// How much each read-modify-write adds.
     pub amount: i64,
     /// How long a client waits for the storage's reply.
@@ -326,6 +331,7 @@ impl Default for LockParams {
             work_duration: ms(100),
             think_time: [ms(100), ms(300)],
             retry_backoff: [ms(50), ms(150)],
+            backoff: None,
             amount: 1,
             request_timeout: ms(1_000),
             start_stagger: ms(0),
@@ -345,7 +351,10 @@ impl LockParams {
             storage: the_one(cluster, "storage"),
             work_duration: self.work_duration.0,
             think_time: (self.think_time[0].0, self.think_time[1].0),
-            retry_backoff: (self.retry_backoff[0].0, self.retry_backoff[1].0),
+            backoff: lock_policy(
+                self.backoff.as_ref(),
+                (self.retry_backoff[0].0, self.retry_backoff[1].0),
+            )?,
             amount: self.amount,
             request_timeout: self.request_timeout.0,
             start_stagger: self.start_stagger.0,

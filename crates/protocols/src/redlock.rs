@@ -23,6 +23,7 @@
 //!   there early; a second client takes that server plus two others, and two clients
 //!   hold a quorum each (`scenarios/redlock/clock-jump.toml`). Breaks mutual-exclusion.
 
+use crate::backoff::BackoffParams;
 use crate::lock_server::{ExpiryClock, LockMsg, LockServer};
 use crate::redis_lock::{check_role_count, LockParams, Msg, Timer};
 use crate::resource::{FencingMode, Resource};
@@ -264,6 +265,10 @@ pub struct RedlockParams {
     pub work_duration: HumanDuration,
     pub think_time: [HumanDuration; 2],
     pub retry_backoff: [HumanDuration; 2],
+    /// How a client spaces its retries after a failed acquire:
+    /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
+    /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
+    pub backoff: Option<BackoffParams>,
     pub amount: i64,
     pub request_timeout: HumanDuration,
     pub start_stagger: HumanDuration,
@@ -280,6 +285,7 @@ impl Default for RedlockParams {
             work_duration: lock.work_duration,
             think_time: lock.think_time,
             retry_backoff: lock.retry_backoff,
+            backoff: None,
             amount: lock.amount,
             request_timeout: lock.request_timeout,
             start_stagger: lock.start_stagger,
@@ -371,6 +377,7 @@ impl Configurable for Redlock {
             work_duration: params.work_duration,
             think_time: params.think_time,
             retry_backoff: params.retry_backoff,
+            backoff: params.backoff,
             amount: params.amount,
             request_timeout: params.request_timeout,
             start_stagger: params.start_stagger,

@@ -10,7 +10,12 @@
 //! What it observes: `Waiting` when it starts trying, `Holds { token }` when it believes
 //! it holds the lock (token 0 if the lock service issues none), `Acked { amount }` when
 //! its write was accepted, `Releases` when it believes it no longer holds the lock (it
-//! released it, gave up, or its validity timer fired).
+//! released it, gave up, or its validity timer fired), `Retry` each time it tries again
+//! after a failed acquire.
+//!
+//! Between a failed acquire and the next attempt it waits as its
+//! [`BackoffPolicy`](crate::backoff::BackoffPolicy) says (the scenario's `backoff`
+//! parameter; by default the historical uniform `retry_backoff` range).
 //!
 //! How it fails, on purpose: like most real lock clients, it does *not* check that its
 //! lock is still valid between reading and writing. A client paused (a GC or VM stall)
@@ -18,6 +23,7 @@
 //! value computed from a stale read: the classic GC pause of Kleppmann, "How to do
 //! distributed locking" (2016). Only a fenced resource rejects that write.
 
+use crate::backoff::{Backoff, BackoffPolicy};
 use crate::resource::ResourceMsg;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -59,8 +65,8 @@ pub struct WorkloadConfig {
     pub work_duration: Duration,
     /// Pause between a release and the next acquire, drawn uniformly.
     pub think_time: (Duration, Duration),
-    /// Pause after a failed acquire, drawn uniformly (the jitter spreads clients out).
-    pub retry_backoff: (Duration, Duration),
+    /// How long to wait after a failed acquire (see [`crate::backoff`]).
+    pub backoff: BackoffPolicy,
     /// How much each read-modify-write adds.
     pub amount: i64,
     /// How long to wait for the resource's reply before giving up the hold.
@@ -83,18 +89,7 @@ impl WorkloadConfig {
                 "the minimum is above the maximum",
             ));
         }
-        if self.retry_backoff.0 > self.retry_backoff.1 {
-            return Err(ParamError::new(
-                "retry_backoff",
-                "the minimum is above the maximum",
-            ));
-        }
-        if self.retry_backoff.1.is_zero() {
-            return Err(ParamError::new(
-                "retry_backoff",
-                "must allow a pause above zero, or clients spin",
-            ));
-        }
+        self.backoff.validate()?;
         if self.request_timeout.is_zero() {
             return Err(ParamError::new("request_timeout", "must be above zero"));
         }
@@ -139,11 +134,13 @@ pub struct Workload {
     read_value: i64,
     /// Acquire attempts made by this process (see [`WorkloadConfig::max_attempts`]).
     attempts: u32,
+    backoff: Backoff,
 }
 
 impl Workload {
     pub fn new(config: WorkloadConfig) -> Workload {
         Workload {
+            backoff: Backoff::new(config.backoff),
             config,
             phase: Phase::Thinking,
             holding: false,
@@ -200,6 +197,7 @@ impl Workload {
             return;
         }
         env.cancel_timer(&T::from(WorkloadTimer::Retry));
+        self.backoff.on_success();
         self.holding = true;
         self.token = token;
         env.observe(Observation::Holds {
@@ -232,8 +230,7 @@ impl Workload {
             self.phase = Phase::Thinking;
             return;
         }
-        let (lo, hi) = self.config.retry_backoff;
-        let backoff = env.duration_between(lo, hi);
+        let backoff = self.backoff.on_failure(env);
         env.set_timer(T::from(WorkloadTimer::Retry), backoff);
     }
 
@@ -250,10 +247,15 @@ impl Workload {
                     resource: self.config.resource.clone(),
                 });
                 self.attempts += 1;
+                self.backoff.reset();
                 lock.start_acquire(env);
             }
             (WorkloadTimer::Retry, Phase::Acquiring) => {
                 self.attempts += 1;
+                env.observe(Observation::Retry {
+                    what: self.config.resource.clone(),
+                    attempt: self.backoff.failures(),
+                });
                 lock.start_acquire(env);
             }
             (WorkloadTimer::Work, Phase::Working) => {
@@ -394,7 +396,10 @@ mod tests {
             storage: STORAGE,
             work_duration: Duration::from_millis(100),
             think_time: (Duration::from_millis(10), Duration::from_millis(20)),
-            retry_backoff: (Duration::from_millis(30), Duration::from_millis(40)),
+            backoff: BackoffPolicy::Uniform {
+                min: Duration::from_millis(30),
+                max: Duration::from_millis(40),
+            },
             amount: 3,
             request_timeout: Duration::from_secs(1),
             start_stagger: Duration::from_millis(1000),
@@ -541,7 +546,51 @@ mod tests {
             |env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Retry),
             3,
         );
-        assert_eq!(effects, vec![send(NodeId(0), Msg::Lock("acquire"))]);
+        assert_eq!(
+            effects,
+            vec![
+                obs(Observation::Retry {
+                    what: "r".into(),
+                    attempt: 1
+                }),
+                send(NodeId(0), Msg::Lock("acquire"))
+            ]
+        );
+    }
+
+    #[test]
+    fn the_backoff_policy_spaces_retries_and_a_grant_starts_it_over() {
+        let mut w = Workload::new(WorkloadConfig {
+            backoff: BackoffPolicy::Exponential {
+                base: Duration::from_millis(10),
+                cap: Duration::from_millis(25),
+            },
+            ..config()
+        });
+        step(
+            |env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Think),
+            1,
+        );
+        let mut sleeps = Vec::new();
+        for _ in 0..3 {
+            let effects = step(|env| w.on_acquire_failed(env), 1);
+            let [Effect::SetTimer { after, .. }] = effects[..] else {
+                panic!("expected one retry timer, got {effects:?}");
+            };
+            sleeps.push(after);
+            step(
+                |env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Retry),
+                1,
+            );
+        }
+        let ms = Duration::from_millis;
+        assert_eq!(sleeps, vec![ms(10), ms(20), ms(25)]);
+        step(|env| w.on_acquired(env, None, None), 1);
+        let effects = step(|env| w.on_acquire_failed(env), 1);
+        assert!(effects.is_empty(), "not acquiring: no retry");
+        w.phase = Phase::Acquiring;
+        let effects = step(|env| w.on_acquire_failed(env), 1);
+        assert_eq!(effects, vec![timer(WorkloadTimer::Retry, ms(10))]);
     }
 
     #[test]
@@ -731,8 +780,11 @@ mod tests {
         c.think_time = (Duration::from_secs(2), Duration::from_secs(1));
         assert_eq!(c.validate().unwrap_err().field, "think_time");
         let mut c = config();
-        c.retry_backoff = (Duration::ZERO, Duration::ZERO);
-        assert_eq!(c.validate().unwrap_err().field, "retry_backoff");
+        c.backoff = BackoffPolicy::Uniform {
+            min: Duration::ZERO,
+            max: Duration::ZERO,
+        };
+        assert_eq!(c.validate().unwrap_err().field, "backoff.cap");
         let mut c = config();
         c.max_attempts = Some(0);
         assert_eq!(c.validate().unwrap_err().field, "max_attempts");

@@ -45,6 +45,7 @@ mod server;
 pub use client::{ZkClient, ZkRecipeClient};
 pub use server::{Session, ZkData, ZkServer, Znode};
 
+use crate::backoff::{lock_policy, BackoffParams, BackoffPolicy};
 use crate::resource::{FencingMode, Resource, ResourceMsg};
 use crate::workload::{WorkloadConfig, WorkloadTimer};
 use serde::{Deserialize, Serialize};
@@ -201,6 +202,9 @@ pub struct ZkConfig {
     pub resource_mode: FencingMode,
     /// The lock recipe's workload (`None` for the election recipe).
     pub workload: Option<WorkloadConfig>,
+    /// Election recipe: how a client whose session expired spaces its reconnects
+    /// (`None`: at once, then every third of the session timeout).
+    pub reconnect: Option<BackoffPolicy>,
 }
 
 /// Scenario parameters (`[protocol.params]`). The workload fields matter only to the
@@ -218,6 +222,10 @@ pub struct ZooKeeperParams {
     pub work_duration: HumanDuration,
     pub think_time: [HumanDuration; 2],
     pub retry_backoff: [HumanDuration; 2],
+    /// How a client spaces its retries after a failed acquire:
+    /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
+    /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
+    pub backoff: Option<BackoffParams>,
     pub amount: i64,
     pub request_timeout: HumanDuration,
     pub start_stagger: HumanDuration,
@@ -237,6 +245,7 @@ impl Default for ZooKeeperParams {
             work_duration: ms(100),
             think_time: [ms(100), ms(300)],
             retry_backoff: [ms(50), ms(150)],
+            backoff: None,
             amount: 1,
             request_timeout: ms(1_000),
             start_stagger: ms(0),
@@ -350,7 +359,10 @@ impl ZooKeeperParams {
             storage: single_node(cluster, "storage")?,
             work_duration: self.work_duration.0,
             think_time: (self.think_time[0].0, self.think_time[1].0),
-            retry_backoff: (self.retry_backoff[0].0, self.retry_backoff[1].0),
+            backoff: lock_policy(
+                self.backoff.as_ref(),
+                (self.retry_backoff[0].0, self.retry_backoff[1].0),
+            )?,
             amount: self.amount,
             request_timeout: self.request_timeout.0,
             start_stagger: self.start_stagger.0,
@@ -405,6 +417,10 @@ impl Configurable for ZooKeeper {
             recipe: params.recipe,
             session_timeout: params.session_timeout.0,
             resource_mode: params.resource_mode,
+            reconnect: match (params.recipe, &params.backoff) {
+                (Recipe::Election, Some(b)) => Some(b.policy()?),
+                _ => None,
+            },
             workload,
         })
     }

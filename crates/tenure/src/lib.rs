@@ -41,9 +41,13 @@ pub use outcome::{Outcome, SweepReport, TestContext};
 pub use simulation::{Shrunk, Simulation, Timeline};
 
 pub use serde_json;
+/// Run metrics ([`Outcome::metrics`]) and the leadership audit log
+/// ([`Outcome::audit_log`]).
+pub use tenure_audit as audit;
 pub use tenure_check::{catalog, Checker, CheckerInfo, Violation};
 pub use tenure_core::*;
 pub use tenure_fuzz::{Profile, PROFILE_NAMES};
+pub use tenure_metrics as metrics;
 pub use tenure_scenario::{Fault, FaultEvent, NodeSel};
 pub use tenure_sim::{Control, LinkOverride, LinkSettings, Stats, Status};
 

@@ -78,6 +78,28 @@ impl Outcome {
         Some(m)
     }
 
+    /// The run's metrics (acquire latency, hold time, wait queue, throughput, retries,
+    /// fairness; elections, leaderless time, split votes), with the nodes of role
+    /// `coordinator_role` as the lock service whose load is measured.
+    pub fn metrics(&self, coordinator_role: &str) -> tenure_metrics::Metrics {
+        let traffic = tenure_metrics::Traffic {
+            to_node_per_10ms: self.stats.sent_to_per_10ms.clone(),
+            max_to_node_in_1ms: self.stats.max_sent_to_in_1ms.clone(),
+            coordinators: self
+                .history
+                .info
+                .cluster
+                .with_role(coordinator_role)
+                .collect(),
+        };
+        tenure_metrics::compute(&self.history, &traffic)
+    }
+
+    /// The run's leadership transitions as a tamper-evident, hash-chained log.
+    pub fn audit_log(&self) -> tenure_audit::Log {
+        tenure_audit::leadership_log(&self.history)
+    }
+
     /// Panics with [`Outcome::failure`] if a checker found a violation.
     #[track_caller]
     pub fn assert_ok(&self) {

@@ -173,3 +173,28 @@ fn a_profile_draws_each_seeds_faults_from_the_seed() {
 fn an_unknown_profile_is_named() {
     let _ = raft("correct").profile("chaotic");
 }
+
+#[test]
+fn an_outcome_has_metrics_and_an_audit_log() {
+    let outcome = raft("correct")
+        .faults(|s| {
+            s.at(secs(3), |c| {
+                if let Some(leader) = c.leader() {
+                    c.crash(leader);
+                }
+            })
+        })
+        .run_seed(7);
+    let m = outcome.metrics("server");
+    let e = m.elections.expect("raft elects");
+    assert!(e.terms_with_leader >= 2, "{e:?}");
+    assert!(e.leaderless_ms > 0.0);
+    assert!(m.locks.is_none());
+    let log = outcome.audit_log();
+    // The first leader, its crash, the next leader, at least.
+    assert!(log.entries.len() >= 3, "{:?}", log.entries);
+    let verified = tenure::audit::verify(&log.to_jsonl(), Some(log.head()))
+        .expect("a log")
+        .expect("untouched");
+    assert_eq!(verified.entries, log.entries.len());
+}

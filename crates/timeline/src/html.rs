@@ -394,6 +394,7 @@ pub fn page(scenario_name: &str, cluster: &Cluster, report: &Report, model: &Mod
         clock_label(&mut h, &model.clocks[node.index()], model.end, top);
     }
     h.push_str("</g>\n</svg></div>\n");
+    super::charts::render(&mut h, report);
 
     violations_panel(&mut h, report);
     let data = data_json(&l, cluster, report, model);

@@ -17,6 +17,7 @@
 //! All text is escaped. Zoom and scroll (wheel, drag, buttons, a range slider) are a
 //! few lines of plain JavaScript; without it the page still shows the whole run.
 
+mod charts;
 mod html;
 mod model;
 

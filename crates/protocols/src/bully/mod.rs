@@ -18,6 +18,12 @@
 //! `single-leader-per-term` checker is therefore meaningless here (every leader is in
 //! "term 0"); `single-leader-at-a-time` is the property that applies.
 //!
+//! **Retries.** A node that got an Answer but no Coordinator message in time elects
+//! again. With the `backoff` parameter (see [`crate::backoff`]) it first waits as the
+//! policy says (observing `Retry { what: "election" }`), so that nodes whose higher
+//! peer keeps dying do not re-elect in lockstep; without it (the default) it re-elects
+//! at once, as Garcia-Molina's algorithm does.
+//!
 //! **Sources.** H. Garcia-Molina, "Elections in a Distributed Computing System", IEEE
 //! Transactions on Computers C-31(1), 1982; the seed article's "highest ID wins"
 //! (/work/shared/seeds/002).
@@ -27,6 +33,7 @@ mod cluster_tests;
 #[cfg(test)]
 mod tests;
 
+use crate::backoff::{Backoff, BackoffParams, BackoffPolicy};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tenure_core::{
@@ -61,6 +68,11 @@ pub struct BullyParams {
     pub heartbeat_interval: HumanDuration,
     /// How long a follower waits without a heartbeat before it suspects the coordinator.
     pub leader_timeout: HumanDuration,
+    /// How long to wait before electing again when the higher node that answered never
+    /// announced itself: `{ policy = "full-jitter", base = "50ms", cap = "1s" }`;
+    /// absent: elect again at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<BackoffParams>,
 }
 
 impl Default for BullyParams {
@@ -71,6 +83,7 @@ impl Default for BullyParams {
             coordinator_timeout: ms(300),
             heartbeat_interval: ms(50),
             leader_timeout: ms(200),
+            backoff: None,
         }
     }
 }
@@ -82,6 +95,8 @@ pub struct BullyConfig {
     pub coordinator_timeout: Duration,
     pub heartbeat_interval: Duration,
     pub leader_timeout: Duration,
+    /// The wait before electing again after a CoordinatorWait timeout.
+    pub backoff: BackoffPolicy,
 }
 
 impl Default for BullyConfig {
@@ -92,6 +107,7 @@ impl Default for BullyConfig {
             coordinator_timeout: p.coordinator_timeout.0,
             heartbeat_interval: p.heartbeat_interval.0,
             leader_timeout: p.leader_timeout.0,
+            backoff: BackoffPolicy::None,
         }
     }
 }
@@ -103,6 +119,10 @@ pub fn configure(params: BullyParams) -> Result<BullyConfig, ParamError> {
         coordinator_timeout: params.coordinator_timeout.0,
         heartbeat_interval: params.heartbeat_interval.0,
         leader_timeout: params.leader_timeout.0,
+        backoff: match &params.backoff {
+            Some(b) => b.policy()?,
+            None => BackoffPolicy::None,
+        },
     };
     for (field, value) in [
         ("answer_timeout", config.answer_timeout),
@@ -149,6 +169,8 @@ pub enum BullyTimer {
     Heartbeat,
     /// Follower: the coordinator went quiet; elect again.
     LeaderCheck,
+    /// Backing off: elect again.
+    RetryWait,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -163,6 +185,11 @@ pub enum BullyState {
     Follower {
         leader: NodeId,
     },
+    /// The higher node that Answered never announced itself; waiting `after` (the
+    /// backoff) before electing again.
+    Retrying {
+        after: Duration,
+    },
 }
 
 impl BullyState {
@@ -176,6 +203,7 @@ impl BullyState {
             }
             BullyState::Coordinator => Some((BullyTimer::Heartbeat, config.heartbeat_interval)),
             BullyState::Follower { .. } => Some((BullyTimer::LeaderCheck, config.leader_timeout)),
+            BullyState::Retrying { after } => Some((BullyTimer::RetryWait, after)),
         }
     }
 }
@@ -188,6 +216,7 @@ pub struct Bully {
     config: BullyConfig,
     state: BullyState,
     announced: Option<Observation>,
+    backoff: Backoff,
 }
 
 impl Bully {
@@ -226,7 +255,9 @@ impl Bully {
                 term: 0,
                 leader: Some(leader),
             },
-            BullyState::Electing | BullyState::AwaitingCoordinator => Observation::Follower {
+            BullyState::Electing
+            | BullyState::AwaitingCoordinator
+            | BullyState::Retrying { .. } => Observation::Follower {
                 term: 0,
                 leader: None,
             },
@@ -256,6 +287,7 @@ impl Bully {
     }
 
     fn become_coordinator(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>) {
+        self.backoff.on_success();
         self.enter(env, BullyState::Coordinator);
         self.broadcast(env, BullyMsg::Coordinator);
     }
@@ -272,7 +304,9 @@ impl Bully {
             // Our own election is what would follow; its outcome is known.
             BullyState::Coordinator => self.broadcast(env, BullyMsg::Coordinator),
             BullyState::Electing | BullyState::AwaitingCoordinator => {}
-            BullyState::Down | BullyState::Follower { .. } => self.start_election(env),
+            BullyState::Down | BullyState::Follower { .. } | BullyState::Retrying { .. } => {
+                self.start_election(env)
+            }
         }
     }
 
@@ -295,6 +329,7 @@ impl Bully {
                 return; // we follow a higher coordinator; `from` will yield to it
             }
         }
+        self.backoff.on_success();
         self.enter(env, BullyState::Follower { leader: from });
     }
 
@@ -307,7 +342,17 @@ impl Bully {
         }
         match timer {
             BullyTimer::AnswerWait => self.become_coordinator(env),
-            BullyTimer::CoordinatorWait | BullyTimer::LeaderCheck => self.start_election(env),
+            BullyTimer::CoordinatorWait if self.config.backoff != BackoffPolicy::None => {
+                let after = self.backoff.on_failure(env);
+                env.observe(Observation::Retry {
+                    what: "election".to_string(),
+                    attempt: self.backoff.failures(),
+                });
+                self.enter(env, BullyState::Retrying { after });
+            }
+            BullyTimer::CoordinatorWait | BullyTimer::LeaderCheck | BullyTimer::RetryWait => {
+                self.start_election(env)
+            }
             BullyTimer::Heartbeat => {
                 self.broadcast(env, BullyMsg::Heartbeat);
                 env.set_timer(BullyTimer::Heartbeat, self.config.heartbeat_interval);
@@ -328,6 +373,7 @@ impl Protocol for Bully {
             config: *config,
             state: BullyState::Down,
             announced: None,
+            backoff: Backoff::new(config.backoff),
         }
     }
 

@@ -178,6 +178,70 @@ fn a_silent_coordinator_after_an_answer_means_a_new_election() {
 }
 
 #[test]
+fn with_a_backoff_policy_a_silent_coordinator_means_a_retry_after_the_backoff() {
+    let mut node = Node::new(2);
+    node.bully = Bully::new(
+        &BullyConfig {
+            backoff: BackoffPolicy::Exponential {
+                base: 40 * MS,
+                cap: 1000 * MS,
+            },
+            ..BullyConfig::default()
+        },
+        NodeId(2),
+        &node.cluster,
+    );
+    node.start();
+    for (attempt, wait) in [(1, 40 * MS), (2, 80 * MS)] {
+        node.recv(4, BullyMsg::Answer);
+        assert_eq!(
+            node.fire(BullyTimer::CoordinatorWait),
+            vec![
+                Effect::Observe(Observation::Retry {
+                    what: "election".into(),
+                    attempt
+                }),
+                cancel(BullyTimer::CoordinatorWait),
+                set_timer(BullyTimer::RetryWait, wait),
+            ]
+        );
+        assert_eq!(node.bully.state(), BullyState::Retrying { after: wait });
+        assert_eq!(
+            node.fire(BullyTimer::RetryWait),
+            vec![
+                cancel(BullyTimer::RetryWait),
+                set_timer(BullyTimer::AnswerWait, 100 * MS),
+                send(3, BullyMsg::Election),
+                send(4, BullyMsg::Election),
+            ]
+        );
+    }
+    // A coordinator emerging resets the backoff: the next retry waits `base` again.
+    node.recv(4, BullyMsg::Coordinator);
+    node.fire(BullyTimer::LeaderCheck);
+    node.recv(4, BullyMsg::Answer);
+    let effects = node.fire(BullyTimer::CoordinatorWait);
+    assert_eq!(effects[2], set_timer(BullyTimer::RetryWait, 40 * MS));
+    // While backing off, a lower node's Election is answered and starts our election.
+    let effects = node.recv(1, BullyMsg::Election);
+    assert_eq!(effects[0], send(1, BullyMsg::Answer));
+    assert_eq!(node.bully.state(), BullyState::Electing);
+}
+
+#[test]
+fn a_bad_backoff_parameter_names_its_field() {
+    let params = BullyParams {
+        backoff: Some(crate::backoff::BackoffParams {
+            policy: "exponential".into(),
+            base: HumanDuration(Duration::ZERO),
+            cap: HumanDuration(MS),
+        }),
+        ..BullyParams::default()
+    };
+    assert_eq!(configure(params).unwrap_err().field, "backoff.base");
+}
+
+#[test]
 fn a_follower_that_suspects_the_coordinator_runs_an_election() {
     let mut node = Node::started(2);
     node.recv(4, BullyMsg::Coordinator);

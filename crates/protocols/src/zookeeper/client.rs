@@ -1,6 +1,7 @@
 //! A client: its session, the election/lock recipe, and (lock recipe) the workload.
 
 use super::{Recipe, SessionId, ZkConfig, ZkError, ZkEvent, ZkMsg, ZkTimer, ZkVariant};
+use crate::backoff::Backoff;
 use crate::workload::{LockApi, Workload, WorkloadTimer};
 use std::time::Duration;
 use tenure_core::{Cluster, Env, NodeId, Observation};
@@ -44,6 +45,8 @@ pub struct ZkRecipeClient {
     watching: Option<String>,
     /// Election: what we last observed as a follower.
     following: Option<(u64, Option<NodeId>)>,
+    /// Election: the backoff between reconnects after the session expired.
+    reconnect: Option<Backoff>,
 }
 
 /// A client node.
@@ -102,6 +105,22 @@ impl ZkRecipeClient {
     }
 
     fn on_ping_timer(&mut self, env: &mut ZkEnv<'_>) {
+        if let (None, Some(b)) = (self.session, &mut self.reconnect) {
+            // Reconnecting after an expiry: each Connect is a retry of the election.
+            env.observe(Observation::Retry {
+                what: "election".to_string(),
+                attempt: b.failures(),
+            });
+            env.send(
+                self.server,
+                ZkMsg::Connect {
+                    timeout: self.session_timeout,
+                },
+            );
+            let next = b.on_failure(env);
+            env.set_timer(ZkTimer::Ping, next);
+            return;
+        }
         let msg = match self.session {
             Some(session) => ZkMsg::Ping { session },
             None => ZkMsg::Connect {
@@ -188,6 +207,9 @@ impl ZkRecipeClient {
                     return None; // a duplicate connect; that session will expire unused
                 }
                 self.session = Some(session);
+                if let Some(b) = &mut self.reconnect {
+                    b.on_success();
+                }
                 self.heard(env);
                 if self.want {
                     self.create(env);
@@ -202,12 +224,19 @@ impl ZkRecipeClient {
                 self.watching = None;
                 self.suspended = false;
                 env.cancel_timer(&ZkTimer::SessionCheck);
-                env.send(
-                    self.server,
-                    ZkMsg::Connect {
-                        timeout: self.session_timeout,
-                    },
-                );
+                if let Some(b) = &mut self.reconnect {
+                    // Back off before reconnecting (the Ping timer sends the Connect).
+                    b.reset();
+                    let wait = b.on_failure(env);
+                    env.set_timer(ZkTimer::Ping, wait);
+                } else {
+                    env.send(
+                        self.server,
+                        ZkMsg::Connect {
+                            timeout: self.session_timeout,
+                        },
+                    );
+                }
                 if self.recipe == Recipe::Lock && lost.is_none() && self.want {
                     // We were waiting: the workload backs off and tries again.
                     self.want = false;
@@ -418,6 +447,7 @@ impl ZkClient {
                 leading: false,
                 watching: None,
                 following: None,
+                reconnect: config.reconnect.map(Backoff::new),
             },
             workload: config.workload.clone().map(Workload::new),
         }

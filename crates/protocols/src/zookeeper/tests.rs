@@ -678,6 +678,69 @@ fn lock_holder_gets_the_czxid_as_its_token() {
 }
 
 #[test]
+fn with_a_backoff_policy_an_expired_election_client_reconnects_after_growing_waits() {
+    let mut p = params(Recipe::Election);
+    p.backoff = Some(crate::backoff::BackoffParams {
+        policy: "exponential".into(),
+        base: HumanDuration(ms(100)),
+        cap: HumanDuration(ms(1000)),
+    });
+    let mut c = Node::new(&config("correct", p, 2), C2, 2);
+    c.start(0);
+    c.recv(
+        2,
+        SERVER,
+        ZkMsg::Connected {
+            session: 2,
+            timeout: ms(2000),
+        },
+    );
+    // Expired: no Connect at once, a Ping timer after the first backoff instead.
+    let effects = c.recv(5000, SERVER, ZkMsg::SessionExpired { session: 2 });
+    assert_eq!(effects[effects.len() - 1..], [set(ZkTimer::Ping, ms(100))]);
+    assert!(!effects.iter().any(|e| matches!(
+        e,
+        Effect::Send {
+            msg: ZkMsg::Connect { .. },
+            ..
+        }
+    )));
+    // Each Ping without a session is a retry, observed, and waits twice as long.
+    for (attempt, wait) in [(1, 200), (2, 400)] {
+        assert_eq!(
+            c.timer(5100, ZkTimer::Ping),
+            vec![
+                Effect::Observe(Observation::Retry {
+                    what: "election".into(),
+                    attempt
+                }),
+                send(SERVER, ZkMsg::Connect { timeout: ms(2000) }),
+                set(ZkTimer::Ping, ms(wait)),
+            ]
+        );
+    }
+    // Connected: the backoff starts over for the next expiry.
+    c.recv(
+        6000,
+        SERVER,
+        ZkMsg::Connected {
+            session: 5,
+            timeout: ms(2000),
+        },
+    );
+    let effects = c.recv(9000, SERVER, ZkMsg::SessionExpired { session: 5 });
+    assert_eq!(effects.last(), Some(&set(ZkTimer::Ping, ms(100))));
+    // The lock recipe keeps the backoff for its workload only.
+    let mut p = params(Recipe::Lock);
+    p.backoff = Some(crate::backoff::BackoffParams {
+        policy: "none".into(),
+        base: HumanDuration(ms(1)),
+        cap: HumanDuration(ms(1)),
+    });
+    assert_eq!(config("correct", p, 2).reconnect, None);
+}
+
+#[test]
 fn params_are_checked() {
     let err = serde_json::from_str::<ZooKeeperParams>(r#"{"recipe": "lock", "sesion": "1s"}"#);
     assert!(err.unwrap_err().to_string().contains("sesion"));
