@@ -20,7 +20,7 @@ mod time;
 pub use cluster::{Cluster, ClusterError, NodeId, RoleSpec};
 pub use env::{
     Clock, Effect, Env, Network, Observe, Rng, SplitMix64, Step, StepHost, Storage, StorageExt,
-    StorageMap, Timers,
+    StorageMap, SyncError, Timers,
 };
 pub use observation::{History, Observation, Record, RunInfo};
 pub use protocol::{

@@ -161,6 +161,7 @@ pub fn default_scenario(protocol: &str, variant: Option<&str>) -> Result<Scenari
         cluster: ClusterSpec::default(),
         network: NetworkSpec::default(),
         clocks: Vec::new(),
+        disk: Default::default(),
         faults: Vec::new(),
         checks: Vec::new(),
         expect: Expectation::Pass,
