@@ -182,7 +182,10 @@ static ENTRIES: &[ModelEntry] = &[
         info: Raft::info,
         scope: "elections with votes, terms and crashes; messages delivered, lost or \
                 duplicated in any order, election timers firing at any point",
-        out_of_scope: &[],
+        out_of_scope: &[(
+            "reply-before-sync",
+            "the explorer crashes processes but never cuts power: every write survives",
+        )],
         stands_for: &[("steps-down-on-higher-term", "single-leader-at-a-time")],
         roles: &[("server", 3)],
         defaults: || Defaults {
