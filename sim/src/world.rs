@@ -592,10 +592,7 @@ impl<P: Protocol> World<P> {
     /// doing nothing, unless the node is up and the timer is set.
     pub fn fire_timer(&mut self, node: NodeId, now: SimTime, timer: P::Timer) -> bool {
         let slot = &mut self.nodes[node.index()];
-        if slot.status != Status::Up
-            || slot.sync_pending
-            || slot.timers.remove(&timer).is_none()
-        {
+        if slot.status != Status::Up || slot.sync_pending || slot.timers.remove(&timer).is_none() {
             return false;
         }
         self.stats.timers_fired += 1;

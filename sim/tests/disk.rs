@@ -9,9 +9,7 @@
 //! it notes the keys it finds on disk.
 
 use std::time::Duration;
-use tenure_core::{
-    Cluster, Env, NodeId, Observation, Protocol, Record, SimTime, StorageExt as _,
-};
+use tenure_core::{Cluster, Env, NodeId, Observation, Protocol, Record, SimTime, StorageExt as _};
 use tenure_sim::{RunOutput, Sim};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -142,7 +140,10 @@ fn the_monotonic_clock_restarts_after_a_power_loss_but_not_after_a_crash() {
     let reboot = starts(&power)[1];
     assert!(reboot.time >= SimTime::from_duration(ms(60)), "{reboot:?}");
     assert!(reboot.mono.0 <= ms(6).as_nanos() as i64, "{reboot:?}");
-    assert!(reboot.wall.0 >= ms(60).as_nanos() as i64, "wall reads on: {reboot:?}");
+    assert!(
+        reboot.wall.0 >= ms(60).as_nanos() as i64,
+        "wall reads on: {reboot:?}"
+    );
     let crash = killed_at_55ms(false);
     assert!(starts(&crash)[1].mono.0 >= ms(60).as_nanos() as i64);
 }
@@ -163,7 +164,11 @@ fn a_sync_delays_the_effects_after_it_by_the_fsync_latency() {
     );
     // The next tick is set after the sync, so ticks come every 40 ms.
     let second = first_note(&out, "write 2");
-    assert!(second.0 - wrote.0 >= ms(40).as_nanos() as u64, "{:?}", notes(&out));
+    assert!(
+        second.0 - wrote.0 >= ms(40).as_nanos() as u64,
+        "{:?}",
+        notes(&out)
+    );
 }
 
 /// w1 is written at 10 ms and its sync runs until 40 ms; the node dies at 25 ms.
@@ -222,7 +227,10 @@ fn a_crash_point_between_the_write_and_the_sync() {
         .find(|r| r.obs == Observation::Crashed)
         .expect("crashed");
     let tick = ms(10).as_nanos() as u64;
-    assert!((tick..tick + 1_000_000).contains(&crashed.time.0), "{crashed:?}");
+    assert!(
+        (tick..tick + 1_000_000).contains(&crashed.time.0),
+        "{crashed:?}"
+    );
     let traced = out.trace.as_ref().unwrap().iter().any(|e| {
         matches!(e, tenure_sim::TraceEvent::Fault { kind: "crash", detail, .. }
             if detail == "crash point, before a sync")
@@ -240,7 +248,10 @@ fn a_power_loss_crash_point_before_the_sync_loses_the_write() {
 fn a_power_loss_crash_point_after_the_sync_keeps_the_write() {
     let out = crash_point(3, true);
     assert_eq!(noted(&out, "boot"), ["boot ", "boot w1"]);
-    assert!(noted(&out, "synced 1").is_empty(), "crashed before the note");
+    assert!(
+        noted(&out, "synced 1").is_empty(),
+        "crashed before the note"
+    );
 }
 
 #[test]
@@ -251,7 +262,10 @@ fn a_disk_error_fails_syncs_and_a_power_loss_then_loses_the_writes() {
         .at(ms(40), |c| c.restart(NodeId(0)))
         .duration(ms(60))
         .run();
-    assert_eq!(noted(&out, "sync failed"), ["sync failed 1", "sync failed 2"]);
+    assert_eq!(
+        noted(&out, "sync failed"),
+        ["sync failed 1", "sync failed 2"]
+    );
     // w3 at 30 ms synced everything written so far.
     assert_eq!(noted(&out, "boot"), ["boot ", "boot w1,w2,w3"]);
 }

@@ -228,7 +228,9 @@ impl<'a, M, T> Step<'a, M, T> {
 
     /// Whether the handler synced (successfully or not), a test helper.
     pub fn synced(&self) -> bool {
-        self.effects.iter().any(|e| matches!(e, Effect::Sync { .. }))
+        self.effects
+            .iter()
+            .any(|e| matches!(e, Effect::Sync { .. }))
     }
 
     /// The effects, leaving the step empty (for reuse by a host loop).

@@ -679,7 +679,12 @@ fn info_lists_correct_first_and_what_each_variant_breaks() {
     let names: Vec<_> = info.variants.iter().map(|v| v.name).collect();
     assert_eq!(
         names,
-        ["correct", "forget-vote", "no-step-down", "reply-before-sync"]
+        [
+            "correct",
+            "forget-vote",
+            "no-step-down",
+            "reply-before-sync"
+        ]
     );
     for v in info.variants {
         assert!(RaftVariant::from_name(v.name).is_some());
@@ -744,7 +749,11 @@ fn the_correct_variant_syncs_its_vote_before_replying() {
     let reply = position(&effects, |e| *e == send(3, vote_reply(1, true, false)));
     assert!(sync < reply, "{effects:?}");
     node.power_loss_and_reboot();
-    assert_eq!(node.raft.voted_for(), Some(NodeId(3)), "the synced vote survives");
+    assert_eq!(
+        node.raft.voted_for(),
+        Some(NodeId(3)),
+        "the synced vote survives"
+    );
     assert_eq!(
         node.recv(4, request_vote(1, 0, 0)),
         vec![send(4, vote_reply(1, false, false))]
