@@ -49,7 +49,7 @@ impl Protocol for Journal {
         let n = self.n;
         env.observe(note(format!("write {n}")));
         env.store(&format!("w{n}"), &n);
-        if self.sync_every || n % 2 == 0 {
+        if self.sync_every || n.is_multiple_of(2) {
             match env.sync() {
                 Ok(()) => env.observe(note(format!("synced {n}"))),
                 Err(_) => env.observe(note(format!("sync failed {n}"))),
