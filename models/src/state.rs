@@ -341,6 +341,9 @@ impl<P: Protocol> State<P> {
                 }
                 // Already applied to storage by the Step.
                 Effect::Store { .. } => {}
+                // The explorer models process crashes, not power loss: every write
+                // survives, so a sync changes nothing here.
+                Effect::Sync { .. } => {}
                 Effect::Observe(obs) => self.observe(node, obs, clock, depth, records),
             }
         }

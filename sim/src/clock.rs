@@ -56,6 +56,15 @@ impl NodeClock {
         self.rate = 1.0 + drift;
     }
 
+    /// The machine reboots at `now`: the monotonic clock starts again from zero (a new
+    /// origin), the wall clock reads on as before.
+    pub fn reboot(&mut self, now: SimTime) {
+        let wall = self.wall(now).0;
+        self.base_true = now.0;
+        self.base_mono = 0;
+        self.wall_offset = wall;
+    }
+
     pub fn drift(&self) -> f64 {
         self.rate - 1.0
     }
@@ -133,6 +142,16 @@ mod tests {
             c.set_drift(now, 99.0);
             assert!(c.true_time_at(now, LocalTime(i64::MAX)) >= now);
         }
+    }
+
+    #[test]
+    fn a_reboot_restarts_monotonic_and_keeps_wall() {
+        let mut c = NodeClock::new(5 * MS as i64, 0.5);
+        let before = c.wall(SimTime(10 * MS));
+        c.reboot(SimTime(10 * MS));
+        assert_eq!(c.monotonic(SimTime(10 * MS)), LocalTime(0));
+        assert_eq!(c.wall(SimTime(10 * MS)), before);
+        assert_eq!(c.monotonic(SimTime(12 * MS)), LocalTime(3 * MS as i64));
     }
 
     #[test]

@@ -50,18 +50,79 @@ impl<P: Protocol> Control<'_, P> {
         self.later.push((self.now + after, action));
     }
 
-    /// Kills the node's process: volatile state and timers are lost, storage is kept.
-    /// No-op on a node that is already down.
+    /// Kills the node's process: volatile state and timers are lost, storage is kept
+    /// (written data reached the operating system, synced or not). No-op on a node
+    /// that is already down.
     pub fn crash(&mut self, node: NodeId) {
+        self.kill(node, false);
+    }
+
+    /// The node's machine loses power: like a crash, and every write it had not
+    /// synced is lost; its monotonic clock restarts from a new origin. No-op on a
+    /// node that is already down. `restart` boots it again.
+    pub fn power_loss(&mut self, node: NodeId) {
+        self.kill(node, true);
+    }
+
+    fn kill(&mut self, node: NodeId, power: bool) {
         if self.status(node) == Status::Down {
             return;
         }
         if self.status(node) == Status::Paused {
             self.handle.resume(self.madsim_ids[node.index()]);
         }
-        self.fault("crash", vec![node], String::new());
-        self.world.crash_node(node, self.now);
+        let (kind, detail) = if power {
+            let lost = self.world.nodes[node.index()].disk.unsynced_keys();
+            ("power-loss", format!("unsynced writes lost: {lost:?}"))
+        } else {
+            ("crash", String::new())
+        };
+        self.fault(kind, vec![node], detail);
+        self.world.crash_node(node, self.now, power);
         self.handle.kill(self.madsim_ids[node.index()]);
+    }
+
+    /// Arms a crash point inside the node's handling: it crashes (loses power, if
+    /// `power`) right after applying `after_effects` more effects, between two effects
+    /// of one handler if that is where the count ends (after the send, before the
+    /// sync). The crash itself is traced when it happens. No-op on a node that is down.
+    pub fn crash_point(&mut self, node: NodeId, after_effects: u32, power: bool) {
+        if self.status(node) == Status::Down {
+            return;
+        }
+        let what = if power { "power loss" } else { "crash" };
+        self.fault(
+            "crash-point",
+            vec![node],
+            format!("{what} after {after_effects} more effects"),
+        );
+        self.world.arm_crash_point(node, after_effects, power);
+    }
+
+    /// The node's syncs hang for `duration`: a sync begun before it ends completes
+    /// no earlier than its end (plus the usual fsync latency).
+    pub fn disk_stall(&mut self, node: NodeId, duration: Duration) {
+        self.fault(
+            "disk-stall",
+            vec![node],
+            tenure_core::format_duration(duration),
+        );
+        let until = self.now + duration;
+        let disk = &mut self.world.nodes[node.index()].disk;
+        disk.stall_until = disk.stall_until.max(until);
+    }
+
+    /// The node's syncs fail for `duration`: the protocol sees `Err` from `sync`, and
+    /// nothing it wrote becomes durable by that call.
+    pub fn disk_error(&mut self, node: NodeId, duration: Duration) {
+        self.fault(
+            "disk-error",
+            vec![node],
+            tenure_core::format_duration(duration),
+        );
+        let until = self.now + duration;
+        let disk = &mut self.world.nodes[node.index()].disk;
+        disk.error_until = disk.error_until.max(until);
     }
 
     /// Starts a crashed node's process again. No-op on a node that is not down.

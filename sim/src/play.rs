@@ -227,6 +227,10 @@ pub fn simulation<P: Protocol>(
     for c in &scenario.clocks {
         sim = sim.clock(c.node, c.offset.0, c.drift);
     }
+    for node in cluster.nodes() {
+        let fsync = scenario.disk.fsync_of(node);
+        sim = sim.fsync(node, fsync.min, fsync.max);
+    }
     for event in &scenario.faults {
         let fault = event.fault.clone();
         sim = sim.at(event.at, move |c| apply(c, &fault));
@@ -297,7 +301,11 @@ pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
         | Fault::Pause { node, .. }
         | Fault::ClockJump { node, .. }
         | Fault::ClockDrift { node, .. }
-        | Fault::Request { node, .. } => match target(c, node) {
+        | Fault::Request { node, .. }
+        | Fault::PowerLoss { node }
+        | Fault::CrashPoint { node, .. }
+        | Fault::DiskStall { node, .. }
+        | Fault::DiskError { node, .. } => match target(c, node) {
             Some(n) => Some(n),
             None => {
                 c.note_skipped(fault.kind());
@@ -324,6 +332,12 @@ pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
             loss,
             duplicate,
         } => c.network(latency.map(|l| (l.min, l.max)), *loss, *duplicate),
+        Fault::PowerLoss { .. } => c.power_loss(n()),
+        Fault::CrashPoint {
+            at_effect, power, ..
+        } => c.crash_point(n(), *at_effect, *power),
+        Fault::DiskStall { duration, .. } => c.disk_stall(n(), *duration),
+        Fault::DiskError { duration, .. } => c.disk_error(n(), *duration),
         Fault::Request { name, arg, .. } => c.request(
             n(),
             Request {

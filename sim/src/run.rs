@@ -19,6 +19,8 @@ pub struct Sim<P: Protocol> {
     pub(crate) network: LinkSettings,
     links: Vec<(NodeId, NodeId, LinkOverride)>,
     clocks: Vec<NodeClock>,
+    /// Each node's fsync latency range.
+    fsync: Vec<(Duration, Duration)>,
     actions: Vec<(SimTime, Action<P>)>,
     trace: bool,
     hook: Option<RecordHook>,
@@ -47,6 +49,7 @@ impl<P: Protocol> Sim<P> {
 
     pub fn new(cluster: Cluster, config: P::Config, seed: u64) -> Sim<P> {
         let clocks = vec![NodeClock::new(0, 0.0); cluster.size()];
+        let fsync = vec![(Duration::ZERO, Duration::ZERO); cluster.size()];
         Sim {
             cluster,
             config,
@@ -55,6 +58,7 @@ impl<P: Protocol> Sim<P> {
             network: LinkSettings::default(),
             links: Vec::new(),
             clocks,
+            fsync,
             actions: Vec::new(),
             trace: false,
             hook: None,
@@ -79,6 +83,14 @@ impl<P: Protocol> Sim<P> {
     /// The node's clock starts at `offset_ns` and runs at `1 + drift`.
     pub fn clock(mut self, node: NodeId, offset_ns: i64, drift: f64) -> Self {
         self.clocks[node.index()] = NodeClock::new(offset_ns, drift);
+        self
+    }
+
+    /// Each `sync` of the node takes a latency drawn uniformly from `min..=max` (zero
+    /// unless set), during which the node's later effects wait.
+    pub fn fsync(mut self, node: NodeId, min: Duration, max: Duration) -> Self {
+        assert!(min <= max, "fsync latency minimum above maximum");
+        self.fsync[node.index()] = (min, max);
         self
     }
 
@@ -115,6 +127,7 @@ impl<P: Protocol> Sim<P> {
             network,
             links,
             clocks,
+            fsync,
             actions,
             trace,
             hook,
@@ -124,6 +137,9 @@ impl<P: Protocol> Sim<P> {
             net.set_override(from, to, link);
         }
         let mut world = World::<P>::new(cluster.clone(), config, seed, net, clocks, trace);
+        for (slot, range) in world.nodes.iter_mut().zip(fsync) {
+            slot.disk.fsync = range;
+        }
         if let Some(hook) = hook {
             world.set_hook(hook);
         }

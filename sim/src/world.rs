@@ -9,6 +9,7 @@ use crate::trace::TraceEvent;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::task::Waker;
+use std::time::Duration;
 use tenure_core::{
     Cluster, Effect, History, LocalTime, NodeId, Observation, Protocol, Record, Request, RunInfo,
     SimTime, Step, StorageMap,
@@ -69,6 +70,103 @@ pub struct NodeSlot<P: Protocol> {
     /// When the node task plans to wake next; earlier arrivals ring the doorbell.
     planned_wake: SimTime,
     pub incarnation: u32,
+    /// What is on the node's disk and how its syncs behave.
+    pub disk: Disk,
+    /// A sync is in progress: the node does nothing else until `busy_until`, then the
+    /// sync's writes become durable and `deferred` (the rest of the handler's effects)
+    /// are applied.
+    sync_pending: bool,
+    busy_until: SimTime,
+    deferred: Vec<Effect<P::Msg, P::Timer>>,
+    /// An armed crash point: the node crashes (or loses power, if `power`) before
+    /// applying its next effect once `remaining` more effects were applied.
+    crash_point: Option<CrashPoint>,
+}
+
+/// An armed crash point (see [`World::arm_crash_point`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrashPoint {
+    pub remaining: u32,
+    pub power: bool,
+}
+
+/// Writes as a file system sees them: `None` is a delete.
+type Writes = BTreeMap<String, Option<String>>;
+
+fn apply_writes(map: &mut StorageMap, writes: Writes) {
+    for (key, value) in writes {
+        match value {
+            Some(v) => map.insert(key, v),
+            None => map.remove(&key),
+        };
+    }
+}
+
+/// A node's disk. The node's `storage` (what handlers read) is always
+/// `durable` + `syncing` + `unsynced`, applied in that order.
+pub struct Disk {
+    /// What survives a power loss.
+    pub durable: StorageMap,
+    /// Writes of the sync in progress: durable when it completes.
+    syncing: Writes,
+    /// Writes that reached the operating system since the last sync began.
+    unsynced: Writes,
+    /// Each sync takes a latency drawn uniformly from this range.
+    pub fsync: (Duration, Duration),
+    /// Syncs begun before this true time complete no earlier than it (`disk-stall`).
+    pub stall_until: SimTime,
+    /// Syncs before this true time fail (`disk-error`).
+    pub error_until: SimTime,
+    rng: SeededRng,
+}
+
+impl Disk {
+    fn new(seed: u64, index: usize) -> Disk {
+        Disk {
+            durable: StorageMap::new(),
+            syncing: Writes::new(),
+            unsynced: Writes::new(),
+            fsync: (Duration::ZERO, Duration::ZERO),
+            stall_until: SimTime::ZERO,
+            error_until: SimTime::ZERO,
+            rng: SeededRng::disk(seed, index),
+        }
+    }
+
+    /// The writes not yet durable, in the order a power loss would lose them.
+    pub fn unsynced_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.syncing.keys().cloned().collect();
+        keys.extend(self.unsynced.keys().cloned());
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// When a sync begun at `now` completes.
+    fn sync_done_at(&mut self, now: SimTime) -> SimTime {
+        use tenure_core::Rng;
+        let latency = self.rng.duration_between(self.fsync.0, self.fsync.1);
+        now.max(self.stall_until) + latency
+    }
+
+    /// What a process sees after a crash: everything written (the operating system
+    /// keeps it); a sync in progress is abandoned, so its writes are unsynced again.
+    fn after_crash(&mut self) -> StorageMap {
+        let syncing = std::mem::take(&mut self.syncing);
+        let newer = std::mem::take(&mut self.unsynced);
+        self.unsynced = syncing;
+        self.unsynced.extend(newer);
+        let mut storage = self.durable.clone();
+        apply_writes(&mut storage, self.unsynced.clone());
+        storage
+    }
+
+    /// What a machine sees after a power loss: only what was synced.
+    fn after_power_loss(&mut self) -> StorageMap {
+        self.syncing.clear();
+        self.unsynced.clear();
+        self.durable.clone()
+    }
 }
 
 /// Counters kept for every run (cheap; the full trace is optional).
@@ -172,6 +270,11 @@ impl<P: Protocol> World<P> {
                 rung: false,
                 planned_wake: SimTime::ZERO,
                 incarnation: 0,
+                disk: Disk::new(seed, i),
+                sync_pending: false,
+                busy_until: SimTime::ZERO,
+                deferred: Vec::new(),
+                crash_point: None,
             })
             .collect();
         let n = cluster.size();
@@ -328,15 +431,39 @@ impl<P: Protocol> World<P> {
         self.run_handler(node, now, |p, env| p.on_start(env));
     }
 
-    /// The process on `node` dies: volatile state and timers are gone, storage stays.
-    pub fn crash_node(&mut self, node: NodeId, now: SimTime) {
+    /// The process on `node` dies: volatile state and timers are gone, and so are the
+    /// effects of a handler waiting on a sync. What it wrote stays (the operating
+    /// system has it), synced or not. With `power`, the machine loses power instead:
+    /// every write not yet synced is lost too, and the monotonic clock restarts from
+    /// a new origin when the machine boots again.
+    pub fn crash_node(&mut self, node: NodeId, now: SimTime, power: bool) {
         let slot = &mut self.nodes[node.index()];
         slot.status = Status::Down;
         slot.proto = None;
         slot.timers.clear();
         slot.waker = None;
         slot.rung = false;
+        slot.sync_pending = false;
+        slot.busy_until = SimTime::ZERO;
+        slot.deferred.clear();
+        slot.crash_point = None;
+        slot.storage = if power {
+            slot.clock.reboot(now);
+            slot.disk.after_power_loss()
+        } else {
+            slot.disk.after_crash()
+        };
         self.record(now, node, Observation::Crashed);
+    }
+
+    /// Arms a crash point: `node` keeps running and crashes (loses power, if `power`)
+    /// right after applying `after_effects` more effects (sends, timer changes, writes,
+    /// syncs, observations), before the next one.
+    pub fn arm_crash_point(&mut self, node: NodeId, after_effects: u32, power: bool) {
+        self.nodes[node.index()].crash_point = Some(CrashPoint {
+            remaining: after_effects,
+            power,
+        });
     }
 
     /// Runs one handler on `node` and applies its effects.
@@ -356,6 +483,7 @@ impl<P: Protocol> World<P> {
                 .expect("handlers run only on live nodes");
             let mono = slot.clock.monotonic(now);
             let wall = slot.clock.wall(now);
+            let sync_fails = now < slot.disk.error_until;
             let mut step = Step::new(
                 node,
                 &self.cluster,
@@ -365,6 +493,7 @@ impl<P: Protocol> World<P> {
                 &mut slot.rng,
             );
             step.effects = buffer;
+            step.sync_fails = sync_fails;
             f(proto, &mut step);
             step.effects
         };
@@ -372,9 +501,22 @@ impl<P: Protocol> World<P> {
         self.effects = effects;
     }
 
-    /// Applies (and empties) `effects`, in order.
+    /// Applies (and empties) `effects`, in order. A sync that takes time stops here:
+    /// the effects after it wait in `deferred` until it completes. An armed crash
+    /// point may crash the node between two effects; the rest are then never applied.
     fn apply(&mut self, node: NodeId, now: SimTime, effects: &mut Vec<Effect<P::Msg, P::Timer>>) {
-        for effect in effects.drain(..) {
+        let mut iter = effects.drain(..);
+        while let Some(effect) = iter.next() {
+            if let Some(point) = &mut self.nodes[node.index()].crash_point {
+                if point.remaining == 0 {
+                    let power = point.power;
+                    let detail = format!("crash point, before {}", effect_name(&effect));
+                    drop(iter);
+                    self.crash_here(node, now, power, detail);
+                    return;
+                }
+                point.remaining -= 1;
+            }
             match effect {
                 Effect::Send { to, msg } => self.send(node, to, now, msg),
                 Effect::SetTimer { timer, after } => {
@@ -386,10 +528,48 @@ impl<P: Protocol> World<P> {
                 Effect::CancelTimer { timer } => {
                     self.nodes[node.index()].timers.remove(&timer);
                 }
-                Effect::Store { .. } => {} // already applied by Step
+                // Already in `storage` (the Step wrote it); the disk learns of it now.
+                Effect::Store { key, value } => {
+                    self.nodes[node.index()].disk.unsynced.insert(key, value);
+                }
+                Effect::Sync { ok: false } => {}
+                Effect::Sync { ok: true } => {
+                    let slot = &mut self.nodes[node.index()];
+                    let done = slot.disk.sync_done_at(now);
+                    let writes = std::mem::take(&mut slot.disk.unsynced);
+                    if done <= now {
+                        apply_writes(&mut slot.disk.durable, writes);
+                    } else {
+                        slot.disk.syncing = writes;
+                        slot.sync_pending = true;
+                        slot.busy_until = done;
+                        slot.deferred.extend(iter);
+                        return;
+                    }
+                }
                 Effect::Observe(obs) => self.record(now, node, obs),
             }
         }
+    }
+
+    /// The sync in progress at `node` completes: its writes are durable, and the
+    /// effects that waited for it are applied.
+    fn complete_sync(&mut self, node: NodeId, now: SimTime) {
+        let slot = &mut self.nodes[node.index()];
+        slot.sync_pending = false;
+        let writes = std::mem::take(&mut slot.disk.syncing);
+        apply_writes(&mut slot.disk.durable, writes);
+        let mut rest = std::mem::take(&mut slot.deferred);
+        self.apply(node, now, &mut rest);
+    }
+
+    /// A crash point fires inside the node's own handling.
+    fn crash_here(&mut self, node: NodeId, now: SimTime, power: bool, detail: String) {
+        let kind = if power { "power-loss" } else { "crash" };
+        self.calm_from = now;
+        tracing::info!(kind, ?node, %detail, "fault");
+        self.trace_fault(now, kind, vec![node], detail);
+        self.crash_node(node, now, power);
     }
 
     fn send(&mut self, from: NodeId, to: NodeId, now: SimTime, msg: P::Msg) {
@@ -454,7 +634,7 @@ impl<P: Protocol> World<P> {
     /// doing nothing, unless the node is up and the timer is set.
     pub fn fire_timer(&mut self, node: NodeId, now: SimTime, timer: P::Timer) -> bool {
         let slot = &mut self.nodes[node.index()];
-        if slot.status != Status::Up || slot.timers.remove(&timer).is_none() {
+        if slot.status != Status::Up || slot.sync_pending || slot.timers.remove(&timer).is_none() {
             return false;
         }
         self.stats.timers_fired += 1;
@@ -494,6 +674,15 @@ impl<P: Protocol> World<P> {
         loop {
             if self.nodes[node.index()].status != Status::Up || self.stop_requested {
                 return SimTime::MAX;
+            }
+            let slot = &mut self.nodes[node.index()];
+            if slot.sync_pending {
+                if slot.busy_until > now {
+                    slot.planned_wake = slot.busy_until;
+                    return slot.busy_until;
+                }
+                self.complete_sync(node, now);
+                continue;
             }
             let Some((at, _, timer)) = self.next_due(node, now) else {
                 self.nodes[node.index()].planned_wake = SimTime::MAX;
@@ -554,5 +743,17 @@ impl<P: Protocol> World<P> {
             },
             records: self.records.clone(),
         }
+    }
+}
+
+/// An effect's kind, for the trace of a crash point.
+fn effect_name<M, T>(effect: &Effect<M, T>) -> &'static str {
+    match effect {
+        Effect::Send { .. } => "a send",
+        Effect::SetTimer { .. } => "a timer set",
+        Effect::CancelTimer { .. } => "a timer cancel",
+        Effect::Store { .. } => "a write",
+        Effect::Sync { .. } => "a sync",
+        Effect::Observe(_) => "an observation",
     }
 }

@@ -42,3 +42,15 @@ fn lock_zoo_with_pauses_and_clock_jumps_is_deterministic() {
     hashes("scenarios/redlock/clock-jump.toml", 0..20);
     hashes("scenarios/raft/clock-drift-and-jumps.toml", 0..20);
 }
+
+#[test]
+fn power_losses_crash_points_and_fsync_latency_are_deterministic() {
+    let h = hashes("scenarios/raft/reply-before-sync-power-loss.toml", 0..20);
+    let distinct: std::collections::BTreeSet<u64> = h.iter().copied().collect();
+    assert!(
+        distinct.len() > 15,
+        "seeds give different runs: {distinct:?}"
+    );
+    hashes("scenarios/raft/reply-before-sync-crash-point.toml", 0..20);
+    hashes("scenarios/raft/vote-synced-power-loss.toml", 0..20);
+}

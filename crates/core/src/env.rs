@@ -31,13 +31,37 @@ pub trait Timers<T> {
     fn cancel_timer(&mut self, timer: &T);
 }
 
-/// Durable key/value state: it survives a crash and restart. What is not written here
-/// is lost on a crash. A write is durable when the handler returns.
+/// Key/value state on the node's disk, with the semantics of a file system.
+///
+/// A write (`put`, `delete`) reaches the operating system at once: later reads see it
+/// and a process crash keeps it. It becomes *durable* only when a later [`sync`]
+/// returns `Ok`: a power loss (machine crash) drops every write not yet synced.
+/// `sync` takes time (the node's fsync latency): the handler's effects after it (its
+/// sends, timers, observations) happen only when the sync completes, so "persist
+/// before reply" is `put`, `sync`, then `send`. A sync can fail (a `disk-error`
+/// fault): the writes stay unsynced and the protocol must decide what to do.
+///
+/// [`sync`]: Storage::sync
 pub trait Storage {
     fn get(&self, key: &str) -> Option<&str>;
     fn put(&mut self, key: &str, value: String);
     fn delete(&mut self, key: &str);
+    /// Makes every write so far durable (fsync). An `Err` means the disk failed: no
+    /// write became durable by this call.
+    fn sync(&mut self) -> Result<(), SyncError>;
 }
+
+/// A failed [`Storage::sync`]: the disk reported an I/O error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SyncError;
+
+impl std::fmt::Display for SyncError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "fsync failed: I/O error")
+    }
+}
+
+impl std::error::Error for SyncError {}
 
 /// Typed access to [`Storage`] (values are stored as JSON text).
 pub trait StorageExt: Storage {
@@ -51,6 +75,12 @@ pub trait StorageExt: Storage {
     fn store<T: Serialize>(&mut self, key: &str, value: &T) {
         let text = serde_json::to_string(value).expect("storable values serialize");
         self.put(key, text);
+    }
+    /// Writes a value and syncs it (with everything written before it): `store` then
+    /// `sync`.
+    fn store_synced<T: Serialize>(&mut self, key: &str, value: &T) -> Result<(), SyncError> {
+        self.store(key, value);
+        self.sync()
     }
 }
 
@@ -127,6 +157,12 @@ pub enum Effect<M, T> {
         value: Option<String>,
     },
     Observe(Observation),
+    /// A call of [`Storage::sync`]: the writes before it become durable when the sync
+    /// completes, and the effects after it wait until then. `ok: false` is a failed
+    /// sync (the handler saw `Err`).
+    Sync {
+        ok: bool,
+    },
 }
 
 /// SplitMix64: a tiny seeded generator for tests and the model explorer.
@@ -155,6 +191,11 @@ pub struct Step<'a, M, T> {
     rng: &'a mut dyn Rng,
     /// What the handler did, in order.
     pub effects: Vec<Effect<M, T>>,
+    /// Whether `sync` fails (the host sets it during a `disk-error` fault).
+    pub sync_fails: bool,
+    /// Where a successful `sync` copies the storage, if the caller keeps a durable
+    /// image itself ([`StepHost`] does; the simulator tracks durability from effects).
+    durable: Option<&'a mut StorageMap>,
 }
 
 impl<'a, M, T> Step<'a, M, T> {
@@ -174,7 +215,22 @@ impl<'a, M, T> Step<'a, M, T> {
             storage,
             rng,
             effects: Vec::new(),
+            sync_fails: false,
+            durable: None,
         }
+    }
+
+    /// Copies the storage into `durable` at every successful `sync`.
+    pub fn with_durable(mut self, durable: &'a mut StorageMap) -> Self {
+        self.durable = Some(durable);
+        self
+    }
+
+    /// Whether the handler synced (successfully or not), a test helper.
+    pub fn synced(&self) -> bool {
+        self.effects
+            .iter()
+            .any(|e| matches!(e, Effect::Sync { .. }))
     }
 
     /// The effects, leaving the step empty (for reuse by a host loop).
@@ -205,15 +261,21 @@ impl<'a, M, T> Step<'a, M, T> {
     }
 }
 
-/// A node's durable storage, seeded randomness and clock readings, kept across handler
-/// calls: what a unit test of a protocol needs to build [`Step`]s. Storage survives
-/// between steps, as it survives a crash, so a test can build a fresh process over it
-/// to check what a restart remembers.
+/// A node's storage, seeded randomness and clock readings, kept across handler calls:
+/// what a unit test of a protocol needs to build [`Step`]s. Storage survives between
+/// steps, as it survives a process crash, so a test can build a fresh process over it
+/// to check what a restart remembers; [`StepHost::power_loss`] drops what was not
+/// synced, to check what a machine crash leaves.
 #[derive(Clone, Debug)]
 pub struct StepHost {
     pub me: NodeId,
     pub cluster: Cluster,
+    /// What the node wrote (the operating system's view).
     pub storage: StorageMap,
+    /// What the last successful sync made durable.
+    pub durable: StorageMap,
+    /// Whether syncs fail (a disk error).
+    pub sync_fails: bool,
     pub rng: SplitMix64,
     /// The clock readings the next steps see (both start at zero).
     pub monotonic: LocalTime,
@@ -226,6 +288,8 @@ impl StepHost {
             me,
             cluster: cluster.clone(),
             storage: StorageMap::new(),
+            durable: StorageMap::new(),
+            sync_fails: false,
             rng: SplitMix64(1),
             monotonic: LocalTime(0),
             wall: LocalTime(0),
@@ -234,7 +298,7 @@ impl StepHost {
 
     /// An environment for one or more handler calls, recording their effects.
     pub fn step<M, T>(&mut self) -> Step<'_, M, T> {
-        Step::new(
+        let mut step = Step::new(
             self.me,
             &self.cluster,
             self.monotonic,
@@ -242,6 +306,14 @@ impl StepHost {
             &mut self.storage,
             &mut self.rng,
         )
+        .with_durable(&mut self.durable);
+        step.sync_fails = self.sync_fails;
+        step
+    }
+
+    /// The machine loses power: every write not synced is gone.
+    pub fn power_loss(&mut self) {
+        self.storage = self.durable.clone();
     }
 }
 
@@ -293,6 +365,17 @@ impl<M, T> Storage for Step<'_, M, T> {
             key: key.to_string(),
             value: None,
         });
+    }
+    fn sync(&mut self) -> Result<(), SyncError> {
+        let ok = !self.sync_fails;
+        self.effects.push(Effect::Sync { ok });
+        if !ok {
+            return Err(SyncError);
+        }
+        if let Some(durable) = &mut self.durable {
+            durable.clone_from(self.storage);
+        }
+        Ok(())
     }
 }
 
@@ -372,6 +455,59 @@ mod tests {
         let step: Step<'_, (), u8> = host.step();
         assert_eq!(step.load::<u64>("term"), Some(2));
         assert!(step.effects.is_empty(), "a new step starts with no effects");
+    }
+
+    #[test]
+    fn a_power_loss_loses_exactly_the_unsynced_writes_and_a_crash_keeps_them() {
+        let mut host = StepHost::new(NodeId(0), &Cluster::uniform("node", 1));
+        let effects = {
+            let mut step: Step<'_, (), u8> = host.step();
+            step.store("a", &1u64);
+            assert_eq!(step.sync(), Ok(()));
+            step.store("b", &2u64);
+            step.delete("a");
+            step.effects
+        };
+        assert_eq!(
+            effects,
+            vec![
+                Effect::Store {
+                    key: "a".into(),
+                    value: Some("1".into())
+                },
+                Effect::Sync { ok: true },
+                Effect::Store {
+                    key: "b".into(),
+                    value: Some("2".into())
+                },
+                Effect::Store {
+                    key: "a".into(),
+                    value: None
+                },
+            ]
+        );
+        // A process crash keeps what was written (a restart reads `storage`).
+        let crashed = host.storage.clone();
+        assert_eq!(crashed.get("b").map(String::as_str), Some("2"));
+        assert_eq!(crashed.get("a"), None);
+        // A power loss keeps only what the sync made durable.
+        host.power_loss();
+        let expected: StorageMap = [("a".to_string(), "1".to_string())].into();
+        assert_eq!(host.storage, expected);
+    }
+
+    #[test]
+    fn a_failed_sync_makes_nothing_durable() {
+        let mut host = StepHost::new(NodeId(0), &Cluster::uniform("node", 1));
+        host.sync_fails = true;
+        {
+            let mut step: Step<'_, (), u8> = host.step();
+            assert_eq!(step.store_synced("a", &1u64), Err(SyncError));
+            assert!(step.synced());
+            assert_eq!(step.effects.last(), Some(&Effect::Sync { ok: false }));
+        }
+        host.power_loss();
+        assert!(host.storage.is_empty());
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub use catalogue::{names as catalogue_names, Catalogue, Visitor};
 pub use cluster::{Cluster, ClusterError, NodeId, RoleSpec};
 pub use env::{
     Clock, Effect, Env, Network, Observe, Rng, SplitMix64, Step, StepHost, Storage, StorageExt,
-    StorageMap, Timers,
+    StorageMap, SyncError, Timers,
 };
 pub use observation::{History, Observation, Record, RunInfo};
 pub use protocol::{

@@ -473,6 +473,24 @@ fn without_node(s: &Scenario, cluster: &Cluster, r: usize, removed: NodeId) -> O
                 name: name.clone(),
                 arg: *arg,
             },
+            Fault::PowerLoss { node } => Fault::PowerLoss { node: sel(*node)? },
+            Fault::CrashPoint {
+                node,
+                at_effect,
+                power,
+            } => Fault::CrashPoint {
+                node: sel(*node)?,
+                at_effect: *at_effect,
+                power: *power,
+            },
+            Fault::DiskStall { node, duration } => Fault::DiskStall {
+                node: sel(*node)?,
+                duration: *duration,
+            },
+            Fault::DiskError { node, duration } => Fault::DiskError {
+                node: sel(*node)?,
+                duration: *duration,
+            },
             other @ (Fault::Heal {} | Fault::Network { .. }) => other.clone(),
         };
     }
@@ -492,7 +510,7 @@ fn healed(faults: &[FaultEvent]) -> bool {
             | Fault::OneWay { .. }
             | Fault::Bridge { .. } => split = true,
             Fault::Heal {} => split = false,
-            Fault::Crash { node } => down.push(*node),
+            Fault::Crash { node } | Fault::PowerLoss { node } => down.push(*node),
             // A crashed leader is whichever node led: any restart may be its own.
             Fault::Restart { node } => down.retain(|n| n != node && *n != NodeSel::Leader),
             _ => {}
@@ -510,7 +528,11 @@ fn fault_node(fault: &Fault) -> Option<u32> {
         | Fault::Restart { node }
         | Fault::Pause { node, .. }
         | Fault::ClockJump { node, .. }
-        | Fault::ClockDrift { node, .. } => node.id().map(|n| n.0),
+        | Fault::ClockDrift { node, .. }
+        | Fault::PowerLoss { node }
+        | Fault::CrashPoint { node, .. }
+        | Fault::DiskStall { node, .. }
+        | Fault::DiskError { node, .. } => node.id().map(|n| n.0),
         _ => None,
     }
 }

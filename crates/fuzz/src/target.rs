@@ -192,6 +192,7 @@ pub fn default_scenario(
         cluster: ClusterSpec::default(),
         network: NetworkSpec::default(),
         clocks: Vec::new(),
+        disk: Default::default(),
         faults: Vec::new(),
         checks: Vec::new(),
         expect: Expectation::Pass,

@@ -364,6 +364,9 @@ mod tests {
         fn delete(&mut self, key: &str) {
             self.0.remove(key);
         }
+        fn sync(&mut self) -> Result<(), tenure_core::SyncError> {
+            Ok(())
+        }
     }
 
     #[test]

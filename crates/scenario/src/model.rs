@@ -31,6 +31,8 @@ pub struct Scenario {
     pub network: NetworkSpec,
     /// Per-node clocks; nodes not listed run a perfect clock.
     pub clocks: Vec<ClockSpec>,
+    /// `[disk]`: how long each node's syncs take.
+    pub disk: DiskSpec,
     /// The explicit fault timeline, in non-decreasing `at` order, every `at` before
     /// `duration`.
     pub faults: Vec<FaultEvent>,
@@ -177,6 +179,55 @@ pub struct ClockSpec {
     pub drift: f64,
 }
 
+/// `[disk]`: every node's fsync latency (`fsync`, zero unless written) and per-node
+/// overrides (`[[disk.node]]`). A sync takes a latency drawn uniformly from the range;
+/// the node's effects after it wait until it completes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskSpec {
+    #[serde(default = "zero_latency")]
+    pub fsync: Latency,
+    #[serde(default, rename = "node")]
+    pub nodes: Vec<NodeDiskSpec>,
+}
+
+/// `[[disk.node]]`: one node's fsync latency.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeDiskSpec {
+    pub node: NodeId,
+    pub fsync: Latency,
+}
+
+impl DiskSpec {
+    /// The fsync latency range of `node`.
+    pub fn fsync_of(&self, node: NodeId) -> Latency {
+        self.nodes
+            .iter()
+            .rev()
+            .find(|d| d.node == node)
+            .map_or(self.fsync, |d| d.fsync)
+    }
+
+    /// Whether everything is at its default (zero latency, no overrides).
+    pub fn is_default(&self) -> bool {
+        self.fsync == zero_latency() && self.nodes.is_empty()
+    }
+}
+
+impl Default for DiskSpec {
+    fn default() -> Self {
+        DiskSpec {
+            fsync: zero_latency(),
+            nodes: Vec::new(),
+        }
+    }
+}
+
+fn zero_latency() -> Latency {
+    Latency::new(Duration::ZERO, Duration::ZERO)
+}
+
 /// One entry of the fault timeline.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FaultEvent {
@@ -318,6 +369,33 @@ pub enum Fault {
         #[serde(default)]
         arg: i64,
     },
+    /// The node's machine loses power: like `crash`, and every write it had not synced
+    /// is lost; its monotonic clock restarts from a new origin. `restart` boots it.
+    PowerLoss { node: NodeSel },
+    /// A crash inside the node's handling: it keeps running and crashes right after
+    /// applying `at_effect` more effects (sends, timer changes, writes, syncs,
+    /// observations), before the next one: between two effects of one handler if
+    /// that is where the count ends. With `power = true` it is a power loss.
+    CrashPoint {
+        node: NodeSel,
+        at_effect: u32,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        power: bool,
+    },
+    /// The node's syncs hang for `duration`: a sync begun before its end completes no
+    /// earlier than that (plus the node's fsync latency).
+    DiskStall {
+        node: NodeSel,
+        #[serde(with = "human")]
+        duration: Duration,
+    },
+    /// The node's syncs fail for `duration`: the protocol sees an error, nothing it
+    /// wrote becomes durable by that sync.
+    DiskError {
+        node: NodeSel,
+        #[serde(with = "human")]
+        duration: Duration,
+    },
 }
 
 impl Fault {
@@ -336,6 +414,10 @@ impl Fault {
         "clock-drift",
         "network",
         "request",
+        "power-loss",
+        "crash-point",
+        "disk-stall",
+        "disk-error",
     ];
 
     /// This fault's `kind`, as written in files.
@@ -354,6 +436,10 @@ impl Fault {
             Fault::ClockDrift { .. } => "clock-drift",
             Fault::Network { .. } => "network",
             Fault::Request { .. } => "request",
+            Fault::PowerLoss { .. } => "power-loss",
+            Fault::CrashPoint { .. } => "crash-point",
+            Fault::DiskStall { .. } => "disk-stall",
+            Fault::DiskError { .. } => "disk-error",
         }
     }
 }
@@ -426,6 +512,22 @@ mod tests {
                 node: NodeSel::Id(1),
                 name: "put".into(),
                 arg: 0,
+            },
+            Fault::PowerLoss {
+                node: NodeSel::Leader,
+            },
+            Fault::CrashPoint {
+                node: NodeSel::Id(2),
+                at_effect: 3,
+                power: true,
+            },
+            Fault::DiskStall {
+                node: NodeSel::Id(0),
+                duration: Duration::from_secs(2),
+            },
+            Fault::DiskError {
+                node: NodeSel::Id(0),
+                duration: Duration::from_millis(5),
             },
         ];
         let kinds: Vec<&str> = faults.iter().map(Fault::kind).collect();

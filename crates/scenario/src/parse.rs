@@ -95,6 +95,8 @@ struct RawScenario {
     #[serde(default)]
     clock: Vec<ClockSpec>,
     #[serde(default)]
+    disk: DiskSpec,
+    #[serde(default)]
     fault: Vec<toml::Table>,
     #[serde(default)]
     checks: Vec<String>,
@@ -393,6 +395,7 @@ impl Reader<'_> {
             cluster,
             network: raw.network,
             clocks: raw.clock,
+            disk: raw.disk,
             faults,
             checks,
             expect,

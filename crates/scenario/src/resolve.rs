@@ -138,6 +138,9 @@ impl Scenario {
         for (i, clock) in self.clocks.iter().enumerate() {
             in_range(format!("clock[{i}].node"), clock.node)?;
         }
+        for (i, disk) in self.disk.nodes.iter().enumerate() {
+            in_range(format!("disk.node[{i}].node"), disk.node)?;
+        }
         for (i, event) in self.faults.iter().enumerate() {
             for (field, node) in fault_nodes(&event.fault) {
                 in_range(format!("fault[{i}].{field}"), node)?;
@@ -212,7 +215,11 @@ fn fault_nodes(fault: &Fault) -> Vec<(String, NodeId)> {
         | Fault::Pause { node, .. }
         | Fault::ClockJump { node, .. }
         | Fault::ClockDrift { node, .. }
-        | Fault::Request { node, .. } => {
+        | Fault::Request { node, .. }
+        | Fault::PowerLoss { node }
+        | Fault::CrashPoint { node, .. }
+        | Fault::DiskStall { node, .. }
+        | Fault::DiskError { node, .. } => {
             out.extend(node.id().map(|n| ("node".to_string(), n)));
         }
         Fault::Heal {} | Fault::Network { .. } => {}

@@ -39,6 +39,9 @@ impl Scenario {
             let clocks: ArrayOfTables = self.clocks.iter().map(clock_table).collect();
             root.insert("clock", Item::ArrayOfTables(clocks));
         }
+        if !self.disk.is_default() {
+            root.insert("disk", Item::Table(disk_table(&self.disk)));
+        }
         if !self.faults.is_empty() {
             let faults: ArrayOfTables = self.faults.iter().map(fault_table).collect();
             root.insert("fault", Item::ArrayOfTables(faults));
@@ -141,6 +144,25 @@ fn network_table(network: &NetworkSpec) -> Table {
             })
             .collect();
         t.insert("link", Item::ArrayOfTables(links));
+    }
+    t
+}
+
+fn disk_table(disk: &DiskSpec) -> Table {
+    let mut t = Table::new();
+    t.insert("fsync", value(latency_value(&disk.fsync)));
+    if !disk.nodes.is_empty() {
+        let nodes: ArrayOfTables = disk
+            .nodes
+            .iter()
+            .map(|d| {
+                let mut n = Table::new();
+                n.insert("node", value(i64::from(d.node.0)));
+                n.insert("fsync", value(latency_value(&d.fsync)));
+                n
+            })
+            .collect();
+        t.insert("node", Item::ArrayOfTables(nodes));
     }
     t
 }
@@ -265,7 +287,7 @@ mod tests {
     }
 
     fn fault(rng: &mut SplitMix64, n: u32) -> Fault {
-        match rng.range_inclusive(0, 12) {
+        match rng.range_inclusive(0, 16) {
             0 => Fault::Partition {
                 groups: two_groups(rng, n, None),
             },
@@ -306,6 +328,20 @@ mod tests {
                 latency: rng.chance(0.5).then(|| latency(rng)),
                 loss: rng.chance(0.5).then(|| probability(rng)),
                 duplicate: rng.chance(0.5).then(|| probability(rng)),
+            },
+            12 => Fault::PowerLoss { node: sel(rng, n) },
+            13 => Fault::CrashPoint {
+                node: sel(rng, n),
+                at_effect: rng.range_inclusive(0, 9) as u32,
+                power: rng.chance(0.5),
+            },
+            14 => Fault::DiskStall {
+                node: sel(rng, n),
+                duration: millis(rng, 3000),
+            },
+            15 => Fault::DiskError {
+                node: sel(rng, n),
+                duration: millis(rng, 3000),
             },
             _ => Fault::Request {
                 node: sel(rng, n),
@@ -396,6 +432,15 @@ mod tests {
                     drift: probability(&mut rng) / 10.0,
                 })
                 .collect(),
+            disk: DiskSpec {
+                fsync: latency(&mut rng),
+                nodes: (0..rng.range_inclusive(0, 2) as u32)
+                    .map(|i| NodeDiskSpec {
+                        node: NodeId(i),
+                        fsync: latency(&mut rng),
+                    })
+                    .collect(),
+            },
             faults,
             checks,
             expect,

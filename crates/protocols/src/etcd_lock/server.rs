@@ -62,8 +62,12 @@ impl EtcdServer {
         }
     }
 
-    fn persist(&self, env: &mut EtcdEnv<'_>) {
+    /// Writes the store and syncs it, as etcd fsyncs its WAL before it answers. Returns
+    /// false if the sync failed (etcd treats that as fatal; here the reply is not sent
+    /// and the client's retry finds the state as written).
+    fn persist(&self, env: &mut EtcdEnv<'_>) -> bool {
         env.store(DATA_KEY, &self.data);
+        env.sync().is_ok()
     }
 
     fn refresh(&mut self, env: &mut EtcdEnv<'_>, lease: LeaseId) {
@@ -73,6 +77,7 @@ impl EtcdServer {
     }
 
     pub fn on_message(&mut self, env: &mut EtcdEnv<'_>, from: NodeId, msg: EtcdMsg) {
+        let mut synced = true;
         let reply = match msg {
             EtcdMsg::LeaseGrant { req, ttl } => {
                 self.data.revision += 1;
@@ -87,7 +92,7 @@ impl EtcdServer {
                     },
                 );
                 self.refresh(env, lease);
-                self.persist(env);
+                synced &= self.persist(env);
                 EtcdMsg::LeaseGranted { req, lease, ttl }
             }
             EtcdMsg::KeepAlive { req, lease } => {
@@ -111,7 +116,7 @@ impl EtcdServer {
                             lease,
                         },
                     );
-                    self.persist(env);
+                    synced &= self.persist(env);
                     Some(create_revision)
                 } else {
                     None
@@ -137,7 +142,7 @@ impl EtcdServer {
                     let watchers = self.data.watches.entry(key).or_default();
                     watchers.retain(|(watcher, _)| *watcher != from);
                     watchers.insert((from, req));
-                    self.persist(env);
+                    let _ = self.persist(env);
                     return;
                 }
                 EtcdMsg::KeyDeleted { req, key }
@@ -146,13 +151,15 @@ impl EtcdServer {
                 if self.data.kv.contains_key(&key) {
                     self.data.revision += 1;
                     self.remove_key(env, &key);
-                    self.persist(env);
+                    synced &= self.persist(env);
                 }
                 EtcdMsg::Deleted { req }
             }
             _ => return, // not a request
         };
-        env.send(from, reply);
+        if synced {
+            env.send(from, reply);
+        }
     }
 
     pub fn on_timer(&mut self, env: &mut EtcdEnv<'_>, timer: EtcdTimer) {
@@ -214,6 +221,7 @@ impl EtcdServer {
         for key in &l.keys {
             self.remove_key(env, key);
         }
-        self.persist(env);
+        // A failed sync leaves the expiry in the OS cache; the next write syncs it.
+        let _ = self.persist(env);
     }
 }

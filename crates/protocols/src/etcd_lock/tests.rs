@@ -98,6 +98,11 @@ impl Node {
     }
 }
 
+/// The server syncs every write before it answers, as etcd fsyncs its WAL.
+fn synced() -> Effect<EtcdMsg, EtcdTimer> {
+    Effect::Sync { ok: true }
+}
+
 fn send(to: NodeId, msg: EtcdMsg) -> Effect<EtcdMsg, EtcdTimer> {
     Effect::Send { to, msg }
 }
@@ -126,6 +131,7 @@ fn two_keys() -> Node {
         vec![
             set(EtcdTimer::LeaseExpire(1), ms(2000)),
             s.stored(),
+            synced(),
             send(
                 C1,
                 EtcdMsg::LeaseGranted {
@@ -146,6 +152,7 @@ fn two_keys() -> Node {
         effects,
         vec![
             s.stored(),
+            synced(),
             send(
                 C1,
                 EtcdMsg::PutReply {
@@ -185,7 +192,7 @@ fn two_keys() -> Node {
             key: "/lock/counter/1".into(),
         },
     );
-    assert_eq!(effects, vec![s.stored()]);
+    assert_eq!(effects, vec![s.stored(), synced()]);
     s
 }
 
@@ -222,6 +229,7 @@ fn delete_tells_the_watcher() {
                 }
             ),
             s.stored(),
+            synced(),
             send(C1, EtcdMsg::Deleted { req: 3 }),
         ]
     );
@@ -269,6 +277,7 @@ fn lease_expiry_deletes_its_keys() {
                 }
             ),
             s.stored(),
+            synced(),
         ]
     );
     assert_eq!(

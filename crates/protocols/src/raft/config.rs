@@ -16,6 +16,9 @@ pub enum RaftVariant {
     ForgetVote,
     /// A leader ignores messages that carry a higher term.
     NoStepDown,
+    /// Term and vote are written, the reply is sent, and only then synced: a power loss
+    /// in between forgets a vote that was already given.
+    ReplyBeforeSync,
 }
 
 impl RaftVariant {
@@ -24,6 +27,7 @@ impl RaftVariant {
             "correct" => Some(RaftVariant::Correct),
             "forget-vote" => Some(RaftVariant::ForgetVote),
             "no-step-down" => Some(RaftVariant::NoStepDown),
+            "reply-before-sync" => Some(RaftVariant::ReplyBeforeSync),
             _ => None,
         }
     }
@@ -53,6 +57,12 @@ pub(crate) static INFO: ProtocolInfo = ProtocolInfo {
             name: "no-step-down",
             summary: "a leader ignores higher terms, so a deposed leader keeps leading",
             breaks: &["leader-liveness", "single-leader-at-a-time"],
+        },
+        VariantInfo {
+            name: "reply-before-sync",
+            summary: "sends its vote before syncing it: a power loss in the fsync window \
+                      lets a node vote twice in one term",
+            breaks: &["single-leader-per-term"],
         },
     ],
 };

@@ -18,6 +18,9 @@
 //!   can vote again in the same term, and two candidates can win the same term.
 //! * `no-step-down`: a leader ignores higher terms, so a deposed leader keeps leading
 //!   next to the new one and the cluster never settles.
+//! * `reply-before-sync`: term and vote are written and the reply sent before the
+//!   fsync: a power loss inside the fsync window forgets a vote already given, and two
+//!   candidates can win the same term (the correct variant syncs, then replies).
 //!
 //! **Scope.** Only election: logs are the fixed initial ones given in the parameters
 //! (to make some nodes ineligible); heartbeats are AppendEntries with no entries, and
@@ -133,6 +136,8 @@ pub struct Raft {
     /// Leader only: when each peer last answered in this term (CheckQuorum).
     heard_from: BTreeMap<NodeId, LocalTime>,
     persisted: Persisted,
+    /// Written to storage but not yet synced.
+    unsynced: bool,
     /// The last role observation made, so only changes are observed.
     announced: Option<Observation>,
 }
@@ -175,23 +180,48 @@ impl Raft {
 
     // ----- effects -----
 
-    /// Writes what changed in term and vote. Called before every send, so state is on
-    /// disk before any reply that depends on it leaves.
-    fn persist(&mut self, env: &mut dyn Env<RaftMsg, RaftTimer>) {
+    /// Writes what changed in term and vote and syncs it. Called before every send, so
+    /// state is on disk before any reply that depends on it leaves (Figure 2: "respond
+    /// to RPCs" only after updating stable storage). Returns false if the sync failed:
+    /// then nothing that depends on the new state may be said, and the next call tries
+    /// again.
+    fn persist(&mut self, env: &mut dyn Env<RaftMsg, RaftTimer>) -> bool {
+        self.write(env);
+        self.sync(env)
+    }
+
+    fn write(&mut self, env: &mut dyn Env<RaftMsg, RaftTimer>) {
         if self.persisted.term != self.term {
             env.store(TERM_KEY, &self.term);
             self.persisted.term = self.term;
+            self.unsynced = true;
         }
         let keep_vote = self.variant != RaftVariant::ForgetVote;
         if keep_vote && self.persisted.voted_for != self.voted_for {
             env.store(VOTED_FOR_KEY, &self.voted_for);
             self.persisted.voted_for = self.voted_for;
+            self.unsynced = true;
         }
     }
 
+    fn sync(&mut self, env: &mut dyn Env<RaftMsg, RaftTimer>) -> bool {
+        if self.unsynced && env.sync().is_ok() {
+            self.unsynced = false;
+        }
+        !self.unsynced
+    }
+
     fn send(&mut self, env: &mut dyn Env<RaftMsg, RaftTimer>, to: NodeId, msg: RaftMsg) {
-        self.persist(env);
-        env.send(to, msg);
+        if self.variant == RaftVariant::ReplyBeforeSync {
+            // The bug: the reply leaves while term and vote are only in the OS cache.
+            self.write(env);
+            env.send(to, msg);
+            self.sync(env);
+            return;
+        }
+        if self.persist(env) {
+            env.send(to, msg);
+        }
     }
 
     fn broadcast(&mut self, env: &mut dyn Env<RaftMsg, RaftTimer>, msg: RaftMsg) {
@@ -510,6 +540,7 @@ impl Protocol for Raft {
                 term: 0,
                 voted_for: None,
             },
+            unsynced: false,
             announced: None,
         }
     }
@@ -628,6 +659,10 @@ impl Configurable for Raft {
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel};
         Ok(ModelSpec {
+            out_of_scope: &[(
+                "reply-before-sync",
+                "the explorer crashes processes but never cuts power: every write survives",
+            )],
             stands_for: &[("steps-down-on-higher-term", "single-leader-at-a-time")],
             bounds: Bounds {
                 max_depth: 8,

@@ -110,6 +110,10 @@ fn pre_vote(term: u64) -> RaftMsg {
     }
 }
 
+fn sync() -> Effect<RaftMsg, RaftTimer> {
+    Effect::Sync { ok: true }
+}
+
 fn store(key: &str, value: &str) -> Effect<RaftMsg, RaftTimer> {
     Effect::Store {
         key: key.into(),
@@ -173,6 +177,7 @@ fn granting_a_vote_stores_term_and_vote_then_replies() {
             follower(1, None),
             store("term", "1"),
             store("voted_for", "3"),
+            sync(),
             send(3, vote_reply(1, true, false)),
             set_timer(RaftTimer::Election, timeout),
         ]
@@ -193,6 +198,7 @@ fn forget_vote_does_not_store_the_vote() {
         vec![
             follower(1, None),
             store("term", "1"),
+            sync(),
             send(3, vote_reply(1, true, false)),
             set_timer(RaftTimer::Election, timeout),
         ]
@@ -248,6 +254,7 @@ fn a_candidate_with_a_stale_log_is_refused() {
         vec![
             follower(3, None),
             store("term", "3"),
+            sync(),
             send(3, vote_reply(3, false, false)),
         ]
     );
@@ -262,6 +269,7 @@ fn a_candidate_with_a_stale_log_is_refused() {
         node.recv(1, request_vote(3, 1, 3)),
         vec![
             store("voted_for", "1"),
+            sync(),
             send(1, vote_reply(3, true, false)),
             set_timer(RaftTimer::Election, timeout),
         ]
@@ -280,6 +288,7 @@ fn an_election_timeout_starts_an_election() {
             set_timer(RaftTimer::Election, timeout),
             store("term", "1"),
             store("voted_for", "0"),
+            sync(),
             send(1, rv.clone()),
             send(2, rv.clone()),
             send(3, rv.clone()),
@@ -336,6 +345,7 @@ fn a_follower_observes_its_leader_once_and_resets_its_timer() {
         vec![
             follower(1, Some(2)),
             store("term", "1"),
+            sync(),
             send(2, ok.clone()),
             set_timer(RaftTimer::Election, timeout),
         ]
@@ -402,6 +412,7 @@ fn a_leader_steps_down_on_a_higher_term() {
             set_timer(RaftTimer::Election, timeout),
             store("term", "5"),
             store("voted_for", "null"),
+            sync(),
         ]
     );
     assert_eq!(node.raft.role(), Role::Follower);
@@ -449,6 +460,7 @@ fn a_pre_vote_keeps_the_term_and_needs_a_majority() {
             set_timer(RaftTimer::Election, timeout),
             store("term", "1"),
             store("voted_for", "0"),
+            sync(),
             send(1, rv.clone()),
             send(2, rv.clone()),
             send(3, rv.clone()),
@@ -492,7 +504,7 @@ fn a_refused_pre_vote_with_a_higher_term_catches_up() {
     node.fire(RaftTimer::Election);
     assert_eq!(
         node.recv(1, vote_reply(4, false, true)),
-        vec![follower(4, None), store("term", "4")]
+        vec![follower(4, None), store("term", "4"), sync()]
     );
     assert_eq!(node.raft.role(), Role::Follower);
 }
@@ -665,7 +677,15 @@ fn info_lists_correct_first_and_what_each_variant_breaks() {
     assert_eq!(info.roles[0].name, "server");
     assert_eq!(info.roles[0].default_count, 5);
     let names: Vec<_> = info.variants.iter().map(|v| v.name).collect();
-    assert_eq!(names, ["correct", "forget-vote", "no-step-down"]);
+    assert_eq!(
+        names,
+        [
+            "correct",
+            "forget-vote",
+            "no-step-down",
+            "reply-before-sync"
+        ]
+    );
     for v in info.variants {
         assert!(RaftVariant::from_name(v.name).is_some());
     }
@@ -673,4 +693,113 @@ fn info_lists_correct_first_and_what_each_variant_breaks() {
         info.variant("forget-vote").unwrap().breaks,
         ["single-leader-per-term"]
     );
+}
+
+/// A node over a [`tenure_core::StepHost`], which keeps what was synced apart from what
+/// was written, so power losses can be played.
+struct Disked {
+    host: tenure_core::StepHost,
+    config: RaftConfig,
+    raft: Raft,
+}
+
+impl Disked {
+    fn started(variant: RaftVariant) -> Disked {
+        let cluster = Cluster::uniform("server", 5);
+        let config = RaftConfig::new(variant);
+        let mut node = Disked {
+            host: tenure_core::StepHost::new(NodeId(0), &cluster),
+            raft: Raft::new(&config, NodeId(0), &cluster),
+            config,
+        };
+        node.boot();
+        node
+    }
+
+    fn boot(&mut self) {
+        self.raft = Raft::new(&self.config, NodeId(0), &self.host.cluster);
+        let mut step = self.host.step();
+        self.raft.on_start(&mut step);
+    }
+
+    fn recv(&mut self, from: u32, msg: RaftMsg) -> Effects {
+        let mut step = self.host.step();
+        self.raft.on_message(&mut step, NodeId(from), msg);
+        step.effects
+    }
+
+    fn power_loss_and_reboot(&mut self) {
+        self.host.power_loss();
+        self.boot();
+    }
+}
+
+fn position(effects: &Effects, pred: impl Fn(&Effect<RaftMsg, RaftTimer>) -> bool) -> usize {
+    effects
+        .iter()
+        .position(pred)
+        .unwrap_or_else(|| panic!("not found in {effects:?}"))
+}
+
+#[test]
+fn the_correct_variant_syncs_its_vote_before_replying() {
+    let mut node = Disked::started(RaftVariant::Correct);
+    let effects = node.recv(3, request_vote(1, 0, 0));
+    let sync = position(&effects, |e| *e == Effect::Sync { ok: true });
+    let reply = position(&effects, |e| *e == send(3, vote_reply(1, true, false)));
+    assert!(sync < reply, "{effects:?}");
+    node.power_loss_and_reboot();
+    assert_eq!(
+        node.raft.voted_for(),
+        Some(NodeId(3)),
+        "the synced vote survives"
+    );
+    assert_eq!(
+        node.recv(4, request_vote(1, 0, 0)),
+        vec![send(4, vote_reply(1, false, false))]
+    );
+}
+
+#[test]
+fn reply_before_sync_sends_its_vote_before_syncing_it() {
+    let mut node = Disked::started(RaftVariant::ReplyBeforeSync);
+    let effects = node.recv(3, request_vote(1, 0, 0));
+    let sync = position(&effects, |e| *e == Effect::Sync { ok: true });
+    let reply = position(&effects, |e| *e == send(3, vote_reply(1, true, false)));
+    assert!(reply < sync, "{effects:?}");
+}
+
+#[test]
+fn reply_before_sync_votes_twice_in_a_term_when_power_fails_before_the_sync() {
+    let mut node = Disked::started(RaftVariant::ReplyBeforeSync);
+    // The sync never completes (the machine dies during it): modelled as a failed sync.
+    node.host.sync_fails = true;
+    let effects = node.recv(3, request_vote(1, 0, 0));
+    assert!(effects.contains(&send(3, vote_reply(1, true, false))));
+    node.host.sync_fails = false;
+    node.power_loss_and_reboot();
+    assert_eq!((node.raft.term(), node.raft.voted_for()), (0, None));
+    let effects = node.recv(4, request_vote(1, 0, 0));
+    assert!(
+        effects.contains(&send(4, vote_reply(1, true, false))),
+        "a second vote in term 1: {effects:?}"
+    );
+}
+
+#[test]
+fn the_correct_variant_says_nothing_while_its_disk_fails() {
+    let mut node = Disked::started(RaftVariant::Correct);
+    node.host.sync_fails = true;
+    let effects = node.recv(3, request_vote(1, 0, 0));
+    assert!(effects.contains(&Effect::Sync { ok: false }), "{effects:?}");
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::Send { .. })),
+        "no reply rests on an unsynced vote: {effects:?}"
+    );
+    // The disk recovers: the next message syncs the pending vote first.
+    node.host.sync_fails = false;
+    let effects = node.recv(3, request_vote(1, 0, 0));
+    let sync = position(&effects, |e| *e == Effect::Sync { ok: true });
+    let reply = position(&effects, |e| *e == send(3, vote_reply(1, true, false)));
+    assert!(sync < reply, "{effects:?}");
 }
