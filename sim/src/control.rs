@@ -188,9 +188,11 @@ impl<P: Protocol> Control<'_, P> {
         self.world.net.bridge(bridge, groups);
     }
 
+    /// Heals every partition and disarms every crash point that has not fired.
     pub fn heal(&mut self) {
         self.fault("heal", Vec::new(), String::new());
         self.world.net.heal();
+        self.world.disarm_crash_points();
     }
 
     /// Steps the node's wall clock by `by_ns` (its monotonic clock is untouched).

@@ -459,6 +459,13 @@ impl<P: Protocol> World<P> {
     /// Arms a crash point: `node` keeps running and crashes (loses power, if `power`)
     /// right after applying `after_effects` more effects (sends, timer changes, writes,
     /// syncs, observations), before the next one.
+    /// Disarms every crash point that has not fired (the heal: every fault is undone).
+    pub fn disarm_crash_points(&mut self) {
+        for n in &mut self.nodes {
+            n.crash_point = None;
+        }
+    }
+
     pub fn arm_crash_point(&mut self, node: NodeId, after_effects: u32, power: bool) {
         self.nodes[node.index()].crash_point = Some(CrashPoint {
             remaining: after_effects,

@@ -30,7 +30,7 @@ fn first_find(target: &Target, breaks: &[&str]) -> Option<SeedOutcome> {
 /// Broken variants that only a fault no built-in profile draws yet can show: power
 /// losses inside an fsync window (issue 11, item 7: the profiles will draw them). Each
 /// has a scenario that shows it failing (`checkers_trusted`).
-const NOT_YET_DRAWN: &[&str] = &["raft/reply-before-sync"];
+const NOT_YET_DRAWN: &[&str] = &[];
 
 #[test]
 fn fuzz_finds_every_broken_variant_within_1000_seeds_and_shrinks_it_to_3_faults() {

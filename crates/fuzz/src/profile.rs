@@ -64,6 +64,14 @@ pub fn fuzz_rng(seed: u64) -> ChaCha8Rng {
     rng
 }
 
+/// The stream power losses and crash points are drawn from: not the schedule's own
+/// ([`fuzz_rng`]), so adding them changed no other draw.
+fn power_rng(seed: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(u64::MAX - 1);
+    rng
+}
+
 /// A random fault profile. Probabilities are per seed ("is this kind of fault on for this
 /// seed?"); ranges bound what a seed draws when the kind is on.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,6 +87,11 @@ pub struct Profile {
     pub flap: f64,
     /// Chance that a seed has process pauses (GC, VM stalls).
     pub pause: f64,
+    /// Chance that a seed has power losses (unsynced writes lost, the monotonic clock
+    /// restarted) and crash points (a crash or power loss between two effects of a
+    /// handler), each followed by a restart. Drawn from a stream of their own, so
+    /// turning them on changes no other draw of the seed.
+    pub power: f64,
     /// Chance that a seed has wall-clock jumps.
     pub clock_jump: f64,
     /// Chance that a seed has clock-drift changes mid-run.
@@ -119,6 +132,10 @@ pub struct Profile {
     /// Draw past the target's declared assumptions (drift, wall-clock steps, pauses,
     /// restart delays) instead of within them; a failure then names what it broke.
     pub beyond_assumptions: bool,
+    /// Whether crash points may be drawn (not a knob: [`Profile::within`] turns them off
+    /// for targets that declare a minimum restart delay, since a crash point's crash
+    /// time is not known when its restart is scheduled).
+    pub crash_points: bool,
 }
 
 fn ms(n: u64) -> Duration {
@@ -151,6 +168,7 @@ impl Profile {
             cap(&mut p.pause_range, l.value);
         }
         if let Some(l) = &assumptions.min_restart_delay {
+            p.crash_points = false;
             p.outage_range[0] = p.outage_range[0].max(l.value);
             p.outage_range[1] = p.outage_range[1].max(p.outage_range[0]);
         }
@@ -165,6 +183,7 @@ impl Profile {
             crash: 0.0,
             flap: 0.3,
             pause: 0.0,
+            power: 0.0,
             clock_jump: 0.0,
             clock_drift: 0.0,
             clock_offset: 0.0,
@@ -184,6 +203,7 @@ impl Profile {
             window: [0.1, 0.6],
             liveness: Duration::from_secs(8),
             beyond_assumptions: false,
+            crash_points: true,
         }
     }
 
@@ -214,6 +234,7 @@ impl Profile {
             },
             "crashes" => Profile {
                 crash: 1.0,
+                power: 0.5,
                 loss: 0.2,
                 duplicate: 0.2,
                 ..base
@@ -223,6 +244,7 @@ impl Profile {
                 crash: 0.8,
                 flap: 0.7,
                 pause: 0.5,
+                power: 0.3,
                 clock_jump: 0.4,
                 clock_drift: 0.4,
                 clock_offset: 0.4,
@@ -295,6 +317,7 @@ impl Profile {
         "crash",
         "flap",
         "pause",
+        "power",
         "clock_jump",
         "clock_drift",
         "clock_offset",
@@ -323,6 +346,7 @@ impl Profile {
             "crash" => self.crash = probability(v)?,
             "flap" => self.flap = probability(v)?,
             "pause" => self.pause = probability(v)?,
+            "power" => self.power = probability(v)?,
             "clock_jump" => self.clock_jump = probability(v)?,
             "clock_drift" => self.clock_drift = probability(v)?,
             "clock_offset" => self.clock_offset = probability(v)?,
@@ -404,6 +428,7 @@ impl Profile {
         put("crash", self.crash.into(), base.crash.into());
         put("flap", self.flap.into(), base.flap.into());
         put("pause", self.pause.into(), base.pause.into());
+        put("power", self.power.into(), base.power.into());
         put("clock_jump", self.clock_jump.into(), base.clock_jump.into());
         put(
             "clock_drift",
@@ -883,12 +908,71 @@ impl<'a> Drawer<'a> {
             }
         }
 
+        // Power losses and crash points, from their own stream (see `power`).
+        let mut restart_at_heal = Vec::new();
+        {
+            let main = std::mem::replace(&mut self.rng, power_rng(self.seed));
+            if self.chance(p.power) {
+                for _ in 0..self.count() {
+                    let at = self.when();
+                    let node = self.pick(client_weight);
+                    let crash_point = p.crash_points && self.rng.gen_bool(0.5);
+                    if crash_point {
+                        // The crash comes after `at_effect` more effects, at a time the
+                        // draw cannot know: the node counts as down until the heal,
+                        // which disarms the point if it has not fired and restarts the
+                        // node if it has.
+                        let at_effect = self.rng.gen_range(1..=6);
+                        let power = self.rng.gen_bool(0.5);
+                        if at < heal_at && self.may_go_down(node, at, heal_at) {
+                            self.down.push((node, at, heal_at));
+                            self.push(
+                                at,
+                                Fault::CrashPoint {
+                                    node: NodeSel::Id(node.0),
+                                    at_effect,
+                                    power,
+                                },
+                            );
+                            restart_at_heal.push(node);
+                        }
+                    } else {
+                        let end = (at + self.log_between(p.outage_range)).min(heal_at);
+                        if end > at && self.may_go_down(node, at, end) {
+                            self.down.push((node, at, end));
+                            self.push(
+                                at,
+                                Fault::PowerLoss {
+                                    node: NodeSel::Id(node.0),
+                                },
+                            );
+                            self.push(
+                                end,
+                                Fault::Restart {
+                                    node: NodeSel::Id(node.0),
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            self.rng = main;
+        }
+
         // 4. The heal, then the liveness phase: every fault undone, clocks back to the
         // rate they started the run with (a drift drawn in the window must not linger
         // into the phase that judges liveness).
         let any = !self.events.is_empty();
         if any {
             self.push(heal_at, Fault::Heal {});
+            for node in restart_at_heal {
+                self.push(
+                    heal_at,
+                    Fault::Restart {
+                        node: NodeSel::Id(node.0),
+                    },
+                );
+            }
             if drifts {
                 let nodes: Vec<NodeId> = self.cluster.nodes().collect();
                 for node in nodes {
