@@ -27,9 +27,9 @@ fn first_find(target: &Target, breaks: &[&str]) -> Option<SeedOutcome> {
     found
 }
 
-/// Broken variants that only a fault no built-in profile draws yet can show: power
-/// losses inside an fsync window (issue 11, item 7: the profiles will draw them). Each
-/// has a scenario that shows it failing (`checkers_trusted`).
+/// Broken variants that only a fault no built-in profile draws can show (none today:
+/// power losses and crash points are drawn by `crashes` and `chaos`). Each would need a
+/// scenario that shows it failing (`checkers_trusted`).
 const NOT_YET_DRAWN: &[&str] = &[];
 
 #[test]
