@@ -180,6 +180,7 @@ impl H {
             token,
             accepted,
             value,
+            based_on: None,
         })
     }
     pub fn acked(self, resource: &str, amount: i64) -> H {

@@ -52,13 +52,16 @@ pub enum Observation {
 
     // --- protected resources ---
     /// The resource got a write from `client` with `token` (if any) and accepted it or
-    /// not. `value` is the value written.
+    /// not. `value` is the value written; `based_on` the value the client read and
+    /// computed it from, if the client said (`no-lost-update` checks the chain).
     Write {
         resource: String,
         client: NodeId,
         token: Option<u64>,
         accepted: bool,
         value: i64,
+        #[serde(default)]
+        based_on: Option<i64>,
     },
     /// A client's read-modify-write of `amount` was acknowledged as done.
     Acked { resource: String, amount: i64 },

@@ -595,6 +595,10 @@ pub(crate) mod tests {
                     timer: Timer::Workload(WorkloadTimer::Validity),
                     after: Duration::from_millis(1_970)
                 },
+                Effect::Observe(Observation::Acts {
+                    resource: "counter".into(),
+                    token: 0
+                }),
                 Effect::Send {
                     to: STORAGE,
                     msg: Msg::Resource(ResourceMsg::Read {
@@ -706,13 +710,21 @@ pub(crate) mod tests {
         });
         assert_eq!(
             effects[0],
+            Effect::Observe(Observation::Acts {
+                resource: "counter".into(),
+                token: 0
+            })
+        );
+        assert_eq!(
+            effects[1],
             Effect::Send {
                 to: STORAGE,
                 msg: Msg::Resource(ResourceMsg::Write {
                     resource: "counter".into(),
                     op: 2,
                     token: None,
-                    value: 5
+                    value: 5,
+                    based_on: Some(4)
                 })
             }
         );
@@ -787,6 +799,7 @@ pub(crate) mod tests {
             op: 1,
             token: None,
             value: 1,
+            based_on: Some(0),
         });
         let effects = run(&mut storage, STORAGE, 0, 1, |s, env| {
             s.on_message(env, CLIENT, write)

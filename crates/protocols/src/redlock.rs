@@ -516,7 +516,11 @@ mod tests {
                 },
             ]
         );
-        assert!(matches!(effects[4], Effect::Send { to: STORAGE, .. }));
+        assert!(matches!(
+            effects[4],
+            Effect::Observe(Observation::Acts { .. })
+        ));
+        assert!(matches!(effects[5], Effect::Send { to: STORAGE, .. }));
     }
 
     #[test]

@@ -14,9 +14,13 @@
 //! replaced while it still believes it leads.
 //!
 //! **Observations.** Bully has no terms, so it observes `Leader { term: 0 }` and
-//! `Follower { term: 0, leader }` (leader `None` while an election runs). The
-//! `single-leader-per-term` checker is therefore meaningless here (every leader is in
-//! "term 0"); `single-leader-at-a-time` is the property that applies.
+//! `Follower { term: 0, leader }` (leader `None` while an election runs), and a
+//! coordinator ACTS as such (`Serves { term: 0 }`) when it announces itself and at every
+//! heartbeat. The `single-leader-per-term` checker is therefore meaningless here (every
+//! leader is in "term 0") and no bully scenario uses it. Bully's single-leadership check
+//! is `single-leader-at-a-time`, judged in true time on ACTIONS: two coordinators
+//! interleaving their heartbeats. (`single-leader-at-a-time-belief` judges the beliefs;
+//! under a pause the paused coordinator believes but does not act.)
 //!
 //! **Sources.** H. Garcia-Molina, "Elections in a Distributed Computing System", IEEE
 //! Transactions on Computers C-31(1), 1982; the seed article's "highest ID wins"
@@ -257,6 +261,7 @@ impl Bully {
 
     fn become_coordinator(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>) {
         self.enter(env, BullyState::Coordinator);
+        env.observe(Observation::Serves { term: 0 });
         self.broadcast(env, BullyMsg::Coordinator);
     }
 
@@ -309,6 +314,8 @@ impl Bully {
             BullyTimer::AnswerWait => self.become_coordinator(env),
             BullyTimer::CoordinatorWait | BullyTimer::LeaderCheck => self.start_election(env),
             BullyTimer::Heartbeat => {
+                // The coordinator acts as such: it issues a command (its heartbeat).
+                env.observe(Observation::Serves { term: 0 });
                 self.broadcast(env, BullyMsg::Heartbeat);
                 env.set_timer(BullyTimer::Heartbeat, self.config.heartbeat_interval);
             }

@@ -411,6 +411,10 @@ fn with_no_lower_key_the_client_holds_with_its_create_revision() {
                 resource: "counter".into(),
                 token: 9
             }),
+            Effect::Observe(Observation::Acts {
+                resource: "counter".into(),
+                token: 9
+            }),
             send(
                 STORAGE,
                 EtcdMsg::Resource(ResourceMsg::Read {
