@@ -87,7 +87,7 @@ impl Default for LeaderLeaseParams {
                 HumanDuration(Duration::from_millis(1500)),
             ],
             max_drift: 0.01,
-            serve_interval: HumanDuration(Duration::from_millis(100)),
+            serve_interval: HumanDuration(Duration::from_millis(10)),
         }
     }
 }
@@ -493,12 +493,16 @@ impl LeaderLease {
         if attempt.grants.len() < majority {
             return;
         }
-        attempt.won = true;
         let end = attempt.sent_at + self.config.lease_duration - self.config.margin;
         let now = self.lease_now(env);
+        let attempt = self.attempt.as_mut().expect("checked above");
         if end <= now {
-            return; // the grants came too late to be worth anything
+            // The grants came too late to be worth anything: the attempt did not win
+            // (its election timer gives it up; fuzzing found a won-but-not-leading
+            // attempt there when a wall clock jumped forward).
+            return;
         }
+        attempt.won = true;
         if self.role != LeaseRole::Leader {
             self.role = LeaseRole::Leader;
             self.following = None;
