@@ -146,7 +146,9 @@ impl Checker for LeaseSafety {
         match record.obs {
             Observation::Serves { term } => self.sections.act("", node, record.time, index, term),
             Observation::LeaseStart { .. } => {
-                if self.holding.insert(node) {
+                // A lease while holding none begins a new section.
+                let new_belief = self.holding.insert(node);
+                if new_belief {
                     self.sections.end(None, node);
                 }
             }

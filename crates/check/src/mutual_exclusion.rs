@@ -176,7 +176,9 @@ impl Checker for MutualExclusion {
                     .act(resource, node, record.time, index, *token);
             }
             Observation::Holds { resource, .. } if self.judged(resource) => {
-                if self.holding.insert((resource.clone(), node)) {
+                // A hold while holding none begins a new section.
+                let new_belief = self.holding.insert((resource.clone(), node));
+                if new_belief {
                     self.sections.end(Some(resource), node);
                 }
             }

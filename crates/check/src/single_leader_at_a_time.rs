@@ -158,7 +158,9 @@ impl Checker for SingleLeaderAtATime {
         match record.obs {
             Observation::Serves { term } => self.sections.act("", node, record.time, index, term),
             Observation::Leader { .. } => {
-                if self.leading.insert(node) {
+                // Leading while not leading begins a new section.
+                let new_belief = self.leading.insert(node);
+                if new_belief {
                     self.sections.end(None, node);
                 }
             }
