@@ -1,5 +1,6 @@
 //! Workspace integration tests, one module per topic.
 
+mod actions_vs_beliefs;
 mod checkers_trusted;
 mod determinism;
 mod fuzz;

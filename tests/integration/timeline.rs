@@ -62,10 +62,10 @@ fn gc_pause_timeline_shows_the_pause_both_holders_and_the_violation() {
 
     // The violation: a vertical marker at its true time, inside the pause.
     let v = &report.violations[0];
-    assert_eq!(v.checker, "mutual-exclusion");
+    assert_eq!(v.checker, "mutual-exclusion-belief");
     let marks = elements(&html, "violation");
     assert_eq!(marks.len(), 1);
-    assert_eq!(attr(&marks[0], "data-checker"), "mutual-exclusion");
+    assert_eq!(attr(&marks[0], "data-checker"), "mutual-exclusion-belief");
     assert_eq!(ns(&marks[0], "data-t-ns"), v.time.as_nanos());
     assert!(start < v.time.as_nanos() && v.time.as_nanos() < end);
 
@@ -89,7 +89,7 @@ fn gc_pause_timeline_shows_the_pause_both_holders_and_the_violation() {
         assert!(v.records.contains(&record));
     }
     assert_eq!(elements(&html, "involved").len(), v.records.len());
-    assert!(html.contains(&format!("mutual-exclusion violated at {}", v.time)));
+    assert!(html.contains(&format!("mutual-exclusion-belief violated at {}", v.time)));
 
     // Same run, same bytes.
     let again = prepared.run(prepared.scenario.seed, &options);

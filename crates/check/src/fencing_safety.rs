@@ -3,8 +3,11 @@
 //! **Property:** for each resource, the resource never accepts a write whose fencing
 //! token is lower than a token it has already accepted. Precisely: for every
 //! `Write { resource, token: Some(t), accepted: true }` there is no earlier
-//! `Write { resource, token: Some(u), accepted: true }` with `u > t`. Equal tokens are
-//! fine (the same holder writing twice). Writes without a token are not judged here.
+//! `Write { resource, token: Some(u), accepted: true }` with `u > t`, nor one with
+//! `u = t` from a different client: a token names one holder, so the same token
+//! accepted from two clients means two clients wrote as that one holder (a lock service
+//! that hands one token to two clients, a client that lends its token). The same client
+//! writing twice with its token is fine. Writes without a token are not judged here.
 //!
 //! **How it fails:** the resource does not check tokens at all, compares them against
 //! the last *write* instead of the highest accepted token, or the lock service issues
@@ -29,7 +32,8 @@ pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
     summary: "a resource never accepts a fencing token lower than one it accepted",
     property: "per resource, no accepted Write carries a token lower than the token of an \
-               earlier accepted Write (writes without a token are ignored)",
+               earlier accepted Write, nor the same token as an earlier accepted Write of \
+               another client (writes without a token are ignored)",
     source: "Kleppmann 2016, \"How to do distributed locking\": making the lock safe with \
              fencing",
     params: "",
@@ -90,7 +94,51 @@ impl From<StaleTokenAccepted> for Violation {
     }
 }
 
-/// The highest token a resource has accepted, and the write that carried it.
+/// A resource accepted one token from two different clients.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenSharedByTwoClients {
+    pub resource: String,
+    /// The node that recorded the writes (the resource's server).
+    pub server: NodeId,
+    pub token: u64,
+    pub first_client: NodeId,
+    pub first_time: SimTime,
+    pub first_index: usize,
+    pub second_client: NodeId,
+    pub second_time: SimTime,
+    pub second_index: usize,
+}
+
+impl fmt::Display for TokenSharedByTwoClients {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` on {} accepted token {} from {} at {} after it had accepted the same \
+             token from {} at {}: one token, two holders",
+            self.resource,
+            self.server,
+            self.token,
+            self.second_client,
+            self.second_time,
+            self.first_client,
+            self.first_time
+        )
+    }
+}
+
+impl From<TokenSharedByTwoClients> for Violation {
+    fn from(v: TokenSharedByTwoClients) -> Violation {
+        Violation {
+            checker: NAME,
+            time: v.second_time,
+            nodes: vec![v.server, v.second_client, v.first_client],
+            message: v.to_string(),
+            records: vec![v.first_index, v.second_index],
+        }
+    }
+}
+
+/// The highest token a resource has accepted, and the first write that carried it.
 #[derive(Clone, Debug)]
 struct Highest {
     token: u64,
@@ -141,10 +189,25 @@ impl Checker for FencingSafety {
                 self.highest.insert(resource.clone(), now);
                 None
             }
-            Some(high) if *token >= high.token => {
+            Some(high) if *token > high.token => {
                 *high = now;
                 None
             }
+            Some(high) if *token == high.token && *client == high.client => None,
+            Some(high) if *token == high.token => Some(
+                TokenSharedByTwoClients {
+                    resource: resource.clone(),
+                    server: record.node,
+                    token: *token,
+                    first_client: high.client,
+                    first_time: high.time,
+                    first_index: high.index,
+                    second_client: *client,
+                    second_time: record.time,
+                    second_index: index,
+                }
+                .into(),
+            ),
             Some(high) => Some(
                 StaleTokenAccepted {
                     resource: resource.clone(),
@@ -214,5 +277,36 @@ mod tests {
         assert_eq!(v.nodes, vec![NodeId(0), NodeId(1), NodeId(2)]);
         assert_eq!(v.records, vec![1, 2]);
         assert_eq!(v.time, SimTime(30_000_000));
+    }
+
+    #[test]
+    fn one_token_accepted_from_two_clients_is_caught_at_the_second() {
+        let h = H::nodes(3)
+            .node(0)
+            .at_ms(10)
+            .write("file", 1, Some(33), true, 1)
+            .at_ms(20)
+            .write("file", 1, Some(33), true, 2)
+            .at_ms(30)
+            .write("file", 2, Some(33), true, 3)
+            .history();
+        let (at, v) = judge_with("fencing-safety", Value::Null, &h).unwrap();
+        assert_eq!(at, At::Record(2));
+        assert_eq!(
+            v.message,
+            "`file` on n0 accepted token 33 from n2 at 0.030_000s after it had accepted the \
+             same token from n1 at 0.010_000s: one token, two holders"
+        );
+        assert_eq!(v.nodes, vec![NodeId(0), NodeId(2), NodeId(1)]);
+        assert_eq!(v.records, vec![0, 2]);
+        // A rejected write with the shared token is the resource doing its job.
+        let rejected = H::nodes(3)
+            .node(0)
+            .at_ms(10)
+            .write("file", 1, Some(33), true, 1)
+            .at_ms(30)
+            .write("file", 2, Some(33), false, 3)
+            .history();
+        assert_eq!(judge_with("fencing-safety", Value::Null, &rejected), None);
     }
 }

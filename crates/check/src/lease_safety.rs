@@ -1,29 +1,34 @@
 //! # lease-safety
 //!
-//! **Property:** at no instant of true time do two distinct nodes hold what they believe
-//! is a valid leader lease. No overlap is tolerated: a lease exists to exclude one.
+//! **Property:** no two distinct nodes ACT on a lease with interleaving actions in true
+//! time: no node serves a read or issues a command as leaseholder (`Serves`) strictly
+//! between two actions another node made under one lease. No overlap is tolerated: a
+//! lease exists to exclude one.
 //!
-//! A node believes its lease is valid from `LeaseStart { term }` until `LeaseEnd` for that
-//! term or a later one, or until it crashes (`Crashed`; a `Started` process is fresh and
-//! believes nothing). A `LeaseStart` while holding continues the belief (in the newer
-//! term); a `LeaseEnd` for an older term than the one held is stale and ignored. A paused
-//! node keeps its belief. Beliefs are half-open intervals: one ending at `t` and another
-//! starting at `t` do not overlap.
+//! A node's *section* runs from its first to its last `Serves` under one lease belief:
+//! it ends when the node begins a new lease (a `LeaseStart` while not holding one),
+//! crashes or restarts, NOT at its `LeaseEnd`: a node that serves after its lease ended
+//! serves on the strength of the old one. A paused leaseholder that, on waking, checks
+//! its clock, sees its lease over and never serves on it again passes, though it kept
+//! *believing* through the pause: `lease-safety-belief` is the teaching check that
+//! flags the belief. `Serves` outside any lease are judged as well (they are actions).
 //!
 //! **How it fails:** the lease is measured on the wall clock, which jumps; the holder's
 //! clock drifts slower than the bound the protocol assumed; a new leader does not wait
-//! out the old leader's lease before starting its own; the holder is paused past expiry.
+//! out the old leader's lease before starting its own; a holder resumes from a pause and
+//! serves without checking its clock.
 //!
 //! **Source:** Gray & Cheriton, "Leases" (SOSP 1989); Ongaro 2014 (Raft thesis) §6.4.1,
 //! leader leases for reads and their clock-drift bound; seed article 002, "Leader Lease
 //! Pattern" (a lease "to prevent split-brain").
 //!
-//! Online: an overlap is reported at the first record after it began at which it has
-//! lasted a positive time.
+//! Online: an interleaving is reported once both sections have ended (or at the end of
+//! the run), with its true common span.
 
-use crate::overlap::Beliefs;
+use crate::actions::{Interleaving, Sections};
 use crate::{show, CheckError, Checker, CheckerInfo, TrueClock, Violation};
 use serde::Deserialize;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
 use tenure_core::{Cluster, NodeId, Observation, Record, RunInfo, SimTime};
@@ -32,9 +37,11 @@ pub const NAME: &str = "lease-safety";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
-    summary: "no two nodes hold a valid lease at one true instant",
-    property: "no two distinct nodes believe they hold a valid lease (from LeaseStart until \
-               LeaseEnd of that or a later term, or crash) at one true instant",
+    summary: "no two nodes ACT on a lease (serve reads, issue commands) with interleaving \
+              actions",
+    property: "no node serves as leaseholder (Serves) strictly between two Serves of \
+               another node under one lease (a lease's actions run from its first to its \
+               last Serves, across its LeaseEnd, until a new lease, crash or restart)",
     source: "Gray & Cheriton 1989, \"Leases\"; Ongaro 2014 (Raft thesis) §6.4.1; \
              seed article 002, \"Leader Lease Pattern\"",
     params: "",
@@ -45,84 +52,86 @@ pub const INFO: CheckerInfo = CheckerInfo {
 #[serde(deny_unknown_fields)]
 pub struct Params {}
 
-/// Two nodes believed they held a valid lease at the same time.
+/// Two nodes served on their leases with interleaving actions.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TwoLeases {
+pub struct InterleavedLeases {
     pub first: NodeId,
     pub first_term: u64,
-    pub first_since: SimTime,
-    pub first_index: usize,
+    pub first_from: SimTime,
+    pub first_to: SimTime,
     pub second: NodeId,
     pub second_term: u64,
-    pub second_since: SimTime,
-    pub second_index: usize,
-    pub at_least: Duration,
+    pub second_from: SimTime,
+    pub second_to: SimTime,
+    /// The length of the common span of the two sections.
+    pub common: Duration,
+    pub records: Vec<usize>,
 }
 
-impl fmt::Display for TwoLeases {
+impl From<Interleaving> for InterleavedLeases {
+    fn from(i: Interleaving) -> InterleavedLeases {
+        InterleavedLeases {
+            common: i.common(),
+            records: i.records(),
+            first: i.earlier.node,
+            first_term: i.earlier.detail,
+            first_from: i.earlier.first,
+            first_to: i.earlier.last,
+            second: i.later.node,
+            second_term: i.later.detail,
+            second_from: i.later.first,
+            second_to: i.later.last,
+        }
+    }
+}
+
+impl fmt::Display for InterleavedLeases {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} and {} both believed they held a valid lease from {} for at least {} \
-             ({} for term {} since {}, {} for term {} since {})",
+            "{} and {} both served as leaseholders: {} for term {} from {} to {}, {} for \
+             term {} from {} to {}; their actions interleaved over {}",
             self.first,
             self.second,
-            self.second_since,
-            show(self.at_least),
             self.first,
             self.first_term,
-            self.first_since,
+            self.first_from,
+            self.first_to,
             self.second,
             self.second_term,
-            self.second_since
+            self.second_from,
+            self.second_to,
+            show(self.common)
         )
     }
 }
 
-impl From<TwoLeases> for Violation {
-    fn from(v: TwoLeases) -> Violation {
-        let mut records = vec![v.first_index, v.second_index];
-        records.sort_unstable();
+impl From<InterleavedLeases> for Violation {
+    fn from(v: InterleavedLeases) -> Violation {
         Violation {
             checker: NAME,
-            time: v.second_since,
+            time: v.second_from,
             nodes: vec![v.first, v.second],
             message: v.to_string(),
-            records,
+            records: v.records,
         }
     }
 }
 
 pub struct LeaseSafety {
     clock: TrueClock,
-    /// Open lease beliefs; the detail is the term.
-    leases: Beliefs<u64>,
+    sections: Sections,
+    /// Nodes that believe they hold a lease.
+    holding: BTreeSet<NodeId>,
 }
 
 impl LeaseSafety {
     pub fn new(_params: Params, _cluster: &Cluster) -> Result<Self, CheckError> {
         Ok(LeaseSafety {
             clock: TrueClock::default(),
-            leases: Beliefs::default(),
+            sections: Sections::new(Duration::ZERO),
+            holding: BTreeSet::new(),
         })
-    }
-
-    fn overlong(&self, now: SimTime) -> Option<Violation> {
-        let o = self.leases.overlong(now, Duration::ZERO)?;
-        Some(
-            TwoLeases {
-                first: o.first.node,
-                first_term: o.first.detail,
-                first_since: o.first.since,
-                first_index: o.first.index,
-                second: o.second.node,
-                second_term: o.second.detail,
-                second_since: o.second.since,
-                second_index: o.second.index,
-                at_least: o.at_least,
-            }
-            .into(),
-        )
     }
 }
 
@@ -133,32 +142,34 @@ impl Checker for LeaseSafety {
 
     fn on_record(&mut self, index: usize, record: &Record) -> Option<Violation> {
         self.clock.advance(NAME, index, record.time);
-        if let Some(v) = self.overlong(record.time) {
-            return Some(v);
-        }
+        let node = record.node;
         match record.obs {
-            Observation::LeaseStart { term } => match self.leases.get_mut(record.node) {
-                Some(belief) => belief.detail = belief.detail.max(term),
-                None => self.leases.begin(record.node, record.time, index, term),
-            },
-            Observation::LeaseEnd { term }
-                if self
-                    .leases
-                    .get(record.node)
-                    .is_some_and(|belief| term >= belief.detail) =>
-            {
-                self.leases.end(record.node);
+            Observation::Serves { term } => self.sections.act("", node, record.time, index, term),
+            Observation::LeaseStart { .. } => {
+                // A lease while holding none begins a new section.
+                let new_belief = self.holding.insert(node);
+                if new_belief {
+                    self.sections.end(None, node);
+                }
+            }
+            Observation::LeaseEnd { .. } => {
+                self.holding.remove(&node);
             }
             Observation::Crashed | Observation::Started => {
-                self.leases.end(record.node);
+                self.holding.remove(&node);
+                self.sections.end(None, node);
             }
             _ => {}
         }
-        None
+        self.sections
+            .take_done()
+            .map(|i| InterleavedLeases::from(i).into())
     }
 
-    fn finish(&mut self, info: &RunInfo) -> Option<Violation> {
-        self.overlong(info.end.max(self.clock.now))
+    fn finish(&mut self, _info: &RunInfo) -> Option<Violation> {
+        self.sections
+            .finish()
+            .map(|i| InterleavedLeases::from(i).into())
     }
 }
 
@@ -169,99 +180,114 @@ mod tests {
     use tenure_core::{NodeId, SimTime};
 
     #[test]
-    fn leases_that_touch_pass() {
+    fn leases_that_take_turns_pass() {
         let h = H::nodes(2)
             .at_ms(0)
             .node(0)
             .lease_start(1)
+            .serves(1)
             .at_ms(100)
+            .serves(1)
             .node(1)
             .lease_start(2)
+            .serves(2)
             .node(0)
             .lease_end(1)
+            .at_ms(200)
+            .node(1)
+            .serves(2)
             .end_ms(500)
             .history();
         assert_eq!(judge_with("lease-safety", Value::Null, &h), None);
     }
 
+    /// A correct leaseholder paused past its lease: it keeps believing (the belief check
+    /// fails) but checks its clock on waking and never serves on the old lease.
     #[test]
-    fn a_slow_clock_overlaps_the_next_lease() {
+    fn a_paused_holder_that_checks_its_clock_passes_and_its_belief_overlaps() {
         let h = H::nodes(2)
             .at_ms(0)
             .node(0)
             .lease_start(1)
-            .at_ms(100)
+            .serves(1)
+            .at_ms(50)
+            .serves(1)
+            .note("paused for 3s")
+            .at_ms(2100)
             .node(1)
             .lease_start(2)
-            .at_ms(101)
+            .serves(2)
+            .at_ms(2500)
+            .serves(2)
+            .at_ms(3050)
             .node(0)
             .lease_end(1)
-            .end_ms(500)
+            .at_ms(3500)
+            .node(1)
+            .serves(2)
+            .end_ms(4000)
             .history();
-        let (at, v) = judge_with("lease-safety", Value::Null, &h).unwrap();
-        assert_eq!(at, At::Record(2));
+        assert_eq!(judge_with("lease-safety", Value::Null, &h), None);
+        let (at, v) = judge_with("lease-safety-belief", Value::Null, &h).unwrap();
+        assert_eq!(at, At::Record(7));
         assert_eq!(
             v.message,
-            "n0 and n1 both believed they held a valid lease from 0.100_000s for at least \
-             0.001_000s (n0 for term 1 since 0.000_000s, n1 for term 2 since 0.100_000s)"
+            "n0 and n1 both believed they held a valid lease from 2.100_000s for 0.950_000s \
+             (n0 for term 1 since 0.000_000s, n1 for term 2 since 2.100_000s)"
         );
-        assert_eq!(v.nodes, vec![NodeId(0), NodeId(1)]);
-        assert_eq!(v.records, vec![0, 1]);
-        assert_eq!(v.time, SimTime(100_000_000));
     }
 
+    /// The same pause, but the leader serves on waking before it looks at its clock.
     #[test]
-    fn a_crash_ends_the_lease_but_a_stale_lease_end_does_not() {
-        let crashed = H::nodes(2)
+    fn a_paused_holder_that_serves_on_waking_fails() {
+        let h = H::nodes(2)
             .at_ms(0)
             .node(0)
             .lease_start(1)
-            .at_ms(100)
+            .serves(1)
+            .note("paused for 3s")
+            .at_ms(2100)
+            .node(1)
+            .lease_start(2)
+            .serves(2)
+            .at_ms(2500)
+            .serves(2)
+            .at_ms(3050)
             .node(0)
+            .serves(1)
+            .lease_end(1)
+            .end_ms(4000)
+            .history();
+        let (at, v) = judge_with("lease-safety", Value::Null, &h).unwrap();
+        assert_eq!(at, At::Finish);
+        assert_eq!(
+            v.message,
+            "n0 and n1 both served as leaseholders: n0 for term 1 from 0.000_000s to \
+             3.050_000s, n1 for term 2 from 2.100_000s to 2.500_000s; their actions \
+             interleaved over 0.400_000s"
+        );
+        assert_eq!(v.nodes, vec![NodeId(0), NodeId(1)]);
+        assert_eq!(v.time, SimTime(2_100_000_000));
+    }
+
+    #[test]
+    fn a_crash_ends_the_section() {
+        let h = H::nodes(2)
+            .at_ms(0)
+            .node(0)
+            .lease_start(1)
+            .serves(1)
+            .at_ms(100)
             .crash()
             .node(1)
             .lease_start(2)
+            .serves(2)
+            .at_ms(200)
+            .node(0)
+            .started()
+            .serves(1) // a bug of its own, but not an interleaving: a new section
             .end_ms(500)
             .history();
-        assert_eq!(judge_with("lease-safety", Value::Null, &crashed), None);
-
-        let stale_end = H::nodes(2)
-            .at_ms(0)
-            .node(0)
-            .lease_start(3)
-            .at_ms(50)
-            .node(0)
-            .lease_end(2)
-            .at_ms(100)
-            .node(1)
-            .lease_start(4)
-            .end_ms(500)
-            .history();
-        let (at, _) = judge_with("lease-safety", Value::Null, &stale_end).unwrap();
-        assert_eq!(at, At::Finish);
-    }
-
-    #[test]
-    fn a_paused_holder_keeps_its_lease() {
-        let h = H::nodes(2)
-            .at_ms(0)
-            .node(0)
-            .lease_start(1)
-            .note("paused for 2s")
-            .at_ms(100)
-            .node(1)
-            .lease_start(2)
-            .at_ms(2000)
-            .node(0)
-            .lease_end(1)
-            .end_ms(3000)
-            .history();
-        let (at, v) = judge_with("lease-safety", Value::Null, &h).unwrap();
-        assert_eq!(at, At::Record(3));
-        assert!(
-            v.message.contains("for at least 1.900_000s"),
-            "{}",
-            v.message
-        );
+        assert_eq!(judge_with("lease-safety", Value::Null, &h), None);
     }
 }

@@ -9,14 +9,25 @@
 //! | checker | file |
 //! |---|---|
 //! | `single-leader-per-term` | [`single_leader_per_term`] |
-//! | `single-leader-at-a-time` | [`single_leader_at_a_time`] |
+//! | `single-leader-at-a-time` | [`single_leader_at_a_time`] (actions) |
+//! | `single-leader-at-a-time-belief` | [`single_leader_at_a_time_belief`] |
 //! | `leader-liveness` | [`leader_liveness`] |
-//! | `mutual-exclusion` | [`mutual_exclusion`] |
-//! | `lease-safety` | [`lease_safety`] |
+//! | `mutual-exclusion` | [`mutual_exclusion`] (actions) |
+//! | `mutual-exclusion-belief` | [`mutual_exclusion_belief`] |
+//! | `lease-safety` | [`lease_safety`] (actions) |
+//! | `lease-safety-belief` | [`lease_safety_belief`] |
 //! | `fencing-safety` | [`fencing_safety`] |
 //! | `no-lost-update` | [`no_lost_update`] |
 //! | `exactly-once` | [`exactly_once`] |
 //! | `lock-liveness` | [`lock_liveness`] |
+//!
+//! **Actions and beliefs.** `mutual-exclusion`, `lease-safety` and
+//! `single-leader-at-a-time` judge what nodes DO on the strength of a lock, lease or
+//! leadership (`Acts`, `Serves`: see [`actions`] for the exact rule); their `-belief`
+//! twins judge what nodes BELIEVE (`Holds`, `LeaseStart`, `Leader`). A paused holder
+//! keeps believing, so the belief checks fail under every long enough pause: they are
+//! teaching checks, used on purpose by the GC-pause scenarios. The action checks fail
+//! only when a node really acted on a stale lock, lease or leadership.
 //!
 //! Semantics shared by all of them: beliefs are intervals of TRUE time (the simulator's
 //! clock, never a node's reading). A node's belief ends at its next contrary observation
@@ -33,16 +44,20 @@ use serde::Serialize;
 use std::fmt;
 use tenure_core::{Cluster, History, NodeId, Record, RunInfo, SimTime};
 
+mod actions;
 pub mod exactly_once;
 pub mod fencing_safety;
 pub mod leader_liveness;
 pub mod lease_safety;
+pub mod lease_safety_belief;
 pub mod linearizability;
 pub mod lock_liveness;
 pub mod mutual_exclusion;
+pub mod mutual_exclusion_belief;
 pub mod no_lost_update;
 mod overlap;
 pub mod single_leader_at_a_time;
+pub mod single_leader_at_a_time_belief;
 pub mod single_leader_per_term;
 pub mod testing;
 
@@ -127,9 +142,12 @@ impl std::error::Error for CheckError {}
 const CATALOG: &[CheckerInfo] = &[
     single_leader_per_term::INFO,
     single_leader_at_a_time::INFO,
+    single_leader_at_a_time_belief::INFO,
     leader_liveness::INFO,
     mutual_exclusion::INFO,
+    mutual_exclusion_belief::INFO,
     lease_safety::INFO,
+    lease_safety_belief::INFO,
     fencing_safety::INFO,
     no_lost_update::INFO,
     exactly_once::INFO,
@@ -156,6 +174,19 @@ pub fn build(
         single_leader_at_a_time::NAME => Box::new(
             single_leader_at_a_time::SingleLeaderAtATime::new(read_params(params)?, cluster)?,
         ),
+        single_leader_at_a_time_belief::NAME => Box::new(
+            single_leader_at_a_time_belief::SingleLeaderAtATimeBelief::new(
+                read_params(params)?,
+                cluster,
+            )?,
+        ),
+        mutual_exclusion_belief::NAME => Box::new(
+            mutual_exclusion_belief::MutualExclusionBelief::new(read_params(params)?, cluster)?,
+        ),
+        lease_safety_belief::NAME => Box::new(lease_safety_belief::LeaseSafetyBelief::new(
+            read_params(params)?,
+            cluster,
+        )?),
         leader_liveness::NAME => Box::new(leader_liveness::LeaderLiveness::new(
             read_params(params)?,
             cluster,
@@ -270,7 +301,7 @@ mod tests {
         let cluster = Cluster::uniform("node", 3);
         let names: std::collections::BTreeSet<&str> = catalog().iter().map(|c| c.name).collect();
         assert_eq!(names.len(), catalog().len());
-        assert_eq!(catalog().len(), 9);
+        assert_eq!(catalog().len(), 12);
         for info in catalog() {
             let checker = build(info.name, &serde_json::Value::Null, &cluster).unwrap();
             assert_eq!(checker.name(), info.name);
@@ -289,7 +320,8 @@ mod tests {
         assert_eq!(
             err.message,
             "unknown checker `single-leader`; known checkers: single-leader-per-term, \
-             single-leader-at-a-time, leader-liveness, mutual-exclusion, lease-safety, \
+             single-leader-at-a-time, single-leader-at-a-time-belief, leader-liveness, \
+             mutual-exclusion, mutual-exclusion-belief, lease-safety, lease-safety-belief, \
              fencing-safety, no-lost-update, exactly-once, lock-liveness"
         );
     }

@@ -1,49 +1,56 @@
 //! # mutual-exclusion
 //!
-//! **Property:** for each resource, at no instant of true time do two distinct nodes
-//! believe they hold its lock; overlaps of at most `max_overlap` are tolerated. With
-//! `resource` set, only that resource is judged.
+//! **Property:** for each resource, the ACTIONS of two distinct lock clients on it never
+//! interleave in true time: no client acts on the resource as its holder (`Acts`: a read
+//! or a write sent to it) between two actions another client made under one hold.
+//! With `max_overlap` above zero, interleavings whose common span is at most that long
+//! are tolerated. With `resource` set, only that resource is judged.
 //!
-//! A node believes it holds a resource from its `Holds { resource }` observation until
-//! its `Releases { resource }` or until it crashes (`Crashed`; a `Started` process is
-//! fresh and believes nothing). A repeated `Holds` continues the belief (with the new
-//! token). A paused node keeps its belief. Beliefs are half-open intervals: one ending at
-//! `t` and another starting at `t` do not overlap.
+//! A client's *section* runs from its first to its last action under one hold: it ends
+//! when the client begins a new hold (a `Holds` while not holding), crashes or restarts,
+//! NOT when it releases or its lock expires. A client that wakes from a pause and writes
+//! with an expired lock acts under its old hold: that write is in the old section (see
+//! `actions.rs` for the exact rule). A client that keeps *believing* but never acts
+//! again harms no one and passes; `mutual-exclusion-belief` is the teaching check that
+//! flags the belief.
 //!
-//! **How it fails:** a lease-based lock expires while its holder is paused (GC, VM
-//! stall) or its clock runs slow; another client acquires it; the first wakes up still
-//! believing it holds the lock. Under a pause *every* lease-based lock fails this
-//! property: mutual exclusion of belief cannot be had, only fencing at the resource
-//! (see `fencing-safety`) keeps the resource safe. Also: Redis `SET NX` without `PX`
-//! semantics done wrong, Redlock under clock jumps, unlocking someone else's lock.
+//! **How it fails:** a lease-based lock expires while its holder is paused between its
+//! read and its write (GC, VM stall) or its clock runs slow; another client acquires,
+//! reads and writes; the first wakes up and writes a value computed from its stale read.
+//! Without fencing at the resource, no lease-based lock can prevent that (the resource
+//! must refuse the stale write: `fencing-safety`). Also: Redis `SET NX` without
+//! expiry semantics done wrong, Redlock under clock jumps, unlocking someone else's lock,
+//! a waiter believing it holds a lock whose key was deleted while it waited (etcd before
+//! 3.4.8).
 //!
 //! **Source:** Kleppmann, "How to do distributed locking" (2016), the process-pause
 //! diagram ("unsafe lock"); seed article 003 ("only one node performs a critical
 //! operation at a time").
 //!
-//! Online: an overlap is reported at the first record after it has lasted longer than
-//! `max_overlap`.
+//! Online: an interleaving is reported once both sections have ended (or at the end of
+//! the run), with its true common span.
 
-use crate::overlap::Beliefs;
+use crate::actions::{Interleaving, Sections};
 use crate::{show, CheckError, Checker, CheckerInfo, TrueClock, Violation};
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
-use tenure_core::{
-    format_duration, Cluster, HumanDuration, NodeId, Observation, Record, RunInfo, SimTime,
-};
+use tenure_core::{format_duration, Cluster, HumanDuration, NodeId, Observation, Record, RunInfo};
 
 pub const NAME: &str = "mutual-exclusion";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
-    summary: "no two nodes believe they hold one lock at one true instant",
-    property: "per resource, no two distinct nodes believe they hold it (from Holds until \
-               Releases or crash) during one true-time overlap longer than max_overlap",
+    summary: "no two clients ACT on one locked resource with interleaving actions",
+    property: "per resource, no client acts on it (Acts) strictly between two actions of \
+               another client under one hold (a hold's actions run from its first to its \
+               last Acts, across an expiry, until a new hold, crash or restart); \
+               interleavings whose common span is at most max_overlap are tolerated",
     source: "Kleppmann 2016, \"How to do distributed locking\"; seed article 003",
-    params: "max_overlap (duration, default \"0s\"): overlaps up to this long are tolerated; \
-             resource (string, optional): judge only this resource",
+    params: "max_overlap (duration, default \"0s\"): interleavings with a common span up \
+             to this long are tolerated (0s: none); resource (string, optional): judge \
+             only this resource",
 };
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -56,54 +63,75 @@ pub struct Params {
     pub resource: Option<String>,
 }
 
-/// Two nodes believed they held one resource at the same time, for too long.
+/// Two clients' actions on one resource interleaved.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TwoHolders {
+pub struct InterleavedHolders {
     pub resource: String,
     pub first: NodeId,
     pub first_token: u64,
-    pub first_since: SimTime,
-    pub first_index: usize,
+    pub first_from: tenure_core::SimTime,
+    pub first_to: tenure_core::SimTime,
     pub second: NodeId,
     pub second_token: u64,
-    pub second_since: SimTime,
-    pub second_index: usize,
-    pub at_least: Duration,
+    pub second_from: tenure_core::SimTime,
+    pub second_to: tenure_core::SimTime,
+    /// The length of the common span of the two sections.
+    pub common: Duration,
     pub max_overlap: Duration,
+    pub records: Vec<usize>,
 }
 
-impl fmt::Display for TwoHolders {
+impl InterleavedHolders {
+    fn new(i: Interleaving, max_overlap: Duration) -> InterleavedHolders {
+        InterleavedHolders {
+            common: i.common(),
+            records: i.records(),
+            resource: i.thing,
+            first: i.earlier.node,
+            first_token: i.earlier.detail,
+            first_from: i.earlier.first,
+            first_to: i.earlier.last,
+            second: i.later.node,
+            second_token: i.later.detail,
+            second_from: i.later.first,
+            second_to: i.later.last,
+            max_overlap,
+        }
+    }
+}
+
+impl fmt::Display for InterleavedHolders {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} and {} both believed they held `{}` from {} for at least {} \
-             ({} with token {} since {}, {} with token {} since {}; tolerated overlap {})",
+            "{} and {} both acted on `{}` as its holder: {} with token {} from {} to {}, \
+             {} with token {} from {} to {}; their actions interleaved over {} \
+             (tolerated overlap {})",
             self.first,
             self.second,
             self.resource,
-            self.second_since,
-            show(self.at_least),
             self.first,
             self.first_token,
-            self.first_since,
+            self.first_from,
+            self.first_to,
             self.second,
             self.second_token,
-            self.second_since,
+            self.second_from,
+            self.second_to,
+            show(self.common),
             format_duration(self.max_overlap)
         )
     }
 }
 
-impl From<TwoHolders> for Violation {
-    fn from(v: TwoHolders) -> Violation {
-        let mut records = vec![v.first_index, v.second_index];
-        records.sort_unstable();
+impl From<InterleavedHolders> for Violation {
+    fn from(v: InterleavedHolders) -> Violation {
         Violation {
             checker: NAME,
-            time: v.second_since,
+            time: v.second_from,
             nodes: vec![v.first, v.second],
             message: v.to_string(),
-            records,
+            records: v.records,
         }
     }
 }
@@ -112,8 +140,10 @@ pub struct MutualExclusion {
     max_overlap: Duration,
     only: Option<String>,
     clock: TrueClock,
-    /// resource -> open holder beliefs (detail: token). No empty entries.
-    holders: BTreeMap<String, Beliefs<u64>>,
+    sections: Sections,
+    /// (resource, node) pairs that believe they hold: a `Holds` outside them begins a
+    /// new hold (and a new section).
+    holding: BTreeSet<(String, NodeId)>,
 }
 
 impl MutualExclusion {
@@ -122,47 +152,13 @@ impl MutualExclusion {
             max_overlap: params.max_overlap.0,
             only: params.resource,
             clock: TrueClock::default(),
-            holders: BTreeMap::new(),
+            sections: Sections::new(params.max_overlap.0),
+            holding: BTreeSet::new(),
         })
     }
 
     fn judged(&self, resource: &str) -> bool {
         self.only.as_deref().is_none_or(|r| r == resource)
-    }
-
-    fn overlong(&self, now: SimTime) -> Option<Violation> {
-        let mut best: Option<TwoHolders> = None;
-        for (resource, beliefs) in &self.holders {
-            let Some(o) = beliefs.overlong(now, self.max_overlap) else {
-                continue;
-            };
-            if best.as_ref().is_some_and(|b| b.second_since <= o.from) {
-                continue;
-            }
-            best = Some(TwoHolders {
-                resource: resource.clone(),
-                first: o.first.node,
-                first_token: o.first.detail,
-                first_since: o.first.since,
-                first_index: o.first.index,
-                second: o.second.node,
-                second_token: o.second.detail,
-                second_since: o.second.since,
-                second_index: o.second.index,
-                at_least: o.at_least,
-                max_overlap: self.max_overlap,
-            });
-        }
-        best.map(Violation::from)
-    }
-
-    fn release(&mut self, node: NodeId, resource: &str) {
-        if let Some(beliefs) = self.holders.get_mut(resource) {
-            beliefs.end(node);
-            if beliefs.is_empty() {
-                self.holders.remove(resource);
-            }
-        }
     }
 }
 
@@ -173,31 +169,37 @@ impl Checker for MutualExclusion {
 
     fn on_record(&mut self, index: usize, record: &Record) -> Option<Violation> {
         self.clock.advance(NAME, index, record.time);
-        if let Some(v) = self.overlong(record.time) {
-            return Some(v);
-        }
+        let node = record.node;
         match &record.obs {
-            Observation::Holds { resource, token } if self.judged(resource) => {
-                let beliefs = self.holders.entry(resource.clone()).or_default();
-                match beliefs.get_mut(record.node) {
-                    Some(belief) => belief.detail = *token,
-                    None => beliefs.begin(record.node, record.time, index, *token),
+            Observation::Acts { resource, token } if self.judged(resource) => {
+                self.sections
+                    .act(resource, node, record.time, index, *token);
+            }
+            Observation::Holds { resource, .. } if self.judged(resource) => {
+                // A hold while holding none begins a new section.
+                let new_belief = self.holding.insert((resource.clone(), node));
+                if new_belief {
+                    self.sections.end(Some(resource), node);
                 }
             }
-            Observation::Releases { resource } => self.release(record.node, resource),
+            Observation::Releases { resource } => {
+                self.holding.remove(&(resource.clone(), node));
+            }
             Observation::Crashed | Observation::Started => {
-                let held: Vec<String> = self.holders.keys().cloned().collect();
-                for resource in held {
-                    self.release(record.node, &resource);
-                }
+                self.holding.retain(|(_, n)| *n != node);
+                self.sections.end(None, node);
             }
             _ => {}
         }
-        None
+        self.sections
+            .take_done()
+            .map(|i| InterleavedHolders::new(i, self.max_overlap).into())
     }
 
-    fn finish(&mut self, info: &RunInfo) -> Option<Violation> {
-        self.overlong(info.end.max(self.clock.now))
+    fn finish(&mut self, _info: &RunInfo) -> Option<Violation> {
+        self.sections
+            .finish()
+            .map(|i| InterleavedHolders::new(i, self.max_overlap).into())
     }
 }
 
@@ -208,70 +210,155 @@ mod tests {
     use tenure_core::{NodeId, SimTime};
 
     #[test]
-    fn taking_turns_passes_and_touching_holds_do_not_overlap() {
+    fn taking_turns_passes() {
         let h = H::nodes(3)
             .at_ms(10)
             .node(1)
             .holds("orders", 1)
+            .acts("orders", 1)
+            .at_ms(40)
+            .acts("orders", 1)
             .at_ms(50)
             .node(2)
             .holds("orders", 2) // recorded before n1's release at the same instant
+            .acts("orders", 2)
             .node(1)
             .releases("orders")
             .at_ms(80)
             .node(2)
+            .acts("orders", 2)
             .releases("orders")
             .end_ms(100)
             .history();
         assert_eq!(judge_with("mutual-exclusion", Value::Null, &h), None);
     }
 
+    /// The GC-pause lesson, told by actions: the paused holder's write after waking
+    /// falls in its old section, which the next holder's actions interleave.
     #[test]
-    fn a_paused_holder_overlaps_the_next_one() {
-        // n1 holds, is paused (keeps its belief), its lease expires, n2 acquires.
+    fn a_stale_write_after_a_pause_interleaves_with_the_next_holder() {
         let h = H::nodes(3)
             .at_ms(10)
             .node(1)
             .holds("orders", 33)
+            .acts("orders", 33) // read
             .note("paused")
             .at_ms(40)
             .node(2)
             .holds("orders", 34)
-            .at_ms(45)
-            .node(0)
-            .note("unrelated")
+            .acts("orders", 34)
             .at_ms(60)
-            .node(1)
+            .acts("orders", 34)
             .releases("orders")
-            .end_ms(100)
+            .at_ms(3000)
+            .node(1)
+            .releases("orders") // its validity timer, overdue
+            .acts("orders", 33) // the stale write
+            .end_ms(4000)
             .history();
         let (at, v) = judge_with("mutual-exclusion", Value::Null, &h).unwrap();
-        assert_eq!(at, At::Record(3));
+        assert_eq!(at, At::Finish);
         assert_eq!(
             v.message,
-            "n1 and n2 both believed they held `orders` from 0.040_000s for at least 0.005_000s \
-             (n1 with token 33 since 0.010_000s, n2 with token 34 since 0.040_000s; \
-             tolerated overlap 0s)"
+            "n1 and n2 both acted on `orders` as its holder: n1 with token 33 from 0.010_000s \
+             to 3.000_000s, n2 with token 34 from 0.040_000s to 0.060_000s; their actions \
+             interleaved over 0.020_000s (tolerated overlap 0s)"
         );
         assert_eq!(v.nodes, vec![NodeId(1), NodeId(2)]);
-        assert_eq!(v.records, vec![0, 2]);
+        assert_eq!(v.records, vec![1, 4, 5, 8]);
         assert_eq!(v.time, SimTime(40_000_000));
     }
 
+    /// The same pause, but the paused holder never acts again (it checks before acting,
+    /// or the pause fell after its write): only its belief overlaps.
     #[test]
-    fn a_crash_ends_the_hold() {
+    fn a_paused_holder_that_does_not_act_again_passes_but_its_belief_overlaps() {
+        let h = H::nodes(3)
+            .at_ms(10)
+            .node(1)
+            .holds("orders", 33)
+            .acts("orders", 33)
+            .at_ms(20)
+            .acts("orders", 33)
+            .note("paused")
+            .at_ms(40)
+            .node(2)
+            .holds("orders", 34)
+            .acts("orders", 34)
+            .at_ms(60)
+            .acts("orders", 34)
+            .releases("orders")
+            .at_ms(3000)
+            .node(1)
+            .releases("orders")
+            .end_ms(4000)
+            .history();
+        assert_eq!(judge_with("mutual-exclusion", Value::Null, &h), None);
+        let (at, v) = judge_with("mutual-exclusion-belief", Value::Null, &h).unwrap();
+        assert_eq!(at, At::Record(7));
+        assert!(
+            v.message.starts_with(
+                "n1 and n2 both believed they held `orders` from 0.040_000s for 0.020_000s "
+            ),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn a_crash_ends_the_section_and_is_reported_once_both_end() {
         let h = H::nodes(3)
             .at_ms(10)
             .node(1)
             .holds("orders", 1)
+            .acts("orders", 1)
             .at_ms(40)
             .node(1)
             .crash()
             .node(2)
             .holds("orders", 2)
+            .acts("orders", 2)
+            .at_ms(50)
+            .node(1)
+            .started()
             .end_ms(100)
             .history();
         assert_eq!(judge_with("mutual-exclusion", Value::Null, &h), None);
+
+        // Two clients acting at once, both sections ended by new holds: reported at
+        // the record that ends the second, with the full common span.
+        let h = H::nodes(3)
+            .at_ms(0)
+            .node(1)
+            .holds("r", 1)
+            .acts("r", 1)
+            .at_ms(100)
+            .node(2)
+            .holds("r", 1)
+            .acts("r", 1)
+            .at_ms(900)
+            .node(1)
+            .acts("r", 1)
+            .releases("r")
+            .at_ms(1000)
+            .node(2)
+            .acts("r", 1)
+            .releases("r")
+            .at_ms(2000)
+            .node(1)
+            .holds("r", 2)
+            .at_ms(3000)
+            .node(2)
+            .holds("r", 3)
+            .end_ms(4000)
+            .history();
+        let (at, v) = judge_with("mutual-exclusion", Value::Null, &h).unwrap();
+        assert_eq!(at, At::Record(9));
+        assert!(
+            v.message.contains("interleaved over 0.800_000s"),
+            "{}",
+            v.message
+        );
     }
 
     #[test]
@@ -279,12 +366,15 @@ mod tests {
         let h = H::nodes(3)
             .at_ms(10)
             .node(1)
-            .holds("a", 1)
+            .acts("a", 1)
             .node(2)
-            .holds("b", 1)
+            .acts("b", 1)
             .at_ms(20)
             .node(0)
-            .holds("b", 2)
+            .acts("b", 2)
+            .at_ms(30)
+            .node(2)
+            .acts("b", 1)
             .end_ms(100)
             .history();
         assert_eq!(
@@ -294,26 +384,27 @@ mod tests {
         let (at, v) = judge_with("mutual-exclusion", Value::Null, &h).unwrap();
         assert_eq!(at, At::Finish);
         assert!(
-            v.message
-                .starts_with("n2 and n0 both believed they held `b`"),
+            v.message.starts_with("n2 and n0 both acted on `b`"),
             "{}",
             v.message
         );
     }
 
     #[test]
-    fn an_overlap_exactly_at_the_tolerance_passes() {
-        let history = |release_ms: u64| {
+    fn an_interleaving_within_the_tolerance_passes() {
+        let history = |last_ms: u64| {
             H::nodes(2)
                 .at_ms(0)
                 .node(0)
-                .holds("r", 1)
+                .acts("r", 1)
                 .at_ms(100)
                 .node(1)
-                .holds("r", 2)
-                .at_ms(release_ms)
+                .acts("r", 2)
+                .at_ms(last_ms)
                 .node(0)
-                .releases("r")
+                .acts("r", 1)
+                .node(1)
+                .acts("r", 2)
                 .end_ms(1000)
                 .history()
         };
@@ -322,7 +413,7 @@ mod tests {
             judge_with("mutual-exclusion", params.clone(), &history(130)),
             None
         );
-        let (at, _) = judge_with("mutual-exclusion", params, &history(131)).unwrap();
-        assert_eq!(at, At::Record(2));
+        assert!(judge_with("mutual-exclusion", params, &history(131)).is_some());
+        assert!(judge_with("mutual-exclusion", Value::Null, &history(130)).is_some());
     }
 }

@@ -1,32 +1,34 @@
 //! # single-leader-at-a-time
 //!
-//! **Property:** at no instant of true time do two distinct nodes believe they lead;
-//! overlaps of at most `max_overlap` are tolerated.
+//! **Property:** no two distinct nodes ACT as leader with interleaving actions in true
+//! time: no node serves a read or issues a command as leader (`Serves`) strictly
+//! between two actions another node made under one leadership; interleavings whose
+//! common span is at most `max_overlap` are tolerated.
 //!
-//! A node believes it leads from its `Leader { term }` observation until its next
-//! `Follower` or `Candidate` observation, or until it crashes (`Crashed`; a `Started`
-//! process is fresh and believes nothing). A `Leader` observation of another term while
-//! leading continues the same belief (the node never stopped believing it leads), now in
-//! that term. A paused node keeps its belief. Beliefs are half-open intervals
-//! `[start, end)`: one ending at `t` and another starting at `t` do not overlap.
+//! A node's *section* runs from its first to its last `Serves` under one leadership
+//! belief: it ends when the node begins a new leadership (a `Leader` while not leading),
+//! crashes or restarts, NOT when it steps down: a node that acts after stepping down
+//! acts on the strength of its old leadership. A deposed or paused leader that keeps
+//! *believing* but does not act passes; `single-leader-at-a-time-belief` is the
+//! teaching check that flags the belief. This check needs no terms, so it fits
+//! protocols without them (bully).
 //!
-//! **How it fails:** plain Raft breaks it during a partition: the old leader, cut off
-//! from the majority, still believes it leads while the majority elects a new one. That
-//! is a lesson, not a bug: Election Safety (one leader *per term*) still holds. CheckQuorum
-//! (a leader steps down when it has not heard from a majority for an election timeout)
-//! bounds how long the stale belief lasts; it does not remove it, hence `max_overlap`.
-//! A GC pause of the leader breaks it under any protocol: the paused node cannot notice.
+//! **How it fails:** two nodes each believe the other dead and both act as coordinator
+//! (bully under a partition); a leader resumes from a pause and acts before learning
+//! that another leads; a leader never steps down and keeps acting alongside the new one.
 //!
 //! **Source:** Ongaro, "Consensus: Bridging Theory and Practice" (PhD thesis, 2014),
-//! §6.2 (a deposed leader may not know it) and §9.6 (CheckQuorum); Kleppmann,
-//! "How to do distributed locking" (2016) on process pauses.
+//! §6.2 (a deposed leader may not know it) and §9.6 (CheckQuorum); Garcia-Molina,
+//! "Elections in a Distributed Computing System" (1982) on the bully algorithm's
+//! assumptions; Kleppmann, "How to do distributed locking" (2016) on process pauses.
 //!
-//! Online: an overlap is reported at the first record after it has lasted longer than
-//! `max_overlap` (before that, the older belief could still end in time).
+//! Online: an interleaving is reported once both sections have ended (or at the end of
+//! the run), with its true common span.
 
-use crate::overlap::Beliefs;
+use crate::actions::{Interleaving, Sections};
 use crate::{show, CheckError, Checker, CheckerInfo, TrueClock, Violation};
 use serde::Deserialize;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
 use tenure_core::{
@@ -37,69 +39,91 @@ pub const NAME: &str = "single-leader-at-a-time";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
-    summary: "no two nodes believe they lead at one true instant",
-    property: "no two distinct nodes believe they lead (from Leader until their next role \
-               observation or crash) during one true-time overlap longer than max_overlap",
-    source: "Ongaro 2014 (Raft thesis) §6.2 and §9.6 (CheckQuorum); Kleppmann 2016, \
-             \"How to do distributed locking\" (process pauses)",
-    params: "max_overlap (duration, default \"0s\"): overlaps up to this long are tolerated",
+    summary: "no two nodes ACT as leader (serve reads, issue commands) with interleaving \
+              actions",
+    property: "no node acts as leader (Serves) strictly between two Serves of another node \
+               under one leadership (a leadership's actions run from its first to its last \
+               Serves, across a step-down, until a new leadership, crash or restart); \
+               interleavings whose common span is at most max_overlap are tolerated",
+    source: "Ongaro 2014 (Raft thesis) §6.2 and §9.6 (CheckQuorum); Garcia-Molina 1982; \
+             Kleppmann 2016, \"How to do distributed locking\" (process pauses)",
+    params: "max_overlap (duration, default \"0s\"): interleavings with a common span up \
+             to this long are tolerated (0s: none)",
 };
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    /// Overlaps up to this long are tolerated.
+    /// Interleavings with a common span up to this long are tolerated.
     #[serde(default)]
     pub max_overlap: HumanDuration,
 }
 
-/// Two nodes believed they led at the same time, for too long.
+/// Two nodes acted as leader with interleaving actions.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TwoLeadersAtOnce {
+pub struct InterleavedLeaders {
     pub first: NodeId,
     pub first_term: u64,
-    pub first_since: SimTime,
-    pub first_index: usize,
+    pub first_from: SimTime,
+    pub first_to: SimTime,
     pub second: NodeId,
     pub second_term: u64,
-    pub second_since: SimTime,
-    pub second_index: usize,
-    /// How long the overlap had lasted when found (a lower bound when found online).
-    pub at_least: Duration,
+    pub second_from: SimTime,
+    pub second_to: SimTime,
+    /// The length of the common span of the two sections.
+    pub common: Duration,
     pub max_overlap: Duration,
+    pub records: Vec<usize>,
 }
 
-impl fmt::Display for TwoLeadersAtOnce {
+impl InterleavedLeaders {
+    fn new(i: Interleaving, max_overlap: Duration) -> InterleavedLeaders {
+        InterleavedLeaders {
+            common: i.common(),
+            records: i.records(),
+            first: i.earlier.node,
+            first_term: i.earlier.detail,
+            first_from: i.earlier.first,
+            first_to: i.earlier.last,
+            second: i.later.node,
+            second_term: i.later.detail,
+            second_from: i.later.first,
+            second_to: i.later.last,
+            max_overlap,
+        }
+    }
+}
+
+impl fmt::Display for InterleavedLeaders {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} and {} both believed they led from {} for at least {} \
-             ({} in term {} since {}, {} in term {} since {}; tolerated overlap {})",
+            "{} and {} both acted as leader: {} in term {} from {} to {}, {} in term {} \
+             from {} to {}; their actions interleaved over {} (tolerated overlap {})",
             self.first,
             self.second,
-            self.second_since,
-            show(self.at_least),
             self.first,
             self.first_term,
-            self.first_since,
+            self.first_from,
+            self.first_to,
             self.second,
             self.second_term,
-            self.second_since,
+            self.second_from,
+            self.second_to,
+            show(self.common),
             format_duration(self.max_overlap)
         )
     }
 }
 
-impl From<TwoLeadersAtOnce> for Violation {
-    fn from(v: TwoLeadersAtOnce) -> Violation {
-        let mut records = vec![v.first_index, v.second_index];
-        records.sort_unstable();
+impl From<InterleavedLeaders> for Violation {
+    fn from(v: InterleavedLeaders) -> Violation {
         Violation {
             checker: NAME,
-            time: v.second_since,
+            time: v.second_from,
             nodes: vec![v.first, v.second],
             message: v.to_string(),
-            records,
+            records: v.records,
         }
     }
 }
@@ -107,8 +131,9 @@ impl From<TwoLeadersAtOnce> for Violation {
 pub struct SingleLeaderAtATime {
     max_overlap: Duration,
     clock: TrueClock,
-    /// Open leader beliefs; the detail is the current term.
-    leaders: Beliefs<u64>,
+    sections: Sections,
+    /// Nodes that believe they lead.
+    leading: BTreeSet<NodeId>,
 }
 
 impl SingleLeaderAtATime {
@@ -116,27 +141,9 @@ impl SingleLeaderAtATime {
         Ok(SingleLeaderAtATime {
             max_overlap: params.max_overlap.0,
             clock: TrueClock::default(),
-            leaders: Beliefs::default(),
+            sections: Sections::new(params.max_overlap.0),
+            leading: BTreeSet::new(),
         })
-    }
-
-    fn overlong(&self, now: SimTime) -> Option<Violation> {
-        let o = self.leaders.overlong(now, self.max_overlap)?;
-        Some(
-            TwoLeadersAtOnce {
-                first: o.first.node,
-                first_term: o.first.detail,
-                first_since: o.first.since,
-                first_index: o.first.index,
-                second: o.second.node,
-                second_term: o.second.detail,
-                second_since: o.second.since,
-                second_index: o.second.index,
-                at_least: o.at_least,
-                max_overlap: self.max_overlap,
-            }
-            .into(),
-        )
     }
 }
 
@@ -147,27 +154,34 @@ impl Checker for SingleLeaderAtATime {
 
     fn on_record(&mut self, index: usize, record: &Record) -> Option<Violation> {
         self.clock.advance(NAME, index, record.time);
-        if let Some(v) = self.overlong(record.time) {
-            return Some(v);
-        }
+        let node = record.node;
         match record.obs {
-            Observation::Leader { term } => match self.leaders.get_mut(record.node) {
-                Some(belief) => belief.detail = term,
-                None => self.leaders.begin(record.node, record.time, index, term),
-            },
-            Observation::Follower { .. }
-            | Observation::Candidate { .. }
-            | Observation::Crashed
-            | Observation::Started => {
-                self.leaders.end(record.node);
+            Observation::Serves { term } => self.sections.act("", node, record.time, index, term),
+            Observation::Leader { .. } => {
+                // Leading while not leading begins a new section.
+                let new_belief = self.leading.insert(node);
+                if new_belief {
+                    self.sections.end(None, node);
+                }
+            }
+            Observation::Follower { .. } | Observation::Candidate { .. } => {
+                self.leading.remove(&node);
+            }
+            Observation::Crashed | Observation::Started => {
+                self.leading.remove(&node);
+                self.sections.end(None, node);
             }
             _ => {}
         }
-        None
+        self.sections
+            .take_done()
+            .map(|i| InterleavedLeaders::new(i, self.max_overlap).into())
     }
 
-    fn finish(&mut self, info: &RunInfo) -> Option<Violation> {
-        self.overlong(info.end.max(self.clock.now))
+    fn finish(&mut self, _info: &RunInfo) -> Option<Violation> {
+        self.sections
+            .finish()
+            .map(|i| InterleavedLeaders::new(i, self.max_overlap).into())
     }
 }
 
@@ -178,155 +192,94 @@ mod tests {
     use tenure_core::NodeId;
 
     #[test]
-    fn handover_passes_and_touching_beliefs_do_not_overlap() {
-        // n0 steps down at 100ms; n1 leads from 100ms, recorded before n0's step-down.
+    fn a_handover_passes_even_when_the_old_leader_believes_a_while_longer() {
         let h = H::nodes(3)
             .at_ms(10)
             .node(0)
-            .leader(1)
+            .leader(0)
+            .serves(0)
+            .at_ms(90)
+            .serves(0)
+            .note("partitioned")
             .at_ms(100)
             .node(1)
-            .leader(2)
-            .node(0)
-            .follower(2, Some(1))
+            .leader(0)
+            .serves(0)
             .at_ms(500)
-            .node(2)
-            .follower(2, Some(1))
+            .serves(0)
+            .at_ms(600)
+            .node(0)
+            .follower(0, Some(1))
             .end_ms(1000)
             .history();
         assert_eq!(judge_with("single-leader-at-a-time", Value::Null, &h), None);
+        let (at, v) = judge_with("single-leader-at-a-time-belief", Value::Null, &h).unwrap();
+        assert_eq!(at, At::Record(7));
+        assert!(
+            v.message
+                .starts_with("n0 and n1 both believed they led from 0.100_000s for 0.500_000s"),
+            "{}",
+            v.message
+        );
     }
 
     #[test]
-    fn a_stale_leader_in_a_partition_is_caught_at_the_next_record() {
+    fn two_coordinators_acting_at_once_fail_without_terms() {
         let h = H::nodes(3)
             .at_ms(10)
-            .node(0)
-            .leader(1)
+            .node(2)
+            .leader(0)
+            .serves(0)
+            .at_ms(100)
+            .node(1)
+            .leader(0)
+            .serves(0)
+            .at_ms(200)
+            .node(2)
+            .serves(0)
             .at_ms(300)
             .node(1)
-            .leader(2)
-            .at_ms(300)
-            .node(2)
-            .follower(2, Some(1))
-            .at_ms(450)
-            .node(2)
-            .note("heartbeat")
-            .end_ms(1000)
-            .history();
-        let (at, v) = judge_with("single-leader-at-a-time", Value::Null, &h).unwrap();
-        assert_eq!(at, At::Record(3));
-        assert_eq!(
-            v.message,
-            "n0 and n1 both believed they led from 0.300_000s for at least 0.150_000s \
-             (n0 in term 1 since 0.010_000s, n1 in term 2 since 0.300_000s; tolerated overlap 0s)"
-        );
-        assert_eq!(v.nodes, vec![NodeId(0), NodeId(1)]);
-        assert_eq!(v.records, vec![0, 1]);
-        assert_eq!(v.time, tenure_core::SimTime(300_000_000));
-    }
-
-    #[test]
-    fn a_crash_ends_the_belief() {
-        let h = H::nodes(2)
-            .at_ms(10)
-            .node(0)
-            .leader(1)
-            .at_ms(200)
-            .node(0)
-            .crash()
-            .node(1)
-            .leader(2)
-            .end_ms(1000)
-            .history();
-        assert_eq!(judge_with("single-leader-at-a-time", Value::Null, &h), None);
-    }
-
-    #[test]
-    fn a_pause_does_not_end_the_belief_and_the_end_of_the_run_closes_it() {
-        let h = H::nodes(2)
-            .at_ms(10)
-            .node(0)
-            .leader(1)
-            .note("paused")
-            .at_ms(200)
-            .node(1)
-            .leader(2)
+            .serves(0)
             .end_ms(1000)
             .history();
         let (at, v) = judge_with("single-leader-at-a-time", Value::Null, &h).unwrap();
         assert_eq!(at, At::Finish);
-        assert!(
-            v.message.contains("for at least 0.800_000s"),
-            "{}",
-            v.message
+        assert_eq!(v.nodes, vec![NodeId(2), NodeId(1)]);
+        assert_eq!(
+            v.message,
+            "n2 and n1 both acted as leader: n2 in term 0 from 0.010_000s to 0.200_000s, n1 \
+             in term 0 from 0.100_000s to 0.300_000s; their actions interleaved over \
+             0.100_000s (tolerated overlap 0s)"
         );
-    }
-
-    #[test]
-    fn a_new_term_continues_the_belief() {
-        // n0 moves from term 1 to term 3 while leading; the overlap with n1 counts from
-        // n1's start, not from n0's term change.
-        let h = H::nodes(2)
-            .at_ms(0)
-            .node(0)
-            .leader(1)
-            .at_ms(100)
-            .node(1)
-            .leader(2)
-            .at_ms(140)
-            .node(0)
-            .leader(3)
-            .at_ms(160)
-            .node(0)
-            .follower(3, None)
-            .end_ms(1000)
-            .history();
-        let (at, v) = judge_with(
-            "single-leader-at-a-time",
-            json!({"max_overlap": "50ms"}),
-            &h,
-        )
-        .unwrap();
-        assert_eq!(at, At::Record(3));
-        assert!(
-            v.message.contains("n0 in term 3 since 0.000_000s"),
-            "{}",
-            v.message
-        );
-    }
-
-    #[test]
-    fn an_overlap_exactly_at_the_tolerance_passes_and_one_nanosecond_more_fails() {
-        let history = |end_ns: u64| {
-            H::nodes(2)
-                .at_ms(0)
-                .node(0)
-                .leader(1)
-                .at_ms(100)
-                .node(1)
-                .leader(2)
-                .at(tenure_core::SimTime(end_ns))
-                .node(0)
-                .follower(2, Some(1))
-                .end_ms(1000)
-                .history()
-        };
-        let params = json!({"max_overlap": "50ms"});
         assert_eq!(
             judge_with(
                 "single-leader-at-a-time",
-                params.clone(),
-                &history(150_000_000)
+                json!({"max_overlap": "100ms"}),
+                &h
             ),
             None
         );
-        let (at, v) = judge_with("single-leader-at-a-time", params, &history(150_000_001)).unwrap();
-        assert_eq!(at, At::Record(2));
-        assert!(
-            v.message.contains("tolerated overlap 50ms"),
-            "{}",
-            v.message
-        );
+    }
+
+    #[test]
+    fn leading_again_later_starts_a_new_section() {
+        let h = H::nodes(2)
+            .at_ms(0)
+            .node(0)
+            .leader(0)
+            .serves(0)
+            .at_ms(10)
+            .follower(0, Some(1))
+            .node(1)
+            .leader(0)
+            .serves(0)
+            .at_ms(20)
+            .follower(0, Some(0))
+            .node(0)
+            .leader(0)
+            .serves(0)
+            .end_ms(100)
+            .history();
+        assert_eq!(judge_with("single-leader-at-a-time", Value::Null, &h), None);
     }
 }

@@ -138,6 +138,17 @@ impl H {
     pub fn lease_end(self, term: u64) -> H {
         self.obs(Observation::LeaseEnd { term })
     }
+    /// The current node serves a read or issues a command as leader of `term`.
+    pub fn serves(self, term: u64) -> H {
+        self.obs(Observation::Serves { term })
+    }
+    /// The current node acts on `resource` as its holder, with `token`.
+    pub fn acts(self, resource: &str, token: u64) -> H {
+        self.obs(Observation::Acts {
+            resource: resource.into(),
+            token,
+        })
+    }
     pub fn waiting(self, resource: &str) -> H {
         self.obs(Observation::Waiting {
             resource: resource.into(),
@@ -169,6 +180,7 @@ impl H {
             token,
             accepted,
             value,
+            based_on: None,
         })
     }
     pub fn acked(self, resource: &str, amount: i64) -> H {

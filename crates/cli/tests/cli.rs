@@ -249,7 +249,7 @@ fn list_shows_protocols_and_checkers() {
 }
 
 fn tenure_check_count() -> usize {
-    9
+    12
 }
 
 // --- check-model ---
@@ -298,7 +298,9 @@ fn check_model_json_and_walks() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
-    assert_eq!(v["violation"]["property"], "fencing-safety");
+    // The same stale write breaks both default checks; the write chain of
+    // no-lost-update is judged first.
+    assert_eq!(v["violation"]["property"], "no-lost-update");
     assert_eq!(v["violation"]["depth"], 15);
     assert_eq!(v["violation"]["steps"].as_array().unwrap().len(), 15);
 

@@ -121,7 +121,7 @@ fn run_writes_a_timeline_and_refuses_to_overwrite_its_input() {
     assert_eq!(o.status.code(), Some(1), "the scenario fails its check");
     let html = std::fs::read_to_string(&out).unwrap();
     assert!(html.contains("data-kind=\"pause\" data-node=\"1\""));
-    assert!(html.contains("data-kind=\"violation\" data-checker=\"mutual-exclusion\""));
+    assert!(html.contains("data-kind=\"violation\" data-checker=\"mutual-exclusion-belief\""));
     let o = tenure(&[
         "run",
         "scenarios/redis-lock/gc-pause.toml",

@@ -40,6 +40,9 @@ pub struct Assumptions {
     /// The shortest time a crashed server may stay down before it restarts (Redlock's
     /// "delayed restarts" for servers without persistence).
     pub min_restart_delay: Option<Limit<Duration>>,
+    /// A network that never partitions nor loses messages (a synchronous system, as the
+    /// bully algorithm assumes); the reason.
+    pub reliable_network: Option<String>,
 }
 
 /// One assumption a drawn fault broke: which, by how much, and the declared limit.
@@ -56,10 +59,10 @@ pub struct Broken {
 
 impl fmt::Display for Broken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let relation = if self.assumption == "min-restart-delay" {
-            "is below"
-        } else {
-            "exceeds"
+        let relation = match self.assumption {
+            "min-restart-delay" => "is below",
+            "reliable-network" => "breaks",
+            _ => "exceeds",
         };
         write!(
             f,
@@ -111,9 +114,25 @@ impl Assumptions {
         })
     }
 
+    /// Whether a partition or message loss stays within [`Assumptions::reliable_network`].
+    pub fn network_fault(&self, what: String) -> Option<Broken> {
+        let why = self.reliable_network.as_ref()?;
+        Some(Broken {
+            assumption: "reliable-network",
+            drawn: what,
+            limit: "no partitions and no loss".to_string(),
+            why: why.clone(),
+        })
+    }
+
     /// The assumptions in words, one per line, for reports and `tenure list`.
     pub fn describe(&self) -> Vec<String> {
         let mut out = Vec::new();
+        if let Some(why) = &self.reliable_network {
+            out.push(format!(
+                "a network that never partitions nor loses messages ({why})"
+            ));
+        }
         if let Some(l) = &self.max_drift {
             out.push(format!("clock drift at most {} ({})", l.value, l.why));
         }

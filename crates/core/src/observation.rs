@@ -1,7 +1,8 @@
 //! The Observation vocabulary and the History of a run.
 //!
 //! An observation records what a node *believes* (it leads, it holds a lock) or *did*
-//! (a resource accepted a write, a payment took effect). Checkers judge observations
+//! (it served a read as leaseholder, it acted on a resource as lock holder, a resource
+//! accepted a write, a payment took effect). Checkers judge observations
 //! only, never a protocol's internals, so a checker cannot share the bug it looks for.
 
 use crate::{Cluster, LocalTime, NodeId, SimTime};
@@ -31,6 +32,10 @@ pub enum Observation {
     LeaseStart { term: u64 },
     /// The node believes its lease for `term` is no longer valid.
     LeaseEnd { term: u64 },
+    /// The node ACTS as the leader of `term`: it serves a read or issues a command on the
+    /// strength of its leadership (and of its lease, if it holds one), having checked
+    /// its clock just now. `lease-safety` and `single-leader-at-a-time` judge these.
+    Serves { term: u64 },
 
     // --- locks ---
     /// A client starts waiting for `resource`.
@@ -44,16 +49,23 @@ pub enum Observation {
     /// did not end): `what` is the resource or `election`, `attempt` counts the retries
     /// of this operation from 1. Metrics count them; no checker reads them.
     Retry { what: String, attempt: u32 },
+    /// A client ACTS on `resource` as its lock holder (sends it a read or a write), with
+    /// fencing `token` (0 when the lock service issues none). `mutual-exclusion` judges
+    /// these: what a client does, not what it believes.
+    Acts { resource: String, token: u64 },
 
     // --- protected resources ---
     /// The resource got a write from `client` with `token` (if any) and accepted it or
-    /// not. `value` is the value written.
+    /// not. `value` is the value written; `based_on` the value the client read and
+    /// computed it from, if the client said (`no-lost-update` checks the chain).
     Write {
         resource: String,
         client: NodeId,
         token: Option<u64>,
         accepted: bool,
         value: i64,
+        #[serde(default)]
+        based_on: Option<i64>,
     },
     /// A client's read-modify-write of `amount` was acknowledged as done.
     Acked { resource: String, amount: i64 },
@@ -83,10 +95,12 @@ impl Observation {
             Observation::Candidate { .. } => "candidate",
             Observation::LeaseStart { .. } => "lease-start",
             Observation::LeaseEnd { .. } => "lease-end",
+            Observation::Serves { .. } => "serves",
             Observation::Waiting { .. } => "waiting",
             Observation::Holds { .. } => "holds",
             Observation::Releases { .. } => "releases",
             Observation::Retry { .. } => "retry",
+            Observation::Acts { .. } => "acts",
             Observation::Write { .. } => "write",
             Observation::Acked { .. } => "acked",
             Observation::Requested { .. } => "requested",

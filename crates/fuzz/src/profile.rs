@@ -153,6 +153,10 @@ impl Profile {
         if p.beyond_assumptions {
             return p;
         }
+        if assumptions.reliable_network.is_some() {
+            p.partition = 0.0;
+            p.loss = 0.0;
+        }
         if let Some(l) = &assumptions.max_drift {
             p.drift_range[1] = p.drift_range[1].min(l.value);
             p.drift_range[0] = p.drift_range[0].min(p.drift_range[1] / 10.0).max(1e-6);

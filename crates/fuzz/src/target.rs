@@ -342,6 +342,21 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
                     format_duration(e.at)
                 ),
             )),
+            Fault::Partition { .. }
+            | Fault::Isolate { .. }
+            | Fault::Cut { .. }
+            | Fault::OneWay { .. }
+            | Fault::Bridge { .. } => out.extend(assumptions.network_fault(format!(
+                "a {} at {}",
+                e.fault.kind(),
+                format_duration(e.at)
+            ))),
+            Fault::Network {
+                loss: Some(loss), ..
+            } if *loss > 0.0 => out.extend(assumptions.network_fault(format!(
+                "message loss {loss} from {}",
+                format_duration(e.at)
+            ))),
             Fault::Crash { node } => crashed.push((who(node), e.at)),
             Fault::Restart { node } => {
                 let name = who(node);

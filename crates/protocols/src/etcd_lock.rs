@@ -18,6 +18,20 @@
 //! the last keep-alive that was answered (its monotonic clock); past that it gives up
 //! the lock. Releasing deletes the key.
 //!
+//! **After waiting, the own key** (etcd >= 3.4.8, PR #11408, `Mutex.Lock` in
+//! `client/v3/concurrency/mutex.go`: "make sure the session is not expired, and the
+//! owner key still exists"): a client that had to wait and then finds no predecessor
+//! first `Get`s its own key; only if it still exists with its create revision does the
+//! client hold (`ErrSessionExpired` otherwise: the acquire fails, the client starts over
+//! with a new lease). A client that never waited holds at once, as `Mutex.Lock` does
+//! when the transaction already shows it as the owner.
+//!
+//! The `no-key-check` variant is the client before that fix (etcd 3.4.3, the Jepsen
+//! etcd 3.4.3 analysis, 2020): `Lock` blocks in `waitDeletes` without looking at its
+//! session, so a waiter whose lease expired while it waited (its key deleted with it)
+//! keeps waiting, finds no predecessor once the holder goes, and believes it holds, while
+//! the next waiter, whose predecessor was the deleted key, holds as well: two holders.
+//!
 //! **How it fails.** Even correct, a client paused longer than its TTL (a GC or VM
 //! stall) keeps believing it holds the lock after the server deleted its key and the
 //! next waiter took over: mutual exclusion of belief is lost, and only the fenced
@@ -26,8 +40,9 @@
 //! either (it assumes the work is short): when the work outlasts the TTL the lease
 //! expires under it and the next waiter gets the lock (breaks `mutual-exclusion`).
 //!
-//! **Source.** etcd docs, "Lease" (API guide) and `clientv3/concurrency` (`Mutex.Lock`,
-//! `waitDeletes`); Kleppmann, "How to do distributed locking" (2016), on pauses and
+//! **Source.** etcd docs, "Lease" (API guide) and `client/v3/concurrency/mutex.go`
+//! (`Mutex.Lock`, `waitDeletes`, the own-key `Get` added by etcd PR #11408, released in
+//! 3.4.8); Kyle Kingsbury, "Jepsen: etcd 3.4.3" (2020), locks; Kleppmann, "How to do distributed locking" (2016), on pauses and
 //! fencing tokens; the seed article "Coordination Patterns" ("etcd: Lease-based locks
 //! with TTL").
 
@@ -111,6 +126,16 @@ pub enum EtcdMsg {
     Deleted {
         req: u64,
     },
+    /// Read `key` (etcd `Get`): its create revision, `None` if it does not exist.
+    Get {
+        req: u64,
+        key: String,
+    },
+    GetReply {
+        req: u64,
+        key: String,
+        create_revision: Option<u64>,
+    },
     Resource(ResourceMsg),
 }
 
@@ -141,6 +166,8 @@ impl From<WorkloadTimer> for EtcdTimer {
 pub enum EtcdVariant {
     Correct,
     NoKeepalive,
+    /// etcd before 3.4.8: no check of the own key after waiting.
+    NoKeyCheck,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -237,6 +264,13 @@ static INFO: ProtocolInfo = ProtocolInfo {
             summary: "no keep-alives while holding: the lease expires under a long hold",
             breaks: &["mutual-exclusion"],
         },
+        VariantInfo {
+            name: "no-key-check",
+            summary: "etcd < 3.4.8 (before PR #11408): after waiting, the client believes it \
+                      holds without checking that its own key still exists; a waiter whose \
+                      lease expired while it waited holds alongside the next client",
+            breaks: &["mutual-exclusion"],
+        },
     ],
 };
 
@@ -295,6 +329,7 @@ impl Configurable for EtcdLock {
         let variant = match variant {
             "correct" => EtcdVariant::Correct,
             "no-keepalive" => EtcdVariant::NoKeepalive,
+            "no-key-check" => EtcdVariant::NoKeyCheck,
             other => {
                 return Err(ParamError::new(
                     "variant",
@@ -379,12 +414,21 @@ impl Configurable for EtcdLock {
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::ModelSpec;
         Ok(ModelSpec {
-            out_of_scope: &[(
-                "no-keepalive",
-                "its lease expires because the work outlasts the TTL; with free timing the \
-                 correct client is paused past its TTL just the same, so only the \
-                 simulator's durations tell the two apart",
-            )],
+            out_of_scope: &[
+                (
+                    "no-keepalive",
+                    "its lease expires because the work outlasts the TTL; with free timing \
+                     the correct client is paused past its TTL just the same, so only the \
+                     simulator's durations tell the two apart",
+                ),
+                (
+                    "no-key-check",
+                    "two holders need a waiter's lease to expire while it waits, a third \
+                     client queued behind it, and the holder's release after that: three \
+                     clients and more depth than these bounds (two clients, depth 20); the \
+                     simulator's scenario and fuzzing show it",
+                ),
+            ],
             bounds: tenure_core::model::Bounds {
                 max_depth: 20,
                 max_leaps: 1,

@@ -222,6 +222,13 @@ mod tests {
         );
         assert_eq!(
             effects[4],
+            Effect::Observe(Observation::Acts {
+                resource: "counter".into(),
+                token: 33
+            })
+        );
+        assert_eq!(
+            effects[5],
             Effect::Send {
                 to: STORAGE,
                 msg: Msg::Resource(ResourceMsg::Read {
@@ -240,12 +247,14 @@ mod tests {
             op: 1,
             token: Some(1),
             value: 1,
+            based_on: Some(0),
         });
         let fresh = Msg::Resource(ResourceMsg::Write {
             resource: "counter".into(),
             op: 1,
             token: Some(2),
             value: 1,
+            based_on: Some(0),
         });
         for (variant, accepted) in [("correct", false), ("unfenced", true)] {
             let mut s = Fencing::new(&config(variant), STORAGE, &lock_cluster());

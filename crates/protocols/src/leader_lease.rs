@@ -1,7 +1,11 @@
 //! Leader leases granted by a majority, with voter promises and a drift margin.
 //!
 //! **Promise.** At most one node acts on a valid lease at any true instant (the
-//! `lease-safety` checker), and at most one node leads each term. A gap with no leader
+//! `lease-safety` checker: the leaseholder serves a lease read every `serve_interval`,
+//! observed as `Serves`, after checking by its clock that its lease still runs), and at
+//! most one node leads each term. A leader paused past its lease keeps *believing* in
+//! it through the pause (`lease-safety-belief` shows the overlap), but on waking it
+//! checks its clock before serving and steps down: it never *acts* on the old lease. A gap with no leader
 //! (after a leader dies, until its lease has run out) is fine; two leaders never are.
 //!
 //! **How.** Every server is a voter. A candidate (or the leader, to renew) notes the
@@ -68,6 +72,9 @@ pub struct LeaderLeaseParams {
     pub election_timeout: [HumanDuration; 2],
     /// The largest clock drift rate the margin tolerates (a fraction: 0.01 = 1%).
     pub max_drift: f64,
+    /// How often the leaseholder serves a lease read (a steady read load): each time it
+    /// first checks its clock, and serves (`Serves`) only if its lease still runs.
+    pub serve_interval: HumanDuration,
 }
 
 impl Default for LeaderLeaseParams {
@@ -80,6 +87,7 @@ impl Default for LeaderLeaseParams {
                 HumanDuration(Duration::from_millis(1500)),
             ],
             max_drift: 0.01,
+            serve_interval: HumanDuration(Duration::from_millis(10)),
         }
     }
 }
@@ -95,6 +103,8 @@ pub struct LeaderLeaseConfig {
     pub margin: Duration,
     /// The `max_drift` parameter in parts per million: the drift the design assumes.
     pub max_drift_ppm: u32,
+    /// How often the leaseholder serves a lease read.
+    pub serve_interval: Duration,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -131,6 +141,8 @@ pub enum LeaseTimer {
     Election,
     Renew,
     LeaseEnd,
+    /// Time to serve the next lease read.
+    Serve,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -370,6 +382,22 @@ impl LeaderLease {
         env.set_timer(LeaseTimer::Renew, self.config.renew_interval);
     }
 
+    /// Serves a lease read if the lease still runs by the clock it is timed on (a leader
+    /// that has just resumed from a pause finds it over and steps down instead: it
+    /// never acts on a lease it cannot vouch for). Observes `Serves`.
+    fn on_serve_timer(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) {
+        if self.role != LeaseRole::Leader {
+            return;
+        }
+        if self.lease_end.is_some_and(|end| self.lease_now(env) >= end) {
+            env.cancel_timer(&LeaseTimer::LeaseEnd);
+            self.on_lease_end_timer(env);
+            return;
+        }
+        env.observe(Observation::Serves { term: self.term });
+        env.set_timer(LeaseTimer::Serve, self.config.serve_interval);
+    }
+
     fn on_lease_end_timer(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) {
         let Some(end) = self.lease_end else { return };
         let now = self.lease_now(env);
@@ -386,6 +414,7 @@ impl LeaderLease {
         self.role = LeaseRole::Follower;
         self.observe_follower(env, None);
         env.cancel_timer(&LeaseTimer::Renew);
+        env.cancel_timer(&LeaseTimer::Serve);
         let after = self.election_timeout(env);
         env.set_timer(LeaseTimer::Election, after);
     }
@@ -466,12 +495,16 @@ impl LeaderLease {
         if attempt.grants.len() < majority {
             return;
         }
-        attempt.won = true;
         let end = attempt.sent_at + self.config.lease_duration - self.config.margin;
         let now = self.lease_now(env);
+        let attempt = self.attempt.as_mut().expect("checked above");
         if end <= now {
-            return; // the grants came too late to be worth anything
+            // The grants came too late to be worth anything: the attempt did not win
+            // (its election timer gives it up; fuzzing found a won-but-not-leading
+            // attempt there when a wall clock jumped forward).
+            return;
         }
+        attempt.won = true;
         if self.role != LeaseRole::Leader {
             self.role = LeaseRole::Leader;
             self.following = None;
@@ -481,8 +514,14 @@ impl LeaderLease {
             env.set_timer(LeaseTimer::Renew, self.config.renew_interval);
         }
         let end = self.lease_end.map_or(end, |old| old.max(end));
+        let new_lease = self.lease_end.is_none();
         self.lease_end = Some(end);
         env.set_timer(LeaseTimer::LeaseEnd, now.until(end));
+        if new_lease {
+            // The lease runs (checked above): serve the first read now.
+            env.observe(Observation::Serves { term });
+            env.set_timer(LeaseTimer::Serve, self.config.serve_interval);
+        }
     }
 
     fn on_reject(
@@ -629,6 +668,7 @@ impl Protocol for LeaderLease {
             LeaseTimer::Election => self.on_election_timer(env),
             LeaseTimer::Renew => self.on_renew_timer(env),
             LeaseTimer::LeaseEnd => self.on_lease_end_timer(env),
+            LeaseTimer::Serve => self.on_serve_timer(env),
         }
     }
 }
@@ -687,6 +727,9 @@ impl Configurable for LeaderLease {
                 "must be above zero and shorter than the lease minus its drift margin",
             ));
         }
+        if params.serve_interval.0.is_zero() {
+            return Err(ParamError::new("serve_interval", "must be above zero"));
+        }
         if min > max {
             return Err(ParamError::new(
                 "election_timeout",
@@ -707,6 +750,7 @@ impl Configurable for LeaderLease {
             election_timeout_max: max,
             margin,
             max_drift_ppm: (params.max_drift * 1e6).round() as u32,
+            serve_interval: params.serve_interval.0,
         })
     }
 

@@ -504,6 +504,7 @@ impl Configurable for RedisLock {
                 "a server restarts with no keys: it must stay down a TTL (antirez's \
                  \"delayed restarts\") or a second client gets the lock",
             )),
+            reliable_network: None,
         }
     }
 
@@ -514,6 +515,10 @@ impl Configurable for RedisLock {
                 "no-ttl",
                 "lock-liveness is liveness: a bounded path cannot show `never`",
             )],
+            // Timing is left free in a model, so actions at one logical instant cannot
+            // interleave in true time: the model judges the belief, which the actions
+            // follow here (a client acts right after it believes it holds).
+            stands_for: &[("mutual-exclusion-belief", "mutual-exclusion")],
             bounds: tenure_core::model::Bounds {
                 max_depth: 16,
                 max_leaps: 0,
@@ -521,7 +526,7 @@ impl Configurable for RedisLock {
                 clock: tenure_core::model::ClockModel::Frozen,
                 ..tenure_core::model::Bounds::DEFAULT
             },
-            checks: &["mutual-exclusion"],
+            checks: &["mutual-exclusion-belief"],
             params: r#"{ "max_attempts": 1 }"#,
             walk_params: r#"{ "max_attempts": 6 }"#,
             ..ModelSpec::new(
@@ -683,6 +688,10 @@ pub(crate) mod tests {
                     timer: Timer::Workload(WorkloadTimer::Validity),
                     after: Duration::from_millis(1_970)
                 },
+                Effect::Observe(Observation::Acts {
+                    resource: "counter".into(),
+                    token: 0
+                }),
                 Effect::Send {
                     to: STORAGE,
                     msg: Msg::Resource(ResourceMsg::Read {
@@ -794,13 +803,21 @@ pub(crate) mod tests {
         });
         assert_eq!(
             effects[0],
+            Effect::Observe(Observation::Acts {
+                resource: "counter".into(),
+                token: 0
+            })
+        );
+        assert_eq!(
+            effects[1],
             Effect::Send {
                 to: STORAGE,
                 msg: Msg::Resource(ResourceMsg::Write {
                     resource: "counter".into(),
                     op: 2,
                     token: None,
-                    value: 5
+                    value: 5,
+                    based_on: Some(4)
                 })
             }
         );
@@ -875,6 +892,7 @@ pub(crate) mod tests {
             op: 1,
             token: None,
             value: 1,
+            based_on: Some(0),
         });
         let effects = run(&mut storage, STORAGE, 0, 1, |s, env| {
             s.on_message(env, CLIENT, write)

@@ -436,6 +436,7 @@ impl Configurable for Redlock {
                 "a server restarts with no keys: it must stay down a TTL (antirez's \
                  \"delayed restarts\")",
             )),
+            reliable_network: None,
         }
     }
 
@@ -582,7 +583,11 @@ mod tests {
                 },
             ]
         );
-        assert!(matches!(effects[4], Effect::Send { to: STORAGE, .. }));
+        assert!(matches!(
+            effects[4],
+            Effect::Observe(Observation::Acts { .. })
+        ));
+        assert!(matches!(effects[5], Effect::Send { to: STORAGE, .. }));
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub enum ResourceMsg {
         op: u64,
         token: Option<u64>,
         value: i64,
+        /// The value the client read and computed `value` from (a read-modify-write).
+        based_on: Option<i64>,
     },
     WriteReply {
         resource: String,
@@ -142,6 +144,7 @@ impl Resource {
                 op,
                 token,
                 value,
+                based_on,
             } => {
                 let cell = self.cells.entry(resource.clone()).or_default();
                 let accepted = match self.mode {
@@ -167,6 +170,7 @@ impl Resource {
                     token,
                     accepted,
                     value,
+                    based_on,
                 });
                 Some(ResourceMsg::WriteReply {
                     resource,
@@ -211,6 +215,7 @@ mod tests {
             op,
             token,
             value,
+            based_on: Some(value - 1),
         }
     }
 
@@ -221,6 +226,7 @@ mod tests {
             token,
             accepted,
             value,
+            based_on: Some(value - 1),
         }
     }
 

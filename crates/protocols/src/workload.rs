@@ -8,7 +8,9 @@
 //! workload's timers and the resource's replies.
 //!
 //! What it observes: `Waiting` when it starts trying, `Holds { token }` when it believes
-//! it holds the lock (token 0 if the lock service issues none), `Acked { amount }` when
+//! it holds the lock (token 0 if the lock service issues none), `Acts { token }` each time
+//! it acts on the resource as holder (just before it sends its read and its write: what
+//! `mutual-exclusion` judges), `Acked { amount }` when
 //! its write was accepted, `Releases` when it believes it no longer holds the lock (it
 //! released it, gave up, or its validity timer fired), `Retry` each time it tries again
 //! after a failed acquire.
@@ -209,6 +211,7 @@ impl Workload {
         }
         self.phase = Phase::Reading;
         self.op += 1;
+        self.act(env);
         env.send(
             self.config.storage,
             M::from(ResourceMsg::Read {
@@ -262,6 +265,7 @@ impl Workload {
                 // No validity check here: that is the window the GC pause exploits.
                 self.phase = Phase::Writing;
                 self.op += 1;
+                self.act(env);
                 env.send(
                     self.config.storage,
                     M::from(ResourceMsg::Write {
@@ -269,6 +273,7 @@ impl Workload {
                         op: self.op,
                         token: self.token,
                         value: self.read_value + self.config.amount,
+                        based_on: Some(self.read_value),
                     }),
                 );
                 env.set_timer(T::from(WorkloadTimer::Request), self.config.request_timeout);
@@ -325,6 +330,14 @@ impl Workload {
         }
         self.token = None;
         self.think(env);
+    }
+
+    /// The client acts on the resource as holder (it is about to send a read or a write).
+    fn act<M, T>(&self, env: &mut dyn Env<M, T>) {
+        env.observe(Observation::Acts {
+            resource: self.config.resource.clone(),
+            token: self.token.unwrap_or(0),
+        });
     }
 
     fn stop_holding<M, T: From<WorkloadTimer>>(&mut self, env: &mut dyn Env<M, T>) {
@@ -512,6 +525,10 @@ mod tests {
                     token: 9
                 }),
                 timer(WorkloadTimer::Validity, Duration::from_millis(500)),
+                obs(Observation::Acts {
+                    resource: "r".into(),
+                    token: 9
+                }),
                 send(
                     STORAGE,
                     Msg::Resource(ResourceMsg::Read {
@@ -629,13 +646,18 @@ mod tests {
         assert_eq!(
             effects,
             vec![
+                obs(Observation::Acts {
+                    resource: "r".into(),
+                    token: 9
+                }),
                 send(
                     STORAGE,
                     Msg::Resource(ResourceMsg::Write {
                         resource: "r".into(),
                         op: 2,
                         token: Some(9),
-                        value: 43
+                        value: 43,
+                        based_on: Some(40)
                     })
                 ),
                 timer(WorkloadTimer::Request, Duration::from_secs(1)),
@@ -723,6 +745,10 @@ mod tests {
         let effects = step(|env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Work), 1);
         assert!(matches!(
             effects[0],
+            Effect::Observe(Observation::Acts { .. })
+        ));
+        assert!(matches!(
+            effects[1],
             Effect::Send {
                 msg: Msg::Resource(ResourceMsg::Write { value: 43, .. }),
                 ..

@@ -14,9 +14,13 @@
 //! replaced while it still believes it leads.
 //!
 //! **Observations.** Bully has no terms, so it observes `Leader { term: 0 }` and
-//! `Follower { term: 0, leader }` (leader `None` while an election runs). The
-//! `single-leader-per-term` checker is therefore meaningless here (every leader is in
-//! "term 0"); `single-leader-at-a-time` is the property that applies.
+//! `Follower { term: 0, leader }` (leader `None` while an election runs), and a
+//! coordinator ACTS as such (`Serves { term: 0 }`) when it announces itself and at every
+//! heartbeat. The `single-leader-per-term` checker is therefore meaningless here (every
+//! leader is in "term 0") and no bully scenario uses it. Bully's single-leadership check
+//! is `single-leader-at-a-time`, judged in true time on ACTIONS: two coordinators
+//! interleaving their heartbeats. (`single-leader-at-a-time-belief` judges the beliefs;
+//! under a pause the paused coordinator believes but does not act.)
 //!
 //! **Retries.** A node that got an Answer but no Coordinator message in time elects
 //! again. With the `backoff` parameter (see [`crate::backoff`]) it first waits as the
@@ -289,6 +293,7 @@ impl Bully {
     fn become_coordinator(&mut self, env: &mut dyn Env<BullyMsg, BullyTimer>) {
         self.backoff.on_success();
         self.enter(env, BullyState::Coordinator);
+        env.observe(Observation::Serves { term: 0 });
         self.broadcast(env, BullyMsg::Coordinator);
     }
 
@@ -354,6 +359,8 @@ impl Bully {
                 self.start_election(env)
             }
             BullyTimer::Heartbeat => {
+                // The coordinator acts as such: it issues a command (its heartbeat).
+                env.observe(Observation::Serves { term: 0 });
                 self.broadcast(env, BullyMsg::Heartbeat);
                 env.set_timer(BullyTimer::Heartbeat, self.config.heartbeat_interval);
             }
@@ -432,11 +439,19 @@ impl Configurable for Bully {
             f(config.coordinator_timeout),
             f(config.heartbeat_interval)
         );
-        vec![Promise::new("leader-liveness").within(within, bound)]
+        vec![
+            Promise::new("single-leader-at-a-time"),
+            Promise::new("leader-liveness").within(within, bound),
+        ]
     }
 
     fn assumptions(_config: &BullyConfig) -> tenure_core::Assumptions {
         tenure_core::Assumptions {
+            reliable_network: Some(
+                "the bully algorithm assumes a synchronous system: a partition or a lost \
+                 message makes a live leader look dead (Garcia-Molina 1982)"
+                    .to_string(),
+            ),
             max_drift: Some(tenure_core::Limit::new(
                 0.5,
                 "timeouts only detect failures; the liveness bound allows timers up to 2x slow",

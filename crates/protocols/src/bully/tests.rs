@@ -85,6 +85,11 @@ fn leader() -> Effect<BullyMsg, BullyTimer> {
     Effect::Observe(Observation::Leader { term: 0 })
 }
 
+/// The coordinator acts as such (announces itself, heartbeats).
+fn serves() -> Effect<BullyMsg, BullyTimer> {
+    Effect::Observe(Observation::Serves { term: 0 })
+}
+
 #[test]
 fn a_node_starts_by_asking_the_higher_ids() {
     let mut node = Node::new(2);
@@ -103,7 +108,11 @@ fn a_node_starts_by_asking_the_higher_ids() {
 fn the_highest_id_declares_itself_at_once() {
     let mut node = Node::new(4);
     let everyone: Vec<_> = (0..4).map(|n| send(n, BullyMsg::Coordinator)).collect();
-    let mut expected = vec![set_timer(BullyTimer::Heartbeat, 50 * MS), leader()];
+    let mut expected = vec![
+        set_timer(BullyTimer::Heartbeat, 50 * MS),
+        leader(),
+        serves(),
+    ];
     expected.extend(everyone);
     assert_eq!(node.start(), expected);
 }
@@ -117,6 +126,7 @@ fn no_answer_in_time_makes_a_node_coordinator() {
             cancel(BullyTimer::AnswerWait),
             set_timer(BullyTimer::Heartbeat, 50 * MS),
             leader(),
+            serves(),
             send(0, BullyMsg::Coordinator),
             send(1, BullyMsg::Coordinator),
             send(3, BullyMsg::Coordinator),
@@ -126,6 +136,7 @@ fn no_answer_in_time_makes_a_node_coordinator() {
     assert_eq!(
         node.fire(BullyTimer::Heartbeat),
         vec![
+            serves(),
             send(0, BullyMsg::Heartbeat),
             send(1, BullyMsg::Heartbeat),
             send(3, BullyMsg::Heartbeat),

@@ -26,6 +26,8 @@ pub struct EtcdLockClient {
     /// `/lock/<resource>`.
     prefix: String,
     no_keepalive: bool,
+    /// etcd < 3.4.8: no own-key check after waiting, and a waiter ignores its session.
+    no_key_check: bool,
     req: u64,
     lease: Option<LeaseId>,
     /// The outstanding lease grant or keep-alive: its request id and send time.
@@ -42,6 +44,11 @@ pub struct EtcdLockClient {
     /// The predecessor we watch, and the watch's request id.
     watching: Option<(String, u64)>,
     holding: bool,
+    /// We had to wait (watched a predecessor) since our put: before holding, check that
+    /// our own key still exists.
+    waited: bool,
+    /// The outstanding own-key check (a `Get`), by request id.
+    checking: Option<u64>,
     /// When we last heard anything about our lock (a put, predecessor or deletion
     /// answer). Requests and watch events can be lost: a waiter that hears nothing for
     /// a whole TTL asks again, as an etcd client retries a call and resumes its watch.
@@ -143,6 +150,17 @@ impl EtcdLockClient {
     /// Our lease is gone (by the server's word or our clock): drop everything tied to
     /// it and ask for a new one.
     fn lease_lost(&mut self, env: &mut EtcdEnv<'_>) -> Option<Change> {
+        if self.no_key_check && self.want && !self.holding && self.key.is_some() {
+            // The pre-3.4.8 `Lock` blocks in `waitDeletes` and never looks at its
+            // session: the lease is gone, the wait goes on with the (deleted) key.
+            self.lease = None;
+            self.lease_deadline = None;
+            env.cancel_timer(&EtcdTimer::LeaseCheck);
+            self.grant(env);
+            return None;
+        }
+        self.waited = false;
+        self.checking = None;
         self.lease = None;
         self.lease_deadline = None;
         self.key = None;
@@ -193,7 +211,10 @@ impl EtcdLockClient {
     fn on_message(&mut self, env: &mut EtcdEnv<'_>, msg: EtcdMsg) -> Option<Change> {
         if matches!(
             msg,
-            EtcdMsg::PutReply { .. } | EtcdMsg::Predecessor { .. } | EtcdMsg::KeyDeleted { .. }
+            EtcdMsg::PutReply { .. }
+                | EtcdMsg::Predecessor { .. }
+                | EtcdMsg::KeyDeleted { .. }
+                | EtcdMsg::GetReply { .. }
         ) {
             self.last_heard = Some(env.monotonic());
         }
@@ -243,6 +264,7 @@ impl EtcdLockClient {
                     return self.lease_lost(env);
                 };
                 self.key = Some((key, revision));
+                self.waited = false;
                 self.look_for_predecessor(env);
                 None
             }
@@ -250,11 +272,19 @@ impl EtcdLockClient {
                 self.pending = None;
                 match key {
                     None => {
-                        let (_, revision) = self.key.clone().expect("we asked with our key");
+                        let (key, revision) = self.key.clone().expect("we asked with our key");
+                        if self.waited && !self.no_key_check {
+                            // etcd >= 3.4.8: is our session alive and our key still there?
+                            let req = self.next_req();
+                            self.checking = Some(req);
+                            env.send(self.server, EtcdMsg::Get { req, key });
+                            return None;
+                        }
                         self.holding = true;
                         Some(Change::Acquired(revision))
                     }
                     Some(predecessor) => {
+                        self.waited = true;
                         let req = self.next_req();
                         self.watching = Some((predecessor.clone(), req));
                         env.send(
@@ -267,6 +297,26 @@ impl EtcdLockClient {
                         None
                     }
                 }
+            }
+            EtcdMsg::GetReply {
+                req,
+                key,
+                create_revision,
+            } if self.checking == Some(req) => {
+                self.checking = None;
+                let (ours, revision) = self.key.clone().expect("we checked our key");
+                if key == ours && create_revision == Some(revision) {
+                    self.holding = true;
+                    return Some(Change::Acquired(revision));
+                }
+                // ErrSessionExpired: our key went with our lease while we waited.
+                self.key = None;
+                self.waited = false;
+                self.watching = None;
+                if self.lease.is_some() {
+                    return self.lease_lost(env);
+                }
+                Some(Change::Failed).filter(|_| std::mem::take(&mut self.want))
             }
             EtcdMsg::KeyDeleted { req, key } => {
                 if self.watching == Some((key, req)) {
@@ -294,6 +344,8 @@ impl LockApi<EtcdMsg, EtcdTimer> for EtcdLockClient {
         self.holding = false;
         self.watching = None;
         self.pending = None;
+        self.checking = None;
+        self.waited = false;
         if let Some((key, _)) = self.key.take() {
             let req = self.next_req();
             env.send(self.server, EtcdMsg::Delete { req, key });
@@ -313,6 +365,7 @@ impl EtcdClient {
                 ttl: config.ttl,
                 prefix: format!("/lock/{}", config.workload.resource),
                 no_keepalive: config.variant == EtcdVariant::NoKeepalive,
+                no_key_check: config.variant == EtcdVariant::NoKeyCheck,
                 req: 0,
                 lease: None,
                 lease_request: None,
@@ -322,6 +375,8 @@ impl EtcdClient {
                 pending: None,
                 watching: None,
                 holding: false,
+                waited: false,
+                checking: None,
                 last_heard: None,
             },
             workload: Workload::new(config.workload.clone()),

@@ -135,6 +135,14 @@ impl EtcdServer {
                 let key = self.predecessor(&prefix, before);
                 EtcdMsg::Predecessor { req, key }
             }
+            EtcdMsg::Get { req, key } => {
+                let create_revision = self.data.kv.get(&key).map(|kv| kv.create_revision);
+                EtcdMsg::GetReply {
+                    req,
+                    key,
+                    create_revision,
+                }
+            }
             EtcdMsg::WatchDelete { req, key } => {
                 if self.data.kv.contains_key(&key) {
                     // One watch per watcher and key: a re-watch (a resumed stream)

@@ -420,6 +420,10 @@ fn with_no_lower_key_the_client_holds_with_its_create_revision() {
                 resource: "counter".into(),
                 token: 9
             }),
+            Effect::Observe(Observation::Acts {
+                resource: "counter".into(),
+                token: 9
+            }),
             send(
                 STORAGE,
                 EtcdMsg::Resource(ResourceMsg::Read {
@@ -485,6 +489,105 @@ fn a_waiter_watches_its_predecessor_and_looks_again_when_it_goes() {
             }
         )]
     );
+}
+
+/// `acquiring(variant)` that had to wait behind /lock/counter/5 and then saw it go:
+/// its next answer about a predecessor is `None`.
+fn waited(variant: &str) -> Node {
+    let mut c = acquiring(variant);
+    c.recv(202, SERVER, put_reply(9));
+    let lower = Some("/lock/counter/5".to_string());
+    c.recv(204, SERVER, EtcdMsg::Predecessor { req: 3, key: lower });
+    let deleted = EtcdMsg::KeyDeleted {
+        req: 4,
+        key: "/lock/counter/5".into(),
+    };
+    c.recv(301, SERVER, deleted);
+    c
+}
+
+fn holds(effects: &[Effect<EtcdMsg, EtcdTimer>]) -> bool {
+    effects
+        .iter()
+        .any(|e| matches!(e, Effect::Observe(Observation::Holds { .. })))
+}
+
+/// etcd >= 3.4.8 (PR #11408): after waiting, the client Gets its own key and holds only
+/// if it is still there with its create revision.
+#[test]
+fn after_waiting_the_client_checks_its_own_key_before_it_holds() {
+    let mut c = waited("correct");
+    let none = EtcdMsg::Predecessor { req: 5, key: None };
+    assert_eq!(
+        c.recv(302, SERVER, none),
+        vec![send(
+            SERVER,
+            EtcdMsg::Get {
+                req: 6,
+                key: "/lock/counter/7".into()
+            }
+        )]
+    );
+    let present = EtcdMsg::GetReply {
+        req: 6,
+        key: "/lock/counter/7".into(),
+        create_revision: Some(9),
+    };
+    assert!(holds(&c.recv(303, SERVER, present)));
+    assert!(c.lock().holding());
+
+    // The key went with the lease while it waited: ErrSessionExpired, no hold, a new
+    // lease, and the acquire fails (the workload backs off and retries).
+    let mut c = waited("correct");
+    c.recv(302, SERVER, EtcdMsg::Predecessor { req: 5, key: None });
+    let gone = EtcdMsg::GetReply {
+        req: 6,
+        key: "/lock/counter/7".into(),
+        create_revision: None,
+    };
+    let effects = c.recv(303, SERVER, gone);
+    assert!(!holds(&effects), "{effects:?}");
+    assert!(!c.lock().holding());
+    assert_eq!(c.lock().key(), None);
+    assert!(
+        effects.iter().any(|e| matches!(
+            e,
+            Effect::Send {
+                msg: EtcdMsg::LeaseGrant { .. },
+                ..
+            }
+        )),
+        "{effects:?}"
+    );
+}
+
+/// The pre-3.4.8 client holds as soon as no lower key is left, whether its own key
+/// still exists or not (the Jepsen etcd 3.4.3 finding).
+#[test]
+fn the_pre_fix_client_holds_without_checking_its_key() {
+    let mut c = waited("no-key-check");
+    let effects = c.recv(302, SERVER, EtcdMsg::Predecessor { req: 5, key: None });
+    assert!(holds(&effects), "{effects:?}");
+    assert!(!effects.iter().any(|e| matches!(
+        e,
+        Effect::Send {
+            msg: EtcdMsg::Get { .. },
+            ..
+        }
+    )));
+}
+
+/// A client that never waited holds at once, as `Mutex.Lock` does when its put already
+/// shows it as the owner.
+#[test]
+fn a_client_that_never_waited_holds_without_a_get() {
+    let mut c = acquiring("correct");
+    c.recv(202, SERVER, put_reply(9));
+    assert!(holds(&c.recv(
+        204,
+        SERVER,
+        EtcdMsg::Predecessor { req: 3, key: None }
+    )));
 }
 
 fn holding(variant: &str) -> Node {

@@ -477,6 +477,12 @@ fn majority_of_grants_starts_the_lease_measured_from_the_send_time() {
                 timer: LeaseTimer::LeaseEnd,
                 after: ms(1943)
             },
+            // The lease runs: the first read is served at once, the next in 100ms.
+            Effect::Observe(Observation::Serves { term: 1 }),
+            Effect::SetTimer {
+                timer: LeaseTimer::Serve,
+                after: ms(100)
+            },
         ]
     );
     // A fourth grant changes nothing.
@@ -493,11 +499,11 @@ fn no_drift_margin_ends_the_lease_a_full_duration_after_sending() {
     n.recv(3005, 1, LeaseMsg::Grant { term: 1, round: 1 });
     let effects = n.recv(3007, 2, LeaseMsg::Grant { term: 1, round: 1 });
     assert_eq!(
-        effects.last(),
-        Some(&Effect::SetTimer {
+        effects[4],
+        Effect::SetTimer {
             timer: LeaseTimer::LeaseEnd,
             after: ms(1993)
-        })
+        }
     );
 }
 
@@ -570,6 +576,9 @@ fn lease_end_steps_down() {
             }),
             Effect::CancelTimer {
                 timer: LeaseTimer::Renew
+            },
+            Effect::CancelTimer {
+                timer: LeaseTimer::Serve
             },
             Effect::SetTimer {
                 timer: LeaseTimer::Election,
@@ -907,4 +916,41 @@ fn a_crashed_voter_keeps_quiet_after_restart() {
     net.isolate(leader);
     net.run_until(ms(20_000));
     assert_eq!(overlaps(&net), vec![]);
+}
+
+#[test]
+fn the_leaseholder_serves_only_while_its_clock_says_the_lease_runs() {
+    let mut n = leader("correct");
+    // The lease ends at 4.95s by its monotonic clock.
+    assert_eq!(
+        n.timer(4900, LeaseTimer::Serve),
+        vec![
+            Effect::Observe(Observation::Serves { term: 1 }),
+            Effect::SetTimer {
+                timer: LeaseTimer::Serve,
+                after: ms(100)
+            },
+        ]
+    );
+    // Woken after a pause, the serve timer comes before the overdue lease-end timer:
+    // it checks the clock, steps down and serves nothing.
+    let effects = n.timer(9000, LeaseTimer::Serve);
+    assert_eq!(
+        effects[0],
+        Effect::CancelTimer {
+            timer: LeaseTimer::LeaseEnd
+        }
+    );
+    assert_eq!(
+        effects[1],
+        Effect::Observe(Observation::LeaseEnd { term: 1 })
+    );
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::Observe(Observation::Serves { .. }))),
+        "{effects:?}"
+    );
+    assert_eq!(n.p.role(), LeaseRole::Follower);
+    assert_eq!(n.timer(9100, LeaseTimer::Serve), vec![]);
 }

@@ -341,7 +341,12 @@ impl Raft {
         self.send_heartbeats(env);
     }
 
+    /// The leader acts as such: it replicates (here: empty) commands to its followers,
+    /// observed as `Serves`. A deposed leader cut off from the others goes on doing so
+    /// until it learns of the higher term (or CheckQuorum steps it down); its commands
+    /// cannot commit, but it *acts*: `single-leader-at-a-time` judges these actions.
     fn send_heartbeats(&mut self, env: &mut dyn Env<RaftMsg, RaftTimer>) {
+        env.observe(Observation::Serves { term: self.term });
         let msg = RaftMsg::AppendEntries { term: self.term };
         self.broadcast(env, msg);
         env.set_timer(RaftTimer::Heartbeat, self.heartbeat_interval);

@@ -311,6 +311,7 @@ fn a_candidate_becomes_leader_on_a_majority_and_sends_heartbeats() {
             Effect::CancelTimer {
                 timer: RaftTimer::Election
             },
+            Effect::Observe(Observation::Serves { term: 1 }),
             send(1, heartbeat(1)),
             send(2, heartbeat(1)),
             send(3, heartbeat(1)),
@@ -323,6 +324,7 @@ fn a_candidate_becomes_leader_on_a_majority_and_sends_heartbeats() {
     assert_eq!(
         node.fire(RaftTimer::Heartbeat),
         vec![
+            Effect::Observe(Observation::Serves { term: 1 }),
             send(1, heartbeat(1)),
             send(2, heartbeat(1)),
             send(3, heartbeat(1)),
@@ -552,7 +554,8 @@ fn check_quorum_keeps_a_leader_that_hears_from_a_majority() {
     node.recv(2, ok);
     node.advance(100 * MS);
     let effects = node.fire(RaftTimer::Heartbeat);
-    assert_eq!(effects.len(), 5, "{effects:?}");
+    assert_eq!(effects.len(), 6, "{effects:?}");
+    assert_eq!(effects[0], Effect::Observe(Observation::Serves { term: 1 }));
     assert_eq!(node.raft.role(), Role::Leader);
 }
 
@@ -599,7 +602,8 @@ fn a_single_node_elects_itself_at_once() {
         step.observed(),
         vec![
             &Observation::Candidate { term: 1 },
-            &Observation::Leader { term: 1 }
+            &Observation::Leader { term: 1 },
+            &Observation::Serves { term: 1 }
         ]
     );
 }

@@ -647,6 +647,10 @@ fn lock_holder_gets_the_czxid_as_its_token() {
                 resource: "counter".into(),
                 token: 7
             }),
+            Effect::Observe(Observation::Acts {
+                resource: "counter".into(),
+                token: 7
+            }),
             send(
                 NodeId(3),
                 ZkMsg::Resource(ResourceMsg::Read {
