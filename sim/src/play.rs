@@ -114,6 +114,10 @@ pub fn check_params(
         .unwrap_or_else(|| serde_json::json!({}));
     match (params.as_object_mut(), own.as_object()) {
         (Some(base), Some(own)) => {
+            // A scenario's own bound is not the protocol's derivation.
+            if own.contains_key("within") {
+                base.remove("bound");
+            }
             for (k, v) in own {
                 base.insert(k.clone(), v.clone());
             }
@@ -345,5 +349,31 @@ pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
                 arg: *arg,
             },
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_promise_gives_defaults_and_the_scenario_overrides_them_key_by_key() {
+        let promises = vec![Promise::new("lock-liveness")
+            .within(std::time::Duration::from_secs(4), "ttl 2s + ...")
+            .with("per_waiter", false)];
+        let merged = check_params("lock-liveness", &json!({}), &promises);
+        assert_eq!(
+            merged,
+            json!({"within": "4s", "bound": "ttl 2s + ...", "per_waiter": false})
+        );
+        // The scenario's own bound replaces the derivation, which no longer applies.
+        let own = check_params("lock-liveness", &json!({"within": "9s"}), &promises);
+        assert_eq!(own, json!({"within": "9s", "per_waiter": false}));
+        // A check the protocol does not promise keeps exactly its own parameters.
+        assert_eq!(
+            check_params("mutual-exclusion", &serde_json::Value::Null, &promises),
+            json!({})
+        );
     }
 }

@@ -78,6 +78,12 @@ impl Target {
                 tenure_core::parse_duration(within).ok()
             })
             .max();
+        // A run without faults is calm from its start: it must last the longest bound
+        // twice over to judge it.
+        let mut scenario = scenario;
+        if let Some(bound) = liveness_bound {
+            scenario.duration = scenario.duration.max(bound * 2);
+        }
         Ok(Target {
             liveness_bound,
             assumptions: prepared.assumptions.clone(),

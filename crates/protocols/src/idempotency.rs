@@ -101,7 +101,11 @@ impl Service {
                     Some(ok) => ok,
                     None => {
                         env.observe(Observation::Applied { key: key.clone() });
-                        env.store(&result_key(&key), &true);
+                        // The key is recorded in the same atomic step as the effect and
+                        // made durable before the reply; a failed sync answers nothing.
+                        if env.store_synced(&result_key(&key), &true).is_err() {
+                            return;
+                        }
                         true
                     }
                 };
@@ -124,7 +128,9 @@ impl Service {
         let Some(from) = self.processing.remove(&key) else {
             return;
         };
-        env.store(&result_key(&key), &true);
+        if env.store_synced(&result_key(&key), &true).is_err() {
+            return;
+        }
         env.send(from, Msg::Reply { key, ok: true });
     }
 }

@@ -274,14 +274,17 @@ impl LeaderLease {
         )
     }
 
-    fn store_vote(&self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) {
-        env.store(
+    /// Makes the term and vote durable (synced) before anything that depends on them
+    /// is sent. Whether the sync failed (the disk reported an error).
+    fn store_vote(&self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) -> bool {
+        env.store_synced(
             VOTE_KEY,
             &Vote {
                 term: self.term,
                 voted_for: self.voted_for,
             },
-        );
+        )
+        .is_err()
     }
 
     /// Why this voter may not grant `to` now: `Some(remaining)` while a promise to
@@ -365,7 +368,14 @@ impl LeaderLease {
         }
         self.term += 1;
         self.voted_for = Some(self.me);
-        self.store_vote(env);
+        // A candidate whose vote is not durable would vote again after a power loss:
+        // it stands only once its disk has its vote.
+        let failed = self.store_vote(env);
+        if failed {
+            let after = self.election_timeout(env);
+            env.set_timer(LeaseTimer::Election, after);
+            return;
+        }
         self.role = LeaseRole::Candidate;
         self.following = None;
         env.observe(Observation::Candidate { term: self.term });
@@ -448,7 +458,10 @@ impl LeaderLease {
         if term > self.term || self.voted_for.is_none() {
             self.term = term;
             self.voted_for = Some(from);
-            self.store_vote(env);
+            if self.store_vote(env) {
+                // Not durable: promise nothing (the candidate retries).
+                return;
+            }
         }
         self.promise = Some(Promise {
             to: from,
@@ -539,7 +552,7 @@ impl LeaderLease {
             // A later term exists: ours is stale, and so is this attempt.
             self.term = term;
             self.voted_for = None;
-            self.store_vote(env);
+            let _failed = self.store_vote(env); // stepping down is safe either way
             if self.attempt.is_some() {
                 self.give_up(env);
             }

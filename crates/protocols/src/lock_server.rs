@@ -118,13 +118,23 @@ impl LockServer {
                         token: None,
                     });
                 }
+                // A fencing token is durable before it is handed out: a server that
+                // lost power must never issue it again. A failed sync grants nothing.
+                let token = if self.issue_tokens {
+                    if env.store_synced(TOKEN_KEY, &(self.last_token + 1)).is_err() {
+                        return Some(LockMsg::SetReply {
+                            req,
+                            granted: false,
+                            token: None,
+                        });
+                    }
+                    self.last_token += 1;
+                    Some(self.last_token)
+                } else {
+                    None
+                };
                 let expires_at = ttl.map(|t| now + t);
                 self.locks.insert(key, Held { owner, expires_at });
-                let token = self.issue_tokens.then(|| {
-                    self.last_token += 1;
-                    env.store(TOKEN_KEY, &self.last_token);
-                    self.last_token
-                });
                 Some(LockMsg::SetReply {
                     req,
                     granted: true,

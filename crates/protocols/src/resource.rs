@@ -129,7 +129,11 @@ impl Resource {
                     let cell = self.cells.entry(resource.clone()).or_default();
                     if cell.highest_token.is_none_or(|h| h < t) {
                         cell.highest_token = Some(t);
-                        env.store(STORAGE_KEY, &self.cells);
+                        // Durable before it answers, as a real store's fsync: a power
+                        // loss must not forget a token it has fenced on.
+                        if env.store_synced(STORAGE_KEY, &self.cells).is_err() {
+                            return None;
+                        }
                     }
                 }
                 let value = self.value(&resource);
@@ -162,7 +166,11 @@ impl Resource {
                         assert!(cell.highest_token.is_none_or(|h| h <= t));
                         cell.highest_token = Some(t);
                     }
-                    env.store(STORAGE_KEY, &self.cells);
+                    // Durable before it is acknowledged; a failed sync answers
+                    // nothing (the client's request times out).
+                    if env.store_synced(STORAGE_KEY, &self.cells).is_err() {
+                        return None;
+                    }
                 }
                 env.observe(Observation::Write {
                     resource: resource.clone(),

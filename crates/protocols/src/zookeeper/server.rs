@@ -80,8 +80,11 @@ impl ZkServer {
 
     /// Writes the data back if the handler changed it (once per handler).
     fn persist(&mut self, env: &mut ZkEnv<'_>) {
-        if std::mem::take(&mut self.dirty) {
-            env.store(DATA_KEY, &self.data);
+        // Durable before the handler's replies go out, as ZooKeeper's transaction log
+        // is synced before a request is acknowledged. A failed sync keeps the data dirty
+        // so the next handler retries it.
+        if std::mem::take(&mut self.dirty) && env.store_synced(DATA_KEY, &self.data).is_err() {
+            self.dirty = true;
         }
     }
 
