@@ -189,6 +189,9 @@ impl Promise {
 
     /// A liveness promise: `within` the bound, with its derivation stated in the report.
     pub fn within(self, bound: Duration, derivation: impl Into<String>) -> Promise {
+        // Rounded up to a whole millisecond, so reports read "3.834s", not nanoseconds.
+        let ms = bound.as_nanos().div_ceil(1_000_000);
+        let bound = Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX));
         self.with("within", format_duration(bound))
             .with("bound", derivation.into())
     }

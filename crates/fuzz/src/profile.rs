@@ -919,7 +919,17 @@ impl<'a> Drawer<'a> {
             if self.chance(p.power) {
                 for _ in 0..self.count() {
                     let at = self.when();
-                    let node = self.pick(client_weight);
+                    // The protected resource (`storage`) is what lock protocols are judged
+                    // on, not a participant they must survive: its own durability is the
+                    // storage system's promise, so power losses aim at the protocol's
+                    // nodes only.
+                    let node = self.pick(|role| {
+                        if role == "storage" {
+                            0
+                        } else {
+                            client_weight(role)
+                        }
+                    });
                     let crash_point = p.crash_points && self.rng.gen_bool(0.5);
                     if crash_point {
                         // The crash comes after `at_effect` more effects, at a time the

@@ -428,8 +428,10 @@ impl Configurable for ZooKeeper {
     fn promises(config: &ZkConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
         use tenure_core::{format_duration as f, Promise};
         match &config.workload {
+            // Like etcd's, the recipe's promise is the fenced resource and the queue, not
+            // that two clients never act at once (a client whose session expired acts
+            // until it hears so).
             Some(workload) => vec![
-                Promise::new("mutual-exclusion"),
                 Promise::new("fencing-safety"),
                 Promise::new("no-lost-update"),
                 crate::promises::lock_liveness(
@@ -459,25 +461,9 @@ impl Configurable for ZooKeeper {
         }
     }
 
-    fn assumptions(config: &ZkConfig) -> tenure_core::Assumptions {
-        use tenure_core::{format_duration as f, Assumptions, Limit};
-        let work = config
-            .workload
-            .as_ref()
-            .map(|w| w.work_duration)
-            .unwrap_or_default();
-        let margin = config.session_timeout.saturating_sub(work);
-        Assumptions {
-            max_pause: Some(Limit::new(
-                margin / 2,
-                format!(
-                    "a client paused past its session timeout {} (minus its work {}) acts \
-                     after its ephemeral node is gone",
-                    f(config.session_timeout),
-                    f(work)
-                ),
-            )),
-            max_drift: Some(Limit::new(
+    fn assumptions(_config: &ZkConfig) -> tenure_core::Assumptions {
+        tenure_core::Assumptions {
+            max_drift: Some(tenure_core::Limit::new(
                 0.1,
                 "pings every third of the session timeout by the client's clock keep a \
                  session timed by the server's",
