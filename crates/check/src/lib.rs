@@ -17,6 +17,7 @@
 //! | `no-lost-update` | [`no_lost_update`] |
 //! | `exactly-once` | [`exactly_once`] |
 //! | `lock-liveness` | [`lock_liveness`] |
+//! | `linearizability` | [`linearizability::checker`] |
 //!
 //! Semantics shared by all of them: beliefs are intervals of TRUE time (the simulator's
 //! clock, never a node's reading). A node's belief ends at its next contrary observation
@@ -134,6 +135,7 @@ const CATALOG: &[CheckerInfo] = &[
     no_lost_update::INFO,
     exactly_once::INFO,
     lock_liveness::INFO,
+    linearizability::checker::INFO,
 ];
 
 /// Every checker, in a stable order.
@@ -181,6 +183,10 @@ pub fn build(
             cluster,
         )?),
         lock_liveness::NAME => Box::new(lock_liveness::LockLiveness::new(
+            read_params(params)?,
+            cluster,
+        )?),
+        linearizability::checker::NAME => Box::new(linearizability::checker::Linearizability::new(
             read_params(params)?,
             cluster,
         )?),
@@ -270,7 +276,7 @@ mod tests {
         let cluster = Cluster::uniform("node", 3);
         let names: std::collections::BTreeSet<&str> = catalog().iter().map(|c| c.name).collect();
         assert_eq!(names.len(), catalog().len());
-        assert_eq!(catalog().len(), 9);
+        assert_eq!(catalog().len(), 10);
         for info in catalog() {
             let checker = build(info.name, &serde_json::Value::Null, &cluster).unwrap();
             assert_eq!(checker.name(), info.name);
@@ -290,7 +296,7 @@ mod tests {
             err.message,
             "unknown checker `single-leader`; known checkers: single-leader-per-term, \
              single-leader-at-a-time, leader-liveness, mutual-exclusion, lease-safety, \
-             fencing-safety, no-lost-update, exactly-once, lock-liveness"
+             fencing-safety, no-lost-update, exactly-once, lock-liveness, linearizability"
         );
     }
 
