@@ -89,6 +89,25 @@ fn a_violating_run_and_its_history_agree_on_the_verdict_and_the_stuck_operation(
 }
 
 #[test]
+fn the_books_history_file_is_what_the_run_writes() {
+    let edn = out_path("book.edn");
+    let o = tenure(&[
+        "run",
+        "scenarios/redis-lock/work-outlives-ttl-linearizability.toml",
+        "--history",
+        edn.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let book = repo().join("book/src/linearizability/redis-lock-work-outlives-ttl.edn");
+    assert_eq!(
+        std::fs::read_to_string(&edn).unwrap(),
+        std::fs::read_to_string(&book).unwrap(),
+        "regenerate {} with tenure run ... --history",
+        book.display()
+    );
+}
+
+#[test]
 fn a_linearizable_run_gives_a_linearizable_history() {
     let (run, check) = round_trip(
         "scenarios/fencing/heavy-faults-linearizable.toml",
