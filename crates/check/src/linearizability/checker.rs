@@ -131,19 +131,22 @@ impl Collector {
                 outcome,
                 value,
             } => {
-                if self.open.remove(&process).is_some() {
-                    let kind = match outcome {
-                        OpOutcome::Ok => EventType::Ok,
-                        OpOutcome::Fail => EventType::Fail,
-                        OpOutcome::Info => EventType::Info,
-                    };
-                    self.push(index, record, kind, f, key, value_of(*value));
-                }
+                // A completion with nothing open (already closed by a crash) is ignored.
+                let Some(_) = self.open.remove(&process) else {
+                    return;
+                };
+                let kind = match outcome {
+                    OpOutcome::Ok => EventType::Ok,
+                    OpOutcome::Fail => EventType::Fail,
+                    OpOutcome::Info => EventType::Info,
+                };
+                self.push(index, record, kind, f, key, value_of(*value));
             }
             Observation::Crashed | Observation::Started => {
-                if let Some((f, key)) = self.open.remove(&process) {
-                    self.push(index, record, EventType::Info, &f, &key, Value::Nil);
-                }
+                let Some((f, key)) = self.open.remove(&process) else {
+                    return;
+                };
+                self.push(index, record, EventType::Info, &f, &key, Value::Nil);
             }
             _ => {}
         }
