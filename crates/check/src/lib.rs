@@ -20,6 +20,7 @@
 //! | `no-lost-update` | [`no_lost_update`] |
 //! | `exactly-once` | [`exactly_once`] |
 //! | `lock-liveness` | [`lock_liveness`] |
+//! | `linearizability` | [`linearizability::checker`] |
 //!
 //! **Actions and beliefs.** `mutual-exclusion`, `lease-safety` and
 //! `single-leader-at-a-time` judge what nodes DO on the strength of a lock, lease or
@@ -152,6 +153,7 @@ const CATALOG: &[CheckerInfo] = &[
     no_lost_update::INFO,
     exactly_once::INFO,
     lock_liveness::INFO,
+    linearizability::checker::INFO,
 ];
 
 /// Every checker, in a stable order.
@@ -212,6 +214,10 @@ pub fn build(
             cluster,
         )?),
         lock_liveness::NAME => Box::new(lock_liveness::LockLiveness::new(
+            read_params(params)?,
+            cluster,
+        )?),
+        linearizability::checker::NAME => Box::new(linearizability::checker::Linearizability::new(
             read_params(params)?,
             cluster,
         )?),
@@ -301,7 +307,7 @@ mod tests {
         let cluster = Cluster::uniform("node", 3);
         let names: std::collections::BTreeSet<&str> = catalog().iter().map(|c| c.name).collect();
         assert_eq!(names.len(), catalog().len());
-        assert_eq!(catalog().len(), 12);
+        assert_eq!(catalog().len(), 13);
         for info in catalog() {
             let checker = build(info.name, &serde_json::Value::Null, &cluster).unwrap();
             assert_eq!(checker.name(), info.name);
@@ -322,7 +328,7 @@ mod tests {
             "unknown checker `single-leader`; known checkers: single-leader-per-term, \
              single-leader-at-a-time, single-leader-at-a-time-belief, leader-liveness, \
              mutual-exclusion, mutual-exclusion-belief, lease-safety, lease-safety-belief, \
-             fencing-safety, no-lost-update, exactly-once, lock-liveness"
+             fencing-safety, no-lost-update, exactly-once, lock-liveness, linearizability"
         );
     }
 

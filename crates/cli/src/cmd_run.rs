@@ -22,6 +22,11 @@ pub struct RunArgs {
     /// Write a self-contained HTML timeline of the run (lanes per node over true time).
     #[arg(long, value_name = "OUT.html")]
     timeline: Option<PathBuf>,
+    /// Write the run's client history (the clients' operations: invoke, then ok / fail
+    /// / info) as a Jepsen EDN history, one map per line, for `tenure check-history`,
+    /// Knossos, Elle or Porcupine. Refuses to overwrite an existing file.
+    #[arg(long, value_name = "OUT.edn")]
+    history: Option<PathBuf>,
     /// Print a JSON report on stdout instead of text.
     #[arg(long)]
     json: bool,
@@ -83,6 +88,15 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
             }
         }
     }
+    if let Some(out) = &args.history {
+        if out.exists() {
+            eprintln!(
+                "tenure: refusing to overwrite {}: --history writes a new file",
+                out.display()
+            );
+            return Outcome::BadInput;
+        }
+    }
     let file = shown(&args.file);
     let s: &Scenario = &prepared.scenario;
     let seed = args.seed.unwrap_or(s.seed);
@@ -128,6 +142,19 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         if let Err(o) = write_trace(out, trace) {
             return o;
         }
+    }
+
+    if let Some(out) = &args.history {
+        let edn = tenure_check::linearizability::checker::client_history_edn(&report.history);
+        if let Err(e) = std::fs::write(out, &edn) {
+            eprintln!("tenure: cannot write {}: {e}", out.display());
+            return Outcome::BadInput;
+        }
+        eprintln!(
+            "tenure: wrote the client history ({} events) to {}",
+            edn.lines().count(),
+            out.display()
+        );
     }
 
     if let Some(out) = &args.timeline {

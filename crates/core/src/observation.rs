@@ -78,6 +78,25 @@ pub enum Observation {
     /// The client learned the outcome of `key`.
     Completed { key: String, ok: bool },
 
+    // --- client operations (Jepsen histories) ---
+    /// A client (the process is the node) invokes operation `f` (`read`, `write`,
+    /// `cas`...) on `key` with `value` (Jepsen's `:invoke`). At most one operation per
+    /// node is open at a time.
+    Invoke {
+        f: String,
+        key: String,
+        value: OpValue,
+    },
+    /// The node's open operation `f` on `key` ended: `ok` with what it returned, `fail`
+    /// (it certainly took no effect), or `info` (no reply came in time: unknown). An
+    /// operation still open when its node crashes or the run ends is unknown too.
+    Complete {
+        f: String,
+        key: String,
+        outcome: OpOutcome,
+        value: OpValue,
+    },
+
     /// A free-form note for people reading the trace; no checker reads it.
     Note { text: String },
     /// A user-defined observation for a user-defined checker.
@@ -106,10 +125,31 @@ impl Observation {
             Observation::Requested { .. } => "requested",
             Observation::Applied { .. } => "applied",
             Observation::Completed { .. } => "completed",
+            Observation::Invoke { .. } => "invoke",
+            Observation::Complete { .. } => "complete",
             Observation::Note { .. } => "note",
             Observation::Custom { .. } => "custom",
         }
     }
+}
+
+/// The value of a client operation: nothing, a number, or a pair (a compare-and-set's
+/// `[from to]`). Serialized as JSON `null`, `3`, `[1, 2]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OpValue {
+    Nil,
+    Int(i64),
+    Pair(i64, i64),
+}
+
+/// How a client operation ended (Jepsen's completion types).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpOutcome {
+    Ok,
+    Fail,
+    Info,
 }
 
 /// One observation, stamped by the host with true time and the node's clock readings.

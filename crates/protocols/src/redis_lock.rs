@@ -541,6 +541,7 @@ impl Configurable for RedisLock {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use tenure_core::OpValue;
     use tenure_core::{Effect, Observation, Rng, RoleSpec, SplitMix64, Step, StorageMap};
 
     pub(crate) fn lock_cluster() -> Cluster {
@@ -700,6 +701,11 @@ pub(crate) mod tests {
                         token: None
                     })
                 },
+                Effect::Observe(Observation::Invoke {
+                    f: "read".into(),
+                    key: "counter".into(),
+                    value: OpValue::Nil
+                }),
                 Effect::SetTimer {
                     timer: Timer::Workload(WorkloadTimer::Request),
                     after: Duration::from_secs(1)

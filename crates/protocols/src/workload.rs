@@ -19,6 +19,13 @@
 //! [`BackoffPolicy`](crate::backoff::BackoffPolicy) says (the scenario's `backoff`
 //! parameter; by default the historical uniform `retry_backoff` range).
 //!
+//! Its operations on the resource are also recorded as a client history with Jepsen's
+//! conventions ([`Observation::Invoke`] / [`Observation::Complete`], key = the resource):
+//! the read (`read`, ok with the value, info if no reply came) and the write, recorded as
+//! `cas [seen new]` because the lock is what promises that the value is still the one the
+//! client read (ok if accepted, fail if the storage rejected it, info if no reply came).
+//! A lost update is then a non-linearizable `cas-register` history.
+//!
 //! How it fails, on purpose: like most real lock clients, it does *not* check that its
 //! lock is still valid between reading and writing. A client paused (a GC or VM stall)
 //! after `Holds` and its read keeps believing it holds the lock, and on waking writes a
@@ -29,7 +36,7 @@ use crate::backoff::{Backoff, BackoffPolicy};
 use crate::resource::ResourceMsg;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-use tenure_core::{Env, NodeId, Observation, ParamError};
+use tenure_core::{Env, NodeId, Observation, OpOutcome, OpValue, ParamError};
 
 /// The lock API a protocol's client offers the workload.
 pub trait LockApi<M, T> {
@@ -137,6 +144,9 @@ pub struct Workload {
     /// Acquire attempts made by this process (see [`WorkloadConfig::max_attempts`]).
     attempts: u32,
     backoff: Backoff,
+    /// The client operation invoked and not yet completed (`read` or `cas`), with its
+    /// value, for the client history.
+    open: Option<(&'static str, OpValue)>,
 }
 
 impl Workload {
@@ -150,6 +160,7 @@ impl Workload {
             op: 0,
             read_value: 0,
             attempts: 0,
+            open: None,
         }
     }
 
@@ -220,6 +231,7 @@ impl Workload {
                 token: self.token,
             }),
         );
+        self.invoke(env, "read", OpValue::Nil);
         env.set_timer(T::from(WorkloadTimer::Request), self.config.request_timeout);
     }
 
@@ -276,10 +288,13 @@ impl Workload {
                         based_on: Some(self.read_value),
                     }),
                 );
+                let rmw = OpValue::Pair(self.read_value, self.read_value + self.config.amount);
+                self.invoke(env, "cas", rmw);
                 env.set_timer(T::from(WorkloadTimer::Request), self.config.request_timeout);
             }
             (WorkloadTimer::Validity, _) if self.holding => self.stop_holding(env),
             (WorkloadTimer::Request, Phase::Reading | Phase::Writing) => {
+                self.complete(env, OpOutcome::Info, None);
                 self.finish(env, lock);
             }
             _ => {}
@@ -299,6 +314,7 @@ impl Workload {
             {
                 env.cancel_timer(&T::from(WorkloadTimer::Request));
                 self.read_value = value;
+                self.complete(env, OpOutcome::Ok, Some(OpValue::Int(value)));
                 self.phase = Phase::Working;
                 env.set_timer(T::from(WorkloadTimer::Work), self.config.work_duration);
             }
@@ -306,6 +322,12 @@ impl Workload {
                 if op == self.op && self.phase == Phase::Writing =>
             {
                 env.cancel_timer(&T::from(WorkloadTimer::Request));
+                let outcome = if accepted {
+                    OpOutcome::Ok
+                } else {
+                    OpOutcome::Fail
+                };
+                self.complete(env, outcome, None);
                 if accepted {
                     env.observe(Observation::Acked {
                         resource: self.config.resource.clone(),
@@ -346,6 +368,40 @@ impl Workload {
         env.cancel_timer(&T::from(WorkloadTimer::Validity));
         env.observe(Observation::Releases {
             resource: self.config.resource.clone(),
+        });
+    }
+
+    /// Records the invocation of client operation `f` (see [`Observation::Invoke`]).
+    fn invoke<M, T>(&mut self, env: &mut dyn Env<M, T>, f: &'static str, value: OpValue) {
+        debug_assert!(self.open.is_none(), "one open operation at a time");
+        self.open = Some((f, value));
+        env.observe(Observation::Invoke {
+            f: f.to_string(),
+            key: self.config.resource.clone(),
+            value,
+        });
+    }
+
+    /// Records how the open operation ended; `value` is what it returned (`None`: the
+    /// invocation's value, as Jepsen's completions repeat it).
+    fn complete<M, T>(
+        &mut self,
+        env: &mut dyn Env<M, T>,
+        outcome: OpOutcome,
+        value: Option<OpValue>,
+    ) {
+        let Some((f, invoked)) = self.open.take() else {
+            return;
+        };
+        let value = match outcome {
+            OpOutcome::Info => OpValue::Nil,
+            _ => value.unwrap_or(invoked),
+        };
+        env.observe(Observation::Complete {
+            f: f.to_string(),
+            key: self.config.resource.clone(),
+            outcome,
+            value,
         });
     }
 
@@ -537,6 +593,11 @@ mod tests {
                         token: Some(9)
                     })
                 ),
+                obs(Observation::Invoke {
+                    f: "read".into(),
+                    key: "r".into(),
+                    value: OpValue::Nil
+                }),
                 timer(WorkloadTimer::Request, Duration::from_secs(1)),
             ]
         );
@@ -660,6 +721,11 @@ mod tests {
                         based_on: Some(40)
                     })
                 ),
+                obs(Observation::Invoke {
+                    f: "cas".into(),
+                    key: "r".into(),
+                    value: OpValue::Pair(40, 43)
+                }),
                 timer(WorkloadTimer::Request, Duration::from_secs(1)),
             ]
         );
@@ -684,6 +750,12 @@ mod tests {
             effects,
             vec![
                 cancel(WorkloadTimer::Request),
+                obs(Observation::Complete {
+                    f: "cas".into(),
+                    key: "r".into(),
+                    outcome: OpOutcome::Ok,
+                    value: OpValue::Pair(40, 43)
+                }),
                 obs(Observation::Acked {
                     resource: "r".into(),
                     amount: 3
@@ -722,6 +794,15 @@ mod tests {
         assert!(!effects
             .iter()
             .any(|e| matches!(e, Effect::Observe(Observation::Acked { .. }))));
+        assert_eq!(
+            effects[1],
+            obs(Observation::Complete {
+                f: "cas".into(),
+                key: "r".into(),
+                outcome: OpOutcome::Fail,
+                value: OpValue::Pair(40, 43)
+            })
+        );
         assert_eq!(w.phase, Phase::Thinking);
     }
 
@@ -770,7 +851,7 @@ mod tests {
             },
             1,
         );
-        assert_eq!(effects[2], send(NodeId(0), Msg::Lock("release")));
+        assert_eq!(effects[3], send(NodeId(0), Msg::Lock("release")));
         assert_eq!(
             effects
                 .iter()
@@ -789,9 +870,19 @@ mod tests {
             |env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Request),
             1,
         );
-        assert_eq!(effects[0], send(NodeId(0), Msg::Lock("release")));
+        // The read never got a reply: its outcome is unknown.
         assert_eq!(
-            effects[2],
+            effects[0],
+            obs(Observation::Complete {
+                f: "read".into(),
+                key: "r".into(),
+                outcome: OpOutcome::Info,
+                value: OpValue::Nil
+            })
+        );
+        assert_eq!(effects[1], send(NodeId(0), Msg::Lock("release")));
+        assert_eq!(
+            effects[3],
             obs(Observation::Releases {
                 resource: "r".into()
             })

@@ -469,6 +469,7 @@ const LEGEND: &str = "<div class=\"legend\">\
 <span><i class=\"sw holds\"></i>holds lock</span>\
 <span><i class=\"sw lease\"></i>lease</span>\
 <span><i class=\"sw waiting\"></i>waiting</span>\
+<span><i class=\"sw op\"></i>client operation (red outline: the one that cannot be linearized)</span>\
 <span><i class=\"sw pause\"></i>paused</span>\
 <span><i class=\"sw down\"></i>down (crashed)</span>\
 <span><i class=\"sw netseg\"></i>partition</span>\

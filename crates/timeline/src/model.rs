@@ -3,7 +3,7 @@
 //! in true time and in a deterministic order (record order, then trace order).
 
 use std::collections::BTreeMap;
-use tenure_core::{NodeId, Observation, SimTime};
+use tenure_core::{NodeId, Observation, OpOutcome, OpValue, SimTime};
 use tenure_sim::net::DropReason;
 use tenure_sim::play::Report;
 use tenure_sim::trace::TraceEvent;
@@ -35,6 +35,9 @@ pub enum BarKind {
     Down,
     /// The process was paused (GC, VM stall).
     Pause,
+    /// A client operation, from its invocation to its completion (`Invoke` /
+    /// `Complete`); drawn on the role row, which lock clients do not use.
+    Op,
 }
 
 impl BarKind {
@@ -48,13 +51,14 @@ impl BarKind {
             BarKind::Waiting => "waiting",
             BarKind::Down => "down",
             BarKind::Pause => "pause",
+            BarKind::Op => "op",
         }
     }
 
     /// Which row of the lane: 0 roles, 1 locks and leases, 2 the whole lane (bands).
     pub fn row(self) -> u8 {
         match self {
-            BarKind::Leader | BarKind::Candidate | BarKind::Follower => 0,
+            BarKind::Leader | BarKind::Candidate | BarKind::Follower | BarKind::Op => 0,
             BarKind::Holds | BarKind::Lease | BarKind::Waiting => 1,
             BarKind::Down | BarKind::Pause => 2,
         }
@@ -165,6 +169,8 @@ struct Open {
     holds: BTreeMap<String, (SimTime, String, usize)>,
     leases: BTreeMap<u64, (SimTime, usize)>,
     waiting: BTreeMap<String, (SimTime, usize)>,
+    /// The open client operation: (invoked at, `cas [0 1]`, its record).
+    op: Option<(SimTime, String, usize)>,
     down: Option<SimTime>,
     pause: Option<SimTime>,
 }
@@ -192,6 +198,10 @@ fn bar(
 impl Open {
     /// Ends every belief (a crash or a fresh start).
     fn close_beliefs(&mut self, node: NodeId, at: SimTime, open: bool, out: &mut Vec<Bar>) {
+        if let Some((start, label, rec)) = self.op.take() {
+            let label = format!("{label} → unknown");
+            out.push(bar(node, BarKind::Op, start, at, label, Some(rec), open));
+        }
         if let Some((kind, start, label, rec)) = self.role.take() {
             out.push(bar(node, kind, start, at, label, Some(rec), open));
         }
@@ -351,6 +361,27 @@ pub fn build(report: &Report) -> Model {
                     ),
                     record: Some(i),
                 });
+            }
+            Observation::Invoke { f, value, .. } => {
+                let label = match value {
+                    OpValue::Nil => f.clone(),
+                    OpValue::Int(v) => format!("{f} {v}"),
+                    OpValue::Pair(a, b) => format!("{f} [{a} {b}]"),
+                };
+                o.op = Some((t, label, i));
+            }
+            Observation::Complete { outcome, value, .. } if o.op.is_some() => {
+                let (start, label, rec) = o.op.take().expect("an open operation");
+                let result = match (outcome, value) {
+                    (OpOutcome::Ok, OpValue::Int(v)) if label.starts_with("read") => {
+                        format!("→ {v}")
+                    }
+                    (OpOutcome::Ok, _) => "ok".to_string(),
+                    (OpOutcome::Fail, _) => "fail".to_string(),
+                    (OpOutcome::Info, _) => "→ unknown".to_string(),
+                };
+                let label = format!("{label} {result}");
+                bars.push(bar(node, BarKind::Op, start, t, label, Some(rec), false));
             }
             other => marks.push(Mark {
                 node: Some(node),

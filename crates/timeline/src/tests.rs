@@ -358,3 +358,67 @@ fn ticks_are_round_numbers() {
     assert_eq!(t[0].1, "1.000s");
     assert_eq!(t[1].1, "1.002s");
 }
+
+#[test]
+fn client_operations_become_bars_and_the_one_that_cannot_be_placed_is_outlined() {
+    use tenure_core::{OpOutcome, OpValue};
+    let invoke = |f: &str, value| Observation::Invoke {
+        f: f.into(),
+        key: "counter".into(),
+        value,
+    };
+    let complete = |f: &str, outcome, value| Observation::Complete {
+        f: f.into(),
+        key: "counter".into(),
+        outcome,
+        value,
+    };
+    let mut r = report(
+        2,
+        100,
+        vec![
+            rec(10, 0, invoke("read", OpValue::Nil)),
+            rec(12, 0, complete("read", OpOutcome::Ok, OpValue::Int(0))),
+            rec(20, 1, invoke("cas", OpValue::Pair(0, 1))),
+            rec(25, 1, complete("cas", OpOutcome::Ok, OpValue::Pair(0, 1))),
+            rec(30, 0, invoke("cas", OpValue::Pair(0, 1))),
+            rec(35, 0, complete("cas", OpOutcome::Ok, OpValue::Pair(0, 1))),
+            rec(40, 1, invoke("read", OpValue::Nil)),
+            rec(50, 1, Observation::Crashed),
+        ],
+        vec![],
+    );
+    let m = model::build(&r);
+    let ops: Vec<(u32, u64, u64, &str)> = m
+        .bars
+        .iter()
+        .filter(|b| b.kind == BarKind::Op)
+        .map(|b| (b.node.0, b.start.0 / MS, b.end.0 / MS, b.label.as_str()))
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            (0, 10, 12, "read → 0"),
+            (0, 30, 35, "cas [0 1] ok"),
+            (1, 20, 25, "cas [0 1] ok"),
+            (1, 40, 50, "read → unknown"),
+        ]
+    );
+    // Operations are bars, not point marks.
+    assert!(!m
+        .marks
+        .iter()
+        .any(|k| k.kind == "invoke" || k.kind == "complete"));
+    r.violations.push(Violation {
+        checker: "linearizability",
+        time: SimTime(35 * MS),
+        nodes: vec![n(0)],
+        message: "n0's cas cannot be linearized".into(),
+        records: vec![4, 5],
+    });
+    let html = render("ops", &Cluster::uniform("node", 2), &r);
+    assert!(html.contains(
+        "class=\"ts bar op involved\" data-kind=\"op\" data-node=\"0\" data-start-ns=\"30000000\""
+    ));
+    assert!(html.contains("class=\"ts bar op\" data-kind=\"op\" data-node=\"1\""));
+}

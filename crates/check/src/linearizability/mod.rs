@@ -14,6 +14,7 @@
 //! On a violation the [`Report`] names the longest linearizable prefix found, the
 //! operation that could not be placed after it and the operations concurrent with it.
 
+pub mod checker;
 pub mod formats;
 pub mod history;
 pub mod model;

@@ -1,6 +1,7 @@
 use super::*;
 use crate::testkit::Net;
 use std::collections::BTreeMap;
+use tenure_core::OpValue;
 use tenure_core::{Effect, LocalTime, Observation, Rng, RoleSpec, SplitMix64, Step, StorageMap};
 
 fn ms(n: u64) -> Duration {
@@ -432,6 +433,11 @@ fn with_no_lower_key_the_client_holds_with_its_create_revision() {
                     token: Some(9)
                 })
             ),
+            Effect::Observe(Observation::Invoke {
+                f: "read".into(),
+                key: "counter".into(),
+                value: OpValue::Nil
+            }),
             set(EtcdTimer::Workload(WorkloadTimer::Request), ms(1000)),
         ]
     );

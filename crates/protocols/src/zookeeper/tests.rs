@@ -1,6 +1,7 @@
 use super::*;
 use crate::testkit::Net;
 use std::collections::BTreeMap;
+use tenure_core::OpValue;
 use tenure_core::{Effect, LocalTime, Observation, RoleSpec, SplitMix64, Step, StorageMap};
 
 fn ms(n: u64) -> Duration {
@@ -659,6 +660,11 @@ fn lock_holder_gets_the_czxid_as_its_token() {
                     token: Some(7)
                 })
             ),
+            Effect::Observe(Observation::Invoke {
+                f: "read".into(),
+                key: "counter".into(),
+                value: OpValue::Nil
+            }),
             set(ZkTimer::Workload(WorkloadTimer::Request), ms(1000)),
         ]
     );
