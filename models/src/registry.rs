@@ -44,9 +44,6 @@ pub struct Query {
 /// step invariant. See [`crate::property`].
 pub const MODEL_PROPERTIES: &[&str] = &["one-leader-at-a-time", "steps-down-on-higher-term"];
 
-/// Checkers that judge liveness ("eventually"), which a bounded path cannot.
-const LIVENESS: &[&str] = &["leader-liveness", "lock-liveness"];
-
 /// A query the registry cannot run: `field` names what is wrong (`protocol`,
 /// `variant`, `roles`, `nodes`, `checks`, `params.<name>`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -388,7 +385,9 @@ fn build<P: Configurable>(query: &Query) -> Result<Explorer<P>, ModelError> {
                 })?;
                 explorer.step_invariant(name, steps_down_on_higher_term(term_of))
             }
-            liveness if LIVENESS.contains(&liveness) => {
+            liveness
+                if tenure_check::kind_of(liveness) == Some(tenure_check::CheckKind::Liveness) =>
+            {
                 return Err(ModelError::new(
                     "checks",
                     format!(

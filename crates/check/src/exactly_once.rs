@@ -26,6 +26,7 @@ pub const NAME: &str = "exactly-once";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::Safety,
     summary: "each idempotency key takes effect once, and every success took effect",
     property: "no key is Applied twice; at the end, every key with Completed{ok: true} was \
                Applied at least once",

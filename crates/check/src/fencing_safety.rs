@@ -30,6 +30,7 @@ pub const NAME: &str = "fencing-safety";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::Safety,
     summary: "a resource never accepts a fencing token lower than one it accepted",
     property: "per resource, no accepted Write carries a token lower than the token of an \
                earlier accepted Write, nor the same token as an earlier accepted Write of \

@@ -36,6 +36,7 @@ pub const NAME: &str = "leader-liveness";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::Liveness,
     summary: "after the faults, one leader with a following majority within a bound",
     property: "at every true instant in [calm_from + within, end) exactly one counted node \
                believes it leads and a strict majority of the counted nodes are that leader or \

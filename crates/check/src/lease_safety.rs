@@ -37,6 +37,7 @@ pub const NAME: &str = "lease-safety";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::Safety,
     summary: "no two nodes ACT on a lease (serve reads, issue commands) with interleaving \
               actions",
     property: "no node serves as leaseholder (Serves) strictly between two Serves of \

@@ -37,6 +37,7 @@ pub const NAME: &str = "lease-safety-belief";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::Safety,
     summary: "no two nodes hold a valid lease at one true instant",
     property: "no two distinct nodes believe they hold a valid lease (from LeaseStart until \
                LeaseEnd of that or a later term, or crash) at one true instant",

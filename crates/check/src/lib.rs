@@ -101,6 +101,8 @@ impl fmt::Display for Violation {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckerInfo {
     pub name: &'static str,
+    /// When it can judge, and so where it applies (see [`CheckKind`]).
+    pub kind: CheckKind,
     /// One line.
     pub summary: &'static str,
     /// The property, stated precisely.
@@ -109,6 +111,36 @@ pub struct CheckerInfo {
     pub source: &'static str,
     /// The parameters, their types and defaults, in words ("" if none).
     pub params: &'static str,
+}
+
+/// What kind of property a checker judges, which says where it can be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckKind {
+    /// Something bad never happens: judged online, a violation is final the moment it
+    /// is seen (a fuzz run may stop there), and a bounded model path can show it.
+    Safety,
+    /// A safety property that needs the whole history (e.g. linearizability): judged at
+    /// the end of a run.
+    AtEnd,
+    /// Something good eventually happens, within a bound after the calm: judged at the
+    /// end, and never by a bounded model path (its end is not the end of a run).
+    Liveness,
+}
+
+impl CheckKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckKind::Safety => "safety",
+            CheckKind::AtEnd => "safety, judged at the end",
+            CheckKind::Liveness => "liveness",
+        }
+    }
+}
+
+/// The kind of the checker `name`, if it is one.
+pub fn kind_of(name: &str) -> Option<CheckKind> {
+    CATALOG.iter().find(|c| c.name == name).map(|c| c.kind)
 }
 
 /// A checker could not be built: an unknown name (`field` is empty) or bad parameters

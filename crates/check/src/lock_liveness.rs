@@ -39,6 +39,7 @@ pub const NAME: &str = "lock-liveness";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::Liveness,
     summary: "after the faults, every waiting client gets the lock within a bound",
     property: "every Waiting node (not crashed) Holds the resource by max(its wait start, \
                calm_from) + within, judged when that deadline is at or before the end",

@@ -42,6 +42,7 @@ pub const NAME: &str = "mutual-exclusion";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::Safety,
     summary: "no two clients ACT on one locked resource with interleaving actions",
     property: "per resource, no client acts on it (Acts) strictly between two actions of \
                another client under one hold (a hold's actions run from its first to its \

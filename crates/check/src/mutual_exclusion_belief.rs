@@ -43,6 +43,7 @@ pub const NAME: &str = "mutual-exclusion-belief";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::Safety,
     summary: "no two nodes BELIEVE they hold one lock at one true instant (teaching check)",
     property: "per resource, no two distinct nodes believe they hold it (from Holds until \
                Releases or crash) during one true-time overlap longer than max_overlap",

@@ -39,6 +39,7 @@ const MAX_LISTED_ACKS: usize = 32;
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::Safety,
     summary: "every acknowledged increment is in the final value",
     property: "per resource, every accepted Write computed from a read (based_on) read the \
                value the previous accepted Write produced (0 before any), and at the end the \

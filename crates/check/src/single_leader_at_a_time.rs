@@ -39,6 +39,7 @@ pub const NAME: &str = "single-leader-at-a-time";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::Safety,
     summary: "no two nodes ACT as leader (serve reads, issue commands) with interleaving \
               actions",
     property: "no node acts as leader (Serves) strictly between two Serves of another node \

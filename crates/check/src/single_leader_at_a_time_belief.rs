@@ -43,6 +43,7 @@ pub const NAME: &str = "single-leader-at-a-time-belief";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::Safety,
     summary: "no two nodes believe they lead at one true instant",
     property: "no two distinct nodes believe they lead (from Leader until their next role \
                observation or crash) during one true-time overlap longer than max_overlap",

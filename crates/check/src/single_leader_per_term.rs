@@ -23,6 +23,7 @@ pub const NAME: &str = "single-leader-per-term";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::Safety,
     summary: "no two nodes lead the same term",
     property: "no two distinct nodes observe Leader{term} for the same term",
     source: "Raft (Ongaro & Ousterhout 2014), §5.2 and Figure 3: Election Safety",

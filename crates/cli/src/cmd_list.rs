@@ -59,7 +59,7 @@ pub fn list(args: ListArgs, tools: &Tools) -> Outcome {
             .collect();
         let checkers: Vec<serde_json::Value> = tenure_check::catalog()
             .iter()
-            .map(|c| serde_json::json!({"name": c.name, "summary": c.summary, "property": c.property, "source": c.source, "params": c.params}))
+            .map(|c| serde_json::json!({"name": c.name, "kind": c.kind, "summary": c.summary, "property": c.property, "source": c.source, "params": c.params}))
             .collect();
         let out = serde_json::json!({"protocols": protocols, "checkers": checkers, "fault_kinds": tenure_scenario::Fault::KINDS});
         println!("{}", serde_json::to_string_pretty(&out).expect("json"));
@@ -93,9 +93,9 @@ pub fn list(args: ListArgs, tools: &Tools) -> Outcome {
     }
     println!("\nCHECKERS");
     for c in tenure_check::catalog() {
-        println!("  {:<24} {}", c.name, c.summary);
+        println!("  {:<32} {} ({})", c.name, c.summary, c.kind.name());
         if !c.params.is_empty() {
-            println!("  {:<24} params: {}", "", c.params);
+            println!("  {:<32} params: {}", "", c.params);
         }
     }
     println!(

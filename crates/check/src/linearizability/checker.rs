@@ -40,6 +40,7 @@ pub const NAME: &str = "linearizability";
 
 pub const INFO: CheckerInfo = CheckerInfo {
     name: NAME,
+    kind: crate::CheckKind::AtEnd,
     summary: "the clients' operations form a linearizable history of the model",
     property: "the Invoke/Complete records (process = node) have a linearization: each \
                operation takes effect at one instant between its invocation and its \
