@@ -17,6 +17,8 @@
 //! | `no-lost-update` | [`no_lost_update`] |
 //! | `exactly-once` | [`exactly_once`] |
 //! | `lock-liveness` | [`lock_liveness`] |
+//! | `deadlock` | [`deadlock`] |
+//! | `no-starvation` | [`no_starvation`] |
 //!
 //! Semantics shared by all of them: beliefs are intervals of TRUE time (the simulator's
 //! clock, never a node's reading). A node's belief ends at its next contrary observation
@@ -33,6 +35,7 @@ use serde::Serialize;
 use std::fmt;
 use tenure_core::{Cluster, History, NodeId, Record, RunInfo, SimTime};
 
+pub mod deadlock;
 pub mod exactly_once;
 pub mod fencing_safety;
 pub mod leader_liveness;
@@ -40,6 +43,7 @@ pub mod lease_safety;
 pub mod lock_liveness;
 pub mod mutual_exclusion;
 pub mod no_lost_update;
+pub mod no_starvation;
 mod overlap;
 pub mod single_leader_at_a_time;
 pub mod single_leader_per_term;
@@ -133,6 +137,8 @@ const CATALOG: &[CheckerInfo] = &[
     no_lost_update::INFO,
     exactly_once::INFO,
     lock_liveness::INFO,
+    deadlock::INFO,
+    no_starvation::INFO,
 ];
 
 /// Every checker, in a stable order.
@@ -180,6 +186,14 @@ pub fn build(
             cluster,
         )?),
         lock_liveness::NAME => Box::new(lock_liveness::LockLiveness::new(
+            read_params(params)?,
+            cluster,
+        )?),
+        deadlock::NAME => Box::new(deadlock::DeadlockChecker::new(
+            read_params(params)?,
+            cluster,
+        )?),
+        no_starvation::NAME => Box::new(no_starvation::NoStarvation::new(
             read_params(params)?,
             cluster,
         )?),
@@ -269,7 +283,7 @@ mod tests {
         let cluster = Cluster::uniform("node", 3);
         let names: std::collections::BTreeSet<&str> = catalog().iter().map(|c| c.name).collect();
         assert_eq!(names.len(), catalog().len());
-        assert_eq!(catalog().len(), 9);
+        assert_eq!(catalog().len(), 11);
         for info in catalog() {
             let checker = build(info.name, &serde_json::Value::Null, &cluster).unwrap();
             assert_eq!(checker.name(), info.name);
@@ -289,7 +303,8 @@ mod tests {
             err.message,
             "unknown checker `single-leader`; known checkers: single-leader-per-term, \
              single-leader-at-a-time, leader-liveness, mutual-exclusion, lease-safety, \
-             fencing-safety, no-lost-update, exactly-once, lock-liveness"
+             fencing-safety, no-lost-update, exactly-once, lock-liveness, deadlock, \
+             no-starvation"
         );
     }
 

@@ -40,6 +40,12 @@ pub enum Observation {
     Holds { resource: String, token: u64 },
     /// A client believes it no longer holds `resource`.
     Releases { resource: String },
+    /// A client stops waiting for `resource` without getting it (an acquire timeout, a
+    /// refused try-lock); it may start waiting again later.
+    GivesUp { resource: String },
+    /// A client finished one unit of work (a multi-lock client: it held every lock of one
+    /// request, did its work and released them). `no-starvation` counts these.
+    Done,
 
     // --- protected resources ---
     /// The resource got a write from `client` with `token` (if any) and accepted it or
@@ -82,6 +88,8 @@ impl Observation {
             Observation::Waiting { .. } => "waiting",
             Observation::Holds { .. } => "holds",
             Observation::Releases { .. } => "releases",
+            Observation::GivesUp { .. } => "gives-up",
+            Observation::Done => "done",
             Observation::Write { .. } => "write",
             Observation::Acked { .. } => "acked",
             Observation::Requested { .. } => "requested",
