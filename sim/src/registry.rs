@@ -5,8 +5,8 @@ use crate::play::{Playable, Protocolled};
 use tenure_core::ProtocolInfo;
 use tenure_protocols::{
     bully::Bully, etcd_lock::EtcdLock, fencing::Fencing, idempotency::Idempotency,
-    leader_lease::LeaderLease, raft::Raft, redis_lock::RedisLock, redlock::Redlock,
-    zookeeper::ZooKeeper,
+    leader_lease::LeaderLease, multi_lock::MultiLock, raft::Raft, redis_lock::RedisLock,
+    redlock::Redlock, zookeeper::ZooKeeper,
 };
 
 /// A protocol of the zoo, type-erased.
@@ -36,7 +36,8 @@ zoo!(
     Fencing,
     EtcdLock,
     ZooKeeper,
-    Idempotency
+    Idempotency,
+    MultiLock
 );
 
 pub fn lookup(name: &str) -> Option<Entry> {

@@ -273,7 +273,12 @@ impl DeadlockChecker {
         cycle.extend(rest);
         let mut records: Vec<usize> = cycle
             .iter()
-            .flat_map(|e| [self.waits[&e.waiter][&e.resource], self.holds[&e.resource][&e.holder]])
+            .flat_map(|e| {
+                [
+                    self.waits[&e.waiter][&e.resource],
+                    self.holds[&e.resource][&e.holder],
+                ]
+            })
             .collect();
         records.sort_unstable();
         records.dedup();
@@ -414,9 +419,8 @@ mod tests {
         let (at, v) = judge_with("deadlock", params, &history(631)).unwrap();
         assert_eq!(at, At::Record(6));
         assert!(
-            v.message.ends_with(
-                "longer than the bound 600ms (acquire_timeout 500ms + slack 100ms)"
-            ),
+            v.message
+                .ends_with("longer than the bound 600ms (acquire_timeout 500ms + slack 100ms)"),
             "{}",
             v.message
         );

@@ -16,6 +16,8 @@
 //!   think) over a small [`workload::LockApi`] trait.
 //! * [`lock_server`]: a Redis-like lock server (`SET NX PX`, compare-and-delete, `DEL`,
 //!   fencing tokens).
+//! * [`multi_lock`] (`multi-lock`): clients that need k of m locks at once (hold and
+//!   wait or try-lock, in a global order or not), for deadlocks and contention.
 //! * [`redis_lock`] (`redis-lock`), [`redlock`] (`redlock`), [`fencing`] (`fencing`),
 //!   [`idempotency`] (`idempotency`).
 //! * [`zookeeper`] (`zookeeper`): sessions, ephemeral sequential znodes and watches, with
@@ -28,6 +30,7 @@ pub mod fencing;
 pub mod idempotency;
 pub mod leader_lease;
 pub mod lock_server;
+pub mod multi_lock;
 pub mod raft;
 pub mod redis_lock;
 pub mod redlock;
