@@ -6,7 +6,7 @@ use tenure_core::ProtocolInfo;
 use tenure_protocols::{
     bully::Bully, etcd_lock::EtcdLock, fencing::Fencing, idempotency::Idempotency,
     leader_lease::LeaderLease, multi_lock::MultiLock, raft::Raft, redis_lock::RedisLock,
-    redlock::Redlock, zookeeper::ZooKeeper,
+    redlock::Redlock, sharded_lock::ShardedLock, zookeeper::ZooKeeper,
 };
 
 /// A protocol of the zoo, type-erased.
@@ -37,7 +37,8 @@ zoo!(
     EtcdLock,
     ZooKeeper,
     Idempotency,
-    MultiLock
+    MultiLock,
+    ShardedLock
 );
 
 pub fn lookup(name: &str) -> Option<Entry> {

@@ -19,6 +19,7 @@
 //! | `lock-liveness` | [`lock_liveness`] |
 //! | `deadlock` | [`deadlock`] |
 //! | `no-starvation` | [`no_starvation`] |
+//! | `single-owner` | [`single_owner`] |
 //!
 //! Semantics shared by all of them: beliefs are intervals of TRUE time (the simulator's
 //! clock, never a node's reading). A node's belief ends at its next contrary observation
@@ -47,6 +48,7 @@ pub mod no_starvation;
 mod overlap;
 pub mod single_leader_at_a_time;
 pub mod single_leader_per_term;
+pub mod single_owner;
 pub mod testing;
 
 /// A property judged over a run's records.
@@ -139,6 +141,7 @@ const CATALOG: &[CheckerInfo] = &[
     lock_liveness::INFO,
     deadlock::INFO,
     no_starvation::INFO,
+    single_owner::INFO,
 ];
 
 /// Every checker, in a stable order.
@@ -194,6 +197,10 @@ pub fn build(
             cluster,
         )?),
         no_starvation::NAME => Box::new(no_starvation::NoStarvation::new(
+            read_params(params)?,
+            cluster,
+        )?),
+        single_owner::NAME => Box::new(single_owner::SingleOwner::new(
             read_params(params)?,
             cluster,
         )?),
@@ -283,7 +290,7 @@ mod tests {
         let cluster = Cluster::uniform("node", 3);
         let names: std::collections::BTreeSet<&str> = catalog().iter().map(|c| c.name).collect();
         assert_eq!(names.len(), catalog().len());
-        assert_eq!(catalog().len(), 11);
+        assert_eq!(catalog().len(), 12);
         for info in catalog() {
             let checker = build(info.name, &serde_json::Value::Null, &cluster).unwrap();
             assert_eq!(checker.name(), info.name);
@@ -304,7 +311,7 @@ mod tests {
             "unknown checker `single-leader`; known checkers: single-leader-per-term, \
              single-leader-at-a-time, leader-liveness, mutual-exclusion, lease-safety, \
              fencing-safety, no-lost-update, exactly-once, lock-liveness, deadlock, \
-             no-starvation"
+             no-starvation, single-owner"
         );
     }
 

@@ -43,6 +43,11 @@ pub enum Observation {
     /// A client stops waiting for `resource` without getting it (an acquire timeout, a
     /// refused try-lock); it may start waiting again later.
     GivesUp { resource: String },
+    /// A coordinator of a sharded service starts acting as the owner of `resource`
+    /// (granting and serving its lock) under membership `epoch`.
+    Owns { resource: String, epoch: u64 },
+    /// The coordinator stops acting as the owner of `resource` (it handed it over).
+    Disowns { resource: String, epoch: u64 },
     /// A client finished one unit of work (a multi-lock client: it held every lock of one
     /// request, did its work and released them). `no-starvation` counts these.
     Done,
@@ -90,6 +95,8 @@ impl Observation {
             Observation::Releases { .. } => "releases",
             Observation::GivesUp { .. } => "gives-up",
             Observation::Done => "done",
+            Observation::Owns { .. } => "owns",
+            Observation::Disowns { .. } => "disowns",
             Observation::Write { .. } => "write",
             Observation::Acked { .. } => "acked",
             Observation::Requested { .. } => "requested",

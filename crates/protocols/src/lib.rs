@@ -18,6 +18,8 @@
 //!   fencing tokens).
 //! * [`multi_lock`] (`multi-lock`): clients that need k of m locks at once (hold and
 //!   wait or try-lock, in a global order or not), for deadlocks and contention.
+//! * [`sharded_lock`] (`sharded-lock`): a lock service sharded by a consistent-hash
+//!   ring with virtual nodes; join/leave hand ownership over (fenced or not).
 //! * [`redis_lock`] (`redis-lock`), [`redlock`] (`redlock`), [`fencing`] (`fencing`),
 //!   [`idempotency`] (`idempotency`).
 //! * [`zookeeper`] (`zookeeper`): sessions, ephemeral sequential znodes and watches, with
@@ -35,6 +37,7 @@ pub mod raft;
 pub mod redis_lock;
 pub mod redlock;
 pub mod resource;
+pub mod sharded_lock;
 pub mod util;
 pub mod workload;
 pub mod zookeeper;
