@@ -6,7 +6,8 @@ use tenure_core::ProtocolInfo;
 use tenure_protocols::{
     bully::Bully, etcd_lock::EtcdLock, fencing::Fencing, idempotency::Idempotency,
     leader_lease::LeaderLease, multi_lock::MultiLock, raft::Raft, redis_lock::RedisLock,
-    redlock::Redlock, sharded_lock::ShardedLock, zookeeper::ZooKeeper,
+    redlock::Redlock, sharded_lock::ShardedLock, versioned_store::VersionedStore,
+    zookeeper::ZooKeeper,
 };
 
 /// A protocol of the zoo, type-erased.
@@ -38,7 +39,8 @@ zoo!(
     ZooKeeper,
     Idempotency,
     MultiLock,
-    ShardedLock
+    ShardedLock,
+    VersionedStore
 );
 
 pub fn lookup(name: &str) -> Option<Entry> {

@@ -20,6 +20,8 @@
 //!   wait or try-lock, in a global order or not), for deadlocks and contention.
 //! * [`sharded_lock`] (`sharded-lock`): a lock service sharded by a consistent-hash
 //!   ring with virtual nodes; join/leave hand ownership over (fenced or not).
+//! * [`versioned_store`] (`versioned-store`): optimistic concurrency, read-modify-write
+//!   with compare-and-set on a versioned store, the alternative to locks.
 //! * [`redis_lock`] (`redis-lock`), [`redlock`] (`redlock`), [`fencing`] (`fencing`),
 //!   [`idempotency`] (`idempotency`).
 //! * [`zookeeper`] (`zookeeper`): sessions, ephemeral sequential znodes and watches, with
@@ -39,6 +41,7 @@ pub mod redlock;
 pub mod resource;
 pub mod sharded_lock;
 pub mod util;
+pub mod versioned_store;
 pub mod workload;
 pub mod zookeeper;
 
