@@ -456,3 +456,62 @@ fn a_join_hands_over_cleanly_with_fencing_and_double_owns_without() {
         );
     }
 }
+
+#[test]
+fn a_restarted_coordinator_waits_one_lease_before_serving_what_its_stored_ring_gives_it() {
+    let s = shared(true);
+    let ring1 = Ring::new(1, members(&[0, 1]), s.vnodes);
+    let owned = mine(&ring1, 0, &s.resources);
+    let cluster = cluster(3, 2);
+    let mut storage = tenure_core::StorageMap::new();
+    let mut rng = tenure_core::SplitMix64(1);
+    // First boot stores the ring; the restarted process reads it back.
+    let mut first = Coordinator::new(s.clone());
+    {
+        let mut env: tenure_core::Step<'_, Msg, Timer> = tenure_core::Step::new(
+            NodeId(0),
+            &cluster,
+            LocalTime(0),
+            LocalTime(0),
+            &mut storage,
+            &mut rng,
+        );
+        first.on_start(&mut env);
+    }
+    let mut restarted = Coordinator::new(s);
+    let mut env: tenure_core::Step<'_, Msg, Timer> = tenure_core::Step::new(
+        NodeId(0),
+        &cluster,
+        LocalTime(5_000_000_000),
+        LocalTime(5_000_000_000),
+        &mut storage,
+        &mut rng,
+    );
+    restarted.on_start(&mut env);
+    assert_eq!(
+        env.take_effects(),
+        vec![Effect::SetTimer {
+            timer: Timer::Recovered,
+            after: ms(1_000)
+        }]
+    );
+    restarted.on_acquire(&mut env, NodeId(3), 1, owned[0].clone());
+    assert_eq!(
+        env.take_effects(),
+        vec![Effect::Send {
+            to: NodeId(3),
+            msg: Msg::Busy { req: 1 }
+        }]
+    );
+    restarted.on_timer(&mut env, Timer::Recovered);
+    let expected: Effects = owned
+        .iter()
+        .map(|r| {
+            Effect::Observe(Observation::Owns {
+                resource: r.clone(),
+                epoch: 1,
+            })
+        })
+        .collect();
+    assert_eq!(env.take_effects(), expected);
+}
