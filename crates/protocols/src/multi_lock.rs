@@ -296,6 +296,9 @@ impl Client {
     }
 
     pub fn on_start(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        // Request ids start at a random point, so a reply meant for the process that ran
+        // before a crash never matches a request of this one.
+        self.req = env.next_u64() >> 1;
         self.think(env);
     }
 

@@ -28,9 +28,11 @@
 //! the same with its key ranges: the old owner transfers them and only then stops
 //! being responsible.
 //!
-//! A restarted coordinator reads the ring it last knew from storage and waits one lease
-//! (`ttl`) before serving, so locks it granted before its crash (its lock table is in
-//! memory) have expired: the delayed restart of the Redis lock documentation.
+//! A coordinator keeps on disk the ring it knows, the resources it serves and the
+//! hand-overs it awaits. A restarted one reads them back and waits one lease (`ttl`)
+//! before serving again, so locks it granted before its crash (its lock table is in
+//! memory) have expired: the delayed restart of the Redis lock documentation. It never
+//! serves a resource whose hand-over it did not receive.
 //!
 //! Broken variant:
 //! * `no-fence`: the new owner serves a resource as soon as it learns the new ring, and
@@ -185,10 +187,15 @@ impl Shared {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// What a coordinator keeps on disk: the ring it knows and its part in it, so that a
+/// restarted process neither serves what it never received nor forgets a hand-over it
+/// awaits.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct StoredRing {
     epoch: u64,
     members: Vec<NodeId>,
+    serving: Vec<String>,
+    awaiting: Vec<(String, NodeId)>,
 }
 
 const RING_KEY: &str = "sharded/ring";
@@ -204,8 +211,8 @@ pub struct Coordinator {
     awaiting: BTreeMap<String, NodeId>,
     /// resource -> (holder, lease end by the monotonic clock).
     locks: BTreeMap<String, (NodeId, LocalTime)>,
-    /// Restarted and waiting one lease before serving.
-    recovering: bool,
+    /// Restarted and waiting one lease before serving these (what it served before).
+    recovering: Option<BTreeSet<String>>,
 }
 
 impl Coordinator {
@@ -217,7 +224,7 @@ impl Coordinator {
             serving: BTreeSet::new(),
             awaiting: BTreeMap::new(),
             locks: BTreeMap::new(),
-            recovering: false,
+            recovering: None,
         }
     }
 
@@ -233,14 +240,35 @@ impl Coordinator {
         self.ring.members.iter().copied().collect()
     }
 
-    fn own_all_mine(&mut self, env: &mut dyn Env<Msg, Timer>) {
-        let me = env.me();
-        for r in &self.shared.resources {
-            if self.ring.owner(r) == me && self.serving.insert(r.clone()) {
-                env.observe(Observation::Owns {
-                    resource: r.clone(),
-                    epoch: self.ring.epoch,
-                });
+    fn persist(&self, env: &mut dyn Env<Msg, Timer>) {
+        let serving = match &self.recovering {
+            Some(resume) => resume.iter().cloned().collect(),
+            None => self.serving.iter().cloned().collect(),
+        };
+        env.store(
+            RING_KEY,
+            &StoredRing {
+                epoch: self.ring.epoch,
+                members: self.members(),
+                serving,
+                awaiting: self.awaiting.iter().map(|(r, n)| (r.clone(), *n)).collect(),
+            },
+        );
+    }
+
+    /// Starts serving `r` (or, while recovering, once the recovery is over).
+    fn own(&mut self, env: &mut dyn Env<Msg, Timer>, r: String) {
+        match &mut self.recovering {
+            Some(resume) => {
+                resume.insert(r);
+            }
+            None => {
+                if self.serving.insert(r.clone()) {
+                    env.observe(Observation::Owns {
+                        resource: r,
+                        epoch: self.ring.epoch,
+                    });
+                }
             }
         }
     }
@@ -250,22 +278,27 @@ impl Coordinator {
             Some(stored) => {
                 // A restart: the lock table is gone; wait out every lease it granted.
                 self.ring = self.shared.ring(stored.epoch, &stored.members);
-                self.recovering = true;
+                self.awaiting = stored.awaiting.into_iter().collect();
+                self.recovering = Some(stored.serving.into_iter().collect());
                 env.set_timer(Timer::Recovered, self.shared.ttl);
             }
             None => {
-                env.store(
-                    RING_KEY,
-                    &StoredRing {
-                        epoch: self.ring.epoch,
-                        members: self.members(),
-                    },
-                );
-                if self.ring.members.contains(&env.me()) {
-                    self.own_all_mine(env);
+                let me = env.me();
+                if self.ring.members.contains(&me) {
+                    let mine: Vec<String> = self
+                        .shared
+                        .resources
+                        .iter()
+                        .filter(|r| self.ring.owner(r) == me)
+                        .cloned()
+                        .collect();
+                    for r in mine {
+                        self.own(env, r);
+                    }
                 } else if let Some(at) = self.shared.standby_joins_at {
                     env.set_timer(Timer::Join, at);
                 }
+                self.persist(env);
             }
         }
     }
@@ -316,6 +349,7 @@ impl Coordinator {
         let now = env.monotonic();
         let next = self.shared.ring(epoch, members);
         let mut outgoing: BTreeMap<NodeId, Vec<(String, HandedLock)>> = BTreeMap::new();
+        let mut gained = Vec::new();
         for r in &self.shared.resources {
             let (was, will) = (self.ring.owner(r), next.owner(r));
             if was == me && will != me {
@@ -324,6 +358,9 @@ impl Coordinator {
                         resource: r.clone(),
                         epoch,
                     });
+                }
+                if let Some(resume) = &mut self.recovering {
+                    resume.remove(r);
                 }
                 self.awaiting.remove(r);
                 let lock = self
@@ -337,22 +374,16 @@ impl Coordinator {
             } else if will == me && was != me {
                 if self.shared.fence {
                     self.awaiting.insert(r.clone(), was);
-                } else if !self.recovering && self.serving.insert(r.clone()) {
-                    env.observe(Observation::Owns {
-                        resource: r.clone(),
-                        epoch,
-                    });
+                } else {
+                    gained.push(r.clone());
                 }
             }
         }
         self.ring = next;
-        env.store(
-            RING_KEY,
-            &StoredRing {
-                epoch,
-                members: members.to_vec(),
-            },
-        );
+        for r in gained {
+            self.own(env, r);
+        }
+        self.persist(env);
         for (to, locks) in outgoing {
             env.send(
                 to,
@@ -383,13 +414,9 @@ impl Coordinator {
             if let Some((holder, left)) = lock {
                 self.locks.insert(r.clone(), (holder, now + left));
             }
-            if !self.recovering && self.serving.insert(r.clone()) {
-                env.observe(Observation::Owns {
-                    resource: r,
-                    epoch: self.ring.epoch,
-                });
-            }
+            self.own(env, r);
         }
+        self.persist(env);
     }
 
     fn on_acquire(&mut self, env: &mut dyn Env<Msg, Timer>, from: NodeId, req: u64, r: String) {
@@ -402,7 +429,7 @@ impl Coordinator {
                     Msg::Granted { req, resource: r }
                 }
             }
-        } else if self.recovering || self.awaiting.contains_key(&r) {
+        } else if self.recovering.is_some() || self.awaiting.contains_key(&r) {
             Msg::Busy { req }
         } else {
             Msg::NotOwner {
@@ -442,26 +469,13 @@ impl Coordinator {
                 },
             ),
             Timer::Recovered => {
-                self.recovering = false;
-                let me = env.me();
-                let mine: Vec<String> = self
-                    .shared
-                    .resources
-                    .iter()
-                    .filter(|r| self.ring.owner(r) == me)
-                    .cloned()
-                    .collect();
-                for r in mine {
-                    // After a restart the hand-overs of resources gained before the crash
-                    // are gone with the process: what the ring says is ours, we serve.
-                    self.awaiting.remove(&r);
-                    if self.serving.insert(r.clone()) {
-                        env.observe(Observation::Owns {
-                            resource: r,
-                            epoch: self.ring.epoch,
-                        });
-                    }
+                // Serve again what was served before the crash (and what was handed over
+                // meanwhile); what still awaits its hand-over keeps waiting for it.
+                let resume = self.recovering.take().unwrap_or_default();
+                for r in resume {
+                    self.own(env, r);
                 }
+                self.persist(env);
             }
             _ => {}
         }
@@ -635,7 +649,12 @@ impl Protocol for ShardedLock {
     fn on_start(&mut self, env: &mut dyn Env<Msg, Timer>) {
         match self {
             ShardedLock::Coordinator(c) => c.on_start(env),
-            ShardedLock::Client(c) => c.think(env),
+            ShardedLock::Client(c) => {
+                // Request ids start at a random point, so a reply meant for the process
+                // that ran before a crash never matches a request of this one.
+                c.req = env.next_u64() >> 1;
+                c.think(env);
+            }
         }
     }
 

@@ -260,7 +260,12 @@ impl Protocol for VersionedStore {
     fn on_start(&mut self, env: &mut dyn Env<Msg, Timer>) {
         match self {
             VersionedStore::Storage(s) => s.cells = env.load(CELLS_KEY).unwrap_or_default(),
-            VersionedStore::Client(c) => c.think(env),
+            VersionedStore::Client(c) => {
+                // Operation ids start at a random point, so a reply meant for the process
+                // that ran before a crash never matches a request of this one.
+                c.op = env.next_u64() >> 1;
+                c.think(env);
+            }
         }
     }
 

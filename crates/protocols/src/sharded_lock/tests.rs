@@ -122,15 +122,16 @@ fn members_own_their_share_at_start_and_the_standby_arms_its_join() {
         })
         .collect();
     assert!(!owned.is_empty());
-    assert_eq!(effects[1..], owned[..]);
+    assert_eq!(effects[..owned.len()], owned[..]);
+    assert!(matches!(&effects[owned.len()..], [Effect::Store { key, .. }] if key == RING_KEY));
     let mut standby = Coordinator::new(s);
     let effects = step(&mut standby, 2, 0, |c, env| c.on_start(env));
     assert_eq!(
-        effects[1..],
-        [Effect::SetTimer {
+        effects[0],
+        Effect::SetTimer {
             timer: Timer::Join,
             after: ms(2_000)
-        }]
+        }
     );
 }
 
@@ -223,12 +224,14 @@ fn with_fencing_the_old_owner_disowns_and_hands_over_before_the_new_one_serves()
         members: vec![NodeId(0), NodeId(1), NodeId(2)],
         locks,
     };
+    // n0 no longer serves them, on disk too, before anything leaves it.
+    let stored = "{\"epoch\":2,\"members\":[0,1,2],\"serving\":[\"r0\",\"r1\",\"r11\",\"r15\",\"r2\",\"r5\",\"r7\"],\"awaiting\":[]}";
     assert_eq!(
         effects[disowned.len()..],
         [
             Effect::Store {
                 key: RING_KEY.into(),
-                value: Some("{\"epoch\":2,\"members\":[0,1,2]}".into())
+                value: Some(stored.into())
             },
             Effect::Send {
                 to: NodeId(2),
@@ -250,7 +253,7 @@ fn with_fencing_the_old_owner_disowns_and_hands_over_before_the_new_one_serves()
             })
         })
         .collect();
-    assert_eq!(effects, owned);
+    assert_eq!(effects[..owned.len()], owned[..]);
     let busy = step(&mut n2, 2, 2_100, |c, env| {
         c.on_message(
             env,
@@ -504,7 +507,9 @@ fn a_restarted_coordinator_waits_one_lease_before_serving_what_its_stored_ring_g
         }]
     );
     restarted.on_timer(&mut env, Timer::Recovered);
-    let expected: Effects = owned
+    let mut resumed = owned.clone();
+    resumed.sort();
+    let expected: Effects = resumed
         .iter()
         .map(|r| {
             Effect::Observe(Observation::Owns {
@@ -513,5 +518,43 @@ fn a_restarted_coordinator_waits_one_lease_before_serving_what_its_stored_ring_g
             })
         })
         .collect();
-    assert_eq!(env.take_effects(), expected);
+    let effects = env.take_effects();
+    assert_eq!(effects[..expected.len()], expected[..]);
+    assert!(matches!(&effects[expected.len()..], [Effect::Store { key, .. }] if key == RING_KEY));
+}
+
+#[test]
+fn a_restarted_new_owner_still_awaits_its_hand_over() {
+    let s = shared(true);
+    let ring2 = Ring::new(2, members(&[0, 1, 2]), s.vnodes);
+    let gained = mine(&ring2, 2, &s.resources);
+    let cluster = cluster(3, 2);
+    let mut storage = tenure_core::StorageMap::new();
+    let mut rng = tenure_core::SplitMix64(1);
+    let mut env: tenure_core::Step<'_, Msg, Timer> = tenure_core::Step::new(
+        NodeId(2),
+        &cluster,
+        LocalTime(0),
+        LocalTime(0),
+        &mut storage,
+        &mut rng,
+    );
+    // The standby joins, awaits its hand-overs, and crashes before they arrive.
+    let mut n2 = Coordinator::new(s.clone());
+    n2.on_start(&mut env);
+    n2.on_timer(&mut env, Timer::Join);
+    let mut restarted = Coordinator::new(s);
+    restarted.on_start(&mut env);
+    restarted.on_timer(&mut env, Timer::Recovered);
+    env.take_effects();
+    // It serves none of them, and answers Busy until the hand-over comes.
+    assert!(restarted.serving().is_empty());
+    restarted.on_acquire(&mut env, NodeId(3), 1, gained[0].clone());
+    assert_eq!(
+        env.take_effects(),
+        vec![Effect::Send {
+            to: NodeId(3),
+            msg: Msg::Busy { req: 1 }
+        }]
+    );
 }
