@@ -29,6 +29,9 @@
 //! keeps believing, so the belief checks fail under every long enough pause: they are
 //! teaching checks, used on purpose by the GC-pause scenarios. The action checks fail
 //! only when a node really acted on a stale lock, lease or leadership.
+//! | `deadlock` | [`deadlock`] |
+//! | `no-starvation` | [`no_starvation`] |
+//! | `single-owner` | [`single_owner`] |
 //!
 //! Semantics shared by all of them: beliefs are intervals of TRUE time (the simulator's
 //! clock, never a node's reading). A node's belief ends at its next contrary observation
@@ -46,6 +49,7 @@ use std::fmt;
 use tenure_core::{Cluster, History, NodeId, Record, RunInfo, SimTime};
 
 mod actions;
+pub mod deadlock;
 pub mod exactly_once;
 pub mod fencing_safety;
 pub mod leader_liveness;
@@ -56,10 +60,12 @@ pub mod lock_liveness;
 pub mod mutual_exclusion;
 pub mod mutual_exclusion_belief;
 pub mod no_lost_update;
+pub mod no_starvation;
 mod overlap;
 pub mod single_leader_at_a_time;
 pub mod single_leader_at_a_time_belief;
 pub mod single_leader_per_term;
+pub mod single_owner;
 pub mod testing;
 
 /// A property judged over a run's records.
@@ -186,6 +192,9 @@ const CATALOG: &[CheckerInfo] = &[
     exactly_once::INFO,
     lock_liveness::INFO,
     linearizability::checker::INFO,
+    deadlock::INFO,
+    no_starvation::INFO,
+    single_owner::INFO,
 ];
 
 /// Every checker, in a stable order.
@@ -250,6 +259,18 @@ pub fn build(
             cluster,
         )?),
         linearizability::checker::NAME => Box::new(linearizability::checker::Linearizability::new(
+            read_params(params)?,
+            cluster,
+        )?),
+        deadlock::NAME => Box::new(deadlock::DeadlockChecker::new(
+            read_params(params)?,
+            cluster,
+        )?),
+        no_starvation::NAME => Box::new(no_starvation::NoStarvation::new(
+            read_params(params)?,
+            cluster,
+        )?),
+        single_owner::NAME => Box::new(single_owner::SingleOwner::new(
             read_params(params)?,
             cluster,
         )?),
@@ -339,7 +360,7 @@ mod tests {
         let cluster = Cluster::uniform("node", 3);
         let names: std::collections::BTreeSet<&str> = catalog().iter().map(|c| c.name).collect();
         assert_eq!(names.len(), catalog().len());
-        assert_eq!(catalog().len(), 13);
+        assert_eq!(catalog().len(), 16);
         for info in catalog() {
             let checker = build(info.name, &serde_json::Value::Null, &cluster).unwrap();
             assert_eq!(checker.name(), info.name);
@@ -360,7 +381,8 @@ mod tests {
             "unknown checker `single-leader`; known checkers: single-leader-per-term, \
              single-leader-at-a-time, single-leader-at-a-time-belief, leader-liveness, \
              mutual-exclusion, mutual-exclusion-belief, lease-safety, lease-safety-belief, \
-             fencing-safety, no-lost-update, exactly-once, lock-liveness, linearizability"
+             fencing-safety, no-lost-update, exactly-once, lock-liveness, linearizability, \
+             deadlock, no-starvation, single-owner"
         );
     }
 

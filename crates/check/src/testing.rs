@@ -165,6 +165,14 @@ impl H {
             resource: resource.into(),
         })
     }
+    pub fn gives_up(self, resource: &str) -> H {
+        self.obs(Observation::GivesUp {
+            resource: resource.into(),
+        })
+    }
+    pub fn done(self) -> H {
+        self.obs(Observation::Done)
+    }
     /// The current node (the resource's server) got a write from `client`.
     pub fn write(
         self,

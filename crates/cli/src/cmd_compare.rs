@@ -538,12 +538,18 @@ fn ms(ns: Option<u64>) -> String {
     }
 }
 
+/// Whether a checker judges progress (something good eventually happens) rather than
+/// safety: the `*-liveness` checks, `deadlock` and `no-starvation`.
+fn is_liveness(checker: &str) -> bool {
+    checker.contains("liveness") || matches!(checker, "deadlock" | "no-starvation")
+}
+
 fn violations_cell(row: &Row, liveness: bool) -> String {
     let n = row.seeds.len();
     let parts: Vec<String> = row
         .violations
         .iter()
-        .filter(|(name, k)| *k > 0 && name.contains("liveness") == liveness)
+        .filter(|(name, k)| *k > 0 && is_liveness(name) == liveness)
         .map(|(name, k)| format!("{name} {k}/{n}"))
         .collect();
     if parts.is_empty() {

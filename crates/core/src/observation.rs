@@ -53,6 +53,17 @@ pub enum Observation {
     /// fencing `token` (0 when the lock service issues none). `mutual-exclusion` judges
     /// these: what a client does, not what it believes.
     Acts { resource: String, token: u64 },
+    /// A client stops waiting for `resource` without getting it (an acquire timeout, a
+    /// refused try-lock); it may start waiting again later.
+    GivesUp { resource: String },
+    /// A coordinator of a sharded service starts acting as the owner of `resource`
+    /// (granting and serving its lock) under membership `epoch`.
+    Owns { resource: String, epoch: u64 },
+    /// The coordinator stops acting as the owner of `resource` (it handed it over).
+    Disowns { resource: String, epoch: u64 },
+    /// A client finished one unit of work (a multi-lock client: it held every lock of one
+    /// request, did its work and released them). `no-starvation` counts these.
+    Done,
 
     // --- protected resources ---
     /// The resource got a write from `client` with `token` (if any) and accepted it or
@@ -120,6 +131,10 @@ impl Observation {
             Observation::Releases { .. } => "releases",
             Observation::Retry { .. } => "retry",
             Observation::Acts { .. } => "acts",
+            Observation::GivesUp { .. } => "gives-up",
+            Observation::Done => "done",
+            Observation::Owns { .. } => "owns",
+            Observation::Disowns { .. } => "disowns",
             Observation::Write { .. } => "write",
             Observation::Acked { .. } => "acked",
             Observation::Requested { .. } => "requested",

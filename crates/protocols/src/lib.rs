@@ -19,6 +19,12 @@
 //!   think) over a small [`workload::LockApi`] trait.
 //! * [`lock_server`]: a Redis-like lock server (`SET NX PX`, compare-and-delete, `DEL`,
 //!   fencing tokens).
+//! * [`multi_lock`] (`multi-lock`): clients that need k of m locks at once (hold and
+//!   wait or try-lock, in a global order or not), for deadlocks and contention.
+//! * [`sharded_lock`] (`sharded-lock`): a lock service sharded by a consistent-hash
+//!   ring with virtual nodes; join/leave hand ownership over (fenced or not).
+//! * [`versioned_store`] (`versioned-store`): optimistic concurrency, read-modify-write
+//!   with compare-and-set on a versioned store, the alternative to locks.
 //! * [`redis_lock`] (`redis-lock`), [`redlock`] (`redlock`), [`fencing`] (`fencing`),
 //!   [`idempotency`] (`idempotency`).
 //! * [`zookeeper`] (`zookeeper`): sessions, ephemeral sequential znodes and watches, with
@@ -32,12 +38,15 @@ pub mod fencing;
 pub mod idempotency;
 pub mod leader_lease;
 pub mod lock_server;
+pub mod multi_lock;
 pub mod promises;
 pub mod raft;
 pub mod redis_lock;
 pub mod redlock;
 pub mod resource;
+pub mod sharded_lock;
 pub mod util;
+pub mod versioned_store;
 pub mod workload;
 pub mod zookeeper;
 

@@ -5,7 +5,8 @@
 use tenure_core::{Catalogue, Visitor};
 use tenure_protocols::{
     bully::Bully, etcd_lock::EtcdLock, fencing::Fencing, idempotency::Idempotency,
-    leader_lease::LeaderLease, raft::Raft, redis_lock::RedisLock, redlock::Redlock,
+    leader_lease::LeaderLease, multi_lock::MultiLock, raft::Raft, redis_lock::RedisLock,
+    redlock::Redlock, sharded_lock::ShardedLock, versioned_store::VersionedStore,
     zookeeper::ZooKeeper,
 };
 
@@ -24,6 +25,9 @@ impl Catalogue for Zoo {
         v.visit::<EtcdLock>();
         v.visit::<ZooKeeper>();
         v.visit::<Idempotency>();
+        v.visit::<MultiLock>();
+        v.visit::<ShardedLock>();
+        v.visit::<VersionedStore>();
     }
 }
 

@@ -1,0 +1,836 @@
+//! `sharded-lock`: a lock service sharded over coordinators by consistent hashing, with
+//! membership changes that move ownership through a hand-over protocol.
+//!
+//! Resources `r0 .. r{n-1}` are mapped to coordinators by a hash ring with virtual
+//! nodes ([`Ring`]: each member owns `vnodes` points, SHA-256 of `"<node>#<i>"`; a
+//! resource belongs to the first point at or after the hash of its name, wrapping).
+//! Karger et al., "Consistent Hashing and Random Trees" (STOC 1997); virtual nodes as in
+//! Dynamo (DeCandia et al., SOSP 2007, §4.2). When a coordinator joins or leaves, only
+//! the resources whose owner changes move: about `1/n` of them for `n` members. The
+//! coordinator that starts a change observes the moved fraction as a `Note` and as
+//! `Custom { name: "moved-permille" }`.
+//!
+//! Membership: every node starts with epoch 1 (all coordinators but the last `standby`
+//! ones). A standby coordinator joins by itself at `standby_joins_at` (unless
+//! `auto_join = false`); a scenario `request` event named `join` or `leave` sent to a
+//! coordinator makes it join or leave. The coordinator that changes the membership
+//! broadcasts the new epoch and member list to every node (`Config`), standing in for
+//! the consensus store (etcd, ZooKeeper) real systems keep it in. One change at a time:
+//! concurrent changes, and changes while a coordinator is down, are out of scope.
+//!
+//! The hand-over (variant `correct`): on learning a new epoch, a coordinator that loses
+//! a resource stops serving it first (it is fenced: `Disowns`), then sends the
+//! resource's lock (holder and remaining lease) to the new owner in a `Handover`. The
+//! new owner answers `Busy` for that resource until the hand-over arrives, and only
+//! then serves it (`Owns`). So at every instant at most one coordinator acts as the
+//! owner (checked by `single-owner`), and a lock granted by the old owner is honoured
+//! by the new one (checked by `mutual-exclusion` over the clients). Dynamo §4.9 does
+//! the same with its key ranges: the old owner transfers them and only then stops
+//! being responsible.
+//!
+//! A coordinator keeps on disk the ring it knows, the resources it serves and the
+//! hand-overs it awaits. A restarted one reads them back and waits one lease (`ttl`)
+//! before serving again, so locks it granted before its crash (its lock table is in
+//! memory) have expired: the delayed restart of the Redis lock documentation. It never
+//! serves a resource whose hand-over it did not receive.
+//!
+//! Broken variant:
+//! * `no-fence`: the new owner serves a resource as soon as it learns the new ring, and
+//!   nothing is handed over. Until the old owner learns the change (a network delay
+//!   later) both serve the resource (breaks `single-owner`), and a lock the old owner
+//!   granted is unknown to the new one, which grants it again (breaks
+//!   `mutual-exclusion`).
+//!
+//! Clients: think, pick a resource uniformly, `Acquire` it from its owner by their own
+//! view of the ring (a `NotOwner` reply carries the newer ring; `Busy` means retry),
+//! hold it for `hold_time` (below `ttl`), `Release` it, repeat.
+
+use crate::redis_lock::check_role_count;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+use tenure_core::{
+    Cluster, Configurable, Env, HumanDuration, LocalTime, NodeId, Observation, ParamError,
+    Protocol, ProtocolInfo, Request, RoleInfo, StorageExt, VariantInfo,
+};
+
+/// A lock handed over: the holder and what remains of its lease.
+pub type HandedLock = Option<(NodeId, Duration)>;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Msg {
+    /// The membership of `epoch`.
+    Config {
+        epoch: u64,
+        members: Vec<NodeId>,
+    },
+    /// From the old owner to the new one: the resources it gave up under `epoch` (whose
+    /// members it repeats, in case the `Config` is still on its way), with their locks.
+    Handover {
+        epoch: u64,
+        members: Vec<NodeId>,
+        locks: Vec<(String, HandedLock)>,
+    },
+    Acquire {
+        req: u64,
+        resource: String,
+    },
+    Granted {
+        req: u64,
+        resource: String,
+    },
+    /// The resource is locked, or its hand-over has not arrived yet: retry later.
+    Busy {
+        req: u64,
+    },
+    /// Not mine; here is the ring I know.
+    NotOwner {
+        req: u64,
+        epoch: u64,
+        members: Vec<NodeId>,
+    },
+    Release {
+        resource: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Timer {
+    /// A standby coordinator joins by itself.
+    Join,
+    /// A restarted coordinator has waited one lease: serve again.
+    Recovered,
+    Think,
+    Retry,
+    Reply,
+    Hold,
+}
+
+/// The hash of a name on the ring: the first 8 bytes of its SHA-256.
+pub fn ring_hash(name: &str) -> u64 {
+    let digest = Sha256::digest(name.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first)
+}
+
+/// A consistent-hash ring with virtual nodes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Ring {
+    pub epoch: u64,
+    pub members: BTreeSet<NodeId>,
+    points: BTreeMap<u64, NodeId>,
+}
+
+impl Ring {
+    pub fn new(epoch: u64, members: BTreeSet<NodeId>, vnodes: u32) -> Ring {
+        let mut points = BTreeMap::new();
+        for m in &members {
+            for v in 0..vnodes {
+                // A collision of 64-bit hashes keeps the first member: deterministic.
+                points
+                    .entry(ring_hash(&format!("{}#{v}", m.0)))
+                    .or_insert(*m);
+            }
+        }
+        Ring {
+            epoch,
+            members,
+            points,
+        }
+    }
+
+    /// The owner of `key`: the first point at or after its hash, wrapping around.
+    pub fn owner(&self, key: &str) -> NodeId {
+        let h = ring_hash(key);
+        let (_, node) = self
+            .points
+            .range(h..)
+            .next()
+            .or_else(|| self.points.iter().next())
+            .expect("a ring has at least one member");
+        *node
+    }
+}
+
+/// How many of `resources` change owner from `a` to `b`.
+pub fn moved(a: &Ring, b: &Ring, resources: &[String]) -> usize {
+    resources
+        .iter()
+        .filter(|r| a.owner(r) != b.owner(r))
+        .count()
+}
+
+/// What every node of a run shares.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Shared {
+    pub resources: Vec<String>,
+    pub vnodes: u32,
+    pub coordinators: Vec<NodeId>,
+    pub clients: Vec<NodeId>,
+    /// The members of epoch 1.
+    pub initial: BTreeSet<NodeId>,
+    pub standby_joins_at: Option<Duration>,
+    /// `correct`: hand over with fencing; `no-fence`: serve at once, hand nothing over.
+    pub fence: bool,
+    pub ttl: Duration,
+    pub hold_time: Duration,
+    pub think_time: (Duration, Duration),
+    pub retry_delay: (Duration, Duration),
+    pub request_timeout: Duration,
+}
+
+impl Shared {
+    fn ring(&self, epoch: u64, members: &[NodeId]) -> Ring {
+        Ring::new(epoch, members.iter().copied().collect(), self.vnodes)
+    }
+}
+
+/// What a coordinator keeps on disk: the ring it knows and its part in it, so that a
+/// restarted process neither serves what it never received nor forgets a hand-over it
+/// awaits.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct StoredRing {
+    epoch: u64,
+    members: Vec<NodeId>,
+    serving: Vec<String>,
+    awaiting: Vec<(String, NodeId)>,
+}
+
+const RING_KEY: &str = "sharded/ring";
+
+/// A coordinator: owns the resources the ring gives it, grants their locks.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Coordinator {
+    shared: Shared,
+    ring: Ring,
+    /// Resources it acts as the owner of.
+    serving: BTreeSet<String>,
+    /// Gained resources whose hand-over has not arrived: resource -> old owner.
+    awaiting: BTreeMap<String, NodeId>,
+    /// resource -> (holder, lease end by the monotonic clock).
+    locks: BTreeMap<String, (NodeId, LocalTime)>,
+    /// Restarted and waiting one lease before serving these (what it served before).
+    recovering: Option<BTreeSet<String>>,
+}
+
+impl Coordinator {
+    pub fn new(shared: Shared) -> Coordinator {
+        let ring = Ring::new(1, shared.initial.clone(), shared.vnodes);
+        Coordinator {
+            shared,
+            ring,
+            serving: BTreeSet::new(),
+            awaiting: BTreeMap::new(),
+            locks: BTreeMap::new(),
+            recovering: None,
+        }
+    }
+
+    pub fn ring(&self) -> &Ring {
+        &self.ring
+    }
+
+    pub fn serving(&self) -> &BTreeSet<String> {
+        &self.serving
+    }
+
+    fn members(&self) -> Vec<NodeId> {
+        self.ring.members.iter().copied().collect()
+    }
+
+    fn persist(&self, env: &mut dyn Env<Msg, Timer>) {
+        let serving = match &self.recovering {
+            Some(resume) => resume.iter().cloned().collect(),
+            None => self.serving.iter().cloned().collect(),
+        };
+        env.store(
+            RING_KEY,
+            &StoredRing {
+                epoch: self.ring.epoch,
+                members: self.members(),
+                serving,
+                awaiting: self.awaiting.iter().map(|(r, n)| (r.clone(), *n)).collect(),
+            },
+        );
+    }
+
+    /// Starts serving `r` (or, while recovering, once the recovery is over).
+    fn own(&mut self, env: &mut dyn Env<Msg, Timer>, r: String) {
+        match &mut self.recovering {
+            Some(resume) => {
+                resume.insert(r);
+            }
+            None => {
+                if self.serving.insert(r.clone()) {
+                    env.observe(Observation::Owns {
+                        resource: r,
+                        epoch: self.ring.epoch,
+                    });
+                }
+            }
+        }
+    }
+
+    pub fn on_start(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        match env.load::<StoredRing>(RING_KEY) {
+            Some(stored) => {
+                // A restart: the lock table is gone; wait out every lease it granted.
+                self.ring = self.shared.ring(stored.epoch, &stored.members);
+                self.awaiting = stored.awaiting.into_iter().collect();
+                self.recovering = Some(stored.serving.into_iter().collect());
+                env.set_timer(Timer::Recovered, self.shared.ttl);
+            }
+            None => {
+                let me = env.me();
+                if self.ring.members.contains(&me) {
+                    let mine: Vec<String> = self
+                        .shared
+                        .resources
+                        .iter()
+                        .filter(|r| self.ring.owner(r) == me)
+                        .cloned()
+                        .collect();
+                    for r in mine {
+                        self.own(env, r);
+                    }
+                } else if let Some(at) = self.shared.standby_joins_at {
+                    env.set_timer(Timer::Join, at);
+                }
+                self.persist(env);
+            }
+        }
+    }
+
+    /// Starts a membership change to `members` (the next epoch): tell everyone, apply.
+    fn change(&mut self, env: &mut dyn Env<Msg, Timer>, members: BTreeSet<NodeId>, what: &str) {
+        let epoch = self.ring.epoch + 1;
+        let members: Vec<NodeId> = members.into_iter().collect();
+        let next = self.shared.ring(epoch, &members);
+        let n = self.shared.resources.len();
+        let m = moved(&self.ring, &next, &self.shared.resources);
+        let permille = (m * 1000 / n.max(1)) as i64;
+        env.observe(Observation::Note {
+            text: format!(
+                "epoch {epoch}: {what}; {m} of {n} resources change owner ({}.{}%), 1/{} = {:.1}%",
+                permille / 10,
+                permille % 10,
+                members.len().max(self.ring.members.len()),
+                100.0 / members.len().max(self.ring.members.len()) as f64
+            ),
+        });
+        env.observe(Observation::Custom {
+            name: "moved-permille".into(),
+            value: permille,
+        });
+        let me = env.me();
+        for to in self.shared.coordinators.iter().chain(&self.shared.clients) {
+            if *to != me {
+                env.send(
+                    *to,
+                    Msg::Config {
+                        epoch,
+                        members: members.clone(),
+                    },
+                );
+            }
+        }
+        self.apply(env, epoch, &members);
+    }
+
+    /// Moves to the ring of `epoch` if it is newer: hand over what it loses, await (or,
+    /// without fencing, take at once) what it gains.
+    fn apply(&mut self, env: &mut dyn Env<Msg, Timer>, epoch: u64, members: &[NodeId]) {
+        if epoch <= self.ring.epoch {
+            return;
+        }
+        let me = env.me();
+        let now = env.monotonic();
+        let next = self.shared.ring(epoch, members);
+        let mut outgoing: BTreeMap<NodeId, Vec<(String, HandedLock)>> = BTreeMap::new();
+        let mut gained = Vec::new();
+        for r in &self.shared.resources {
+            let (was, will) = (self.ring.owner(r), next.owner(r));
+            if was == me && will != me {
+                if self.serving.remove(r) {
+                    env.observe(Observation::Disowns {
+                        resource: r.clone(),
+                        epoch,
+                    });
+                }
+                if let Some(resume) = &mut self.recovering {
+                    resume.remove(r);
+                }
+                self.awaiting.remove(r);
+                let lock = self
+                    .locks
+                    .remove(r)
+                    .filter(|(_, end)| now < *end)
+                    .map(|(holder, end)| (holder, now.until(end)));
+                if self.shared.fence {
+                    outgoing.entry(will).or_default().push((r.clone(), lock));
+                }
+            } else if will == me && was != me {
+                if self.shared.fence {
+                    self.awaiting.insert(r.clone(), was);
+                } else {
+                    gained.push(r.clone());
+                }
+            }
+        }
+        self.ring = next;
+        for r in gained {
+            self.own(env, r);
+        }
+        self.persist(env);
+        for (to, locks) in outgoing {
+            env.send(
+                to,
+                Msg::Handover {
+                    epoch,
+                    members: members.to_vec(),
+                    locks,
+                },
+            );
+        }
+    }
+
+    fn on_handover(
+        &mut self,
+        env: &mut dyn Env<Msg, Timer>,
+        from: NodeId,
+        epoch: u64,
+        members: &[NodeId],
+        locks: Vec<(String, HandedLock)>,
+    ) {
+        self.apply(env, epoch, members);
+        let now = env.monotonic();
+        for (r, lock) in locks {
+            if self.awaiting.get(&r) != Some(&from) {
+                continue;
+            }
+            self.awaiting.remove(&r);
+            if let Some((holder, left)) = lock {
+                self.locks.insert(r.clone(), (holder, now + left));
+            }
+            self.own(env, r);
+        }
+        self.persist(env);
+    }
+
+    fn on_acquire(&mut self, env: &mut dyn Env<Msg, Timer>, from: NodeId, req: u64, r: String) {
+        let now = env.monotonic();
+        let reply = if self.serving.contains(&r) {
+            match self.locks.get(&r) {
+                Some((holder, end)) if *holder != from && now < *end => Msg::Busy { req },
+                _ => {
+                    self.locks.insert(r.clone(), (from, now + self.shared.ttl));
+                    Msg::Granted { req, resource: r }
+                }
+            }
+        } else if self.recovering.is_some() || self.awaiting.contains_key(&r) {
+            Msg::Busy { req }
+        } else {
+            Msg::NotOwner {
+                req,
+                epoch: self.ring.epoch,
+                members: self.members(),
+            }
+        };
+        env.send(from, reply);
+    }
+
+    fn on_message(&mut self, env: &mut dyn Env<Msg, Timer>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::Config { epoch, members } => self.apply(env, epoch, &members),
+            Msg::Handover {
+                epoch,
+                members,
+                locks,
+            } => self.on_handover(env, from, epoch, &members, locks),
+            Msg::Acquire { req, resource } => self.on_acquire(env, from, req, resource),
+            Msg::Release { resource } => {
+                if self.locks.get(&resource).is_some_and(|(h, _)| *h == from) {
+                    self.locks.remove(&resource);
+                }
+            }
+            Msg::Granted { .. } | Msg::Busy { .. } | Msg::NotOwner { .. } => {}
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut dyn Env<Msg, Timer>, timer: Timer) {
+        match timer {
+            Timer::Join => self.on_request(
+                env,
+                &Request {
+                    name: "join".into(),
+                    arg: 0,
+                },
+            ),
+            Timer::Recovered => {
+                // Serve again what was served before the crash (and what was handed over
+                // meanwhile); what still awaits its hand-over keeps waiting for it.
+                let resume = self.recovering.take().unwrap_or_default();
+                for r in resume {
+                    self.own(env, r);
+                }
+                self.persist(env);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_request(&mut self, env: &mut dyn Env<Msg, Timer>, request: &Request) {
+        let me = env.me();
+        let mut members = self.ring.members.clone();
+        match request.name.as_str() {
+            "join" if !members.contains(&me) => {
+                members.insert(me);
+                self.change(env, members, &format!("{me} joins"));
+            }
+            "leave" if members.contains(&me) && members.len() > 1 => {
+                members.remove(&me);
+                self.change(env, members, &format!("{me} leaves"));
+            }
+            other => env.observe(Observation::Note {
+                text: format!(
+                    "request `{other}` ignored (in the ring: {})",
+                    members.contains(&me)
+                ),
+            }),
+        }
+    }
+}
+
+/// Where a client is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    Thinking,
+    Acquiring,
+    Holding,
+}
+
+/// A lock client that routes by its own view of the ring.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Client {
+    shared: Shared,
+    ring: Ring,
+    phase: Phase,
+    resource: String,
+    req: u64,
+    /// The coordinator that granted the lock it holds.
+    granted_by: Option<NodeId>,
+}
+
+impl Client {
+    pub fn new(shared: Shared) -> Client {
+        let ring = Ring::new(1, shared.initial.clone(), shared.vnodes);
+        Client {
+            shared,
+            ring,
+            phase: Phase::Thinking,
+            resource: String::new(),
+            req: 0,
+            granted_by: None,
+        }
+    }
+
+    fn think(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        self.phase = Phase::Thinking;
+        let (lo, hi) = self.shared.think_time;
+        let pause = env.duration_between(lo, hi);
+        env.set_timer(Timer::Think, pause);
+    }
+
+    fn send_acquire(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        self.req += 1;
+        let to = self.ring.owner(&self.resource);
+        env.send(
+            to,
+            Msg::Acquire {
+                req: self.req,
+                resource: self.resource.clone(),
+            },
+        );
+        env.set_timer(Timer::Reply, self.shared.request_timeout);
+    }
+
+    fn retry_later(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        env.cancel_timer(&Timer::Reply);
+        let (lo, hi) = self.shared.retry_delay;
+        let delay = env.duration_between(lo, hi);
+        env.set_timer(Timer::Retry, delay);
+    }
+
+    fn learn(&mut self, epoch: u64, members: &[NodeId]) {
+        if epoch > self.ring.epoch {
+            self.ring = self.shared.ring(epoch, members);
+        }
+    }
+
+    fn on_message(&mut self, env: &mut dyn Env<Msg, Timer>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::Config { epoch, members } => self.learn(epoch, &members),
+            Msg::Granted { req, resource } if req == self.req && self.phase == Phase::Acquiring => {
+                env.cancel_timer(&Timer::Reply);
+                self.phase = Phase::Holding;
+                self.granted_by = Some(from);
+                env.observe(Observation::Holds { resource, token: 0 });
+                env.set_timer(Timer::Hold, self.shared.hold_time);
+            }
+            Msg::Busy { req } if req == self.req && self.phase == Phase::Acquiring => {
+                self.retry_later(env)
+            }
+            Msg::NotOwner {
+                req,
+                epoch,
+                members,
+            } if req == self.req && self.phase == Phase::Acquiring => {
+                self.learn(epoch, &members);
+                self.retry_later(env);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut dyn Env<Msg, Timer>, timer: Timer) {
+        match (timer, self.phase) {
+            (Timer::Think, Phase::Thinking) => {
+                let n = self.shared.resources.len() as u64;
+                let i = env.range_inclusive(0, n - 1) as usize;
+                self.resource = self.shared.resources[i].clone();
+                self.phase = Phase::Acquiring;
+                env.observe(Observation::Waiting {
+                    resource: self.resource.clone(),
+                });
+                self.send_acquire(env);
+            }
+            (Timer::Retry | Timer::Reply, Phase::Acquiring) => self.send_acquire(env),
+            (Timer::Hold, Phase::Holding) => {
+                if let Some(to) = self.granted_by.take() {
+                    env.send(
+                        to,
+                        Msg::Release {
+                            resource: self.resource.clone(),
+                        },
+                    );
+                }
+                env.observe(Observation::Releases {
+                    resource: self.resource.clone(),
+                });
+                self.think(env);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A sharded-lock node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ShardedLock {
+    Coordinator(Box<Coordinator>),
+    Client(Box<Client>),
+}
+
+impl Protocol for ShardedLock {
+    type Msg = Msg;
+    type Timer = Timer;
+    type Config = Shared;
+
+    fn new(config: &Shared, me: NodeId, cluster: &Cluster) -> ShardedLock {
+        match cluster.role_of(me) {
+            "coordinator" => ShardedLock::Coordinator(Box::new(Coordinator::new(config.clone()))),
+            "client" => ShardedLock::Client(Box::new(Client::new(config.clone()))),
+            other => panic!("{me} plays role `{other}`, which sharded-lock does not have"),
+        }
+    }
+
+    fn on_start(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        match self {
+            ShardedLock::Coordinator(c) => c.on_start(env),
+            ShardedLock::Client(c) => {
+                // Request ids start at a random point, so a reply meant for the process
+                // that ran before a crash never matches a request of this one.
+                c.req = env.next_u64() >> 1;
+                c.think(env);
+            }
+        }
+    }
+
+    fn on_message(&mut self, env: &mut dyn Env<Msg, Timer>, from: NodeId, msg: Msg) {
+        match self {
+            ShardedLock::Coordinator(c) => c.on_message(env, from, msg),
+            ShardedLock::Client(c) => c.on_message(env, from, msg),
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut dyn Env<Msg, Timer>, timer: Timer) {
+        match self {
+            ShardedLock::Coordinator(c) => c.on_timer(env, timer),
+            ShardedLock::Client(c) => c.on_timer(env, timer),
+        }
+    }
+
+    fn on_request(&mut self, env: &mut dyn Env<Msg, Timer>, request: &Request) {
+        if let ShardedLock::Coordinator(c) = self {
+            c.on_request(env, request);
+        }
+    }
+}
+
+/// The scenario parameters of `sharded-lock`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShardedLockParams {
+    /// How many resources (`r0` .. `r{resources-1}`).
+    pub resources: u32,
+    /// Points per coordinator on the ring.
+    pub vnodes: u32,
+    /// How many of the last coordinators start outside the ring.
+    pub standby: u32,
+    /// Standby coordinators join by themselves at this time (with `auto_join`).
+    pub standby_joins_at: HumanDuration,
+    pub auto_join: bool,
+    /// A lock's lease at its coordinator.
+    pub ttl: HumanDuration,
+    /// How long a client holds a lock (below `ttl`).
+    pub hold_time: HumanDuration,
+    pub think_time: [HumanDuration; 2],
+    /// How long a client waits before asking again after `Busy` or `NotOwner`.
+    pub retry_delay: [HumanDuration; 2],
+    pub request_timeout: HumanDuration,
+}
+
+impl Default for ShardedLockParams {
+    fn default() -> ShardedLockParams {
+        let ms = |n| HumanDuration(Duration::from_millis(n));
+        ShardedLockParams {
+            resources: 64,
+            vnodes: 32,
+            standby: 1,
+            standby_joins_at: ms(2_000),
+            auto_join: true,
+            ttl: ms(1_000),
+            hold_time: ms(200),
+            think_time: [ms(50), ms(150)],
+            retry_delay: [ms(20), ms(60)],
+            request_timeout: ms(300),
+        }
+    }
+}
+
+impl ShardedLockParams {
+    fn shared(&self, cluster: &Cluster, fence: bool) -> Result<Shared, ParamError> {
+        check_role_count(cluster, "coordinator", 1, usize::MAX)?;
+        check_role_count(cluster, "client", 1, usize::MAX)?;
+        let coordinators: Vec<NodeId> = cluster.with_role("coordinator").collect();
+        if self.standby as usize >= coordinators.len() {
+            return Err(ParamError::new(
+                "standby",
+                format!(
+                    "must leave at least one of the {} coordinators in the ring",
+                    coordinators.len()
+                ),
+            ));
+        }
+        if !(1..=10_000).contains(&self.resources) {
+            return Err(ParamError::new("resources", "must be between 1 and 10000"));
+        }
+        if !(1..=1_000).contains(&self.vnodes) {
+            return Err(ParamError::new("vnodes", "must be between 1 and 1000"));
+        }
+        for (name, d) in [
+            ("ttl", self.ttl),
+            ("hold_time", self.hold_time),
+            ("request_timeout", self.request_timeout),
+            ("retry_delay", self.retry_delay[1]),
+        ] {
+            if d.0.is_zero() {
+                return Err(ParamError::new(name, "must be above zero"));
+            }
+        }
+        if self.hold_time.0 >= self.ttl.0 {
+            return Err(ParamError::new(
+                "hold_time",
+                "must be below ttl (a client holds a lock only while its lease lasts)",
+            ));
+        }
+        for (name, [lo, hi]) in [
+            ("think_time", self.think_time),
+            ("retry_delay", self.retry_delay),
+        ] {
+            if lo.0 > hi.0 {
+                return Err(ParamError::new(name, "the minimum is above the maximum"));
+            }
+        }
+        let in_ring = coordinators.len() - self.standby as usize;
+        Ok(Shared {
+            resources: (0..self.resources).map(|i| format!("r{i}")).collect(),
+            vnodes: self.vnodes,
+            initial: coordinators[..in_ring].iter().copied().collect(),
+            coordinators,
+            clients: cluster.with_role("client").collect(),
+            standby_joins_at: self.auto_join.then_some(self.standby_joins_at.0),
+            fence,
+            ttl: self.ttl.0,
+            hold_time: self.hold_time.0,
+            think_time: (self.think_time[0].0, self.think_time[1].0),
+            retry_delay: (self.retry_delay[0].0, self.retry_delay[1].0),
+            request_timeout: self.request_timeout.0,
+        })
+    }
+}
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "sharded-lock",
+    summary: "a lock service sharded over coordinators by a consistent-hash ring; join/leave hand ownership over",
+    roles: &[
+        RoleInfo {
+            name: "coordinator",
+            summary: "lock coordinators, each owning the resources the ring gives it (the last `standby` start outside the ring)",
+            default_count: 4,
+        },
+        RoleInfo {
+            name: "client",
+            summary: "lock clients: acquire a random resource from its owner, hold, release",
+            default_count: 4,
+        },
+    ],
+    variants: &[
+        VariantInfo {
+            name: "correct",
+            summary: "the old owner stops serving and hands the lock over; the new owner serves only after the hand-over",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "no-fence",
+            summary: "the new owner serves as soon as it learns the ring; nothing is handed over",
+            breaks: &["single-owner", "mutual-exclusion"],
+        },
+    ],
+};
+
+impl Configurable for ShardedLock {
+    type Params = ShardedLockParams;
+
+    fn info() -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn configure(
+        params: ShardedLockParams,
+        variant: &str,
+        cluster: &Cluster,
+    ) -> Result<Shared, ParamError> {
+        let fence = match variant {
+            "correct" => true,
+            "no-fence" => false,
+            other => panic!("sharded-lock has no variant `{other}`; the caller checks"),
+        };
+        params.shared(cluster, fence)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,560 @@
+use super::*;
+use crate::redis_lock::tests::run_in;
+use crate::testkit::Net;
+use tenure_core::{Effect, RoleSpec};
+
+type Effects = Vec<Effect<Msg, Timer>>;
+
+fn cluster(coordinators: u32, clients: u32) -> Cluster {
+    Cluster::new(vec![
+        RoleSpec {
+            role: "coordinator".into(),
+            count: coordinators,
+        },
+        RoleSpec {
+            role: "client".into(),
+            count: clients,
+        },
+    ])
+    .unwrap()
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn members(ids: &[u32]) -> BTreeSet<NodeId> {
+    ids.iter().map(|i| NodeId(*i)).collect()
+}
+
+fn names(n: u32) -> Vec<String> {
+    (0..n).map(|i| format!("r{i}")).collect()
+}
+
+#[test]
+fn the_ring_is_stable_and_a_join_moves_about_one_nth_of_the_resources_all_to_the_joiner() {
+    let resources = names(2_000);
+    for n in [3u32, 4, 8] {
+        let before = Ring::new(1, (0..n).map(NodeId).collect(), 64);
+        let after = Ring::new(2, (0..=n).map(NodeId).collect(), 64);
+        assert_eq!(before.owner("r7"), before.clone().owner("r7"));
+        let m = moved(&before, &after, &resources);
+        let fraction = m as f64 / resources.len() as f64;
+        let ideal = 1.0 / f64::from(n + 1);
+        assert!(
+            (fraction - ideal).abs() < 0.35 * ideal,
+            "{n} -> {}: moved {fraction:.3}, ideal {ideal:.3}",
+            n + 1
+        );
+        // Only to the joiner: nothing moves between old members.
+        for r in &resources {
+            let (a, b) = (before.owner(r), after.owner(r));
+            assert!(a == b || b == NodeId(n), "{r} moved {a} -> {b}");
+        }
+        // A leave moves back exactly the same resources.
+        assert_eq!(moved(&after, &before, &resources), m);
+    }
+}
+
+#[test]
+fn virtual_nodes_spread_the_load() {
+    let resources = names(4_000);
+    let load = |vnodes| {
+        let ring = Ring::new(1, members(&[0, 1, 2, 3]), vnodes);
+        let mut per: BTreeMap<NodeId, usize> = BTreeMap::new();
+        for r in &resources {
+            *per.entry(ring.owner(r)).or_default() += 1;
+        }
+        let max = *per.values().max().unwrap() as f64;
+        max / (resources.len() as f64 / 4.0)
+    };
+    // The most loaded member's share against the ideal: one point each is lopsided,
+    // 128 points each are close.
+    let (one, many) = (load(1), load(128));
+    assert!(one > 1.2 && many < 1.15 && many < one, "{one} vs {many}");
+}
+
+fn shared(fence: bool) -> Shared {
+    let params = ShardedLockParams {
+        resources: 16,
+        ..ShardedLockParams::default()
+    };
+    params.shared(&cluster(3, 2), fence).unwrap()
+}
+
+fn step<N>(
+    node: &mut N,
+    me: u32,
+    mono_ms: i64,
+    f: impl FnOnce(&mut N, &mut dyn Env<Msg, Timer>),
+) -> Effects {
+    run_in(&cluster(3, 2), node, NodeId(me), mono_ms, 1, f)
+}
+
+/// A started coordinator `me` (epoch 1: n0 and n1; n2 is the standby).
+fn coordinator(fence: bool, me: u32) -> Coordinator {
+    let mut c = Coordinator::new(shared(fence));
+    step(&mut c, me, 0, |c, env| c.on_start(env));
+    c
+}
+
+fn mine(ring: &Ring, me: u32, resources: &[String]) -> Vec<String> {
+    resources
+        .iter()
+        .filter(|r| ring.owner(r) == NodeId(me))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn members_own_their_share_at_start_and_the_standby_arms_its_join() {
+    let s = shared(true);
+    let ring1 = Ring::new(1, members(&[0, 1]), s.vnodes);
+    let mut c = Coordinator::new(s.clone());
+    let effects = step(&mut c, 0, 0, |c, env| c.on_start(env));
+    let owned: Vec<Effect<Msg, Timer>> = mine(&ring1, 0, &s.resources)
+        .into_iter()
+        .map(|r| {
+            Effect::Observe(Observation::Owns {
+                resource: r,
+                epoch: 1,
+            })
+        })
+        .collect();
+    assert!(!owned.is_empty());
+    assert_eq!(effects[..owned.len()], owned[..]);
+    assert!(matches!(&effects[owned.len()..], [Effect::Store { key, .. }] if key == RING_KEY));
+    let mut standby = Coordinator::new(s);
+    let effects = step(&mut standby, 2, 0, |c, env| c.on_start(env));
+    assert_eq!(
+        effects[0],
+        Effect::SetTimer {
+            timer: Timer::Join,
+            after: ms(2_000)
+        }
+    );
+}
+
+#[test]
+fn with_fencing_the_old_owner_disowns_and_hands_over_before_the_new_one_serves() {
+    let s = shared(true);
+    let ring2 = Ring::new(2, members(&[0, 1, 2]), s.vnodes);
+    let moving = mine(
+        &ring2,
+        2,
+        &mine(&Ring::new(1, members(&[0, 1]), s.vnodes), 0, &s.resources),
+    );
+    assert!(!moving.is_empty(), "some of n0's resources move to n2");
+    let held = moving[0].clone();
+
+    // n0 holds a lock on a moving resource for client n4, granted at 0ms (lease 1s).
+    let mut n0 = coordinator(true, 0);
+    let effects = step(&mut n0, 0, 0, |c, env| {
+        c.on_message(
+            env,
+            NodeId(4),
+            Msg::Acquire {
+                req: 9,
+                resource: held.clone(),
+            },
+        )
+    });
+    assert_eq!(
+        effects,
+        vec![Effect::Send {
+            to: NodeId(4),
+            msg: Msg::Granted {
+                req: 9,
+                resource: held.clone()
+            }
+        }]
+    );
+
+    // The standby joins: it awaits the hand-over, so it serves nothing yet.
+    let mut n2 = coordinator(true, 2);
+    let effects = step(&mut n2, 2, 2_000, |c, env| c.on_timer(env, Timer::Join));
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::Observe(Observation::Owns { .. }))),
+        "{effects:?}"
+    );
+    let busy = step(&mut n2, 2, 2_001, |c, env| {
+        c.on_message(
+            env,
+            NodeId(3),
+            Msg::Acquire {
+                req: 1,
+                resource: held.clone(),
+            },
+        )
+    });
+    assert_eq!(
+        busy,
+        vec![Effect::Send {
+            to: NodeId(3),
+            msg: Msg::Busy { req: 1 }
+        }]
+    );
+
+    // n0 learns the ring 300ms into the lease: it disowns, then hands over.
+    let config = Msg::Config {
+        epoch: 2,
+        members: vec![NodeId(0), NodeId(1), NodeId(2)],
+    };
+    let effects = step(&mut n0, 0, 300, |c, env| {
+        c.on_message(env, NodeId(2), config)
+    });
+    let disowned: Vec<Effect<Msg, Timer>> = moving
+        .iter()
+        .map(|r| {
+            Effect::Observe(Observation::Disowns {
+                resource: r.clone(),
+                epoch: 2,
+            })
+        })
+        .collect();
+    assert_eq!(effects[..disowned.len()], disowned[..]);
+    let locks: Vec<(String, HandedLock)> = moving
+        .iter()
+        .map(|r| (r.clone(), (*r == held).then_some((NodeId(4), ms(700)))))
+        .collect();
+    let handover = Msg::Handover {
+        epoch: 2,
+        members: vec![NodeId(0), NodeId(1), NodeId(2)],
+        locks,
+    };
+    // n0 no longer serves them, on disk too, before anything leaves it.
+    let stored = "{\"epoch\":2,\"members\":[0,1,2],\"serving\":[\"r0\",\"r1\",\"r11\",\"r15\",\"r2\",\"r5\",\"r7\"],\"awaiting\":[]}";
+    assert_eq!(
+        effects[disowned.len()..],
+        [
+            Effect::Store {
+                key: RING_KEY.into(),
+                value: Some(stored.into())
+            },
+            Effect::Send {
+                to: NodeId(2),
+                msg: handover.clone()
+            }
+        ]
+    );
+
+    // n2 gets the hand-over: it owns the resources and honours n4's lock.
+    let effects = step(&mut n2, 2, 2_010, |c, env| {
+        c.on_message(env, NodeId(0), handover)
+    });
+    let owned: Vec<Effect<Msg, Timer>> = moving
+        .iter()
+        .map(|r| {
+            Effect::Observe(Observation::Owns {
+                resource: r.clone(),
+                epoch: 2,
+            })
+        })
+        .collect();
+    assert_eq!(effects[..owned.len()], owned[..]);
+    let busy = step(&mut n2, 2, 2_100, |c, env| {
+        c.on_message(
+            env,
+            NodeId(3),
+            Msg::Acquire {
+                req: 2,
+                resource: held.clone(),
+            },
+        )
+    });
+    assert_eq!(
+        busy,
+        vec![Effect::Send {
+            to: NodeId(3),
+            msg: Msg::Busy { req: 2 }
+        }]
+    );
+    // The lease runs out 700ms after the hand-over: then the other client gets it.
+    let granted = step(&mut n2, 2, 2_710, |c, env| {
+        c.on_message(
+            env,
+            NodeId(3),
+            Msg::Acquire {
+                req: 3,
+                resource: held.clone(),
+            },
+        )
+    });
+    assert_eq!(
+        granted,
+        vec![Effect::Send {
+            to: NodeId(3),
+            msg: Msg::Granted {
+                req: 3,
+                resource: held
+            }
+        }]
+    );
+}
+
+#[test]
+fn without_fencing_the_joiner_serves_at_once_and_nothing_is_handed_over() {
+    let s = shared(false);
+    let ring2 = Ring::new(2, members(&[0, 1, 2]), s.vnodes);
+    let gained = mine(&ring2, 2, &s.resources);
+    let mut n2 = coordinator(false, 2);
+    let effects = step(&mut n2, 2, 2_000, |c, env| c.on_timer(env, Timer::Join));
+    let owned: Vec<Effect<Msg, Timer>> = gained
+        .iter()
+        .map(|r| {
+            Effect::Observe(Observation::Owns {
+                resource: r.clone(),
+                epoch: 2,
+            })
+        })
+        .collect();
+    assert_eq!(
+        effects
+            .iter()
+            .filter(|e| matches!(e, Effect::Observe(Observation::Owns { .. })))
+            .cloned()
+            .collect::<Vec<_>>(),
+        owned
+    );
+    let mut n0 = coordinator(false, 0);
+    let config = Msg::Config {
+        epoch: 2,
+        members: vec![NodeId(0), NodeId(1), NodeId(2)],
+    };
+    let effects = step(&mut n0, 0, 300, |c, env| {
+        c.on_message(env, NodeId(2), config)
+    });
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::Send { .. })),
+        "{effects:?}"
+    );
+}
+
+#[test]
+fn a_non_owner_redirects_with_its_ring_and_the_last_member_cannot_leave() {
+    let s = shared(true);
+    let ring1 = Ring::new(1, members(&[0, 1]), s.vnodes);
+    let not_mine = mine(&ring1, 1, &s.resources)[0].clone();
+    let mut n0 = coordinator(true, 0);
+    let effects = step(&mut n0, 0, 0, |c, env| {
+        c.on_message(
+            env,
+            NodeId(3),
+            Msg::Acquire {
+                req: 5,
+                resource: not_mine,
+            },
+        )
+    });
+    assert_eq!(
+        effects,
+        vec![Effect::Send {
+            to: NodeId(3),
+            msg: Msg::NotOwner {
+                req: 5,
+                epoch: 1,
+                members: vec![NodeId(0), NodeId(1)]
+            }
+        }]
+    );
+    let solo = ShardedLockParams {
+        standby: 0,
+        ..ShardedLockParams::default()
+    }
+    .shared(&cluster(1, 1), true)
+    .unwrap();
+    let mut only = Coordinator::new(solo);
+    run_in(&cluster(1, 1), &mut only, NodeId(0), 0, 1, |c, env| {
+        c.on_start(env)
+    });
+    let leave = Request {
+        name: "leave".into(),
+        arg: 0,
+    };
+    let effects = run_in(&cluster(1, 1), &mut only, NodeId(0), 0, 1, |c, env| {
+        c.on_request(env, &leave)
+    });
+    assert_eq!(
+        effects,
+        vec![Effect::Observe(Observation::Note {
+            text: "request `leave` ignored (in the ring: true)".into()
+        })]
+    );
+}
+
+#[test]
+fn bad_parameters_name_the_field() {
+    let err = |p: ShardedLockParams| p.shared(&cluster(3, 2), true).unwrap_err().field;
+    assert_eq!(
+        err(ShardedLockParams {
+            standby: 3,
+            ..Default::default()
+        }),
+        "standby"
+    );
+    assert_eq!(
+        err(ShardedLockParams {
+            vnodes: 0,
+            ..Default::default()
+        }),
+        "vnodes"
+    );
+    assert_eq!(
+        err(ShardedLockParams {
+            hold_time: HumanDuration(ms(1_000)),
+            ..Default::default()
+        }),
+        "hold_time"
+    );
+}
+
+/// Per resource, whether two coordinators' Owns..Disowns intervals overlapped.
+fn double_owned(net: &Net<ShardedLock>) -> Vec<String> {
+    let mut open: BTreeMap<String, BTreeSet<NodeId>> = BTreeMap::new();
+    let mut doubled = BTreeSet::new();
+    for (_, node, o) in &net.records {
+        match o {
+            Observation::Owns { resource, .. } => {
+                let owners = open.entry(resource.clone()).or_default();
+                owners.insert(*node);
+                if owners.len() > 1 {
+                    doubled.insert(resource.clone());
+                }
+            }
+            Observation::Disowns { resource, .. } => {
+                open.entry(resource.clone()).or_default().remove(node);
+            }
+            _ => {}
+        }
+    }
+    doubled.into_iter().collect()
+}
+
+#[test]
+fn a_join_hands_over_cleanly_with_fencing_and_double_owns_without() {
+    for (variant, doubles) in [("correct", false), ("no-fence", true)] {
+        let config =
+            ShardedLock::configure(ShardedLockParams::default(), variant, &cluster(4, 4)).unwrap();
+        let mut net = Net::start(config, cluster(4, 4), 3);
+        net.run_until(ms(6_000));
+        let doubled = double_owned(&net);
+        assert_eq!(!doubled.is_empty(), doubles, "{variant}: {doubled:?}");
+        // The joiner serves its share either way, and clients keep getting locks after.
+        let joiner_owns = net
+            .records
+            .iter()
+            .filter(|(_, n, o)| *n == NodeId(3) && matches!(o, Observation::Owns { .. }))
+            .count();
+        assert!(joiner_owns > 5, "{variant}: n3 owns {joiner_owns}");
+        let late_holds = net
+            .records
+            .iter()
+            .filter(|(t, _, o)| *t > 3_000_000_000 && matches!(o, Observation::Holds { .. }))
+            .count();
+        assert!(
+            late_holds > 20,
+            "{variant}: {late_holds} holds after the join"
+        );
+    }
+}
+
+#[test]
+fn a_restarted_coordinator_waits_one_lease_before_serving_what_its_stored_ring_gives_it() {
+    let s = shared(true);
+    let ring1 = Ring::new(1, members(&[0, 1]), s.vnodes);
+    let owned = mine(&ring1, 0, &s.resources);
+    let cluster = cluster(3, 2);
+    let mut storage = tenure_core::StorageMap::new();
+    let mut rng = tenure_core::SplitMix64(1);
+    // First boot stores the ring; the restarted process reads it back.
+    let mut first = Coordinator::new(s.clone());
+    {
+        let mut env: tenure_core::Step<'_, Msg, Timer> = tenure_core::Step::new(
+            NodeId(0),
+            &cluster,
+            LocalTime(0),
+            LocalTime(0),
+            &mut storage,
+            &mut rng,
+        );
+        first.on_start(&mut env);
+    }
+    let mut restarted = Coordinator::new(s);
+    let mut env: tenure_core::Step<'_, Msg, Timer> = tenure_core::Step::new(
+        NodeId(0),
+        &cluster,
+        LocalTime(5_000_000_000),
+        LocalTime(5_000_000_000),
+        &mut storage,
+        &mut rng,
+    );
+    restarted.on_start(&mut env);
+    assert_eq!(
+        env.take_effects(),
+        vec![Effect::SetTimer {
+            timer: Timer::Recovered,
+            after: ms(1_000)
+        }]
+    );
+    restarted.on_acquire(&mut env, NodeId(3), 1, owned[0].clone());
+    assert_eq!(
+        env.take_effects(),
+        vec![Effect::Send {
+            to: NodeId(3),
+            msg: Msg::Busy { req: 1 }
+        }]
+    );
+    restarted.on_timer(&mut env, Timer::Recovered);
+    let mut resumed = owned.clone();
+    resumed.sort();
+    let expected: Effects = resumed
+        .iter()
+        .map(|r| {
+            Effect::Observe(Observation::Owns {
+                resource: r.clone(),
+                epoch: 1,
+            })
+        })
+        .collect();
+    let effects = env.take_effects();
+    assert_eq!(effects[..expected.len()], expected[..]);
+    assert!(matches!(&effects[expected.len()..], [Effect::Store { key, .. }] if key == RING_KEY));
+}
+
+#[test]
+fn a_restarted_new_owner_still_awaits_its_hand_over() {
+    let s = shared(true);
+    let ring2 = Ring::new(2, members(&[0, 1, 2]), s.vnodes);
+    let gained = mine(&ring2, 2, &s.resources);
+    let cluster = cluster(3, 2);
+    let mut storage = tenure_core::StorageMap::new();
+    let mut rng = tenure_core::SplitMix64(1);
+    let mut env: tenure_core::Step<'_, Msg, Timer> = tenure_core::Step::new(
+        NodeId(2),
+        &cluster,
+        LocalTime(0),
+        LocalTime(0),
+        &mut storage,
+        &mut rng,
+    );
+    // The standby joins, awaits its hand-overs, and crashes before they arrive.
+    let mut n2 = Coordinator::new(s.clone());
+    n2.on_start(&mut env);
+    n2.on_timer(&mut env, Timer::Join);
+    let mut restarted = Coordinator::new(s);
+    restarted.on_start(&mut env);
+    restarted.on_timer(&mut env, Timer::Recovered);
+    env.take_effects();
+    // It serves none of them, and answers Busy until the hand-over comes.
+    assert!(restarted.serving().is_empty());
+    restarted.on_acquire(&mut env, NodeId(3), 1, gained[0].clone());
+    assert_eq!(
+        env.take_effects(),
+        vec![Effect::Send {
+            to: NodeId(3),
+            msg: Msg::Busy { req: 1 }
+        }]
+    );
+}
