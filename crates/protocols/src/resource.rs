@@ -245,6 +245,17 @@ mod tests {
         from: u32,
         msg: ResourceMsg,
     ) -> Vec<Effect<Wrapped, ()>> {
+        step_with(res, storage, from, msg, false)
+    }
+
+    /// [`step`], with every `sync` failing if `sync_fails` (a disk error).
+    fn step_with(
+        res: &mut Resource,
+        storage: &mut StorageMap,
+        from: u32,
+        msg: ResourceMsg,
+        sync_fails: bool,
+    ) -> Vec<Effect<Wrapped, ()>> {
         let cluster = Cluster::uniform("node", 4);
         let mut rng = SplitMix64(1);
         let mut s: Step<'_, Wrapped, ()> = Step::new(
@@ -255,6 +266,7 @@ mod tests {
             storage,
             &mut rng,
         );
+        s.sync_fails = sync_fails;
         res.on_message(&mut s, NodeId(from), msg);
         s.effects
     }
@@ -299,6 +311,7 @@ mod tests {
                     key: STORAGE_KEY.into(),
                     value: Some(r#"{"r":{"value":11,"highest_token":null}}"#.into())
                 },
+                Effect::Sync { ok: true },
                 Effect::Observe(write_obs(2, Some(3), true, 11)),
                 Effect::Send {
                     to: NodeId(2),
@@ -320,11 +333,14 @@ mod tests {
         let mut storage = StorageMap::new();
         let first = step(&mut res, &mut storage, 1, write(1, Some(5), 10));
         assert_eq!(
-            first[0],
-            Effect::Store {
-                key: STORAGE_KEY.into(),
-                value: Some(r#"{"r":{"value":10,"highest_token":5}}"#.into())
-            }
+            first[..2],
+            [
+                Effect::Store {
+                    key: STORAGE_KEY.into(),
+                    value: Some(r#"{"r":{"value":10,"highest_token":5}}"#.into())
+                },
+                Effect::Sync { ok: true },
+            ]
         );
         let stale = step(&mut res, &mut storage, 2, write(2, Some(4), 99));
         assert_eq!(
@@ -345,7 +361,8 @@ mod tests {
         assert_eq!(none[0], Effect::Observe(write_obs(3, None, false, 98)));
         // The same token again (the holder's second write) is fine.
         let same = step(&mut res, &mut storage, 1, write(4, Some(5), 11));
-        assert_eq!(same[1], Effect::Observe(write_obs(1, Some(5), true, 11)));
+        assert_eq!(same[1], Effect::Sync { ok: true });
+        assert_eq!(same[2], Effect::Observe(write_obs(1, Some(5), true, 11)));
         assert_eq!(res.cell("r").unwrap().highest_token, Some(5));
         assert_eq!(res.value("r"), 11);
     }
@@ -401,6 +418,7 @@ mod tests {
                     key: STORAGE_KEY.into(),
                     value: Some(r#"{"r":{"value":10,"highest_token":2}}"#.into())
                 },
+                Effect::Sync { ok: true },
                 Effect::Send {
                     to: NodeId(2),
                     msg: Wrapped(ResourceMsg::ReadReply {
@@ -415,6 +433,83 @@ mod tests {
         // write, is rejected.
         let stale = step(&mut res, &mut storage, 1, write(3, Some(1), 11));
         assert_eq!(stale[0], Effect::Observe(write_obs(1, Some(1), false, 11)));
+    }
+
+    #[test]
+    fn a_failed_sync_acknowledges_no_write() {
+        for mode in [FencingMode::Unfenced, FencingMode::Fenced] {
+            let mut res = Resource::new(mode);
+            let mut storage = StorageMap::new();
+            let effects = step_with(&mut res, &mut storage, 1, write(1, Some(5), 10), true);
+            let highest = if mode == FencingMode::Fenced {
+                "5"
+            } else {
+                "null"
+            };
+            assert_eq!(
+                effects,
+                vec![
+                    Effect::Store {
+                        key: STORAGE_KEY.into(),
+                        value: Some(format!(
+                            r#"{{"r":{{"value":10,"highest_token":{highest}}}}}"#
+                        ))
+                    },
+                    Effect::Sync { ok: false },
+                ],
+                "{mode:?}: no observed write and no reply"
+            );
+            // Control: once the disk works again the same write is acknowledged.
+            let effects = step_with(&mut res, &mut storage, 1, write(2, Some(5), 10), false);
+            assert_eq!(
+                effects.last(),
+                Some(&Effect::Send {
+                    to: NodeId(1),
+                    msg: Wrapped(ResourceMsg::WriteReply {
+                        resource: "r".into(),
+                        op: 2,
+                        accepted: true
+                    })
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_sync_answers_no_fenced_read_that_raised_the_token() {
+        let mut res = Resource::new(FencingMode::Fenced);
+        let mut storage = StorageMap::new();
+        step(&mut res, &mut storage, 1, write(1, Some(1), 10));
+        let read = |op| ResourceMsg::Read {
+            resource: "r".into(),
+            op,
+            token: Some(2),
+        };
+        let effects = step_with(&mut res, &mut storage, 2, read(2), true);
+        assert_eq!(
+            effects,
+            vec![
+                Effect::Store {
+                    key: STORAGE_KEY.into(),
+                    value: Some(r#"{"r":{"value":10,"highest_token":2}}"#.into())
+                },
+                Effect::Sync { ok: false },
+            ]
+        );
+        // A read that does not raise the token writes nothing and is answered even
+        // while the disk fails.
+        let effects = step_with(&mut res, &mut storage, 2, read(3), true);
+        assert_eq!(
+            effects,
+            vec![Effect::Send {
+                to: NodeId(2),
+                msg: Wrapped(ResourceMsg::ReadReply {
+                    resource: "r".into(),
+                    op: 3,
+                    value: 10
+                })
+            }]
+        );
     }
 
     #[test]

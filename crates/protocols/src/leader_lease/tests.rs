@@ -140,6 +140,7 @@ fn election_bumps_the_term_stores_the_vote_and_asks_everyone() {
         n.timer(3000, LeaseTimer::Election),
         vec![
             vote_store(1, 0),
+            Effect::Sync { ok: true },
             Effect::Observe(Observation::Candidate { term: 1 }),
             send(1, req.clone()),
             send(2, req.clone()),
@@ -180,6 +181,7 @@ fn voter_grants_and_promises_by_its_own_clock() {
         effects,
         vec![
             vote_store(1, 0),
+            Effect::Sync { ok: true },
             Effect::Observe(Observation::Follower {
                 term: 1,
                 leader: None
@@ -295,8 +297,12 @@ fn a_split_vote_releases_the_grants_and_steps_back() {
     // The next timer starts a fresh attempt in a higher term.
     let effects = n.timer(3300, LeaseTimer::Election);
     assert_eq!(
-        effects[1],
-        Effect::Observe(Observation::Candidate { term: 2 })
+        effects[..3],
+        [
+            vote_store(2, 0),
+            Effect::Sync { ok: true },
+            Effect::Observe(Observation::Candidate { term: 2 }),
+        ]
     );
 }
 
@@ -477,11 +483,12 @@ fn majority_of_grants_starts_the_lease_measured_from_the_send_time() {
                 timer: LeaseTimer::LeaseEnd,
                 after: ms(1943)
             },
-            // The lease runs: the first read is served at once, the next in 100ms.
+            // The lease runs: the first read is served at once, the next one
+            // `serve_interval` (10ms by default) later.
             Effect::Observe(Observation::Serves { term: 1 }),
             Effect::SetTimer {
                 timer: LeaseTimer::Serve,
-                after: ms(100)
+                after: ms(10)
             },
         ]
     );
@@ -652,6 +659,7 @@ fn candidate_retries_just_after_the_promise_it_was_refused_on() {
                 key: VOTE_KEY.into(),
                 value: Some("{\"term\":4,\"voted_for\":null}".into())
             },
+            Effect::Sync { ok: true },
             send(3, LeaseMsg::Release { term: 1, round: 1 }),
         ]
     );
@@ -928,7 +936,7 @@ fn the_leaseholder_serves_only_while_its_clock_says_the_lease_runs() {
             Effect::Observe(Observation::Serves { term: 1 }),
             Effect::SetTimer {
                 timer: LeaseTimer::Serve,
-                after: ms(100)
+                after: ms(10)
             },
         ]
     );

@@ -138,6 +138,7 @@ fn connect_opens_a_session_and_arms_its_expiry() {
         effects,
         vec![
             s.stored(),
+            Effect::Sync { ok: true },
             set(ZkTimer::Expire(1), ms(2000)),
             send(
                 C1,
@@ -161,6 +162,7 @@ fn sequential_create_makes_the_parent_and_numbers_the_child() {
         vec![
             set(ZkTimer::Expire(1), ms(2000)),
             s.stored(),
+            Effect::Sync { ok: true },
             send(
                 C1,
                 ZkMsg::Created {
@@ -220,6 +222,7 @@ fn two_in_queue() -> Node {
         vec![
             set(ZkTimer::Expire(2), ms(2000)),
             s.stored(),
+            Effect::Sync { ok: true },
             send(
                 C2,
                 ZkMsg::Stat {
@@ -259,6 +262,7 @@ fn delete_fires_the_exists_watch_once() {
                 }
             ),
             s.stored(),
+            Effect::Sync { ok: true },
             send(C1, ZkMsg::Deleted { session: 1, xid: 2 }),
         ]
     );
@@ -312,6 +316,7 @@ fn expiry_deletes_the_ephemerals_and_fires_their_watches() {
                 }
             ),
             s.stored(),
+            Effect::Sync { ok: true },
         ]
     );
     assert_eq!(s.server().children("/election"), vec!["n-2-0000000001"]);
