@@ -126,12 +126,14 @@ impl Resource {
                 token,
             } => {
                 if let (FencingMode::Fenced, Some(t)) = (self.mode, token) {
+                    let before = self.cells.get(&resource).cloned();
                     let cell = self.cells.entry(resource.clone()).or_default();
                     if cell.highest_token.is_none_or(|h| h < t) {
                         cell.highest_token = Some(t);
                         // Durable before it answers, as a real store's fsync: a power
                         // loss must not forget a token it has fenced on.
                         if env.store_synced(STORAGE_KEY, &self.cells).is_err() {
+                            self.undo(env, &resource, before);
                             return None;
                         }
                     }
@@ -150,6 +152,7 @@ impl Resource {
                 value,
                 based_on,
             } => {
+                let before = self.cells.get(&resource).cloned();
                 let cell = self.cells.entry(resource.clone()).or_default();
                 let accepted = match self.mode {
                     FencingMode::Unfenced => true,
@@ -169,6 +172,7 @@ impl Resource {
                     // Durable before it is acknowledged; a failed sync answers
                     // nothing (the client's request times out).
                     if env.store_synced(STORAGE_KEY, &self.cells).is_err() {
+                        self.undo(env, &resource, before);
                         return None;
                     }
                 }
@@ -188,6 +192,18 @@ impl Resource {
             }
             ResourceMsg::ReadReply { .. } | ResourceMsg::WriteReply { .. } => None,
         }
+    }
+
+    /// Takes back a change whose sync failed: the cell of `resource` goes back to
+    /// `before` in memory and in the (unsynced) storage, as if the request had never
+    /// arrived. Otherwise a later read would see a write nobody observed as accepted,
+    /// or be answered on a token raise a power loss can still forget.
+    fn undo<E: Storage + ?Sized>(&mut self, env: &mut E, resource: &str, before: Option<Cell>) {
+        match before {
+            Some(cell) => self.cells.insert(resource.to_string(), cell),
+            None => self.cells.remove(resource),
+        };
+        env.store(STORAGE_KEY, &self.cells);
     }
 
     /// [`Resource::handle`], then sends the reply (wrapped in the protocol's message
@@ -436,7 +452,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_sync_acknowledges_no_write() {
+    fn a_failed_sync_acknowledges_no_write_and_takes_it_back() {
         for mode in [FencingMode::Unfenced, FencingMode::Fenced] {
             let mut res = Resource::new(mode);
             let mut storage = StorageMap::new();
@@ -456,8 +472,31 @@ mod tests {
                         ))
                     },
                     Effect::Sync { ok: false },
+                    // Taken back: the cell is as before the write.
+                    Effect::Store {
+                        key: STORAGE_KEY.into(),
+                        value: Some("{}".into())
+                    },
                 ],
                 "{mode:?}: no observed write and no reply"
+            );
+            assert_eq!((res.value("r"), res.cell("r")), (0, None));
+            // A read sees the value before the failed write.
+            let read = ResourceMsg::Read {
+                resource: "r".into(),
+                op: 9,
+                token: None,
+            };
+            assert_eq!(
+                step_with(&mut res, &mut storage, 2, read, true),
+                vec![Effect::Send {
+                    to: NodeId(2),
+                    msg: Wrapped(ResourceMsg::ReadReply {
+                        resource: "r".into(),
+                        op: 9,
+                        value: 0
+                    })
+                }]
             );
             // Control: once the disk works again the same write is acknowledged.
             let effects = step_with(&mut res, &mut storage, 1, write(2, Some(5), 10), false);
@@ -476,7 +515,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_sync_answers_no_fenced_read_that_raised_the_token() {
+    fn a_failed_sync_answers_no_fenced_read_that_raised_the_token_and_takes_the_raise_back() {
         let mut res = Resource::new(FencingMode::Fenced);
         let mut storage = StorageMap::new();
         step(&mut res, &mut storage, 1, write(1, Some(1), 10));
@@ -494,22 +533,39 @@ mod tests {
                     value: Some(r#"{"r":{"value":10,"highest_token":2}}"#.into())
                 },
                 Effect::Sync { ok: false },
+                Effect::Store {
+                    key: STORAGE_KEY.into(),
+                    value: Some(r#"{"r":{"value":10,"highest_token":1}}"#.into())
+                },
             ]
         );
+        assert_eq!(res.cell("r").unwrap().highest_token, Some(1));
+        // The retry is not answered on the unsynced raise: it raises and syncs again.
+        let effects = step_with(&mut res, &mut storage, 2, read(3), true);
+        assert_eq!(effects[1], Effect::Sync { ok: false });
+        assert!(effects.iter().all(|e| !matches!(e, Effect::Send { .. })));
         // A read that does not raise the token writes nothing and is answered even
         // while the disk fails.
-        let effects = step_with(&mut res, &mut storage, 2, read(3), true);
+        let low = ResourceMsg::Read {
+            resource: "r".into(),
+            op: 4,
+            token: Some(1),
+        };
         assert_eq!(
-            effects,
+            step_with(&mut res, &mut storage, 1, low, true),
             vec![Effect::Send {
-                to: NodeId(2),
+                to: NodeId(1),
                 msg: Wrapped(ResourceMsg::ReadReply {
                     resource: "r".into(),
-                    op: 3,
+                    op: 4,
                     value: 10
                 })
             }]
         );
+        // The disk recovers: the raise is synced and answered.
+        let effects = step_with(&mut res, &mut storage, 2, read(5), false);
+        assert_eq!(effects[1], Effect::Sync { ok: true });
+        assert_eq!(res.cell("r").unwrap().highest_token, Some(2));
     }
 
     #[test]
