@@ -362,7 +362,7 @@ mod tests {
         // Nobody holds the lock and no token was issued.
         assert_eq!(s.owner("k", LocalTime(0)), None);
         assert_eq!(s.last_token, 0);
-        assert!(host.durable.get(TOKEN_KEY).is_none());
+        assert!(!host.durable.contains_key(TOKEN_KEY));
         // The disk recovers: the next SET is granted token 1, durably.
         host.sync_fails = false;
         assert_eq!(
@@ -377,6 +377,7 @@ mod tests {
             ]
         );
         assert_eq!(s.owner("k", LocalTime(0)), Some(8));
+        assert_eq!(host.durable.get(TOKEN_KEY).map(String::as_str), Some("1"));
         // A power loss keeps the token: the restarted server issues 2 next.
         host.power_loss();
         let mut restarted = LockServer::new(ExpiryClock::Monotonic, true);
