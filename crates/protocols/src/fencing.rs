@@ -172,6 +172,7 @@ mod tests {
                     key: "lock/last_token".into(),
                     value: Some("1".into())
                 },
+                Effect::Sync { ok: true },
                 Effect::Send {
                     to: CLIENT,
                     msg: Msg::Lock(LockMsg::SetReply {
@@ -187,15 +188,22 @@ mod tests {
             s.on_message(env, NodeId(2), set(1, 8))
         });
         assert_eq!(
-            second[1],
-            Effect::Send {
-                to: NodeId(2),
-                msg: Msg::Lock(LockMsg::SetReply {
-                    req: 1,
-                    granted: true,
-                    token: Some(2)
-                })
-            }
+            second,
+            vec![
+                Effect::Store {
+                    key: "lock/last_token".into(),
+                    value: Some("2".into())
+                },
+                Effect::Sync { ok: true },
+                Effect::Send {
+                    to: NodeId(2),
+                    msg: Msg::Lock(LockMsg::SetReply {
+                        req: 1,
+                        granted: true,
+                        token: Some(2)
+                    })
+                },
+            ]
         );
     }
 

@@ -415,7 +415,7 @@ impl Configurable for Idempotency {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tenure_core::{Effect, LocalTime, Rng, RoleSpec, SplitMix64, Step, StorageMap};
+    use tenure_core::{Effect, LocalTime, Rng, RoleSpec, SplitMix64, Step, StepHost, StorageMap};
 
     const SERVICE: NodeId = NodeId(0);
     const CLIENT: NodeId = NodeId(1);
@@ -487,6 +487,7 @@ mod tests {
                     key: "idem/result/k".into(),
                     value: Some("true".into())
                 },
+                Effect::Sync { ok: true },
                 reply("k"),
             ]
         );
@@ -550,7 +551,72 @@ mod tests {
                     key: "idem/result/k".into(),
                     value: Some("true".into())
                 },
+                Effect::Sync { ok: true },
                 reply("k"),
+            ]
+        );
+    }
+
+    /// [`run`] on a host whose syncs fail (a disk error).
+    fn run_failing(
+        node: &mut Idempotency,
+        host: &mut StepHost,
+        f: impl FnOnce(&mut Idempotency, &mut dyn Env<Msg, Timer>),
+    ) -> Vec<Effect<Msg, Timer>> {
+        host.sync_fails = true;
+        let mut step = host.step();
+        f(node, &mut step);
+        step.effects
+    }
+
+    #[test]
+    fn correct_sends_no_reply_when_the_key_record_fails_to_sync() {
+        let mut s = node("correct", SERVICE);
+        let mut host = StepHost::new(SERVICE, &cluster());
+        let effects = run_failing(&mut s, &mut host, |s, env| {
+            s.on_message(env, CLIENT, request("k"))
+        });
+        assert_eq!(
+            effects,
+            vec![
+                applied("k"),
+                Effect::Store {
+                    key: "idem/result/k".into(),
+                    value: Some("true".into())
+                },
+                Effect::Sync { ok: false },
+            ],
+            "no reply rests on an unsynced key"
+        );
+        assert!(host.durable.is_empty());
+        // Control: the same request on a working disk is answered.
+        let mut s = node("correct", SERVICE);
+        let mut host = StepHost::new(SERVICE, &cluster());
+        let mut step = host.step();
+        s.on_message(&mut step, CLIENT, request("k"));
+        assert_eq!(step.effects.last(), Some(&reply("k")));
+    }
+
+    #[test]
+    fn key_after_effect_sends_no_reply_when_the_late_record_fails_to_sync() {
+        let mut s = node("key-after-effect", SERVICE);
+        let mut st = StorageMap::new();
+        run(&mut s, SERVICE, &mut st, |s, env| {
+            s.on_message(env, CLIENT, request("k"))
+        });
+        let mut host = StepHost::new(SERVICE, &cluster());
+        host.storage = st;
+        let effects = run_failing(&mut s, &mut host, |s, env| {
+            s.on_timer(env, Timer::Record { key: "k".into() })
+        });
+        assert_eq!(
+            effects,
+            vec![
+                Effect::Store {
+                    key: "idem/result/k".into(),
+                    value: Some("true".into())
+                },
+                Effect::Sync { ok: false },
             ]
         );
     }

@@ -456,10 +456,13 @@ impl LeaderLease {
             return;
         }
         if term > self.term || self.voted_for.is_none() {
+            let before = (self.term, self.voted_for);
             self.term = term;
             self.voted_for = Some(from);
             if self.store_vote(env) {
-                // Not durable: promise nothing (the candidate retries).
+                // Not durable: promise nothing (the candidate retries). Forget the vote
+                // too, or the retry would find it recorded and be granted unsynced.
+                (self.term, self.voted_for) = before;
                 return;
             }
         }

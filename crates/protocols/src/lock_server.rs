@@ -171,7 +171,7 @@ impl LockServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tenure_core::{Cluster, Effect, SplitMix64, Step, StorageMap};
+    use tenure_core::{Cluster, Effect, SplitMix64, Step, StepHost, StorageMap};
 
     const SEC: i64 = 1_000_000_000;
 
@@ -295,6 +295,7 @@ mod tests {
                     key: TOKEN_KEY.into(),
                     value: Some("1".into())
                 },
+                Effect::Sync { ok: true },
                 reply(1, true, Some(1)).remove(0),
             ]
         );
@@ -318,8 +319,84 @@ mod tests {
             restarted.on_start(&env);
         }
         assert_eq!(
-            step(&mut restarted, &mut st, 5, 0, set(3, 8, Some(1)))[1],
-            reply(3, true, Some(2)).remove(0)
+            step(&mut restarted, &mut st, 5, 0, set(3, 8, Some(1))),
+            vec![
+                Effect::Store {
+                    key: TOKEN_KEY.into(),
+                    value: Some("2".into())
+                },
+                Effect::Sync { ok: true },
+                reply(3, true, Some(2)).remove(0),
+            ]
+        );
+    }
+
+    /// Runs one message on `server` over `host`'s storage (monotonic clock at zero).
+    fn host_step(
+        server: &mut LockServer,
+        host: &mut StepHost,
+        msg: LockMsg,
+    ) -> Vec<Effect<Wrapped, ()>> {
+        let mut s = host.step::<Wrapped, ()>();
+        server.on_message(&mut s, NodeId(1), msg);
+        s.effects
+    }
+
+    #[test]
+    fn a_failed_sync_of_the_token_refuses_the_grant() {
+        let cluster = Cluster::uniform("node", 3);
+        let mut host = StepHost::new(NodeId(0), &cluster);
+        let mut s = LockServer::new(ExpiryClock::Monotonic, true);
+        host.sync_fails = true;
+        assert_eq!(
+            host_step(&mut s, &mut host, set(1, 7, Some(10))),
+            vec![
+                Effect::Store {
+                    key: TOKEN_KEY.into(),
+                    value: Some("1".into())
+                },
+                Effect::Sync { ok: false },
+                reply(1, false, None).remove(0),
+            ]
+        );
+        // Nobody holds the lock and no token was issued.
+        assert_eq!(s.owner("k", LocalTime(0)), None);
+        assert_eq!(s.last_token, 0);
+        assert!(!host.durable.contains_key(TOKEN_KEY));
+        // The disk recovers: the next SET is granted token 1, durably.
+        host.sync_fails = false;
+        assert_eq!(
+            host_step(&mut s, &mut host, set(2, 8, Some(10))),
+            vec![
+                Effect::Store {
+                    key: TOKEN_KEY.into(),
+                    value: Some("1".into())
+                },
+                Effect::Sync { ok: true },
+                reply(2, true, Some(1)).remove(0),
+            ]
+        );
+        assert_eq!(s.owner("k", LocalTime(0)), Some(8));
+        assert_eq!(host.durable.get(TOKEN_KEY).map(String::as_str), Some("1"));
+        // A power loss keeps the token: the restarted server issues 2 next.
+        host.power_loss();
+        let mut restarted = LockServer::new(ExpiryClock::Monotonic, true);
+        restarted.on_start(&host.step::<Wrapped, ()>());
+        assert_eq!(
+            host_step(&mut restarted, &mut host, set(3, 9, Some(10))).last(),
+            reply(3, true, Some(2)).last()
+        );
+    }
+
+    #[test]
+    fn without_tokens_the_grant_needs_no_sync() {
+        let cluster = Cluster::uniform("node", 3);
+        let mut host = StepHost::new(NodeId(0), &cluster);
+        host.sync_fails = true;
+        let mut s = LockServer::new(ExpiryClock::Monotonic, false);
+        assert_eq!(
+            host_step(&mut s, &mut host, set(1, 7, Some(10))),
+            reply(1, true, None)
         );
     }
 }

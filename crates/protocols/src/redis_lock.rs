@@ -903,7 +903,32 @@ pub(crate) mod tests {
         let effects = run(&mut storage, STORAGE, 0, 1, |s, env| {
             s.on_message(env, CLIENT, write)
         });
-        assert_eq!(effects.len(), 3);
+        assert_eq!(
+            effects,
+            vec![
+                Effect::Store {
+                    key: "resource/cells".into(),
+                    value: Some(r#"{"counter":{"value":1,"highest_token":null}}"#.into())
+                },
+                Effect::Sync { ok: true },
+                Effect::Observe(Observation::Write {
+                    resource: "counter".into(),
+                    client: CLIENT,
+                    token: None,
+                    accepted: true,
+                    value: 1,
+                    based_on: Some(0),
+                }),
+                Effect::Send {
+                    to: CLIENT,
+                    msg: Msg::Resource(ResourceMsg::WriteReply {
+                        resource: "counter".into(),
+                        op: 1,
+                        accepted: true
+                    })
+                },
+            ]
+        );
     }
 
     #[test]

@@ -126,12 +126,14 @@ impl Resource {
                 token,
             } => {
                 if let (FencingMode::Fenced, Some(t)) = (self.mode, token) {
+                    let before = self.cells.get(&resource).cloned();
                     let cell = self.cells.entry(resource.clone()).or_default();
                     if cell.highest_token.is_none_or(|h| h < t) {
                         cell.highest_token = Some(t);
                         // Durable before it answers, as a real store's fsync: a power
                         // loss must not forget a token it has fenced on.
                         if env.store_synced(STORAGE_KEY, &self.cells).is_err() {
+                            self.undo(env, &resource, before);
                             return None;
                         }
                     }
@@ -150,6 +152,7 @@ impl Resource {
                 value,
                 based_on,
             } => {
+                let before = self.cells.get(&resource).cloned();
                 let cell = self.cells.entry(resource.clone()).or_default();
                 let accepted = match self.mode {
                     FencingMode::Unfenced => true,
@@ -169,6 +172,7 @@ impl Resource {
                     // Durable before it is acknowledged; a failed sync answers
                     // nothing (the client's request times out).
                     if env.store_synced(STORAGE_KEY, &self.cells).is_err() {
+                        self.undo(env, &resource, before);
                         return None;
                     }
                 }
@@ -188,6 +192,18 @@ impl Resource {
             }
             ResourceMsg::ReadReply { .. } | ResourceMsg::WriteReply { .. } => None,
         }
+    }
+
+    /// Takes back a change whose sync failed: the cell of `resource` goes back to
+    /// `before` in memory and in the (unsynced) storage, as if the request had never
+    /// arrived. Otherwise a later read would see a write nobody observed as accepted,
+    /// or be answered on a token raise a power loss can still forget.
+    fn undo<E: Storage + ?Sized>(&mut self, env: &mut E, resource: &str, before: Option<Cell>) {
+        match before {
+            Some(cell) => self.cells.insert(resource.to_string(), cell),
+            None => self.cells.remove(resource),
+        };
+        env.store(STORAGE_KEY, &self.cells);
     }
 
     /// [`Resource::handle`], then sends the reply (wrapped in the protocol's message
@@ -245,6 +261,17 @@ mod tests {
         from: u32,
         msg: ResourceMsg,
     ) -> Vec<Effect<Wrapped, ()>> {
+        step_with(res, storage, from, msg, false)
+    }
+
+    /// [`step`], with every `sync` failing if `sync_fails` (a disk error).
+    fn step_with(
+        res: &mut Resource,
+        storage: &mut StorageMap,
+        from: u32,
+        msg: ResourceMsg,
+        sync_fails: bool,
+    ) -> Vec<Effect<Wrapped, ()>> {
         let cluster = Cluster::uniform("node", 4);
         let mut rng = SplitMix64(1);
         let mut s: Step<'_, Wrapped, ()> = Step::new(
@@ -255,6 +282,7 @@ mod tests {
             storage,
             &mut rng,
         );
+        s.sync_fails = sync_fails;
         res.on_message(&mut s, NodeId(from), msg);
         s.effects
     }
@@ -299,6 +327,7 @@ mod tests {
                     key: STORAGE_KEY.into(),
                     value: Some(r#"{"r":{"value":11,"highest_token":null}}"#.into())
                 },
+                Effect::Sync { ok: true },
                 Effect::Observe(write_obs(2, Some(3), true, 11)),
                 Effect::Send {
                     to: NodeId(2),
@@ -320,11 +349,14 @@ mod tests {
         let mut storage = StorageMap::new();
         let first = step(&mut res, &mut storage, 1, write(1, Some(5), 10));
         assert_eq!(
-            first[0],
-            Effect::Store {
-                key: STORAGE_KEY.into(),
-                value: Some(r#"{"r":{"value":10,"highest_token":5}}"#.into())
-            }
+            first[..2],
+            [
+                Effect::Store {
+                    key: STORAGE_KEY.into(),
+                    value: Some(r#"{"r":{"value":10,"highest_token":5}}"#.into())
+                },
+                Effect::Sync { ok: true },
+            ]
         );
         let stale = step(&mut res, &mut storage, 2, write(2, Some(4), 99));
         assert_eq!(
@@ -345,7 +377,8 @@ mod tests {
         assert_eq!(none[0], Effect::Observe(write_obs(3, None, false, 98)));
         // The same token again (the holder's second write) is fine.
         let same = step(&mut res, &mut storage, 1, write(4, Some(5), 11));
-        assert_eq!(same[1], Effect::Observe(write_obs(1, Some(5), true, 11)));
+        assert_eq!(same[1], Effect::Sync { ok: true });
+        assert_eq!(same[2], Effect::Observe(write_obs(1, Some(5), true, 11)));
         assert_eq!(res.cell("r").unwrap().highest_token, Some(5));
         assert_eq!(res.value("r"), 11);
     }
@@ -401,6 +434,7 @@ mod tests {
                     key: STORAGE_KEY.into(),
                     value: Some(r#"{"r":{"value":10,"highest_token":2}}"#.into())
                 },
+                Effect::Sync { ok: true },
                 Effect::Send {
                     to: NodeId(2),
                     msg: Wrapped(ResourceMsg::ReadReply {
@@ -415,6 +449,123 @@ mod tests {
         // write, is rejected.
         let stale = step(&mut res, &mut storage, 1, write(3, Some(1), 11));
         assert_eq!(stale[0], Effect::Observe(write_obs(1, Some(1), false, 11)));
+    }
+
+    #[test]
+    fn a_failed_sync_acknowledges_no_write_and_takes_it_back() {
+        for mode in [FencingMode::Unfenced, FencingMode::Fenced] {
+            let mut res = Resource::new(mode);
+            let mut storage = StorageMap::new();
+            let effects = step_with(&mut res, &mut storage, 1, write(1, Some(5), 10), true);
+            let highest = if mode == FencingMode::Fenced {
+                "5"
+            } else {
+                "null"
+            };
+            assert_eq!(
+                effects,
+                vec![
+                    Effect::Store {
+                        key: STORAGE_KEY.into(),
+                        value: Some(format!(
+                            r#"{{"r":{{"value":10,"highest_token":{highest}}}}}"#
+                        ))
+                    },
+                    Effect::Sync { ok: false },
+                    // Taken back: the cell is as before the write.
+                    Effect::Store {
+                        key: STORAGE_KEY.into(),
+                        value: Some("{}".into())
+                    },
+                ],
+                "{mode:?}: no observed write and no reply"
+            );
+            assert_eq!((res.value("r"), res.cell("r")), (0, None));
+            // A read sees the value before the failed write.
+            let read = ResourceMsg::Read {
+                resource: "r".into(),
+                op: 9,
+                token: None,
+            };
+            assert_eq!(
+                step_with(&mut res, &mut storage, 2, read, true),
+                vec![Effect::Send {
+                    to: NodeId(2),
+                    msg: Wrapped(ResourceMsg::ReadReply {
+                        resource: "r".into(),
+                        op: 9,
+                        value: 0
+                    })
+                }]
+            );
+            // Control: once the disk works again the same write is acknowledged.
+            let effects = step_with(&mut res, &mut storage, 1, write(2, Some(5), 10), false);
+            assert_eq!(
+                effects.last(),
+                Some(&Effect::Send {
+                    to: NodeId(1),
+                    msg: Wrapped(ResourceMsg::WriteReply {
+                        resource: "r".into(),
+                        op: 2,
+                        accepted: true
+                    })
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_sync_answers_no_fenced_read_that_raised_the_token_and_takes_the_raise_back() {
+        let mut res = Resource::new(FencingMode::Fenced);
+        let mut storage = StorageMap::new();
+        step(&mut res, &mut storage, 1, write(1, Some(1), 10));
+        let read = |op| ResourceMsg::Read {
+            resource: "r".into(),
+            op,
+            token: Some(2),
+        };
+        let effects = step_with(&mut res, &mut storage, 2, read(2), true);
+        assert_eq!(
+            effects,
+            vec![
+                Effect::Store {
+                    key: STORAGE_KEY.into(),
+                    value: Some(r#"{"r":{"value":10,"highest_token":2}}"#.into())
+                },
+                Effect::Sync { ok: false },
+                Effect::Store {
+                    key: STORAGE_KEY.into(),
+                    value: Some(r#"{"r":{"value":10,"highest_token":1}}"#.into())
+                },
+            ]
+        );
+        assert_eq!(res.cell("r").unwrap().highest_token, Some(1));
+        // The retry is not answered on the unsynced raise: it raises and syncs again.
+        let effects = step_with(&mut res, &mut storage, 2, read(3), true);
+        assert_eq!(effects[1], Effect::Sync { ok: false });
+        assert!(effects.iter().all(|e| !matches!(e, Effect::Send { .. })));
+        // A read that does not raise the token writes nothing and is answered even
+        // while the disk fails.
+        let low = ResourceMsg::Read {
+            resource: "r".into(),
+            op: 4,
+            token: Some(1),
+        };
+        assert_eq!(
+            step_with(&mut res, &mut storage, 1, low, true),
+            vec![Effect::Send {
+                to: NodeId(1),
+                msg: Wrapped(ResourceMsg::ReadReply {
+                    resource: "r".into(),
+                    op: 4,
+                    value: 10
+                })
+            }]
+        );
+        // The disk recovers: the raise is synced and answered.
+        let effects = step_with(&mut res, &mut storage, 2, read(5), false);
+        assert_eq!(effects[1], Effect::Sync { ok: true });
+        assert_eq!(res.cell("r").unwrap().highest_token, Some(2));
     }
 
     #[test]

@@ -23,6 +23,8 @@ struct Node {
     p: LeaderLease,
     storage: StorageMap,
     rng: SplitMix64,
+    /// Whether `sync` fails (a disk error).
+    sync_fails: bool,
 }
 
 impl Node {
@@ -31,6 +33,7 @@ impl Node {
             p: LeaderLease::new(&config(variant), NodeId(me), &cluster()),
             storage: StorageMap::new(),
             rng: SplitMix64(7),
+            sync_fails: false,
         }
     }
 
@@ -48,6 +51,7 @@ impl Node {
         let c = cluster();
         let me = self.p.me;
         let mut step = Step::new(me, &c, mono, wall, &mut self.storage, &mut self.rng);
+        step.sync_fails = self.sync_fails;
         f(&mut self.p, &mut step);
         step.effects
     }
@@ -140,6 +144,7 @@ fn election_bumps_the_term_stores_the_vote_and_asks_everyone() {
         n.timer(3000, LeaseTimer::Election),
         vec![
             vote_store(1, 0),
+            Effect::Sync { ok: true },
             Effect::Observe(Observation::Candidate { term: 1 }),
             send(1, req.clone()),
             send(2, req.clone()),
@@ -180,6 +185,7 @@ fn voter_grants_and_promises_by_its_own_clock() {
         effects,
         vec![
             vote_store(1, 0),
+            Effect::Sync { ok: true },
             Effect::Observe(Observation::Follower {
                 term: 1,
                 leader: None
@@ -295,8 +301,12 @@ fn a_split_vote_releases_the_grants_and_steps_back() {
     // The next timer starts a fresh attempt in a higher term.
     let effects = n.timer(3300, LeaseTimer::Election);
     assert_eq!(
-        effects[1],
-        Effect::Observe(Observation::Candidate { term: 2 })
+        effects[..3],
+        [
+            vote_store(2, 0),
+            Effect::Sync { ok: true },
+            Effect::Observe(Observation::Candidate { term: 2 }),
+        ]
     );
 }
 
@@ -477,11 +487,12 @@ fn majority_of_grants_starts_the_lease_measured_from_the_send_time() {
                 timer: LeaseTimer::LeaseEnd,
                 after: ms(1943)
             },
-            // The lease runs: the first read is served at once, the next in 100ms.
+            // The lease runs: the first read is served at once, the next one
+            // `serve_interval` (10ms by default) later.
             Effect::Observe(Observation::Serves { term: 1 }),
             Effect::SetTimer {
                 timer: LeaseTimer::Serve,
-                after: ms(100)
+                after: ms(10)
             },
         ]
     );
@@ -652,6 +663,7 @@ fn candidate_retries_just_after_the_promise_it_was_refused_on() {
                 key: VOTE_KEY.into(),
                 value: Some("{\"term\":4,\"voted_for\":null}".into())
             },
+            Effect::Sync { ok: true },
             send(3, LeaseMsg::Release { term: 1, round: 1 }),
         ]
     );
@@ -928,7 +940,7 @@ fn the_leaseholder_serves_only_while_its_clock_says_the_lease_runs() {
             Effect::Observe(Observation::Serves { term: 1 }),
             Effect::SetTimer {
                 timer: LeaseTimer::Serve,
-                after: ms(100)
+                after: ms(10)
             },
         ]
     );
@@ -953,4 +965,75 @@ fn the_leaseholder_serves_only_while_its_clock_says_the_lease_runs() {
     );
     assert_eq!(n.p.role(), LeaseRole::Follower);
     assert_eq!(n.timer(9100, LeaseTimer::Serve), vec![]);
+}
+
+#[test]
+fn a_voter_whose_vote_fails_to_sync_promises_nothing() {
+    let mut v = Node::new("correct", 1);
+    v.start(0);
+    let request = LeaseMsg::RequestLease {
+        term: 1,
+        round: 1,
+        leader: false,
+    };
+    v.sync_fails = true;
+    assert_eq!(
+        v.recv(3002, 0, request.clone()),
+        vec![vote_store(1, 0), Effect::Sync { ok: false }],
+        "no grant rests on an unsynced vote"
+    );
+    assert_eq!(v.p.promise(), None);
+    // The candidate's retry while the disk still fails: still no grant.
+    assert_eq!(
+        v.recv(3050, 0, request.clone()),
+        vec![vote_store(1, 0), Effect::Sync { ok: false }]
+    );
+    assert_eq!(v.p.promise(), None);
+    // The disk recovers: the vote is synced, then granted.
+    v.sync_fails = false;
+    let effects = v.recv(3100, 0, request);
+    assert_eq!(
+        effects[..3],
+        [
+            vote_store(1, 0),
+            Effect::Sync { ok: true },
+            Effect::Observe(Observation::Follower {
+                term: 1,
+                leader: None
+            }),
+        ]
+    );
+    assert!(effects.contains(&send(0, LeaseMsg::Grant { term: 1, round: 1 })));
+    assert_eq!(v.p.promise().map(|p| p.to), Some(NodeId(0)));
+}
+
+#[test]
+fn a_candidate_whose_vote_fails_to_sync_does_not_stand() {
+    let mut n = Node::new("correct", 0);
+    n.start(0);
+    n.sync_fails = true;
+    let timeout = n.next_draw(ms(1000), ms(1500));
+    assert_eq!(
+        n.timer(3000, LeaseTimer::Election),
+        vec![
+            vote_store(1, 0),
+            Effect::Sync { ok: false },
+            Effect::SetTimer {
+                timer: LeaseTimer::Election,
+                after: timeout
+            },
+        ],
+        "no Candidate observation and no RequestLease"
+    );
+    assert_eq!(n.p.role(), LeaseRole::Follower);
+    assert_eq!(n.p.promise(), None);
+    // Control: with a working disk the next timer stands for election.
+    n.sync_fails = false;
+    let effects = n.timer(4500, LeaseTimer::Election);
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Observe(Observation::Candidate { .. }))),
+        "{effects:?}"
+    );
 }

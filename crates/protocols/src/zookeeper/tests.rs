@@ -139,6 +139,7 @@ fn connect_opens_a_session_and_arms_its_expiry() {
         effects,
         vec![
             s.stored(),
+            Effect::Sync { ok: true },
             set(ZkTimer::Expire(1), ms(2000)),
             send(
                 C1,
@@ -162,6 +163,7 @@ fn sequential_create_makes_the_parent_and_numbers_the_child() {
         vec![
             set(ZkTimer::Expire(1), ms(2000)),
             s.stored(),
+            Effect::Sync { ok: true },
             send(
                 C1,
                 ZkMsg::Created {
@@ -221,6 +223,7 @@ fn two_in_queue() -> Node {
         vec![
             set(ZkTimer::Expire(2), ms(2000)),
             s.stored(),
+            Effect::Sync { ok: true },
             send(
                 C2,
                 ZkMsg::Stat {
@@ -260,6 +263,7 @@ fn delete_fires_the_exists_watch_once() {
                 }
             ),
             s.stored(),
+            Effect::Sync { ok: true },
             send(C1, ZkMsg::Deleted { session: 1, xid: 2 }),
         ]
     );
@@ -313,6 +317,7 @@ fn expiry_deletes_the_ephemerals_and_fires_their_watches() {
                 }
             ),
             s.stored(),
+            Effect::Sync { ok: true },
         ]
     );
     assert_eq!(s.server().children("/election"), vec!["n-2-0000000001"]);
