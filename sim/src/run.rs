@@ -160,9 +160,30 @@ impl<P: Protocol> Sim<P> {
             madsim_ids.push(built.id());
         }
 
-        let supervisor = supervise(world.clone(), handle, madsim_ids, actions, end);
-        let stopped_early = runtime.block_on(supervisor);
-        drop(runtime); // kills every node task, releasing their handles on the world
+        let supervisor = supervise(
+            world.clone(),
+            handle.clone(),
+            madsim_ids.clone(),
+            actions,
+            end,
+        );
+        let stopped_early = runtime.block_on(async move {
+            let stopped = supervisor.await;
+            // The run is over. madsim does not drop a task still waiting when the
+            // runtime is dropped, and every node task holds the world: kill the nodes and
+            // yield once, so the executor drops their tasks. Otherwise each run leaks its
+            // world (history, storage, inboxes): memory growing with every seed.
+            for id in &madsim_ids {
+                handle.kill(*id);
+            }
+            madsim::task::yield_now().await;
+            stopped
+        });
+        drop(runtime);
+        // Wakers kept in the world point at those tasks: drop them too (outside the
+        // lock), so no cycle is left between the world and a task.
+        let wakers = lock(&world).take_wakers();
+        drop(wakers);
 
         let mut w = lock(&world);
         let end_time = if stopped_early {
@@ -170,8 +191,12 @@ impl<P: Protocol> Sim<P> {
         } else {
             end
         };
+        // The records move into the history (no copy of a long run's records).
+        let records = std::mem::take(&mut w.records);
+        let mut history = w.history(end_time);
+        history.records = records;
         RunOutput {
-            history: w.history(end_time),
+            history,
             trace: w.trace.take(),
             stats: w.stats.clone(),
             stopped_early,

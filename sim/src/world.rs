@@ -740,6 +740,20 @@ impl<P: Protocol> World<P> {
         }
     }
 
+    /// Takes every waker the world holds (the nodes' and the supervisor's). After a run
+    /// they are the only link from the world back to the node tasks, whose futures hold
+    /// the world: dropping them breaks that cycle, so the world (history, storage,
+    /// inboxes) is freed with the run instead of leaking once per seed.
+    pub fn take_wakers(&mut self) -> Vec<Waker> {
+        let mut wakers: Vec<Waker> = self
+            .nodes
+            .iter_mut()
+            .filter_map(|n| n.waker.take())
+            .collect();
+        wakers.extend(self.supervisor_waker.take());
+        wakers
+    }
+
     pub fn history(&self, end: SimTime) -> History {
         History {
             info: RunInfo {
