@@ -99,12 +99,16 @@ impl MyElection {
         cluster_size / 2 + 1
     }
 
+    /// Makes the term and vote durable before anything that depends on them is sent:
+    /// `store_synced` writes and fsyncs, so a power loss cannot forget a vote already
+    /// given. A failed sync (a `disk-error` fault) is not drawn by the profiles this
+    /// example uses; a production node would stop answering until its disk works again.
     fn persist(&self, env: E<'_>) {
         let durable = Durable {
             term: self.term,
             voted_for: self.voted_for,
         };
-        env.store("durable", &durable);
+        let _not_drawn_here = env.store_synced("durable", &durable);
     }
 
     fn reset_election_timer(&self, env: E<'_>) {
