@@ -50,6 +50,7 @@ fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Prof
     let all = restart_all_instants(d, cluster);
     let mut crashed: BTreeMap<u32, Duration> = BTreeMap::new();
     let mut restarted_early: Vec<u32> = Vec::new();
+    let mut armed: Vec<u32> = Vec::new();
     for e in &d.faults {
         assert!(e.at >= start && e.at <= heal_at, "{e:?} in the window");
         let id = |n: &NodeSel| n.id().map(|n| n.0);
@@ -67,7 +68,7 @@ fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Prof
                     "every node restarts after it"
                 );
             }
-            Fault::Crash { node } => {
+            Fault::Crash { node } | Fault::PowerLoss { node } => {
                 let n = id(node).unwrap();
                 assert!(cluster.contains(NodeId(n)));
                 assert!(
@@ -75,6 +76,16 @@ fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Prof
                     "one crash at a time per node"
                 );
             }
+            // A crash point's crash comes when the node has applied `at_effect` more
+            // effects, which the draw cannot know: the heal restarts the node (a no-op if
+            // the point never fired; the heal disarms it).
+            Fault::CrashPoint { node, .. } => {
+                let n = id(node).unwrap();
+                assert!(cluster.contains(NodeId(n)));
+                assert!(e.at < heal_at, "crash points are armed before the heal");
+                armed.push(n);
+            }
+            Fault::Restart { node } if e.at == heal_at && armed.contains(&id(node).unwrap()) => {}
             Fault::Restart { node } if all.contains(&e.at) => {
                 let n = id(node).unwrap();
                 if crashed.remove(&n).is_some() {
