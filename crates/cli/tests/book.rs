@@ -640,8 +640,16 @@ fn the_quick_start_edits_work_as_written() {
     let (code, out) = run(&["run".to_string(), file.display().to_string()]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("2 checks passed"), "{out}");
+    // The checker the example expects to fail, as its `checker = "..."` line names it.
+    let checker = original
+        .lines()
+        .find_map(|l| l.strip_prefix("checker ="))
+        .map(|v| v.trim().trim_matches('"').to_string())
+        .expect("the example names the checker it expects to fail");
     assert!(
-        out.contains("the scenario expects violation of single-leader-at-a-time: NOT met"),
+        out.contains(&format!(
+            "the scenario expects violation of {checker}: NOT met"
+        )),
         "{out}"
     );
 }
