@@ -591,6 +591,20 @@ impl Configurable for MultiLock {
         };
         params.config(cluster, ordered)
     }
+
+    /// What ordered acquisition promises: no wait-for cycle outlives the timeouts that
+    /// would break it. Not progress for every client (exponential try-lock backoff is
+    /// unfair, a scenario shows it), and without a TTL not liveness after a crash.
+    fn promises(config: &MultiLockConfig, _cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        let mut deadlock = tenure_core::Promise::new("deadlock");
+        if let Some(t) = config.client.acquire_timeout {
+            deadlock = deadlock.with("acquire_timeout", tenure_core::format_duration(t));
+        }
+        if let Some(t) = config.client.ttl {
+            deadlock = deadlock.with("lease", tenure_core::format_duration(t));
+        }
+        vec![deadlock]
+    }
 }
 
 #[cfg(test)]

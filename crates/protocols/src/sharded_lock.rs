@@ -830,6 +830,13 @@ impl Configurable for ShardedLock {
         };
         params.shared(cluster, fence)
     }
+
+    /// What the fenced handover promises: no resource has two acting owners at once.
+    /// Mutual exclusion of clients under pauses longer than the lease is the usual
+    /// lesson (only a fenced resource is safe), not a promise.
+    fn promises(_config: &Self::Config, _cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        vec![tenure_core::Promise::new("single-owner")]
+    }
 }
 
 #[cfg(test)]

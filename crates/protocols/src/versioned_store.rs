@@ -388,6 +388,12 @@ impl Configurable for VersionedStore {
             request_timeout: p.request_timeout.0,
         })
     }
+
+    /// What compare-and-set on a version promises: no accepted write is computed from a
+    /// stale read.
+    fn promises(_config: &Config, _cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        vec![tenure_core::Promise::new("no-lost-update")]
+    }
 }
 
 #[cfg(test)]
