@@ -240,12 +240,16 @@ impl Coordinator {
         self.ring.members.iter().copied().collect()
     }
 
+    /// Makes the ring, what it serves and what it waits for durable (synced) before
+    /// anything that depends on them goes out: a coordinator that loses power must not
+    /// come back serving under an older epoch. A failed sync (`disk-error`) is not drawn
+    /// by the profiles; a production coordinator would stop serving until it succeeds.
     fn persist(&self, env: &mut dyn Env<Msg, Timer>) {
         let serving = match &self.recovering {
             Some(resume) => resume.iter().cloned().collect(),
             None => self.serving.iter().cloned().collect(),
         };
-        env.store(
+        let _not_drawn = env.store_synced(
             RING_KEY,
             &StoredRing {
                 epoch: self.ring.epoch,

@@ -123,7 +123,10 @@ fn members_own_their_share_at_start_and_the_standby_arms_its_join() {
         .collect();
     assert!(!owned.is_empty());
     assert_eq!(effects[..owned.len()], owned[..]);
-    assert!(matches!(&effects[owned.len()..], [Effect::Store { key, .. }] if key == RING_KEY));
+    assert!(matches!(
+        &effects[owned.len()..],
+        [Effect::Store { key, .. }, Effect::Sync { ok: true }] if key == RING_KEY
+    ));
     let mut standby = Coordinator::new(s);
     let effects = step(&mut standby, 2, 0, |c, env| c.on_start(env));
     assert_eq!(
@@ -233,6 +236,7 @@ fn with_fencing_the_old_owner_disowns_and_hands_over_before_the_new_one_serves()
                 key: RING_KEY.into(),
                 value: Some(stored.into())
             },
+            Effect::Sync { ok: true },
             Effect::Send {
                 to: NodeId(2),
                 msg: handover.clone()
@@ -520,7 +524,10 @@ fn a_restarted_coordinator_waits_one_lease_before_serving_what_its_stored_ring_g
         .collect();
     let effects = env.take_effects();
     assert_eq!(effects[..expected.len()], expected[..]);
-    assert!(matches!(&effects[expected.len()..], [Effect::Store { key, .. }] if key == RING_KEY));
+    assert!(matches!(
+        &effects[expected.len()..],
+        [Effect::Store { key, .. }, Effect::Sync { ok: true }] if key == RING_KEY
+    ));
 }
 
 #[test]
