@@ -34,6 +34,8 @@ fn scratch_dir() -> PathBuf {
 /// its path and its lines.
 fn audit_log(name: &str) -> (PathBuf, Vec<String>) {
     let out = scratch_dir().join(name);
+    // tenure never writes over an existing log (a log is evidence): start afresh.
+    let _ = std::fs::remove_file(&out);
     let o = tenure(&[
         "run",
         "scenarios/raft/leader-crash.toml",
