@@ -71,7 +71,9 @@ impl ScenarioError {
         field: &str,
         message: impl Into<String>,
     ) -> ScenarioError {
-        ScenarioError::at_offset(file, source, locate(source, field), field, message)
+        // An empty (or blank) file has no line to point at but its first.
+        let offset = locate(source, field).or(source.trim().is_empty().then_some(0));
+        ScenarioError::at_offset(file, source, offset, field, message)
     }
 }
 
