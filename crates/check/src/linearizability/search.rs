@@ -85,6 +85,8 @@ pub(crate) struct Searcher<'i, 'a, M: Model> {
     ret_node: Vec<u32>,
     remaining_returns: usize,
     linearized: Bits,
+    // Only ever asked `contains`/`insert`, never iterated: its order cannot reach a
+    // verdict, so a hash set (fast, allocation-free probes) keeps the search deterministic.
     cache: hashbrown::HashSet<(Box<[u64]>, M::State)>,
     /// The stack of linearized calls: (call node, state before it).
     calls: Vec<(u32, M::State)>,
