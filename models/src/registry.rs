@@ -352,7 +352,7 @@ fn build<P: Configurable>(query: &Query) -> Result<Explorer<P>, ModelError> {
     }
     let params: P::Params = serde_json::from_value(query.params.clone())
         .map_err(|e| ModelError::new("params", e.to_string()))?;
-    let config = P::configure(params, &query.variant, &query.cluster).map_err(|e| {
+    let config = P::configure_named(params, &query.variant, &query.cluster).map_err(|e| {
         let field = if e.field.starts_with("cluster.") {
             "roles".to_string()
         } else {

@@ -78,7 +78,7 @@ mod tests {
     use tenure_scenario::{Fault, NodeSel};
 
     fn raft(variant: &str, cluster: &Cluster) -> <Raft as Protocol>::Config {
-        Raft::configure(Default::default(), variant, cluster).unwrap()
+        Raft::configure_named(Default::default(), variant, cluster).unwrap()
     }
 
     fn checkers(cluster: &Cluster, names: &[&str]) -> Vec<Box<dyn Checker>> {

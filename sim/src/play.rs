@@ -178,7 +178,7 @@ where
 {
     fn prepare(&self, scenario: &Scenario, cluster: &Cluster) -> Result<Playing, ScenarioError> {
         let params: P::Params = scenario.params()?;
-        let config = P::configure(params, &scenario.protocol.variant, cluster)
+        let config = P::configure_named(params, &scenario.protocol.variant, cluster)
             .map_err(|e| scenario.param_error(&e))?;
         let promises = P::promises(&config, cluster);
         let assumptions = P::assumptions(&config);

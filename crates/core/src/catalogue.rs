@@ -56,3 +56,28 @@ pub fn names<C: Catalogue>(catalogue: &C) -> Vec<&'static str> {
     catalogue.visit(&mut v);
     v.0
 }
+
+/// Where a catalogue's protocols disagree with themselves: a protocol whose
+/// `Configurable::Variant` type does not name exactly the variants its `info()` lists, in
+/// the same order. Empty when all agree; a protocol's own tests should assert that.
+pub fn variant_mismatches<C: Catalogue>(catalogue: &C) -> Vec<String> {
+    struct Check(Vec<String>);
+    impl Visitor for Check {
+        fn visit<P: Configurable>(&mut self) {
+            let typed: Vec<String> = <P::Variant as crate::Variant>::all()
+                .iter()
+                .map(|v| v.to_string())
+                .collect();
+            let listed: Vec<&str> = P::info().variants.iter().map(|v| v.name).collect();
+            if typed != listed {
+                self.0.push(format!(
+                    "{}: its Variant type names {typed:?}, its info() lists {listed:?}",
+                    P::info().name
+                ));
+            }
+        }
+    }
+    let mut check = Check(Vec::new());
+    catalogue.visit(&mut check);
+    check.0
+}

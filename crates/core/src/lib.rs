@@ -21,7 +21,7 @@ mod protocol;
 mod time;
 
 pub use assumptions::{Assumptions, Broken, Limit, Promise};
-pub use catalogue::{names as catalogue_names, Catalogue, Visitor};
+pub use catalogue::{names as catalogue_names, variant_mismatches, Catalogue, Visitor};
 pub use cluster::{Cluster, ClusterError, NodeId, RoleSpec};
 pub use env::{
     Clock, Effect, Env, Network, Observe, Rng, SplitMix64, Step, StepHost, Storage, StorageExt,
@@ -29,7 +29,7 @@ pub use env::{
 };
 pub use observation::{History, Observation, OpOutcome, OpValue, Record, RunInfo};
 pub use protocol::{
-    Configurable, ParamError, Protocol, ProtocolInfo, Request, RoleInfo, VariantInfo,
+    Configurable, ParamError, Protocol, ProtocolInfo, Request, RoleInfo, Variant, VariantInfo,
 };
 pub use time::{
     format_duration, parse_duration, HumanDuration, LocalTime, SignedDuration, SimTime,

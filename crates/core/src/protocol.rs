@@ -88,6 +88,33 @@ impl ProtocolInfo {
     }
 }
 
+/// A protocol's variants as a type: `correct` and its broken twins, each named as a
+/// scenario writes it (`variant = "no-drift-margin"`). `configure` matches on it, so a
+/// variant the code does not handle does not compile, and a name the scenario misspells
+/// never reaches the protocol.
+///
+/// Derive it with [`strum`]: `#[derive(Clone, Copy, Debug, PartialEq, Eq,
+/// strum::Display, strum::EnumString, strum::VariantArray)]` and
+/// `#[strum(serialize_all = "kebab-case")]`; any such enum is a `Variant`.
+pub trait Variant: Copy + Eq + Debug + std::fmt::Display + Send + Sync + 'static {
+    /// Every variant, in the order of [`ProtocolInfo::variants`] (`correct` first).
+    fn all() -> &'static [Self];
+
+    /// The variant a scenario names, if there is one.
+    fn parse(name: &str) -> Option<Self> {
+        Self::all().iter().copied().find(|v| v.to_string() == name)
+    }
+}
+
+impl<T> Variant for T
+where
+    T: strum::VariantArray + Copy + Eq + Debug + std::fmt::Display + Send + Sync + 'static,
+{
+    fn all() -> &'static [Self] {
+        T::VARIANTS
+    }
+}
+
 /// A protocol the `tenure` tool can build from a scenario file: it describes itself and
 /// turns parameters plus a variant name into its [`Protocol::Config`].
 ///
@@ -95,16 +122,33 @@ impl ProtocolInfo {
 /// `Params` with `#[serde(deny_unknown_fields)]`, so a misspelt parameter is an error.
 pub trait Configurable: Protocol {
     type Params: serde::de::DeserializeOwned + Default + Debug;
+    /// Its variants; their names are those of `info().variants`, in that order.
+    type Variant: Variant;
 
     fn info() -> &'static ProtocolInfo;
 
-    /// `variant` is one of `info().variants` (the caller has checked). An error names the
-    /// parameter at fault.
+    /// An error names the parameter at fault.
     fn configure(
+        params: Self::Params,
+        variant: Self::Variant,
+        cluster: &Cluster,
+    ) -> Result<Self::Config, ParamError>;
+
+    /// [`configure`](Self::configure) by the variant's name, as a scenario writes it; an
+    /// unknown name is an error on the `variant` field.
+    fn configure_named(
         params: Self::Params,
         variant: &str,
         cluster: &Cluster,
-    ) -> Result<Self::Config, ParamError>;
+    ) -> Result<Self::Config, ParamError> {
+        let Some(typed) = <Self::Variant as Variant>::parse(variant) else {
+            return Err(ParamError::new(
+                "variant",
+                format!("{} has no variant `{variant}`", Self::info().name),
+            ));
+        };
+        Self::configure(params, typed, cluster)
+    }
 
     /// The properties this protocol promises, as checks with the parameters that make
     /// them mean what it promises (liveness bounds derived from its own timeouts, with

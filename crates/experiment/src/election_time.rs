@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tenure_core::{parse_duration, Cluster, NodeId, Observation, Record, Rng, SimTime, SplitMix64};
 pub use tenure_protocols::raft::TimeoutRange;
-use tenure_protocols::raft::{configure, Raft, RaftConfig, RaftParams, RaftTimer};
+use tenure_protocols::raft::{configure, Raft, RaftConfig, RaftParams, RaftTimer, RaftVariant};
 use tenure_sim::net::LinkSettings;
 use tenure_sim::Sim;
 use tenure_sim::{Action, Control};
@@ -190,7 +190,7 @@ pub fn raft_config(range: &TimeoutRange) -> RaftConfig {
         let log = if node < 3 { vec![1, 2] } else { vec![1] };
         params.logs.insert(node.to_string(), log);
     }
-    configure(params, "correct", &cluster())
+    configure(params, RaftVariant::Correct, &cluster())
         .unwrap_or_else(|e| panic!("parse_range admits only valid ranges: {e}"))
 }
 

@@ -24,7 +24,7 @@ const ELECTION_CHECKERS: &[&str] = &["single-leader-per-term", "leader-liveness"
 
 fn raft(nodes: u32, seed: u64, faults: bool) -> CheckedRun {
     let cluster = Cluster::uniform("server", nodes);
-    let config = Raft::configure(Default::default(), "correct", &cluster).expect("defaults");
+    let config = Raft::configure_named(Default::default(), "correct", &cluster).expect("defaults");
     let checkers = ELECTION_CHECKERS
         .iter()
         .map(|n| tenure_check::build(n, &serde_json::Value::Null, &cluster).expect("known"))

@@ -162,7 +162,10 @@ impl From<WorkloadTimer> for EtcdTimer {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum EtcdVariant {
     Correct,
     NoKeepalive,
@@ -316,6 +319,7 @@ impl Protocol for EtcdLock {
 
 impl Configurable for EtcdLock {
     type Params = EtcdLockParams;
+    type Variant = EtcdVariant;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -323,20 +327,9 @@ impl Configurable for EtcdLock {
 
     fn configure(
         params: EtcdLockParams,
-        variant: &str,
+        variant: EtcdVariant,
         cluster: &Cluster,
     ) -> Result<EtcdConfig, ParamError> {
-        let variant = match variant {
-            "correct" => EtcdVariant::Correct,
-            "no-keepalive" => EtcdVariant::NoKeepalive,
-            "no-key-check" => EtcdVariant::NoKeyCheck,
-            other => {
-                return Err(ParamError::new(
-                    "variant",
-                    format!("etcd-lock has no variant `{other}`"),
-                ))
-            }
-        };
         single_node(cluster, "server")?;
         if cluster.count("client") == 0 {
             return Err(ParamError::new(

@@ -68,8 +68,19 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
+/// fencing's variants (names as scenarios write them).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum FencingVariant {
+    Correct,
+    Unfenced,
+}
+
 impl Configurable for Fencing {
     type Params = LockParams;
+    type Variant = FencingVariant;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -77,18 +88,12 @@ impl Configurable for Fencing {
 
     fn configure(
         params: LockParams,
-        variant: &str,
+        variant: FencingVariant,
         cluster: &Cluster,
     ) -> Result<SingleServerConfig, ParamError> {
         let mode = match variant {
-            "correct" => FencingMode::Fenced,
-            "unfenced" => FencingMode::Unfenced,
-            other => {
-                return Err(ParamError::new(
-                    "variant",
-                    format!("fencing has no variant `{other}`"),
-                ))
-            }
+            FencingVariant::Correct => FencingMode::Fenced,
+            FencingVariant::Unfenced => FencingMode::Unfenced,
         };
         params.single_server(cluster, true, ReleaseKind::CompareAndDelete, true, mode)
     }
@@ -147,7 +152,7 @@ mod tests {
     const STORAGE: NodeId = NodeId(3);
 
     fn config(variant: &str) -> SingleServerConfig {
-        Fencing::configure(LockParams::default(), variant, &lock_cluster()).unwrap()
+        Fencing::configure_named(LockParams::default(), variant, &lock_cluster()).unwrap()
     }
 
     #[test]

@@ -333,8 +333,20 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
+/// idempotency's variants (names as scenarios write them).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum IdempotencyVariant {
+    Correct,
+    NoKey,
+    KeyAfterEffect,
+}
+
 impl Configurable for Idempotency {
     type Params = IdempotencyParams;
+    type Variant = IdempotencyVariant;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -342,19 +354,13 @@ impl Configurable for Idempotency {
 
     fn configure(
         params: IdempotencyParams,
-        variant: &str,
+        variant: IdempotencyVariant,
         cluster: &Cluster,
     ) -> Result<IdempotencyConfig, ParamError> {
         let dedup = match variant {
-            "correct" => Dedup::Atomic,
-            "no-key" => Dedup::None,
-            "key-after-effect" => Dedup::KeyAfterEffect,
-            other => {
-                return Err(ParamError::new(
-                    "variant",
-                    format!("idempotency has no variant `{other}`"),
-                ))
-            }
+            IdempotencyVariant::Correct => Dedup::Atomic,
+            IdempotencyVariant::NoKey => Dedup::None,
+            IdempotencyVariant::KeyAfterEffect => Dedup::KeyAfterEffect,
         };
         if cluster.count("service") != 1 {
             return Err(ParamError::new(
@@ -436,7 +442,8 @@ mod tests {
 
     fn node(variant: &str, me: NodeId) -> Idempotency {
         let config =
-            Idempotency::configure(IdempotencyParams::default(), variant, &cluster()).unwrap();
+            Idempotency::configure_named(IdempotencyParams::default(), variant, &cluster())
+                .unwrap();
         Idempotency::new(&config, me, &cluster())
     }
 
@@ -746,7 +753,7 @@ mod tests {
             operations: 0,
             ..IdempotencyParams::default()
         };
-        let config = Idempotency::configure(params, "correct", &cluster()).unwrap();
+        let config = Idempotency::configure_named(params, "correct", &cluster()).unwrap();
         let mut c = Idempotency::new(&config, CLIENT, &cluster());
         let mut st = StorageMap::new();
         assert!(run(&mut c, CLIENT, &mut st, |c, env| c.on_start(env)).is_empty());
@@ -763,7 +770,7 @@ mod tests {
             ..IdempotencyParams::default()
         };
         assert_eq!(
-            Idempotency::configure(p, "correct", &cluster())
+            Idempotency::configure_named(p, "correct", &cluster())
                 .unwrap_err()
                 .field,
             "think_time"

@@ -53,7 +53,10 @@ pub const MARGIN_CONSTANT: Duration = Duration::from_millis(10);
 /// Storage key of the durable vote.
 const VOTE_KEY: &str = "leader-lease/vote";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum LeaderLeaseVariant {
     Correct,
     NoDriftMargin,
@@ -691,6 +694,7 @@ impl Protocol for LeaderLease {
 
 impl Configurable for LeaderLease {
     type Params = LeaderLeaseParams;
+    type Variant = LeaderLeaseVariant;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -698,20 +702,9 @@ impl Configurable for LeaderLease {
 
     fn configure(
         params: LeaderLeaseParams,
-        variant: &str,
+        variant: LeaderLeaseVariant,
         cluster: &Cluster,
     ) -> Result<LeaderLeaseConfig, ParamError> {
-        let variant = match variant {
-            "correct" => LeaderLeaseVariant::Correct,
-            "no-drift-margin" => LeaderLeaseVariant::NoDriftMargin,
-            "wall-clock-lease" => LeaderLeaseVariant::WallClockLease,
-            other => {
-                return Err(ParamError::new(
-                    "variant",
-                    format!("leader-lease has no variant `{other}`"),
-                ))
-            }
-        };
         if cluster.count("server") == 0 {
             return Err(ParamError::new(
                 "cluster",

@@ -572,8 +572,19 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
+/// multi-lock's variants (names as scenarios write them).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum MultiLockVariant {
+    Correct,
+    Unordered,
+}
+
 impl Configurable for MultiLock {
     type Params = MultiLockParams;
+    type Variant = MultiLockVariant;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -581,13 +592,12 @@ impl Configurable for MultiLock {
 
     fn configure(
         params: MultiLockParams,
-        variant: &str,
+        variant: MultiLockVariant,
         cluster: &Cluster,
     ) -> Result<MultiLockConfig, ParamError> {
         let ordered = match variant {
-            "correct" => true,
-            "unordered" => false,
-            other => panic!("multi-lock has no variant `{other}`; the caller checks"),
+            MultiLockVariant::Correct => true,
+            MultiLockVariant::Unordered => false,
         };
         params.config(cluster, ordered)
     }

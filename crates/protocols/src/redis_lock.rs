@@ -432,8 +432,20 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
+/// redis-lock's variants (names as scenarios write them).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum RedisLockVariant {
+    Correct,
+    PlainDelRelease,
+    NoTtl,
+}
+
 impl Configurable for RedisLock {
     type Params = LockParams;
+    type Variant = RedisLockVariant;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -441,19 +453,13 @@ impl Configurable for RedisLock {
 
     fn configure(
         params: LockParams,
-        variant: &str,
+        variant: RedisLockVariant,
         cluster: &Cluster,
     ) -> Result<SingleServerConfig, ParamError> {
         let (ttl, release) = match variant {
-            "correct" => (true, ReleaseKind::CompareAndDelete),
-            "plain-del-release" => (true, ReleaseKind::PlainDel),
-            "no-ttl" => (false, ReleaseKind::CompareAndDelete),
-            other => {
-                return Err(ParamError::new(
-                    "variant",
-                    format!("redis-lock has no variant `{other}`"),
-                ))
-            }
+            RedisLockVariant::Correct => (true, ReleaseKind::CompareAndDelete),
+            RedisLockVariant::PlainDelRelease => (true, ReleaseKind::PlainDel),
+            RedisLockVariant::NoTtl => (false, ReleaseKind::CompareAndDelete),
         };
         params.single_server(cluster, ttl, release, false, FencingMode::Unfenced)
     }
@@ -566,7 +572,7 @@ pub(crate) mod tests {
     const STORAGE: NodeId = NodeId(3);
 
     fn config(variant: &str) -> SingleServerConfig {
-        RedisLock::configure(LockParams::default(), variant, &lock_cluster()).unwrap()
+        RedisLock::configure_named(LockParams::default(), variant, &lock_cluster()).unwrap()
     }
 
     /// Runs `f` on node `me` of the default lock cluster at monotonic time `mono_ms`;
@@ -945,7 +951,7 @@ pub(crate) mod tests {
             ..LockParams::default()
         };
         assert_eq!(
-            RedisLock::configure(p, "correct", &lock_cluster())
+            RedisLock::configure_named(p, "correct", &lock_cluster())
                 .unwrap_err()
                 .field,
             "retry_backoff"
@@ -966,7 +972,7 @@ pub(crate) mod tests {
         ])
         .unwrap();
         assert_eq!(
-            RedisLock::configure(LockParams::default(), "correct", &two_servers)
+            RedisLock::configure_named(LockParams::default(), "correct", &two_servers)
                 .unwrap_err()
                 .field,
             "cluster.roles.server"

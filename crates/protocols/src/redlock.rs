@@ -327,8 +327,19 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
+/// redlock's variants (names as scenarios write them).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum RedlockVariant {
+    Correct,
+    WallClockExpiry,
+}
+
 impl Configurable for Redlock {
     type Params = RedlockParams;
+    type Variant = RedlockVariant;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -336,18 +347,12 @@ impl Configurable for Redlock {
 
     fn configure(
         params: RedlockParams,
-        variant: &str,
+        variant: RedlockVariant,
         cluster: &Cluster,
     ) -> Result<RedlockConfig, ParamError> {
         let expiry = match variant {
-            "correct" => ExpiryClock::Monotonic,
-            "wall-clock-expiry" => ExpiryClock::Wall,
-            other => {
-                return Err(ParamError::new(
-                    "variant",
-                    format!("redlock has no variant `{other}`"),
-                ))
-            }
+            RedlockVariant::Correct => ExpiryClock::Monotonic,
+            RedlockVariant::WallClockExpiry => ExpiryClock::Wall,
         };
         check_role_count(cluster, "server", 1, usize::MAX)?;
         if params.ttl.0.is_zero() {
@@ -476,7 +481,7 @@ mod tests {
     const STORAGE: NodeId = NodeId(7);
 
     fn config(variant: &str) -> RedlockConfig {
-        Redlock::configure(RedlockParams::default(), variant, &cluster()).unwrap()
+        Redlock::configure_named(RedlockParams::default(), variant, &cluster()).unwrap()
     }
 
     fn on(
@@ -705,14 +710,14 @@ mod tests {
     fn params_are_checked() {
         let p: RedlockParams =
             serde_json::from_str(r#"{"ttl": "10s", "clock_drift_factor": 0.05}"#).unwrap();
-        let c = Redlock::configure(p, "correct", &cluster()).unwrap();
+        let c = Redlock::configure_named(p, "correct", &cluster()).unwrap();
         assert_eq!(c.drift_allowance, Duration::from_millis(502));
         let p = RedlockParams {
             clock_drift_factor: 1.5,
             ..RedlockParams::default()
         };
         assert_eq!(
-            Redlock::configure(p, "correct", &cluster())
+            Redlock::configure_named(p, "correct", &cluster())
                 .unwrap_err()
                 .field,
             "clock_drift_factor"
@@ -722,7 +727,7 @@ mod tests {
             ..RedlockParams::default()
         };
         assert_eq!(
-            Redlock::configure(p, "correct", &cluster())
+            Redlock::configure_named(p, "correct", &cluster())
                 .unwrap_err()
                 .field,
             "ttl"

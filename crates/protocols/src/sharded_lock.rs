@@ -815,8 +815,19 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
+/// sharded-lock's variants (names as scenarios write them).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum ShardedLockVariant {
+    Correct,
+    NoFence,
+}
+
 impl Configurable for ShardedLock {
     type Params = ShardedLockParams;
+    type Variant = ShardedLockVariant;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -824,13 +835,12 @@ impl Configurable for ShardedLock {
 
     fn configure(
         params: ShardedLockParams,
-        variant: &str,
+        variant: ShardedLockVariant,
         cluster: &Cluster,
     ) -> Result<Shared, ParamError> {
         let fence = match variant {
-            "correct" => true,
-            "no-fence" => false,
-            other => panic!("sharded-lock has no variant `{other}`; the caller checks"),
+            ShardedLockVariant::Correct => true,
+            ShardedLockVariant::NoFence => false,
         };
         params.shared(cluster, fence)
     }

@@ -347,8 +347,19 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
+/// versioned-store's variants (names as scenarios write them).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum VersionedStoreVariant {
+    Correct,
+    BlindWrite,
+}
+
 impl Configurable for VersionedStore {
     type Params = VersionedStoreParams;
+    type Variant = VersionedStoreVariant;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -356,13 +367,12 @@ impl Configurable for VersionedStore {
 
     fn configure(
         p: VersionedStoreParams,
-        variant: &str,
+        variant: VersionedStoreVariant,
         cluster: &Cluster,
     ) -> Result<Config, ParamError> {
         let check_version = match variant {
-            "correct" => true,
-            "blind-write" => false,
-            other => panic!("versioned-store has no variant `{other}`; the caller checks"),
+            VersionedStoreVariant::Correct => true,
+            VersionedStoreVariant::BlindWrite => false,
         };
         check_role_count(cluster, "storage", 1, 1)?;
         check_role_count(cluster, "client", 1, usize::MAX)?;
@@ -418,7 +428,8 @@ mod tests {
     }
 
     fn config(variant: &str) -> Config {
-        VersionedStore::configure(VersionedStoreParams::default(), variant, &cluster()).unwrap()
+        VersionedStore::configure_named(VersionedStoreParams::default(), variant, &cluster())
+            .unwrap()
     }
 
     fn cas(op: u64, expected: u64, value: i64) -> Msg {

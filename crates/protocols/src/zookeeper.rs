@@ -188,7 +188,10 @@ pub enum Recipe {
     Lock,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum ZkVariant {
     Correct,
     Herd,
@@ -375,6 +378,7 @@ impl ZooKeeperParams {
 
 impl Configurable for ZooKeeper {
     type Params = ZooKeeperParams;
+    type Variant = ZkVariant;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -382,19 +386,9 @@ impl Configurable for ZooKeeper {
 
     fn configure(
         params: ZooKeeperParams,
-        variant: &str,
+        variant: ZkVariant,
         cluster: &Cluster,
     ) -> Result<ZkConfig, ParamError> {
-        let variant = match variant {
-            "correct" => ZkVariant::Correct,
-            "herd" => ZkVariant::Herd,
-            other => {
-                return Err(ParamError::new(
-                    "variant",
-                    format!("zookeeper has no variant `{other}`"),
-                ))
-            }
-        };
         single_node(cluster, "server")?;
         if cluster.count("client") == 0 {
             return Err(ParamError::new(

@@ -78,6 +78,6 @@ pub mod prelude {
     pub use tenure_core::{
         Catalogue, Cluster, Configurable, Env, HumanDuration, LocalTime, NodeId, Observation,
         ParamError, Protocol, ProtocolInfo, Record, RoleInfo, RoleSpec, RunInfo, SimTime,
-        StorageExt, VariantInfo, Visitor,
+        StorageExt, Variant, VariantInfo, Visitor,
     };
 }

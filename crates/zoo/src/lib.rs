@@ -44,4 +44,9 @@ mod tests {
         assert_eq!(sorted.len(), names.len(), "{names:?}");
         assert_eq!(names[0], "raft");
     }
+
+    #[test]
+    fn every_variant_type_names_the_listed_variants() {
+        assert_eq!(tenure_core::variant_mismatches(&Zoo), Vec::<String>::new());
+    }
 }

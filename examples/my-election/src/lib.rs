@@ -381,18 +381,45 @@ static INFO: ProtocolInfo = ProtocolInfo {
     ],
 };
 
+/// The variants a scenario can name: `variant = "vote-twice"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MyVariant {
+    Correct,
+    VoteTwice,
+}
+
+impl Variant for MyVariant {
+    fn all() -> &'static [MyVariant] {
+        &[MyVariant::Correct, MyVariant::VoteTwice]
+    }
+}
+
+impl std::fmt::Display for MyVariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            MyVariant::Correct => "correct",
+            MyVariant::VoteTwice => "vote-twice",
+        })
+    }
+}
+
 /// What the `tenure` command line needs to run `my-election` from a scenario file.
 impl Configurable for MyElection {
     type Params = Params;
+    type Variant = MyVariant;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
     }
 
-    fn configure(params: Params, variant: &str, _cluster: &Cluster) -> Result<Config, ParamError> {
+    fn configure(
+        params: Params,
+        variant: MyVariant,
+        _cluster: &Cluster,
+    ) -> Result<Config, ParamError> {
         let mut config = match variant {
-            "vote-twice" => Config::with_planted_bug(),
-            _ => Config::correct(),
+            MyVariant::Correct => Config::correct(),
+            MyVariant::VoteTwice => Config::with_planted_bug(),
         };
         if let Some([min, max]) = params.election_timeout {
             if min.0 > max.0 || min.0.is_zero() {

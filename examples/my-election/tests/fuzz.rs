@@ -112,3 +112,11 @@ fn a_failing_sweep_panics_and_saves_the_seed() {
         .expect("the message names the seed");
     assert!(saved.contains(&seed), "{seed} not in {saved:?}");
 }
+
+#[test]
+fn the_variant_type_names_the_listed_variants() {
+    assert_eq!(
+        tenure::variant_mismatches(&my_election::MyProtocols),
+        Vec::<String>::new()
+    );
+}

@@ -387,7 +387,7 @@ fn a_drawn_schedule_is_applied_and_the_run_extended_to_fit_its_liveness_phase() 
         .expect("chaos crashes a node within 50 seeds");
     assert!(drawn.duration > Duration::from_secs(2));
     let config: <Raft as Protocol>::Config =
-        Raft::configure(Default::default(), "correct", &cluster).unwrap();
+        Raft::configure_named(Default::default(), "correct", &cluster).unwrap();
     let checkers: Vec<Box<dyn Checker>> =
         vec![
             tenure_check::build("single-leader-per-term", &serde_json::Value::Null, &cluster)

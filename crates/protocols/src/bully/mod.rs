@@ -405,8 +405,18 @@ impl Protocol for Bully {
     }
 }
 
+/// bully's variants: only the correct one (its lesson is in the scenarios' faults).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum BullyVariant {
+    Correct,
+}
+
 impl Configurable for Bully {
     type Params = BullyParams;
+    type Variant = BullyVariant;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -414,13 +424,10 @@ impl Configurable for Bully {
 
     fn configure(
         params: BullyParams,
-        variant: &str,
+        variant: BullyVariant,
         _cluster: &Cluster,
     ) -> Result<BullyConfig, ParamError> {
-        assert_eq!(
-            variant, "correct",
-            "unknown bully variant (the caller checks)"
-        );
+        let BullyVariant::Correct = variant;
         configure(params)
     }
 

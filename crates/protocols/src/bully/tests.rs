@@ -340,7 +340,7 @@ fn a_follower_keeps_the_higher_of_two_coordinators() {
 fn configure_errors_name_the_field() {
     let error = |json: &str| {
         let params: BullyParams = serde_json::from_str(json).unwrap();
-        Bully::configure(params, "correct", &Cluster::uniform("node", 3))
+        Bully::configure_named(params, "correct", &Cluster::uniform("node", 3))
             .unwrap_err()
             .field
     };
@@ -355,7 +355,7 @@ fn configure_errors_name_the_field() {
     );
     assert_eq!(error(r#"{"leader_timeout": "50ms"}"#), "leader_timeout");
     assert!(serde_json::from_str::<BullyParams>(r#"{"timeout": "1s"}"#).is_err());
-    let ok = Bully::configure(
+    let ok = Bully::configure_named(
         BullyParams::default(),
         "correct",
         &Cluster::uniform("node", 3),

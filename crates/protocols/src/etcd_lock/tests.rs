@@ -34,7 +34,7 @@ fn params(work_ms: u64) -> EtcdLockParams {
 }
 
 fn config(variant: &str, p: EtcdLockParams, clients: u32) -> EtcdConfig {
-    EtcdLock::configure(p, variant, &cluster(clients)).unwrap()
+    EtcdLock::configure_named(p, variant, &cluster(clients)).unwrap()
 }
 
 const SERVER: NodeId = NodeId(0);
@@ -700,7 +700,7 @@ fn params_are_checked() {
         ..Default::default()
     };
     assert_eq!(
-        EtcdLock::configure(p, "correct", &cluster(2))
+        EtcdLock::configure_named(p, "correct", &cluster(2))
             .unwrap_err()
             .field,
         "ttl"
@@ -717,7 +717,7 @@ fn params_are_checked() {
     ])
     .unwrap();
     assert_eq!(
-        EtcdLock::configure(EtcdLockParams::default(), "correct", &no_storage)
+        EtcdLock::configure_named(EtcdLockParams::default(), "correct", &no_storage)
             .unwrap_err()
             .field,
         "cluster.roles.storage"

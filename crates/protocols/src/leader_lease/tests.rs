@@ -15,7 +15,7 @@ fn cluster() -> Cluster {
 }
 
 fn config(variant: &str) -> LeaderLeaseConfig {
-    LeaderLease::configure(LeaderLeaseParams::default(), variant, &cluster()).unwrap()
+    LeaderLease::configure_named(LeaderLeaseParams::default(), variant, &cluster()).unwrap()
 }
 
 /// One node and what it needs to run a handler: its storage and its rng.
@@ -714,7 +714,7 @@ fn params_reject_unknown_fields_and_bad_values() {
     assert_eq!(p.lease_duration.0, ms(4000));
 
     let bad = |p: LeaderLeaseParams| {
-        LeaderLease::configure(p, "correct", &cluster())
+        LeaderLease::configure_named(p, "correct", &cluster())
             .unwrap_err()
             .field
     };

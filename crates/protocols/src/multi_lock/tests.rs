@@ -40,7 +40,7 @@ fn params() -> MultiLockParams {
 }
 
 fn client(p: MultiLockParams, variant: &str) -> Client {
-    let config = MultiLock::configure(p, variant, &cluster(2)).unwrap();
+    let config = MultiLock::configure_named(p, variant, &cluster(2)).unwrap();
     Client::new(config.client)
 }
 
@@ -340,7 +340,8 @@ fn unordered_requests_come_in_either_order_and_skew_makes_r0_hot() {
 
 #[test]
 fn bad_parameters_name_the_field() {
-    let err = |p: MultiLockParams| MultiLock::configure(p, "correct", &cluster(2)).unwrap_err();
+    let err =
+        |p: MultiLockParams| MultiLock::configure_named(p, "correct", &cluster(2)).unwrap_err();
     assert_eq!(err(MultiLockParams { k: 3, ..params() }).field, "k");
     assert_eq!(err(MultiLockParams { k: 0, ..params() }).field, "k");
     assert_eq!(
@@ -374,7 +375,7 @@ fn bad_parameters_name_the_field() {
     }])
     .unwrap();
     assert_eq!(
-        MultiLock::configure(params(), "correct", &two_servers)
+        MultiLock::configure_named(params(), "correct", &two_servers)
             .unwrap_err()
             .field,
         "cluster.roles.server"
@@ -404,7 +405,7 @@ fn contended() -> MultiLockParams {
 
 #[test]
 fn unordered_hold_and_wait_deadlocks_and_ordered_does_not() {
-    let config = |variant| MultiLock::configure(contended(), variant, &cluster(3)).unwrap();
+    let config = |variant| MultiLock::configure_named(contended(), variant, &cluster(3)).unwrap();
     let mut unordered = Net::start(config("unordered"), cluster(3), 1);
     unordered.run_until(ms(30_000));
     // Stuck: nobody finishes anything in the last 20 seconds.
@@ -436,7 +437,7 @@ fn an_acquire_timeout_or_try_lock_gets_unordered_clients_out_of_the_deadlock() {
             ..contended()
         },
     ] {
-        let config = MultiLock::configure(p.clone(), "unordered", &cluster(3)).unwrap();
+        let config = MultiLock::configure_named(p.clone(), "unordered", &cluster(3)).unwrap();
         let mut net = Net::start(config, cluster(3), 1);
         net.run_until(ms(30_000));
         let done = done_between(&net, 10_000, 30_000);

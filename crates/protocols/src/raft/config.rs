@@ -9,7 +9,10 @@ use tenure_core::{
 };
 
 /// Which Raft a run uses: the correct one or a known-broken one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum RaftVariant {
     Correct,
     /// `votedFor` is kept in memory only: a node that restarts can vote twice in a term.
@@ -19,18 +22,6 @@ pub enum RaftVariant {
     /// Term and vote are written, the reply is sent, and only then synced: a power loss
     /// in between forgets a vote that was already given.
     ReplyBeforeSync,
-}
-
-impl RaftVariant {
-    pub fn from_name(name: &str) -> Option<RaftVariant> {
-        match name {
-            "correct" => Some(RaftVariant::Correct),
-            "forget-vote" => Some(RaftVariant::ForgetVote),
-            "no-step-down" => Some(RaftVariant::NoStepDown),
-            "reply-before-sync" => Some(RaftVariant::ReplyBeforeSync),
-            _ => None,
-        }
-    }
 }
 
 pub(crate) static INFO: ProtocolInfo = ProtocolInfo {
@@ -159,11 +150,9 @@ impl RaftConfig {
 /// Checks `params` against the cluster and resolves them.
 pub fn configure(
     params: RaftParams,
-    variant: &str,
+    variant: RaftVariant,
     cluster: &Cluster,
 ) -> Result<RaftConfig, ParamError> {
-    let variant = RaftVariant::from_name(variant)
-        .ok_or_else(|| ParamError::new("variant", format!("raft has no variant `{variant}`")))?;
     let heartbeat_interval = params.heartbeat_interval.0;
     if heartbeat_interval.is_zero() {
         return Err(ParamError::new("heartbeat_interval", "must be more than 0"));

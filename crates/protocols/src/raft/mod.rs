@@ -613,6 +613,7 @@ impl Protocol for Raft {
 
 impl Configurable for Raft {
     type Params = RaftParams;
+    type Variant = RaftVariant;
 
     fn info() -> &'static ProtocolInfo {
         &config::INFO
@@ -620,7 +621,7 @@ impl Configurable for Raft {
 
     fn configure(
         params: RaftParams,
-        variant: &str,
+        variant: RaftVariant,
         cluster: &Cluster,
     ) -> Result<RaftConfig, ParamError> {
         configure(params, variant, cluster)

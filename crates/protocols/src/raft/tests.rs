@@ -616,15 +616,15 @@ fn params(json: &str) -> RaftParams {
 
 fn configure_error(json: &str) -> ParamError {
     let cluster = Cluster::uniform("server", 5);
-    Raft::configure(params(json), "correct", &cluster).unwrap_err()
+    Raft::configure_named(params(json), "correct", &cluster).unwrap_err()
 }
 
 #[test]
 fn configure_reads_defaults_and_overrides() {
     let cluster = Cluster::uniform("server", 5);
-    let config = Raft::configure(params("{}"), "no-step-down", &cluster).unwrap();
+    let config = Raft::configure_named(params("{}"), "no-step-down", &cluster).unwrap();
     assert_eq!(config, RaftConfig::new(RaftVariant::NoStepDown));
-    let config = Raft::configure(
+    let config = Raft::configure_named(
         params(
             r#"{"pre_vote": true, "logs": {"1": [1, 1, 2]},
                 "timeouts": {"4": ["400ms", "500ms"]}}"#,
@@ -691,7 +691,7 @@ fn info_lists_correct_first_and_what_each_variant_breaks() {
         ]
     );
     for v in info.variants {
-        assert!(RaftVariant::from_name(v.name).is_some());
+        assert!(<RaftVariant as tenure_core::Variant>::parse(v.name).is_some());
     }
     assert_eq!(
         info.variant("forget-vote").unwrap().breaks,

@@ -440,7 +440,8 @@ fn double_owned(net: &Net<ShardedLock>) -> Vec<String> {
 fn a_join_hands_over_cleanly_with_fencing_and_double_owns_without() {
     for (variant, doubles) in [("correct", false), ("no-fence", true)] {
         let config =
-            ShardedLock::configure(ShardedLockParams::default(), variant, &cluster(4, 4)).unwrap();
+            ShardedLock::configure_named(ShardedLockParams::default(), variant, &cluster(4, 4))
+                .unwrap();
         let mut net = Net::start(config, cluster(4, 4), 3);
         net.run_until(ms(6_000));
         let doubled = double_owned(&net);

@@ -34,7 +34,7 @@ fn params(recipe: Recipe) -> ZooKeeperParams {
 }
 
 fn config(variant: &str, p: ZooKeeperParams, clients: u32) -> ZkConfig {
-    ZooKeeper::configure(p, variant, &cluster(clients)).unwrap()
+    ZooKeeper::configure_named(p, variant, &cluster(clients)).unwrap()
 }
 
 const SERVER: NodeId = NodeId(0);
@@ -762,12 +762,13 @@ fn params_are_checked() {
     let p: ZooKeeperParams = serde_json::from_str(r#"{"recipe": "lock"}"#).unwrap();
     assert_eq!(p.recipe, Recipe::Lock);
     let only_server = Cluster::uniform("server", 1);
-    let err = ZooKeeper::configure(params(Recipe::Election), "correct", &only_server).unwrap_err();
+    let err =
+        ZooKeeper::configure_named(params(Recipe::Election), "correct", &only_server).unwrap_err();
     assert_eq!(err.field, "cluster.roles.client");
     let mut p = params(Recipe::Election);
     p.session_timeout = HumanDuration(ms(5));
     assert_eq!(
-        ZooKeeper::configure(p, "correct", &cluster(2))
+        ZooKeeper::configure_named(p, "correct", &cluster(2))
             .unwrap_err()
             .field,
         "session_timeout"
