@@ -27,7 +27,7 @@ pub use env::{
     Clock, Effect, Env, Network, Observe, Rng, SplitMix64, Step, StepHost, Storage, StorageExt,
     StorageMap, SyncError, Timers,
 };
-pub use observation::{History, Observation, OpOutcome, OpValue, Record, RunInfo};
+pub use observation::{FieldValue, History, Observation, OpOutcome, OpValue, Record, RunInfo};
 pub use protocol::{
     Configurable, ParamError, Protocol, ProtocolInfo, Request, RoleInfo, Variant, VariantInfo,
 };

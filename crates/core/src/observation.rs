@@ -7,6 +7,7 @@
 
 use crate::{Cluster, LocalTime, NodeId, SimTime};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// What a node believes or did. Lifecycle entries (`Started`, `Crashed`) are made by
 /// the host, not the protocol.
@@ -110,11 +111,105 @@ pub enum Observation {
 
     /// A free-form note for people reading the trace; no checker reads it.
     Note { text: String },
-    /// A user-defined observation for a user-defined checker.
+    /// A user-defined observation for a user-defined checker: one number.
     Custom { name: String, value: i64 },
+    /// A user-defined observation with named, typed fields, for a user-defined checker
+    /// (built with [`Observation::structured`]; read with [`Observation::field`]). In a
+    /// trace: `{"kind":"structured","name":"grant","fields":{"client":3,"why":"queue"}}`.
+    Structured {
+        name: String,
+        fields: BTreeMap<String, FieldValue>,
+    },
+}
+
+/// One field of an [`Observation::Structured`]: a number, a text or a flag.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FieldValue {
+    Bool(bool),
+    Int(i64),
+    Text(String),
+}
+
+impl FieldValue {
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            FieldValue::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            FieldValue::Text(v) => Some(v),
+            _ => None,
+        }
+    }
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            FieldValue::Bool(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl From<i64> for FieldValue {
+    fn from(v: i64) -> FieldValue {
+        FieldValue::Int(v)
+    }
+}
+impl From<u32> for FieldValue {
+    fn from(v: u32) -> FieldValue {
+        FieldValue::Int(i64::from(v))
+    }
+}
+impl From<bool> for FieldValue {
+    fn from(v: bool) -> FieldValue {
+        FieldValue::Bool(v)
+    }
+}
+impl From<&str> for FieldValue {
+    fn from(v: &str) -> FieldValue {
+        FieldValue::Text(v.to_string())
+    }
+}
+impl From<String> for FieldValue {
+    fn from(v: String) -> FieldValue {
+        FieldValue::Text(v)
+    }
+}
+impl From<NodeId> for FieldValue {
+    fn from(v: NodeId) -> FieldValue {
+        FieldValue::Int(i64::from(v.0))
+    }
 }
 
 impl Observation {
+    /// An empty [`Observation::Structured`] named `name`; add fields with
+    /// [`with`](Self::with): `Observation::structured("grant").with("client", node)`.
+    pub fn structured(name: impl Into<String>) -> Observation {
+        Observation::Structured {
+            name: name.into(),
+            fields: BTreeMap::new(),
+        }
+    }
+
+    /// This observation with one more field (only [`Observation::Structured`] has fields;
+    /// on any other kind it is the observation unchanged).
+    pub fn with(mut self, key: impl Into<String>, value: impl Into<FieldValue>) -> Observation {
+        if let Observation::Structured { fields, .. } = &mut self {
+            fields.insert(key.into(), value.into());
+        }
+        self
+    }
+
+    /// A field of an [`Observation::Structured`].
+    pub fn field(&self, key: &str) -> Option<&FieldValue> {
+        match self {
+            Observation::Structured { fields, .. } => fields.get(key),
+            _ => None,
+        }
+    }
+
     /// The short name used in traces and narratives.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -143,6 +238,7 @@ impl Observation {
             Observation::Invoke { .. } => "invoke",
             Observation::Complete { .. } => "complete",
             Observation::Note { .. } => "note",
+            Observation::Structured { .. } => "structured",
             Observation::Custom { .. } => "custom",
         }
     }
@@ -196,4 +292,35 @@ pub struct RunInfo {
 pub struct History {
     pub info: RunInfo,
     pub records: Vec<Record>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_structured_observation_keeps_its_typed_fields_through_a_trace() {
+        let obs = Observation::structured("grant")
+            .with("client", NodeId(3))
+            .with("why", "queue")
+            .with("fenced", true);
+        assert_eq!(obs.kind(), "structured");
+        assert_eq!(obs.field("client").and_then(FieldValue::as_int), Some(3));
+        assert_eq!(obs.field("why").and_then(FieldValue::as_text), Some("queue"));
+        assert_eq!(obs.field("fenced").and_then(FieldValue::as_bool), Some(true));
+        assert_eq!(obs.field("missing"), None);
+        let json = serde_json::to_string(&obs).unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"structured","name":"grant","fields":{"client":3,"fenced":true,"why":"queue"}}"#
+        );
+        assert_eq!(serde_json::from_str::<Observation>(&json).unwrap(), obs);
+    }
+
+    #[test]
+    fn fields_belong_to_structured_observations_only() {
+        let note = Observation::Note { text: "x".into() }.with("k", 1i64);
+        assert_eq!(note, Observation::Note { text: "x".into() });
+        assert_eq!(note.field("k"), None);
+    }
 }

@@ -37,7 +37,7 @@ pub mod regressions;
 pub mod seeds;
 mod simulation;
 
-pub use outcome::{Outcome, SweepReport, TestContext};
+pub use outcome::{CheckerFailures, Outcome, SweepCount, SweepReport, TestContext};
 pub use simulation::{Shrunk, Simulation, Timeline};
 
 pub use serde_json;

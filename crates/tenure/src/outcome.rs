@@ -136,3 +136,65 @@ impl SweepReport {
         }
     }
 }
+
+/// What a counting sweep ([`Simulation::sweep_count`](crate::Simulation::sweep_count))
+/// found: every seed ran, and the failures are grouped by checker.
+#[derive(Clone, Debug, Default)]
+pub struct SweepCount {
+    pub seeds_run: u64,
+    /// The failing seeds, in the order they ran.
+    pub failing_seeds: Vec<u64>,
+    /// Per checker that failed (sorted by name): its seeds and its first violation.
+    pub by_checker: std::collections::BTreeMap<&'static str, CheckerFailures>,
+}
+
+/// One checker's failures in a counting sweep.
+#[derive(Clone, Debug)]
+pub struct CheckerFailures {
+    /// The seeds this checker failed (a seed counts once however many violations it had).
+    pub seeds: Vec<u64>,
+    /// The first of them, and its first violation.
+    pub first_seed: u64,
+    pub first: Violation,
+}
+
+impl SweepCount {
+    pub fn passed(&self) -> bool {
+        self.failing_seeds.is_empty()
+    }
+
+    /// How many seeds `checker` failed (0 if none or unknown).
+    pub fn failures_of(&self, checker: &str) -> usize {
+        self.by_checker.get(checker).map_or(0, |c| c.seeds.len())
+    }
+}
+
+impl std::fmt::Display for SweepCount {
+    /// `200 seeds, 7 failing` and a line per checker: `  single-leader-per-term: 5 seeds
+    /// (first: seed 12: ...)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plural = |n: u64, one: &str, many: &str| {
+            if n == 1 {
+                format!("{n} {one}")
+            } else {
+                format!("{n} {many}")
+            }
+        };
+        write!(
+            f,
+            "{}, {} failing",
+            plural(self.seeds_run, "seed", "seeds"),
+            self.failing_seeds.len()
+        )?;
+        for (checker, c) in &self.by_checker {
+            write!(
+                f,
+                "\n  {checker}: {} (first: seed {}: {})",
+                plural(c.seeds.len() as u64, "seed", "seeds"),
+                c.first_seed,
+                c.first.message
+            )?;
+        }
+        Ok(())
+    }
+}

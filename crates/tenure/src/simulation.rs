@@ -1,6 +1,6 @@
 //! [`Simulation`]: a protocol, a cluster, faults and checkers; run one seed or sweep many.
 
-use crate::outcome::{Outcome, SweepReport, TestContext};
+use crate::outcome::{CheckerFailures, Outcome, SweepCount, SweepReport, TestContext};
 use crate::{regressions, seeds};
 use std::ops::Range;
 use std::sync::Arc;
@@ -341,6 +341,46 @@ impl<P: Protocol> Simulation<P> {
             failure: None,
             from_regressions: false,
         }
+    }
+
+    /// Runs every seed of `seeds` (or what `TENURE_SEEDS` / `TENURE_SEED` says) and
+    /// counts: how many failed, and per checker the seeds it failed and its first
+    /// violation. It never panics and saves nothing (for measuring how often a bug shows,
+    /// or comparing two variants). Only the counts and one violation per checker are
+    /// kept, so memory does not grow with the seeds' histories.
+    #[track_caller]
+    pub fn sweep_count(&self, seeds: Range<u64>) -> SweepCount {
+        let context = self.context();
+        let plan = seeds::plan_from_env(seeds).unwrap_or_else(|e| panic!("tenure: {e}"));
+        let seeds: Box<dyn Iterator<Item = u64>> = match plan {
+            seeds::SeedPlan::One(seed) => Box::new(std::iter::once(seed)),
+            seeds::SeedPlan::Range(range) => Box::new(range),
+        };
+        let mut count = SweepCount::default();
+        for seed in seeds {
+            count.seeds_run += 1;
+            let outcome = self.run_in(seed, context.clone());
+            if outcome.passed() {
+                continue;
+            }
+            count.failing_seeds.push(seed);
+            let mut seen = std::collections::BTreeSet::new();
+            for v in outcome.violations {
+                if !seen.insert(v.checker) {
+                    continue; // one count per (seed, checker)
+                }
+                let entry = count
+                    .by_checker
+                    .entry(v.checker)
+                    .or_insert_with(|| CheckerFailures {
+                        seeds: Vec::new(),
+                        first_seed: seed,
+                        first: v.clone(),
+                    });
+                entry.seeds.push(seed);
+            }
+        }
+        count
     }
 
     /// Runs the regressions file's seeds first, then `seeds` (or what `TENURE_SEEDS`

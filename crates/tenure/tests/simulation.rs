@@ -86,6 +86,41 @@ fn a_sweep_report_stops_at_the_first_failing_seed_and_says_how_to_replay_it() {
 }
 
 #[test]
+fn a_counting_sweep_runs_every_seed_and_groups_failures_by_checker() {
+    let sim = deposed_leader(raft("no-step-down"));
+    let count = sim.sweep_count(0..6);
+    assert_eq!(count.seeds_run, 6);
+    let first = sim.sweep_report(0..6).expect_failure().seed;
+    assert_eq!(count.failing_seeds.first(), Some(&first));
+    let liveness = &count.by_checker["leader-liveness"];
+    assert_eq!(liveness.first_seed, first);
+    assert_eq!(liveness.first.checker, "leader-liveness");
+    assert_eq!(count.failures_of("leader-liveness"), liveness.seeds.len());
+    // every failing seed is counted under at least one checker, and no seed twice
+    for seed in &count.failing_seeds {
+        assert!(count.by_checker.values().any(|c| c.seeds.contains(seed)));
+    }
+    for c in count.by_checker.values() {
+        let mut seeds = c.seeds.clone();
+        seeds.dedup();
+        assert_eq!(seeds, c.seeds);
+    }
+    let text = count.to_string();
+    assert!(
+        text.starts_with(&format!("6 seeds, {} failing\n  ", count.failing_seeds.len())),
+        "{text}"
+    );
+    assert!(text.contains("leader-liveness: "), "{text}");
+
+    let passing = raft("correct")
+        .check("single-leader-per-term")
+        .duration(secs(2))
+        .sweep_count(0..3);
+    assert!(passing.passed());
+    assert_eq!(passing.to_string(), "3 seeds, 0 failing");
+}
+
+#[test]
 fn a_passing_sweep_runs_every_seed() {
     let report = raft("correct")
         .check("single-leader-per-term")

@@ -67,6 +67,16 @@ fn a_sweep_finds_the_planted_bug() {
 }
 
 #[test]
+fn a_counting_sweep_measures_how_often_the_bug_shows() {
+    let count = simulation(Config::with_planted_bug()).sweep_count(0..50);
+    println!("{count}");
+    assert!(count.failures_of("single-leader-per-term") > 0, "{count}");
+
+    let correct = simulation(Config::correct()).sweep_count(0..50);
+    assert!(correct.passed(), "{correct}");
+}
+
+#[test]
 fn the_planted_bug_shrinks_to_the_faults_that_matter() {
     let sim = simulation(Config::with_planted_bug());
     let report = sim.sweep_report(0..100);
