@@ -106,11 +106,23 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         crate::plural(prepared.cluster.size() as u64, "node", "nodes"),
         tenure_core::format_duration(s.duration)
     );
+    // The full trace (every message and timer) costs memory in proportion to the run:
+    // keep it only when an output needs it. A failing run is played again with it, for
+    // the narrative's dropped-messages line (a run is a pure function of the seed).
     let options = RunOptions {
-        trace: true,
+        trace: args.trace.is_some() || args.timeline.is_some() || args.check_determinism,
         stop_at_first_violation: false,
     };
-    let report = prepared.run(seed, &options);
+    let mut report = prepared.run(seed, &options);
+    if !report.passed() && !options.trace {
+        report = prepared.run(
+            seed,
+            &RunOptions {
+                trace: true,
+                ..options
+            },
+        );
+    }
 
     if args.check_determinism {
         let again = prepared.run(seed, &options);

@@ -306,8 +306,14 @@ mod tests {
             .with("fenced", true);
         assert_eq!(obs.kind(), "structured");
         assert_eq!(obs.field("client").and_then(FieldValue::as_int), Some(3));
-        assert_eq!(obs.field("why").and_then(FieldValue::as_text), Some("queue"));
-        assert_eq!(obs.field("fenced").and_then(FieldValue::as_bool), Some(true));
+        assert_eq!(
+            obs.field("why").and_then(FieldValue::as_text),
+            Some("queue")
+        );
+        assert_eq!(
+            obs.field("fenced").and_then(FieldValue::as_bool),
+            Some(true)
+        );
         assert_eq!(obs.field("missing"), None);
         let json = serde_json::to_string(&obs).unwrap();
         assert_eq!(

@@ -107,7 +107,10 @@ fn a_counting_sweep_runs_every_seed_and_groups_failures_by_checker() {
     }
     let text = count.to_string();
     assert!(
-        text.starts_with(&format!("6 seeds, {} failing\n  ", count.failing_seeds.len())),
+        text.starts_with(&format!(
+            "6 seeds, {} failing\n  ",
+            count.failing_seeds.len()
+        )),
         "{text}"
     );
     assert!(text.contains("leader-liveness: "), "{text}");
