@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tenure_core::{
-    Cluster, HumanDuration, NodeId, ParamError, ProtocolInfo, RoleInfo, VariantInfo,
+    format_duration, Cluster, HumanDuration, NodeId, ParamError, ProtocolInfo, RoleInfo,
+    VariantInfo,
 };
 
 /// Which Raft a run uses: the correct one or a known-broken one.
@@ -71,6 +72,9 @@ pub struct RaftParams {
     /// A leader steps down when it has not heard from a majority within the minimum
     /// election timeout (Ongaro thesis §6.2).
     pub check_quorum: bool,
+    /// Whose rules a voter follows for pre-votes and for ignoring votes while it hears
+    /// from a leader: `"thesis"` (Ongaro's thesis) or `"etcd"` (etcd's raft library).
+    pub vote_rules: VoteRules,
     /// Node index (as a string) -> the terms of that node's initial log entries.
     /// Nodes not listed start with an empty log.
     pub logs: BTreeMap<String, Vec<u64>>,
@@ -88,10 +92,32 @@ impl Default for RaftParams {
             heartbeat_interval: HumanDuration(Duration::from_millis(50)),
             pre_vote: false,
             check_quorum: false,
+            vote_rules: VoteRules::Thesis,
             logs: BTreeMap::new(),
             timeouts: BTreeMap::new(),
         }
     }
+}
+
+/// The rules a voter follows for pre-votes and for votes that arrive while it hears from
+/// a leader. They differ in what PreVote alone protects against.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VoteRules {
+    /// Ongaro's thesis: a pre-vote is refused while the voter has heard from a leader
+    /// within the minimum election timeout (§9.6), and with PreVote or CheckQuorum a
+    /// RequestVote in that window is refused without taking its term (§4.2.3).
+    #[default]
+    Thesis,
+    /// etcd's raft library (etcd-io/raft `raft.go`, `Step`: the `inLease` check and
+    /// `canVote`; the same in etcd 3.4–3.6's `raft/raft.go`): the leader-recency rule
+    /// applies only with CheckQuorum, and then a vote or pre-vote in the lease is ignored
+    /// (no reply). Without CheckQuorum a pre-vote for a later term is granted to any
+    /// candidate whose log is up to date, even while a leader is healthy, so PreVote
+    /// alone does not stop a node cut off from the leader from deposing it. A real vote
+    /// in the current term goes only to a candidate when the voter has not voted and
+    /// knows no leader.
+    Etcd,
 }
 
 /// An election timeout range, `min <= max`.
@@ -109,6 +135,7 @@ pub struct RaftConfig {
     pub heartbeat_interval: Duration,
     pub pre_vote: bool,
     pub check_quorum: bool,
+    pub vote_rules: VoteRules,
     /// Initial log (entry terms) per node; absent means empty.
     pub logs: BTreeMap<NodeId, Vec<u64>>,
     /// Per-node election timeout overrides.
@@ -128,6 +155,7 @@ impl RaftConfig {
             heartbeat_interval: p.heartbeat_interval.0,
             pre_vote: false,
             check_quorum: false,
+            vote_rules: VoteRules::Thesis,
             logs: BTreeMap::new(),
             timeouts: BTreeMap::new(),
         }
@@ -189,6 +217,7 @@ pub fn configure(
         heartbeat_interval,
         pre_vote: params.pre_vote,
         check_quorum: params.check_quorum,
+        vote_rules: params.vote_rules,
         logs,
         timeouts,
     })
@@ -203,15 +232,21 @@ fn timeout_range(
     if min > max {
         return Err(ParamError::new(
             field,
-            format!("the minimum {min:?} is above the maximum {max:?}"),
+            format!(
+                "the minimum {} is above the maximum {}",
+                format_duration(min),
+                format_duration(max)
+            ),
         ));
     }
     if heartbeat_interval >= min {
         return Err(ParamError::new(
             field,
             format!(
-                "the minimum {min:?} must be above heartbeat_interval {heartbeat_interval:?}, \
-                 or followers time out while the leader is healthy"
+                "the minimum {} must be above heartbeat_interval {}, \
+                 or followers time out while the leader is healthy",
+                format_duration(min),
+                format_duration(heartbeat_interval)
             ),
         ));
     }

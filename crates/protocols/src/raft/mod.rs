@@ -36,7 +36,7 @@ mod config;
 #[cfg(test)]
 mod tests;
 
-pub use config::{configure, RaftConfig, RaftParams, RaftVariant, TimeoutRange};
+pub use config::{configure, RaftConfig, RaftParams, RaftVariant, TimeoutRange, VoteRules};
 
 use crate::util::majority;
 use std::collections::{BTreeMap, BTreeSet};
@@ -122,6 +122,7 @@ pub struct Raft {
     heartbeat_interval: std::time::Duration,
     pre_vote: bool,
     check_quorum: bool,
+    vote_rules: VoteRules,
     /// The terms of this node's log entries (fixed: there is no replication).
     log: Vec<u64>,
 
@@ -176,6 +177,13 @@ impl Raft {
             || self
                 .leader_contact
                 .is_some_and(|t| t.until(now) < self.election_timeout.min)
+    }
+
+    /// etcd's `inLease`: with CheckQuorum, a node that knows a leader (itself included)
+    /// and heard from it within the minimum election timeout ignores votes and
+    /// pre-votes for later terms. Without CheckQuorum there is no lease.
+    fn in_etcd_lease(&self, now: LocalTime) -> bool {
+        self.check_quorum && self.leader.is_some() && self.leader_is_fresh(now)
     }
 
     // ----- effects -----
@@ -371,16 +379,31 @@ impl Raft {
         term: u64,
         last_log: (u64, u64),
     ) {
-        let guarded = self.pre_vote || self.check_quorum;
-        if guarded && self.leader_is_fresh(env.monotonic()) {
-            // Thesis §4.2.3: we have a live leader; do not even update the term.
-            self.send(env, from, vote_reply(self.term, false, false));
-            return;
+        match self.vote_rules {
+            VoteRules::Thesis => {
+                let guarded = self.pre_vote || self.check_quorum;
+                if guarded && self.leader_is_fresh(env.monotonic()) {
+                    // Thesis §4.2.3: we have a live leader; do not even update the term.
+                    self.send(env, from, vote_reply(self.term, false, false));
+                    return;
+                }
+            }
+            VoteRules::Etcd => {
+                if term > self.term && self.in_etcd_lease(env.monotonic()) {
+                    return; // etcd `Step`: ignored in the lease, no reply
+                }
+            }
         }
         if !self.catch_up_term(env, term, None) {
             return;
         }
-        let free = self.voted_for.is_none() || self.voted_for == Some(from);
+        let free = match self.vote_rules {
+            VoteRules::Thesis => self.voted_for.is_none() || self.voted_for == Some(from),
+            // etcd `canVote`: a repeat of our vote, or no vote and no known leader
+            VoteRules::Etcd => {
+                self.voted_for == Some(from) || (self.voted_for.is_none() && self.leader.is_none())
+            }
+        };
         let granted = term == self.term && free && self.log_ok(last_log.0, last_log.1);
         if granted {
             self.voted_for = Some(from);
@@ -399,9 +422,23 @@ impl Raft {
         last_log: (u64, u64),
     ) {
         // A pre-vote changes neither our term nor our vote.
-        let granted = term > self.term
-            && self.log_ok(last_log.0, last_log.1)
-            && !self.leader_is_fresh(env.monotonic());
+        let granted = match self.vote_rules {
+            VoteRules::Thesis => {
+                term > self.term
+                    && self.log_ok(last_log.0, last_log.1)
+                    && !self.leader_is_fresh(env.monotonic())
+            }
+            VoteRules::Etcd => {
+                if term > self.term && self.in_etcd_lease(env.monotonic()) {
+                    return; // etcd `Step`: ignored in the lease, no reply
+                }
+                let can_vote = term > self.term
+                    || (term == self.term
+                        && (self.voted_for == Some(from)
+                            || (self.voted_for.is_none() && self.leader.is_none())));
+                can_vote && self.log_ok(last_log.0, last_log.1)
+            }
+        };
         let reply_term = if granted { term } else { self.term };
         self.send(env, from, vote_reply(reply_term, granted, true));
     }
@@ -533,6 +570,7 @@ impl Protocol for Raft {
             heartbeat_interval: config.heartbeat_interval,
             pre_vote: config.pre_vote,
             check_quorum: config.check_quorum,
+            vote_rules: config.vote_rules,
             log: config.log_of(me).to_vec(),
             term: 0,
             voted_for: None,

@@ -499,6 +499,58 @@ fn a_pre_vote_is_refused_while_the_leader_is_fresh() {
 }
 
 #[test]
+fn with_etcd_rules_and_no_check_quorum_a_pre_vote_is_granted_while_the_leader_is_fresh() {
+    // etcd-io/raft `Step`: without CheckQuorum there is no lease; `canVote` grants a
+    // pre-vote for a later term to any candidate whose log is up to date.
+    let mut config = RaftConfig::new(RaftVariant::Correct);
+    config.pre_vote = true;
+    config.vote_rules = VoteRules::Etcd;
+    let mut node = Node::started(config, 0);
+    node.recv(2, heartbeat(1));
+    node.advance(100 * MS);
+    assert_eq!(
+        node.recv(3, pre_vote(2)),
+        vec![send(3, vote_reply(2, true, true))]
+    );
+    assert_eq!((node.raft.term(), node.raft.voted_for()), (1, None));
+}
+
+#[test]
+fn with_etcd_rules_and_check_quorum_votes_in_the_lease_are_ignored_without_a_reply() {
+    let mut config = RaftConfig::new(RaftVariant::Correct);
+    config.pre_vote = true;
+    config.check_quorum = true;
+    config.vote_rules = VoteRules::Etcd;
+    let mut node = Node::started(config, 0);
+    node.recv(2, heartbeat(1));
+    node.advance(100 * MS);
+    assert_eq!(node.recv(3, pre_vote(2)), vec![]);
+    assert_eq!(node.recv(3, request_vote(2, 0, 0)), vec![]);
+    assert_eq!(node.raft.term(), 1);
+    // After the minimum election timeout the lease is over: the pre-vote is granted.
+    node.advance(50 * MS);
+    assert_eq!(
+        node.recv(3, pre_vote(2)),
+        vec![send(3, vote_reply(2, true, true))]
+    );
+}
+
+#[test]
+fn with_etcd_rules_a_voter_that_knows_a_leader_refuses_a_vote_in_its_term() {
+    // etcd `canVote`: no vote cast, but a leader known in this term: refuse. (The
+    // thesis rules would grant it; no second leader can win that term either way.)
+    let mut config = RaftConfig::new(RaftVariant::Correct);
+    config.vote_rules = VoteRules::Etcd;
+    let mut node = Node::started(config, 0);
+    node.recv(2, heartbeat(1));
+    assert_eq!(
+        node.recv(3, request_vote(1, 0, 0)),
+        vec![send(3, vote_reply(1, false, false))]
+    );
+    assert_eq!(node.raft.voted_for(), None);
+}
+
+#[test]
 fn a_refused_pre_vote_with_a_higher_term_catches_up() {
     let mut config = RaftConfig::new(RaftVariant::Correct);
     config.pre_vote = true;
