@@ -455,3 +455,39 @@ mod tests {
         }
     }
 }
+
+/// A fault event as a scenario writes it, on one line (an inline `[[fault]]` table):
+/// `at = "1715ms", kind = "pause", node = 0, duration = "2.987s"`.
+impl std::fmt::Display for FaultEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inline = fault_table(self).into_inline_table();
+        let text = inline.to_string();
+        let text = text.trim();
+        let text = text
+            .strip_prefix('{')
+            .and_then(|t| t.strip_suffix('}'))
+            .unwrap_or(text);
+        f.write_str(text.trim())
+    }
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_fault_event_displays_as_the_toml_a_scenario_writes() {
+        let event = FaultEvent {
+            at: Duration::from_millis(1715),
+            fault: Fault::Pause {
+                node: NodeSel::Id(0),
+                duration: Duration::from_millis(2987),
+            },
+        };
+        assert_eq!(
+            event.to_string(),
+            r#"at = "1715ms", kind = "pause", node = 0, duration = "2987ms""#
+        );
+    }
+}

@@ -452,12 +452,7 @@ impl std::fmt::Display for Shrunk {
             )?;
         }
         for e in &self.faults {
-            writeln!(
-                f,
-                "  at {}: {:?}",
-                tenure_core::format_duration(e.at),
-                e.fault
-            )?;
+            writeln!(f, "  {e}")?;
         }
         Ok(())
     }
