@@ -142,8 +142,8 @@ pub fn configure(params: BullyParams) -> Result<BullyConfig, ParamError> {
         return Err(ParamError::new(
             "leader_timeout",
             format!(
-                "must be above heartbeat_interval {:?}, or followers suspect a healthy coordinator",
-                config.heartbeat_interval
+                "must be above heartbeat_interval {}, or followers suspect a healthy coordinator",
+                tenure_core::format_duration(config.heartbeat_interval)
             ),
         ));
     }
