@@ -36,7 +36,6 @@
 //! the results are a pure function of (code, range, setup, trial count), whatever the
 //! number of worker threads.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tenure_core::{parse_duration, Cluster, NodeId, Observation, Record, Rng, SimTime, SplitMix64};
@@ -439,32 +438,19 @@ pub fn run_range(
     jobs: usize,
     progress: &(dyn Fn(usize) + Sync),
 ) -> Vec<Trial> {
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let mut results: Vec<(usize, Trial)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..jobs.clamp(1, trials.max(1)))
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= trials {
-                            return mine;
-                        }
-                        mine.push((i, run_trial(range, setup, i)));
-                        progress(done.fetch_add(1, Ordering::Relaxed) + 1);
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    results.sort_by_key(|(i, _)| *i);
-    assert!(results.iter().enumerate().all(|(k, (i, _))| k == *i));
-    results.into_iter().map(|(_, t)| t).collect()
+    let mut results = Vec::with_capacity(trials);
+    tenure_pool::run(
+        0..trials as u64,
+        jobs,
+        &std::sync::atomic::AtomicBool::new(false),
+        |i| run_trial(range, setup, i as usize),
+        |_, trial| {
+            results.push(trial);
+            progress(results.len());
+            tenure_pool::Flow::Continue
+        },
+    );
+    results
 }
 
 mod report;
