@@ -340,3 +340,49 @@ fn experiment_out_onto_a_file_is_bad_input_before_the_trials() {
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
 }
+
+#[test]
+fn run_verify_fuzz_and_shrink_reject_a_bad_profile_alike() {
+    // Issue 14 item 5: one validation path for `[profile]`.
+    let dir = scratch("bad-profile");
+    let source = std::fs::read_to_string(repo().join(SCENARIO)).unwrap();
+    for (table, field, says) in [
+        (
+            "[profile]\nname = \"nope\"\n",
+            "profile.name",
+            "unknown profile `nope`",
+        ),
+        (
+            "[profile]\npause = 7\n",
+            "profile.pause",
+            "7 is not a probability",
+        ),
+        (
+            "[profile]\npuase = 0.5\n",
+            "profile.puase",
+            "unknown profile knob `puase`",
+        ),
+    ] {
+        let file = dir.join("bad.toml");
+        let contents = format!("{source}\n{table}");
+        std::fs::write(&file, &contents).unwrap();
+        let line = contents.lines().count(); // the knob is the last line
+        let f = s(&file);
+        let commands: [Vec<&str>; 4] = [
+            vec!["run", f],
+            vec!["verify", f],
+            vec!["fuzz", f, "--seeds", "0..2", "--out", s(&dir)],
+            vec!["shrink", f, "--out", s(&dir)],
+        ];
+        for args in commands {
+            let o = tenure(&args);
+            let all = text(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {all}");
+            assert!(
+                all.contains(&format!("bad.toml:{line}:")) && all.contains(&format!("`{field}`")),
+                "{args:?} does not name line {line} and `{field}`: {all}"
+            );
+            assert!(all.contains(says), "{args:?}: {all}");
+        }
+    }
+}

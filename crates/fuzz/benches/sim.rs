@@ -15,7 +15,7 @@
 use criterion::{BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
 use tenure_core::{Cluster, Configurable};
-use tenure_fuzz::Profile;
+use tenure_fuzz::{Draw, Profile};
 use tenure_protocols::raft::Raft;
 use tenure_sim::{CheckedRun, Sim};
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tenure_check::Checker;
 use tenure_core::{Cluster, Protocol};
-use tenure_fuzz::{Profile, PROFILE_NAMES};
+use tenure_fuzz::{Draw, Profile, PROFILE_NAMES};
 use tenure_scenario::FaultEvent;
 use tenure_sim::{CheckedRun, Control, LinkSettings, Sim};
 
