@@ -57,7 +57,7 @@ pub mod suggest;
 mod write;
 
 pub use error::{locate, ScenarioError};
-pub use limits::{limits, set_limits, Limits};
+pub use limits::{limits, set_limits, Exceeded, Limits};
 pub use model::{
     CheckSpec, ClockSpec, ClusterSpec, Expectation, Fault, FaultEvent, Latency, LinkSpec,
     NetworkSpec, NodeSel, ProtocolSpec, Scenario,
