@@ -247,16 +247,7 @@ impl ProfileTable {
     /// when the base is unknown or the result fails [`Profile::check`].
     pub fn resolve(&self) -> Result<Profile, (&'static str, String)> {
         let name = self.name.as_deref().unwrap_or(DEFAULT_PROFILE);
-        let Some(base) = Profile::named(name) else {
-            return Err((
-                "name",
-                format!(
-                    "unknown profile `{name}`; known profiles: {}{}",
-                    PROFILE_NAMES.join(", "),
-                    crate::suggest::did_you_mean(name, PROFILE_NAMES.iter().copied())
-                ),
-            ));
-        };
+        let base = Profile::builtin(name).map_err(|e| ("name", e))?;
         // Every key of the table replaces the base's (serde does the per-knob work).
         let mut merged = to_object(&base);
         for (knob, value) in to_object(self) {
@@ -349,6 +340,25 @@ impl Profile {
             beyond_assumptions: false,
             crash_points: true,
         }
+    }
+
+    /// A built-in profile by name, or an error that lists the names (and the one meant,
+    /// for a typo): for `?` in code that builds its own profile.
+    ///
+    /// ```
+    /// # use tenure_scenario::profile::Profile;
+    /// assert_eq!(Profile::builtin("pauses").unwrap().pause, 1.0);
+    /// let err = Profile::builtin("chaso").unwrap_err();
+    /// assert!(err.ends_with("did you mean `chaos`?"), "{err}");
+    /// ```
+    pub fn builtin(name: &str) -> Result<Profile, String> {
+        Profile::named(name).ok_or_else(|| {
+            format!(
+                "unknown profile `{name}`; known profiles: {}{}",
+                PROFILE_NAMES.join(", "),
+                crate::suggest::did_you_mean(name, PROFILE_NAMES.iter().copied())
+            )
+        })
     }
 
     /// A built-in profile by name (see [`PROFILE_NAMES`]).

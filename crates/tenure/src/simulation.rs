@@ -99,8 +99,22 @@ impl<P: Protocol> Simulation<P> {
         }
     }
 
-    /// Draws each seed's faults from `profile` (a built-in one with knobs changed).
+    /// Draws each seed's faults from `profile`: a built-in one with knobs changed, each
+    /// knob a documented field of [`Profile`] (see [`crate::fuzz`]):
+    ///
+    /// ```ignore
+    /// .fault_profile(Profile { pause: 1.0, pause_range: [millis(500), secs(3)], ..Profile::builtin("chaos")? })
+    /// ```
+    ///
+    /// Panics at this line if a knob is out of range (the message names it).
+    #[track_caller]
     pub fn fault_profile(mut self, profile: Profile) -> Self {
+        if let Err((knob, message)) = profile.check() {
+            panic!(
+                "tenure: fault profile `{}`: knob `{knob}`: {message}",
+                profile.name
+            );
+        }
         self.profile = Some(profile);
         self
     }
