@@ -270,6 +270,10 @@ pub struct Row {
     /// The runs' metrics together (with `--metrics`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<tenure_metrics::Metrics>,
+    /// A seed stopped by a run limit (`--max-in-flight`), in words: the row has no
+    /// verdict.
+    #[serde(skip)]
+    pub stopped_by_limit: Option<String>,
 }
 
 /// Nearest-rank percentile of sorted values.
@@ -358,6 +362,11 @@ pub fn measure(label: String, file: &str, prepared: &Prepared, seeds: &[u64]) ->
             .then(|| msgs.iter().sum::<u64>() as f64 / msgs.len() as f64),
         messages_per_run: all_messages as f64 / reports.len().max(1) as f64,
         metrics: Some(crate::run_metrics::of_all(&reports)),
+        stopped_by_limit: reports.iter().find_map(|r| {
+            r.stats
+                .stopped_by
+                .map(|limit| format!("{file} seed {}: {limit}", r.seed))
+        }),
     }
 }
 
@@ -482,6 +491,11 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
         .into_iter()
         .map(|(label, file, prepared, seeds)| measure(label, &file, &prepared, &seeds))
         .collect();
+    // A run stopped by a limit has no verdict: the comparison is bad input (exit 2).
+    if let Some(limit) = rows.iter().find_map(|r| r.stopped_by_limit.as_ref()) {
+        eprintln!("tenure: {limit}");
+        return Outcome::BadInput;
+    }
     if !show_metrics {
         for r in &mut rows {
             r.metrics = None;

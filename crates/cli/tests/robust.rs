@@ -400,6 +400,15 @@ fn too_many_messages_in_flight_stop_the_run_with_an_error_naming_the_limit() {
         );
     };
     says(&tenure(&["run", SCENARIO, "--max-in-flight", "3"]));
+    says(&tenure(&[
+        "compare",
+        SCENARIO,
+        "scenarios/bully/split-brain.toml",
+        "--seeds",
+        "2",
+        "--max-in-flight",
+        "3",
+    ]));
     let o = tenure(&["verify", SCENARIO, "--max-in-flight", "3"]);
     says(&o);
     assert!(text(&o).contains("ERROR "), "{}", text(&o));
@@ -424,6 +433,14 @@ fn too_many_messages_in_flight_stop_the_run_with_an_error_naming_the_limit() {
     );
     // The control: the default limit.
     assert_eq!(tenure(&["run", SCENARIO]).status.code(), Some(0));
+    let o = tenure(&[
+        "compare",
+        SCENARIO,
+        "scenarios/bully/split-brain.toml",
+        "--seeds",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let o = tenure(&[
         "fuzz",
         "--protocol",
