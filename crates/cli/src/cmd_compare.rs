@@ -285,13 +285,27 @@ pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     Some(sorted[rank.min(sorted.len()) - 1])
 }
 
-/// Runs every seed of one alternative and sums it up.
-pub fn measure(label: String, file: &str, prepared: &Prepared, seeds: &[u64]) -> Row {
+/// Runs every seed of one alternative and sums it up, calling `each` with every run as
+/// it finishes (progress).
+pub fn measure(
+    label: String,
+    file: &str,
+    prepared: &Prepared,
+    seeds: &[u64],
+    each: &mut dyn FnMut(&Report),
+) -> Row {
     let options = RunOptions {
         trace: true,
         stop_at_first_violation: false,
     };
-    let reports: Vec<Report> = seeds.iter().map(|s| prepared.run(*s, &options)).collect();
+    let reports: Vec<Report> = seeds
+        .iter()
+        .map(|s| {
+            let report = prepared.run(*s, &options);
+            each(&report);
+            report
+        })
+        .collect();
     let has = |f: &dyn Fn(&Observation) -> bool| {
         reports
             .iter()
@@ -487,10 +501,28 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
         args.seeds,
         if args.seeds == 1 { "" } else { "s" }
     );
+    // Progress on stderr for a long comparison (see `crate::progress`).
+    let runs: u64 = plans.iter().map(|p| p.3.len() as u64).sum();
+    let mut progress = crate::progress::Progress::new(
+        "tenure compare",
+        crate::progress::Mode::of_stderr(),
+        Some(runs),
+        crate::cmd_fuzz::wall_seconds(),
+    )
+    .counting("run");
     let mut rows: Vec<Row> = plans
         .into_iter()
-        .map(|(label, file, prepared, seeds)| measure(label, &file, &prepared, &seeds))
+        .map(|(label, file, prepared, seeds)| {
+            measure(label, &file, &prepared, &seeds, &mut |report| {
+                progress.seed_done(
+                    crate::cmd_fuzz::wall_seconds(),
+                    report.history.info.end.as_duration(),
+                    !report.passed(),
+                )
+            })
+        })
         .collect();
+    progress.finish();
     // A run stopped by a limit has no verdict: the comparison is bad input (exit 2).
     if let Some(limit) = rows.iter().find_map(|r| r.stopped_by_limit.as_ref()) {
         eprintln!("tenure: {limit}");

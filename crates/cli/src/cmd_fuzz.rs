@@ -117,7 +117,7 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 /// Real seconds since the first call: for progress lines, throughput and `--time` only.
 /// It never affects a run.
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-fn wall_seconds() -> f64 {
+pub(crate) fn wall_seconds() -> f64 {
     static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     START
         .get_or_init(std::time::Instant::now)

@@ -43,6 +43,8 @@ impl Mode {
 pub struct Progress {
     /// `tenure fuzz`: the prefix of plain lines.
     what: &'static str,
+    /// What is counted: `seed` (fuzz) or `run` (compare), made plural with an `s`.
+    unit: &'static str,
     mode: Mode,
     /// Seeds in the run, if known (`--time` runs have no end).
     total: Option<u64>,
@@ -61,6 +63,7 @@ impl Progress {
     pub fn new(what: &'static str, mode: Mode, total: Option<u64>, now: f64) -> Progress {
         Progress {
             what,
+            unit: "seed",
             mode,
             total,
             started: now,
@@ -73,6 +76,12 @@ impl Progress {
         }
     }
 
+    /// Counts `unit`s (`run`: a compare counts its runs, seeds of several alternatives).
+    pub fn counting(mut self, unit: &'static str) -> Progress {
+        self.unit = unit;
+        self
+    }
+
     /// One more seed finished at `now`, having simulated `simulated`.
     pub fn seed_done(&mut self, now: f64, simulated: Duration, failed: bool) {
         self.done += 1;
@@ -82,7 +91,7 @@ impl Progress {
         match self.mode {
             Mode::Bar => {
                 if self.bar.is_none() && elapsed >= BAR_AFTER {
-                    self.bar = Some(new_bar(self.total, ProgressDrawTarget::stderr()));
+                    self.bar = Some(new_bar(self.total, self.unit, ProgressDrawTarget::stderr()));
                 }
                 if let Some(bar) = &self.bar {
                     bar.set_position(self.done);
@@ -122,7 +131,8 @@ impl Progress {
             0.0
         };
         format!(
-            "{rate:.0} seeds/s · {} failed · {} simulated",
+            "{rate:.0} {}s/s · {} failed · {} simulated",
+            self.unit,
             self.failed,
             human(self.simulated)
         )
@@ -132,9 +142,10 @@ impl Progress {
     fn line(&self, elapsed: f64) -> String {
         let of = self.total.map_or(String::new(), |t| format!(" of {t}"));
         format!(
-            "{}: {}{of} seed{}, {}",
+            "{}: {}{of} {}{}, {}",
             self.what,
             self.done,
+            self.unit,
             if self.total.unwrap_or(self.done) == 1 {
                 ""
             } else {
@@ -151,18 +162,18 @@ impl Drop for Progress {
     }
 }
 
-fn new_bar(total: Option<u64>, target: ProgressDrawTarget) -> ProgressBar {
+fn new_bar(total: Option<u64>, unit: &str, target: ProgressDrawTarget) -> ProgressBar {
     let (bar, template) = match total {
         Some(n) => (
             ProgressBar::with_draw_target(Some(n), target),
-            "{wide_bar} {pos}/{len} seeds · {msg}",
+            format!("{{wide_bar}} {{pos}}/{{len}} {unit}s · {{msg}}"),
         ),
         None => (
             ProgressBar::with_draw_target(None, target),
-            "{spinner} {pos} seeds · {msg}",
+            format!("{{spinner}} {{pos}} {unit}s · {{msg}}"),
         ),
     };
-    bar.set_style(ProgressStyle::with_template(template).expect("a valid template"));
+    bar.set_style(ProgressStyle::with_template(&template).expect("a valid template"));
     bar
 }
 
@@ -215,6 +226,12 @@ mod tests {
         assert_eq!(
             p.line(1.0),
             "tenure fuzz: 1 seed, 1 seeds/s, 0 failed, 1.0s simulated"
+        );
+        let mut p = Progress::new("tenure compare", Mode::Lines, Some(40), 0.0).counting("run");
+        p.seed_done(2.0, Duration::from_secs(1), true);
+        assert_eq!(
+            p.line(2.0),
+            "tenure compare: 1 of 40 runs, 0 runs/s, 1 failed, 1.0s simulated"
         );
     }
 
