@@ -311,6 +311,10 @@ impl<P: Protocol> Simulation<P> {
         checkers.extend(self.checkers.iter().map(|f| f(&self.cluster)));
         let CheckedRun { output, violations } =
             sim.run_checked(checkers, self.stop_at_first_violation);
+        // A run stopped by a limit has no verdict: not a pass to report.
+        if let Some(limit) = &output.stats.stopped_by {
+            panic!("tenure: seed {seed}: {limit} (limits: tenure_scenario::set_limits)");
+        }
         Outcome {
             seed,
             violations,
