@@ -191,6 +191,16 @@ pub struct Stats {
     /// bookkeeping of `max_sent_to_in_1ms`).
     #[serde(skip)]
     pub sent_to_this_ms: Vec<(u64, u32)>,
+    /// The most messages (and requests) queued for delivery at once, over all nodes.
+    #[serde(skip)]
+    pub max_in_flight: usize,
+    /// The run stopped early because it went over a limit (`--max-in-flight`): bad
+    /// input, not a verdict.
+    #[serde(skip)]
+    pub stopped_by: Option<tenure_scenario::Exceeded>,
+    /// The trace was cut at its limit (`--max-trace-events`); the run went on.
+    #[serde(skip)]
+    pub trace_cut: Option<tenure_scenario::Exceeded>,
 }
 
 impl Stats {
@@ -243,6 +253,11 @@ pub struct World<P: Protocol> {
     pub supervisor_waker: Option<Waker>,
     /// An empty effect buffer, reused by every handler call (no allocation per call).
     effects: Vec<Effect<P::Msg, P::Timer>>,
+    /// Items in every node's inbox together (messages and requests), and its limit.
+    in_flight: usize,
+    max_in_flight: usize,
+    /// The most trace events kept.
+    max_trace_events: usize,
 }
 
 impl<P: Protocol> World<P> {
@@ -295,7 +310,49 @@ impl<P: Protocol> World<P> {
             stop_requested: false,
             supervisor_waker: None,
             effects: Vec::new(),
+            in_flight: 0,
+            max_in_flight: tenure_scenario::limits().max_in_flight,
+            max_trace_events: tenure_scenario::limits().max_trace_events,
         }
+    }
+
+    /// Stops the run from inside (a hook's verdict or a limit): the node loops see
+    /// `stop_requested` and the supervisor is woken to end the run.
+    fn request_stop(&mut self) {
+        self.stop_requested = true;
+        if let Some(w) = self.supervisor_waker.take() {
+            w.wake();
+        }
+    }
+
+    /// One more item queued for delivery at some node; over the limit stops the run.
+    fn queued(&mut self, now: SimTime) {
+        self.in_flight += 1;
+        self.stats.max_in_flight = self.stats.max_in_flight.max(self.in_flight);
+        if self.in_flight > self.max_in_flight && self.stats.stopped_by.is_none() {
+            self.stats.stopped_by = Some(tenure_scenario::Exceeded::InFlight {
+                limit: self.max_in_flight,
+                at: now,
+            });
+            self.request_stop();
+        }
+    }
+
+    /// Whether the trace may take one more event at `now` (false once cut at its limit).
+    fn trace_has_room(&mut self, now: SimTime) -> bool {
+        let Some(t) = &self.trace else {
+            return false;
+        };
+        if t.len() < self.max_trace_events {
+            return true;
+        }
+        if self.stats.trace_cut.is_none() {
+            self.stats.trace_cut = Some(tenure_scenario::Exceeded::TraceEvents {
+                limit: self.max_trace_events,
+                at: now,
+            });
+        }
+        false
     }
 
     pub fn set_hook(&mut self, hook: RecordHook) {
@@ -307,9 +364,11 @@ impl<P: Protocol> World<P> {
         self.seq
     }
 
-    fn trace(&mut self, event: impl FnOnce() -> TraceEvent) {
-        if let Some(t) = &mut self.trace {
-            t.push(event());
+    fn trace(&mut self, now: SimTime, event: impl FnOnce() -> TraceEvent) {
+        if self.trace_has_room(now) {
+            if let Some(t) = &mut self.trace {
+                t.push(event());
+            }
         }
     }
 
@@ -320,7 +379,7 @@ impl<P: Protocol> World<P> {
         nodes: Vec<NodeId>,
         detail: String,
     ) {
-        self.trace(|| TraceEvent::Fault {
+        self.trace(now, || TraceEvent::Fault {
             time: now,
             kind,
             nodes,
@@ -345,17 +404,16 @@ impl<P: Protocol> World<P> {
             wall: clock.wall(now),
             obs,
         };
-        if let Some(t) = &mut self.trace {
-            t.push(TraceEvent::Observed(record.clone()));
+        if self.trace_has_room(now) {
+            if let Some(t) = &mut self.trace {
+                t.push(TraceEvent::Observed(record.clone()));
+            }
         }
         let index = self.records.len();
         self.records.push(record);
         if let Some(hook) = &mut self.hook {
             if hook(index, &self.records[index]) {
-                self.stop_requested = true;
-                if let Some(w) = self.supervisor_waker.take() {
-                    w.wake();
-                }
+                self.request_stop();
             }
         }
     }
@@ -411,10 +469,11 @@ impl<P: Protocol> World<P> {
             *inbox = keep;
             stale
         };
+        self.in_flight -= stale.len();
         for p in stale {
             self.stats.messages_dropped += 1;
             if let Input::Message { id, .. } = p.input {
-                self.trace(|| TraceEvent::Lost {
+                self.trace(now, || TraceEvent::Lost {
                     time: now,
                     id,
                     to: node,
@@ -590,7 +649,7 @@ impl<P: Protocol> World<P> {
                 Fate::Delivered(at) => (at.clone(), None),
             };
             let msg = format!("{msg:?}");
-            self.trace(|| TraceEvent::Sent {
+            self.trace(now, || TraceEvent::Sent {
                 time: now,
                 id,
                 from,
@@ -621,6 +680,7 @@ impl<P: Protocol> World<P> {
                     if at < slot.planned_wake {
                         self.ring(to);
                     }
+                    self.queued(now);
                 }
             }
         }
@@ -635,6 +695,7 @@ impl<P: Protocol> World<P> {
             input: Input::Request(request),
         });
         self.ring(node);
+        self.queued(now);
     }
 
     /// Runs `node`'s `timer` now, as if it were due (it is unset first). Returns false,
@@ -647,7 +708,7 @@ impl<P: Protocol> World<P> {
         self.stats.timers_fired += 1;
         if self.trace.is_some() {
             let text = format!("{timer:?}");
-            self.trace(|| TraceEvent::Timer {
+            self.trace(now, || TraceEvent::Timer {
                 time: now,
                 node,
                 timer: text,
@@ -710,7 +771,7 @@ impl<P: Protocol> World<P> {
                     self.stats.timers_fired += 1;
                     if self.trace.is_some() {
                         let text = format!("{timer:?}");
-                        self.trace(|| TraceEvent::Timer {
+                        self.trace(now, || TraceEvent::Timer {
                             time: now,
                             node,
                             timer: text,
@@ -720,10 +781,11 @@ impl<P: Protocol> World<P> {
                 }
                 None => {
                     let pending = self.nodes[node.index()].inbox.pop().expect("peeked");
+                    self.in_flight -= 1;
                     match pending.input {
                         Input::Message { id, from, msg } => {
                             self.stats.messages_delivered += 1;
-                            self.trace(|| TraceEvent::Delivered {
+                            self.trace(now, || TraceEvent::Delivered {
                                 time: now,
                                 id,
                                 from,

@@ -270,6 +270,10 @@ pub struct Row {
     /// The runs' metrics together (with `--metrics`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<tenure_metrics::Metrics>,
+    /// A seed stopped by a run limit (`--max-in-flight`), in words: the row has no
+    /// verdict.
+    #[serde(skip)]
+    pub stopped_by_limit: Option<String>,
 }
 
 /// Nearest-rank percentile of sorted values.
@@ -281,13 +285,27 @@ pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     Some(sorted[rank.min(sorted.len()) - 1])
 }
 
-/// Runs every seed of one alternative and sums it up.
-pub fn measure(label: String, file: &str, prepared: &Prepared, seeds: &[u64]) -> Row {
+/// Runs every seed of one alternative and sums it up, calling `each` with every run as
+/// it finishes (progress).
+pub fn measure(
+    label: String,
+    file: &str,
+    prepared: &Prepared,
+    seeds: &[u64],
+    each: &mut dyn FnMut(&Report),
+) -> Row {
     let options = RunOptions {
         trace: true,
         stop_at_first_violation: false,
     };
-    let reports: Vec<Report> = seeds.iter().map(|s| prepared.run(*s, &options)).collect();
+    let reports: Vec<Report> = seeds
+        .iter()
+        .map(|s| {
+            let report = prepared.run(*s, &options);
+            each(&report);
+            report
+        })
+        .collect();
     let has = |f: &dyn Fn(&Observation) -> bool| {
         reports
             .iter()
@@ -358,6 +376,11 @@ pub fn measure(label: String, file: &str, prepared: &Prepared, seeds: &[u64]) ->
             .then(|| msgs.iter().sum::<u64>() as f64 / msgs.len() as f64),
         messages_per_run: all_messages as f64 / reports.len().max(1) as f64,
         metrics: Some(crate::run_metrics::of_all(&reports)),
+        stopped_by_limit: reports.iter().find_map(|r| {
+            r.stats
+                .stopped_by
+                .map(|limit| format!("{file} seed {}: {limit}", r.seed))
+        }),
     }
 }
 
@@ -478,10 +501,33 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
         args.seeds,
         if args.seeds == 1 { "" } else { "s" }
     );
+    // Progress on stderr for a long comparison (see `crate::progress`).
+    let runs: u64 = plans.iter().map(|p| p.3.len() as u64).sum();
+    let mut progress = crate::progress::Progress::new(
+        "tenure compare",
+        crate::progress::Mode::of_stderr(),
+        Some(runs),
+        crate::cmd_fuzz::wall_seconds(),
+    )
+    .counting("run");
     let mut rows: Vec<Row> = plans
         .into_iter()
-        .map(|(label, file, prepared, seeds)| measure(label, &file, &prepared, &seeds))
+        .map(|(label, file, prepared, seeds)| {
+            measure(label, &file, &prepared, &seeds, &mut |report| {
+                progress.seed_done(
+                    crate::cmd_fuzz::wall_seconds(),
+                    report.history.info.end.as_duration(),
+                    !report.passed(),
+                )
+            })
+        })
         .collect();
+    progress.finish();
+    // A run stopped by a limit has no verdict: the comparison is bad input (exit 2).
+    if let Some(limit) = rows.iter().find_map(|r| r.stopped_by_limit.as_ref()) {
+        eprintln!("tenure: {limit}");
+        return Outcome::BadInput;
+    }
     if !show_metrics {
         for r in &mut rows {
             r.metrics = None;

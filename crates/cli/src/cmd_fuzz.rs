@@ -1,11 +1,12 @@
 //! `tenure fuzz`: many seeds of a scenario (or a protocol's built-in default), each
 //! drawing its own faults from a profile; every failure saved as a replayable file.
 
+use crate::progress::{Mode, Progress};
 use crate::report::replay_command;
 use crate::Tools;
 use crate::{shown, Outcome};
 use clap::Args;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -116,7 +117,7 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 /// Real seconds since the first call: for progress lines, throughput and `--time` only.
 /// It never affects a run.
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-fn wall_seconds() -> f64 {
+pub(crate) fn wall_seconds() -> f64 {
     static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     START
         .get_or_init(std::time::Instant::now)
@@ -173,6 +174,36 @@ pub fn write_new(dir: &Path, stem: &str, suffix: &str, contents: &str) -> std::i
         }
     }
     unreachable!("u32 names run out")
+}
+
+/// Checks before any seed runs that failing cases can be written into `dir`: it is a
+/// folder or can be made one, and a file can be created in it. Leaves nothing behind:
+/// folders made for the check and the probe file are removed again.
+pub fn check_out_dir(dir: &Path) -> Result<(), String> {
+    let shown = dir.display();
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "--out {shown}: is a file; --out names the folder failing cases go into"
+        ));
+    }
+    // The folders the check makes, outermost last.
+    let made: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    let result = std::fs::create_dir_all(dir)
+        .map_err(|e| format!("--out {shown}: cannot create: {e}"))
+        .and_then(|()| {
+            let probe = dir.join(format!(".tenure-probe-{}", std::process::id()));
+            std::fs::write(&probe, "")
+                .and_then(|()| std::fs::remove_file(&probe))
+                .map_err(|e| format!("--out {shown}: cannot write: {e}"))
+        });
+    for folder in &made {
+        let _ = std::fs::remove_dir(folder); // only if still empty
+    }
+    result
 }
 
 fn bad(message: impl std::fmt::Display) -> Outcome {
@@ -267,6 +298,10 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
         check_determinism: args.check_determinism,
         max_failures: None,
     };
+    // An unwritable --out is found before any seed runs, not at the first failure.
+    if let Err(e) = check_out_dir(&args.out) {
+        return bad(e);
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -296,12 +331,13 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
         shown(&args.out)
     );
 
-    let terminal = std::io::stderr().is_terminal();
     let started = wall_seconds();
-    let mut last_progress = started;
+    let total = (seeds.end != u64::MAX).then(|| seeds.end - seeds.start);
+    let mut progress = Progress::new("tenure fuzz", Mode::of_stderr(), total, started);
     let mut found: Vec<Found> = Vec::new();
     let mut failed_writes = false;
     let mut internal = false;
+    let mut limited = false;
     let finished = AtomicBool::new(false);
     let summary = std::thread::scope(|scope| {
         if let Some(budget) = time_budget {
@@ -316,15 +352,16 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
                 }
             });
         }
-        let mut done = 0u64;
         let summary = fuzz(
             &target,
             seeds.clone(),
             &options,
             &stop,
             |o: &SeedOutcome| {
-                done += 1;
                 let mut line = o.to_json();
+                // What this seed prints on stdout (text mode), printed with the bar
+                // out of the way.
+                let mut text: Vec<String> = Vec::new();
                 match &o.result {
                     SeedResult::Pass => {}
                     SeedResult::Fail(f) => {
@@ -341,8 +378,8 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
                         o.seed,
                         o.seed
                     );
-                        let text = format!("{header}{}", f.case.to_toml());
-                        match write_new(&args.out, &stem, "", &text) {
+                        let contents = format!("{header}{}", f.case.to_toml());
+                        match write_new(&args.out, &stem, "", &contents) {
                             Ok(path) => {
                                 let file = shown(&path);
                                 let name =
@@ -355,24 +392,23 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
                                         .file_name()
                                         .map(|n| n.to_string_lossy().to_string()));
                                 }
-                                if !args.json {
-                                    clear_progress(terminal);
-                                    println!(
-                                        "FAIL seed {}: {} violated at {}",
-                                        o.seed, f.checker, f.time
+                                text.push(format!(
+                                    "FAIL seed {}: {} violated at {}",
+                                    o.seed, f.checker, f.time
+                                ));
+                                text.push(format!("  {}", f.message));
+                                if f.beyond.is_empty() {
+                                    text.push(
+                                        "  within the protocol's declared assumptions".into(),
                                     );
-                                    println!("  {}", f.message);
-                                    if f.beyond.is_empty() {
-                                        println!("  within the protocol's declared assumptions");
-                                    }
-                                    for b in &f.beyond {
-                                        println!("  {b}");
-                                    }
-                                    println!("  saved: {file}");
-                                    println!("  replay: {}", replay_command(&file, o.seed));
-                                    if let Some(t) = &timeline {
-                                        println!("  timeline: {}", shown(t));
-                                    }
+                                }
+                                for b in &f.beyond {
+                                    text.push(format!("  {b}"));
+                                }
+                                text.push(format!("  saved: {file}"));
+                                text.push(format!("  replay: {}", replay_command(&file, o.seed)));
+                                if let Some(t) = &timeline {
+                                    text.push(format!("  timeline: {}", shown(t)));
                                 }
                                 found.push(Found {
                                     seed: o.seed,
@@ -382,53 +418,58 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
                             }
                             Err(e) => {
                                 failed_writes = true;
-                                eprintln!(
-                                    "tenure: cannot write the case of seed {} under {}: {e}",
-                                    o.seed,
-                                    shown(&args.out)
-                                );
+                                progress.print(|| {
+                                    eprintln!(
+                                        "tenure: cannot write the case of seed {} under {}: {e}",
+                                        o.seed,
+                                        shown(&args.out)
+                                    )
+                                });
                             }
                         }
                     }
                     SeedResult::Nondeterministic(d) => {
                         internal = true;
-                        if !args.json {
-                            clear_progress(terminal);
-                            println!("NONDETERMINISM seed {}: the two runs differ first at trace event {}", o.seed, d.index);
-                            println!(
-                                "  first run:  {}",
-                                d.first.as_deref().unwrap_or("(end of trace)")
-                            );
-                            println!(
-                                "  second run: {}",
-                                d.second.as_deref().unwrap_or("(end of trace)")
-                            );
-                        }
+                        text.push(format!(
+                            "NONDETERMINISM seed {}: the two runs differ first at trace event {}",
+                            o.seed, d.index
+                        ));
+                        text.push(format!(
+                            "  first run:  {}",
+                            d.first.as_deref().unwrap_or("(end of trace)")
+                        ));
+                        text.push(format!(
+                            "  second run: {}",
+                            d.second.as_deref().unwrap_or("(end of trace)")
+                        ));
                     }
                     SeedResult::Panicked(message) => {
                         internal = true;
-                        if !args.json {
-                            clear_progress(terminal);
-                            println!("PANIC seed {}: {message}", o.seed);
-                            println!("  a bug in tenure or in the protocol; the case: re-run with --seeds {}..{}", o.seed, o.seed + 1);
-                        }
+                        text.push(format!("PANIC seed {}: {message}", o.seed));
+                        text.push(format!("  a bug in tenure or in the protocol; the case: re-run with --seeds {}..{}", o.seed, o.seed + 1));
+                    }
+                    SeedResult::Limit(limit) => {
+                        limited = true;
+                        text.push(format!("LIMIT seed {}: {limit}", o.seed));
                     }
                 }
                 if args.json {
-                    println!("{line}");
+                    progress.print(|| println!("{line}"));
+                } else if !text.is_empty() {
+                    progress.print(|| {
+                        for l in &text {
+                            println!("{l}");
+                        }
+                    });
                 }
-                let now = wall_seconds();
-                let every = if terminal { 0.2 } else { 5.0 };
-                if now - last_progress >= every {
-                    progress(terminal, done, now - started, found.len());
-                    last_progress = now;
-                }
+                let failed = !matches!(o.result, SeedResult::Pass);
+                progress.seed_done(wall_seconds(), o.simulated.as_duration(), failed);
             },
         );
         finished.store(true, Ordering::SeqCst);
         summary
     });
-    clear_progress(terminal);
+    progress.finish();
     let elapsed = wall_seconds() - started;
     let mut out: Box<dyn Write> = if args.json {
         Box::new(std::io::stderr())
@@ -458,6 +499,13 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
             String::new()
         },
     );
+    if summary.limited > 0 {
+        let _ = writeln!(
+            out,
+            "{} stopped by a run limit (no verdict; see the LIMIT lines)",
+            crate::plural(summary.limited, "seed was", "seeds were")
+        );
+    }
     if !found.is_empty() {
         let _ = writeln!(out, "failing cases:");
         for f in &found {
@@ -472,30 +520,12 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
     }
     if internal {
         Outcome::Internal
+    } else if limited {
+        Outcome::BadInput
     } else if summary.failed > 0 || failed_writes {
         Outcome::CheckFailed
     } else {
         Outcome::Passed
-    }
-}
-
-fn progress(terminal: bool, done: u64, elapsed: f64, failures: usize) {
-    let rate = if elapsed > 0.0 {
-        done as f64 / elapsed
-    } else {
-        0.0
-    };
-    let text = format!("{done} seeds done, {rate:.0} seeds/s, {failures} failed");
-    if terminal {
-        eprint!("\r\x1b[2K{text}");
-    } else {
-        eprintln!("tenure fuzz: {text}");
-    }
-}
-
-fn clear_progress(terminal: bool) {
-    if terminal {
-        eprint!("\r\x1b[2K");
     }
 }
 

@@ -114,7 +114,7 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         stop_at_first_violation: false,
     };
     let mut report = prepared.run(seed, &options);
-    if !report.passed() && !options.trace {
+    if !report.passed() && !options.trace && report.stats.stopped_by.is_none() {
         report = prepared.run(
             seed,
             &RunOptions {
@@ -122,6 +122,11 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
                 ..options
             },
         );
+    }
+    // A run stopped by a limit has no verdict: it is bad input (exit 2).
+    if let Some(limit) = &report.stats.stopped_by {
+        eprintln!("tenure: {file} seed {seed}: {limit}");
+        return Outcome::BadInput;
     }
 
     if args.check_determinism {
@@ -150,10 +155,18 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         );
     }
 
+    // A trace cut at its limit is not written as if it were whole.
+    let mut trace_refused = false;
     if let (Some(out), Some(trace)) = (&args.trace, &report.trace) {
-        if let Err(o) = write_trace(out, trace) {
+        if let Some(cut) = &report.stats.trace_cut {
+            eprintln!("tenure: --trace {}: not written: {cut}", out.display());
+            trace_refused = true;
+        } else if let Err(o) = write_trace(out, trace) {
             return o;
         }
+    }
+    if let (Some(cut), Some(_), false) = (&report.stats.trace_cut, &args.timeline, trace_refused) {
+        eprintln!("tenure: the timeline shows messages and timers up to the trace's limit: {cut}");
     }
 
     if let Some(out) = &args.history {
@@ -255,7 +268,9 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
             }
         }
     }
-    if report.passed() {
+    if trace_refused {
+        Outcome::BadInput
+    } else if report.passed() {
         Outcome::Passed
     } else {
         Outcome::CheckFailed

@@ -52,6 +52,11 @@ fn run_one(path: &Path, tools: &Tools) -> Ran {
             stop_at_first_violation: false,
         },
     );
+    // A run stopped by a limit has no verdict: the file is bad input.
+    if let Some(limit) = &report.stats.stopped_by {
+        eprintln!("tenure: {}: {limit}", shown(path));
+        return Err(Outcome::BadInput);
+    }
     Ok((prepared, report))
 }
 

@@ -21,6 +21,7 @@ mod cmd_shrink;
 mod cmd_verify;
 mod colour;
 mod output;
+mod progress;
 mod report;
 mod run_metrics;
 
@@ -68,6 +69,23 @@ struct Cli {
     /// Most `[[fault]]` events a scenario may list (default 10000).
     #[arg(long, global = true, value_name = "N")]
     max_faults: Option<usize>,
+    /// Most messages a run may have in flight at once (default 1000000); a run over it
+    /// stops with an error.
+    #[arg(long, global = true, value_name = "N", value_parser = parse_positive)]
+    max_in_flight: Option<usize>,
+    /// Most trace events a run keeps for --trace, timelines and determinism checks
+    /// (default 2000000, about 200 MB of JSON lines).
+    #[arg(long, global = true, value_name = "N", value_parser = parse_positive)]
+    max_trace_events: Option<usize>,
+}
+
+/// A limit: a whole number from 1 up.
+fn parse_positive(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{text}` is not a whole number")),
+    }
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -82,6 +100,8 @@ impl Cli {
             max_duration: self.max_duration.unwrap_or(d.max_duration),
             max_nodes: self.max_nodes.unwrap_or(d.max_nodes),
             max_fault_events: self.max_faults.unwrap_or(d.max_fault_events),
+            max_in_flight: self.max_in_flight.unwrap_or(d.max_in_flight),
+            max_trace_events: self.max_trace_events.unwrap_or(d.max_trace_events),
         }
     }
 }
@@ -90,7 +110,9 @@ const EXIT_CODES: &str =
     "Exit codes: 0 all checks passed, 1 a check failed, 2 bad input or usage, 3 internal error.\n\
 Limits: scenarios may simulate at most 1h on at most 2048 nodes with at most 10000 fault events; \
 a file over a limit is refused (exit 2) naming the field and the limit. Raise them with \
---max-duration, --max-nodes, --max-faults.\n\
+--max-duration, --max-nodes, --max-faults. A run may have at most 1000000 messages in flight \
+(--max-in-flight: a run over it stops, exit 2) and keeps at most 2000000 trace events \
+(--max-trace-events: a --trace over it is not written, exit 2).\n\
 Logs: set RUST_LOG (e.g. RUST_LOG=info) to see faults and events, stamped with simulated time.";
 
 #[derive(Subcommand, Debug)]

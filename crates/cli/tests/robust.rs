@@ -340,3 +340,212 @@ fn experiment_out_onto_a_file_is_bad_input_before_the_trials() {
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
 }
+
+#[test]
+fn run_verify_fuzz_and_shrink_reject_a_bad_profile_alike() {
+    // Issue 14 item 5: one validation path for `[profile]`.
+    let dir = scratch("bad-profile");
+    let source = std::fs::read_to_string(repo().join(SCENARIO)).unwrap();
+    for (table, field, says) in [
+        (
+            "[profile]\nname = \"nope\"\n",
+            "profile.name",
+            "unknown profile `nope`",
+        ),
+        (
+            "[profile]\npause = 7\n",
+            "profile.pause",
+            "7 is not a probability",
+        ),
+        (
+            "[profile]\npuase = 0.5\n",
+            "profile.puase",
+            "unknown profile knob `puase`",
+        ),
+    ] {
+        let file = dir.join("bad.toml");
+        let contents = format!("{source}\n{table}");
+        std::fs::write(&file, &contents).unwrap();
+        let line = contents.lines().count(); // the knob is the last line
+        let f = s(&file);
+        let commands: [Vec<&str>; 4] = [
+            vec!["run", f],
+            vec!["verify", f],
+            vec!["fuzz", f, "--seeds", "0..2", "--out", s(&dir)],
+            vec!["shrink", f, "--out", s(&dir)],
+        ];
+        for args in commands {
+            let o = tenure(&args);
+            let all = text(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {all}");
+            assert!(
+                all.contains(&format!("bad.toml:{line}:")) && all.contains(&format!("`{field}`")),
+                "{args:?} does not name line {line} and `{field}`: {all}"
+            );
+            assert!(all.contains(says), "{args:?}: {all}");
+        }
+    }
+}
+
+#[test]
+fn too_many_messages_in_flight_stop_the_run_with_an_error_naming_the_limit() {
+    // Issue 14 item 3: a run over --max-in-flight stops cleanly (exit 2), whatever the
+    // command; with the default limit the same runs pass.
+    let says = |o: &Output| {
+        let t = text(o);
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        assert!(
+            t.contains("more than 3 messages were in flight") && t.contains("--max-in-flight"),
+            "{t}"
+        );
+    };
+    says(&tenure(&["run", SCENARIO, "--max-in-flight", "3"]));
+    says(&tenure(&[
+        "compare",
+        SCENARIO,
+        "scenarios/bully/split-brain.toml",
+        "--seeds",
+        "2",
+        "--max-in-flight",
+        "3",
+    ]));
+    let o = tenure(&["verify", SCENARIO, "--max-in-flight", "3"]);
+    says(&o);
+    assert!(text(&o).contains("ERROR "), "{}", text(&o));
+    let dir = scratch("in-flight");
+    let o = tenure(&[
+        "fuzz",
+        "--protocol",
+        "bully",
+        "--seeds",
+        "0..3",
+        "--max-in-flight",
+        "3",
+        "--out",
+        s(&dir),
+    ]);
+    says(&o);
+    assert!(text(&o).contains("LIMIT seed 0:"), "{}", text(&o));
+    assert!(
+        text(&o).contains("3 seeds were stopped by a run limit"),
+        "{}",
+        text(&o)
+    );
+    // The control: the default limit.
+    assert_eq!(tenure(&["run", SCENARIO]).status.code(), Some(0));
+    let o = tenure(&[
+        "compare",
+        SCENARIO,
+        "scenarios/bully/split-brain.toml",
+        "--seeds",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = tenure(&[
+        "fuzz",
+        "--protocol",
+        "bully",
+        "--seeds",
+        "0..3",
+        "--out",
+        s(&dir),
+    ]);
+    assert_ne!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn a_trace_over_its_limit_is_not_written_and_says_so() {
+    let dir = scratch("trace-limit");
+    let trace = dir.join("t.jsonl");
+    let o = tenure(&[
+        "run",
+        SCENARIO,
+        "--trace",
+        s(&trace),
+        "--max-trace-events",
+        "10",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("--trace") && t.contains("reached 10 events"),
+        "{t}"
+    );
+    assert!(t.contains("--max-trace-events"), "{t}");
+    assert!(t.contains("PASS"), "the verdict is still given: {t}");
+    assert!(!trace.exists());
+    let o = tenure(&[
+        "run",
+        SCENARIO,
+        "--trace",
+        s(&trace),
+        "--max-trace-events",
+        "1000000",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(std::fs::read_to_string(&trace).unwrap().lines().count() > 10);
+}
+
+#[test]
+fn fuzz_checks_its_out_folder_before_any_seed_runs() {
+    // Issue 14 item 6: an unwritable --out is reported before the run (exit 2).
+    let dir = scratch("fuzz-out");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "mine").unwrap();
+    for out in [file.clone(), file.join("cases")] {
+        let o = tenure(&[
+            "fuzz",
+            "--protocol",
+            "raft",
+            "--seeds",
+            "0..5",
+            "--out",
+            s(&out),
+        ]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        assert!(t.contains("--out"), "{t}");
+        assert!(!t.contains("fuzzed"), "no seed ran: {t}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+    // A new folder is fine, and the check leaves nothing behind when nothing fails.
+    let fresh = dir.join("new/cases");
+    let o = tenure(&[
+        "fuzz",
+        "--protocol",
+        "raft",
+        "--seeds",
+        "0..5",
+        "--out",
+        s(&fresh),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!dir.join("new").exists());
+}
+
+#[test]
+fn fuzz_progress_never_reaches_stdout_nor_a_short_run() {
+    let dir = scratch("progress");
+    let o = tenure(&[
+        "fuzz",
+        "--protocol",
+        "raft",
+        "--seeds",
+        "0..40",
+        "--json",
+        "--out",
+        s(&dir),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(stdout.lines().count(), 40);
+    for line in stdout.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("only JSON on stdout");
+    }
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !stderr.contains("seeds/s"),
+        "a short run shows no progress: {stderr}"
+    );
+    assert!(!stderr.contains('\x1b'), "no bar into a pipe");
+}

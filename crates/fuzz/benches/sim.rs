@@ -5,6 +5,10 @@
 //!   phase), with the election checkers online (seeds per second).
 //! * `scale/raft-N-60s`: 60 simulated seconds of an N-node Raft cluster, no faults,
 //!   N from 5 to 101 (cost growth with cluster size).
+//! * `large/raft-N-60s`: the same for large clusters, N = 301, 1001 and 2001 (issue 14:
+//!   a 2,001-node minute should cost about 20x a 101-node minute, not 100x). Ten
+//!   samples of one run each; the summary prints the cost per delivered message, which
+//!   stays flat when the cost is linear in the work.
 //!
 //! Before criterion's measurements, a summary measured directly over a batch of seeds
 //! prints seeds/s, simulated seconds per wall second and the all-in wall cost per
@@ -15,7 +19,7 @@
 use criterion::{BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
 use tenure_core::{Cluster, Configurable};
-use tenure_fuzz::Profile;
+use tenure_fuzz::{Draw, Profile};
 use tenure_protocols::raft::Raft;
 use tenure_sim::{CheckedRun, Sim};
 
@@ -80,7 +84,21 @@ fn benches(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    let mut group = c.benchmark_group("large");
+    group.sample_size(10);
+    group.sampling_mode(criterion::SamplingMode::Flat);
+    group.throughput(Throughput::Elements(SIMULATED.as_secs()));
+    for nodes in LARGE {
+        group.bench_with_input(BenchmarkId::new("raft-60s", nodes), &nodes, |b, &n| {
+            b.iter(|| raft(n, 1, false))
+        });
+    }
+    group.finish();
 }
+
+/// The large clusters of the `large` group.
+const LARGE: [u32; 3] = [301, 1001, 2001];
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
@@ -90,6 +108,9 @@ fn main() {
     summary("raft-5-chaos-60s-checked", 5, true, 200);
     for (nodes, seeds) in [(5, 50), (11, 20), (25, 10), (51, 5), (101, 3)] {
         summary(&format!("raft-{nodes}-60s"), nodes, false, seeds);
+    }
+    for nodes in LARGE {
+        summary(&format!("raft-{nodes}-60s"), nodes, false, 1);
     }
     let mut c = Criterion::default().configure_from_args();
     benches(&mut c);

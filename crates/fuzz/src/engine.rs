@@ -43,6 +43,9 @@ impl Default for FuzzOptions {
 pub struct SeedOutcome {
     pub seed: u64,
     pub result: SeedResult,
+    /// The true time the seed's run covered (to its end, or to where it stopped; zero
+    /// if it panicked): what progress reports add up as simulated time.
+    pub simulated: SimTime,
 }
 
 #[derive(Clone, Debug)]
@@ -55,6 +58,8 @@ pub enum SeedResult {
     Nondeterministic(Divergence),
     /// The run panicked: a bug in tenure or in the protocol.
     Panicked(String),
+    /// The run went over a run limit (`--max-in-flight`) and was stopped: no verdict.
+    Limit(tenure_scenario::Exceeded),
 }
 
 /// A failing seed: the first violation and the case that replays it.
@@ -106,6 +111,11 @@ impl SeedOutcome {
                 "outcome": "panic",
                 "message": message,
             }),
+            SeedResult::Limit(limit) => serde_json::json!({
+                "seed": self.seed,
+                "outcome": "limit",
+                "message": limit.to_string(),
+            }),
         }
     }
 }
@@ -118,6 +128,8 @@ pub struct FuzzSummary {
     pub failed: u64,
     pub nondeterministic: u64,
     pub panicked: u64,
+    /// Seeds stopped by a run limit (`--max-in-flight`).
+    pub limited: u64,
     /// True if the stop flag or `max_failures` ended the run before the range did.
     pub stopped: bool,
 }
@@ -133,8 +145,9 @@ pub fn shard(range: Range<u64>, index: u64, count: u64) -> Range<u64> {
 
 /// Runs one seed of `target` (stopping at the first violation).
 pub fn run_seed(target: &Target, seed: u64, check_determinism: bool) -> SeedOutcome {
+    let mut simulated = SimTime::ZERO;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        seed_result(target, seed, check_determinism)
+        seed_result(target, seed, check_determinism, &mut simulated)
     }))
     .unwrap_or_else(|panic| {
         let message = panic
@@ -144,16 +157,29 @@ pub fn run_seed(target: &Target, seed: u64, check_determinism: bool) -> SeedOutc
             .unwrap_or_else(|| "a panic without a message".to_string());
         SeedResult::Panicked(message)
     });
-    SeedOutcome { seed, result }
+    SeedOutcome {
+        seed,
+        result,
+        simulated,
+    }
 }
 
-fn seed_result(target: &Target, seed: u64, check_determinism: bool) -> SeedResult {
+fn seed_result(
+    target: &Target,
+    seed: u64,
+    check_determinism: bool,
+    simulated: &mut SimTime,
+) -> SeedResult {
     let prepared = target.prepare(seed);
     let options = RunOptions {
         trace: check_determinism,
         stop_at_first_violation: true,
     };
     let report = prepared.run(seed, &options);
+    *simulated = report.history.info.end;
+    if let Some(limit) = report.stats.stopped_by {
+        return SeedResult::Limit(limit);
+    }
     if check_determinism {
         let again = prepared.run(seed, &options);
         let (a, b) = (
@@ -233,6 +259,7 @@ pub fn fuzz(
                 SeedResult::Fail(_) => summary.failed += 1,
                 SeedResult::Nondeterministic(_) => summary.nondeterministic += 1,
                 SeedResult::Panicked(_) => summary.panicked += 1,
+                SeedResult::Limit(_) => summary.limited += 1,
             }
             emit(o);
             let failures = summary.failed + summary.nondeterministic + summary.panicked;

@@ -18,7 +18,9 @@ pub use engine::{
     case_stem, fuzz, only_check, run_seed, shard, Divergence, Failure, FuzzOptions, FuzzSummary,
     SeedOutcome, SeedResult,
 };
-pub use profile::{fuzz_rng, Drawn, Profile, DEFAULT_PROFILE, PROFILE_NAMES, WITHIN_PROFILES};
+pub use profile::{
+    fuzz_rng, Draw, Drawn, Profile, ProfileTable, DEFAULT_PROFILE, PROFILE_NAMES, WITHIN_PROFILES,
+};
 pub use shrink::{shrink, ShrinkError, Shrunk, Size};
 pub use target::{broken_assumptions, default_scenario, Target};
 

@@ -1,6 +1,6 @@
 //! Fault profiles: what faults a fuzzed seed gets, drawn from the seed (swarm testing).
 //!
-//! **What it promises.** [`Profile::draw`] turns `(profile, seed, cluster, duration)`
+//! **What it promises.** [`Draw::draw`] turns `(profile, seed, cluster, duration)`
 //! into an explicit, replayable fault schedule ([`Drawn`]): clock specs and a timeline of
 //! [`FaultEvent`]s. Each seed first draws its own *rates* (which fault kinds are on for
 //! this seed, how lossy the network is, how far clocks drift), then the events, all
@@ -20,7 +20,9 @@
 //!
 //! **How it fails.** A profile knob out of range (a probability above 1, a range whose
 //! minimum is above its maximum, an unknown knob) is an error naming `profile.<knob>`
-//! and its line in the scenario file.
+//! and its line in the scenario file: the spec and its checks are the scenario
+//! format's ([`tenure_scenario::profile`]), so `run`, `verify`, `fuzz` and `shrink`
+//! reject a bad `[profile]` alike. Drawing never fails.
 //!
 //! **Source.** Swarm testing: Groce et al., "Swarm Testing" (ISSTA 2012); TigerBeetle's
 //! VOPR (`src/vopr.zig`) draws every fault knob from the seed, then heals and demands
@@ -28,32 +30,18 @@
 
 use rand::{Rng as _, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeMap;
+#[cfg(test)]
+use std::collections::BTreeMap; // the tests' bookkeeping
 use std::time::Duration;
-use tenure_core::{format_duration, parse_duration, Cluster, NodeId, SignedDuration};
-use tenure_scenario::{
-    ClockSpec, Fault, FaultEvent, Latency, LinkSpec, NodeSel, Scenario, ScenarioError,
-};
+use tenure_core::{Cluster, NodeId, SignedDuration};
+use tenure_scenario::{ClockSpec, Fault, FaultEvent, Latency, LinkSpec, NodeSel, Scenario};
 use tenure_sim::Sim;
 
-/// The names of the built-in profiles, in the order `--help` lists them.
-pub const PROFILE_NAMES: &[&str] = &[
-    "calm",
-    "partitions",
-    "clocks",
-    "pauses",
-    "crashes",
-    "chaos",
-    "beyond",
-];
-
-/// The profiles that draw within the target's declared assumptions: a correct variant
-/// must pass every one of them on every seed. (`beyond` draws past the assumptions.)
-pub const WITHIN_PROFILES: &[&str] =
-    &["calm", "partitions", "clocks", "pauses", "crashes", "chaos"];
-
-/// The profile `tenure fuzz` uses when neither the scenario nor `--profile` names one.
-pub const DEFAULT_PROFILE: &str = "chaos";
+/// The spec (built-in profiles, knobs, validation of `[profile]`) is the scenario
+/// format's, so every command checks a `[profile]` table alike; this module draws.
+pub use tenure_scenario::profile::{
+    Profile, ProfileTable, DEFAULT_PROFILE, PROFILE_NAMES, WITHIN_PROFILES,
+};
 
 /// The ChaCha stream the fault schedule is drawn from: the seed's last stream, which no
 /// run uses (the network is stream 0, node `i` stream `1 + i`, and clusters are far
@@ -72,430 +60,21 @@ fn power_rng(seed: u64) -> ChaCha8Rng {
     rng
 }
 
-/// A random fault profile. Probabilities are per seed ("is this kind of fault on for this
-/// seed?"); ranges bound what a seed draws when the kind is on.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Profile {
-    /// The built-in profile this one started from.
-    pub name: String,
-    /// Chance that a seed has partitions (isolate, split, cut, one-way, bridge).
-    pub partition: f64,
-    /// Chance that a seed has crashes (each followed by a restart).
-    pub crash: f64,
-    /// Chance that a crash is a flapping process (quick crash/restart cycles) rather
-    /// than one outage (in clusters of one role, where every node votes).
-    pub flap: f64,
-    /// Chance that a seed has process pauses (GC, VM stalls).
-    pub pause: f64,
-    /// Chance that a seed has power losses (unsynced writes lost, the monotonic clock
-    /// restarted) and crash points (a crash or power loss between two effects of a
-    /// handler), each followed by a restart. Drawn from a stream of their own, so
-    /// turning them on changes no other draw of the seed.
-    pub power: f64,
-    /// Chance that a seed has wall-clock jumps.
-    pub clock_jump: f64,
-    /// Chance that a seed has clock-drift changes mid-run.
-    pub clock_drift: f64,
-    /// Chance that a seed starts nodes with clock offsets and small drifts.
-    pub clock_offset: f64,
-    /// Chance that a seed loses messages during the fault window.
-    pub loss: f64,
-    /// Chance that a seed duplicates messages during the fault window.
-    pub duplicate: f64,
-    /// Chance that a seed has a slow network (latency from `latency_range`).
-    pub slow: f64,
-    /// Chance that a pause, isolation, clock jump or drift aims at `"leader"` rather than
-    /// a fixed node.
-    pub leader: f64,
-    /// How many events each kind that is on gets, `[min, max]`.
-    pub events: [u32; 2],
-    /// Message loss probability when loss is on.
-    pub loss_range: [f64; 2],
-    /// Duplication probability when duplication is on.
-    pub duplicate_range: [f64; 2],
-    /// Bounds of the slow network's latency.
-    pub latency_range: [Duration; 2],
-    /// Drift magnitudes (drawn log-uniformly, either sign): `0.01` is 1% fast or slow.
-    pub drift_range: [f64; 2],
-    /// Wall-clock jump magnitudes (log-uniform, either direction).
-    pub jump_range: [Duration; 2],
-    /// Initial clock offset magnitudes (either sign).
-    pub offset_range: [Duration; 2],
-    /// Pause durations.
-    pub pause_range: [Duration; 2],
-    /// How long a partition or a crash lasts before its heal or restart.
-    pub outage_range: [Duration; 2],
-    /// The fault window as fractions of the run's duration, `0 <= start < end <= 1`.
-    pub window: [f64; 2],
-    /// The liveness phase after the heal; the run is extended to fit it.
-    pub liveness: Duration,
-    /// Draw past the target's declared assumptions (drift, wall-clock steps, pauses,
-    /// restart delays) instead of within them; a failure then names what it broke.
-    pub beyond_assumptions: bool,
-    /// Whether crash points may be drawn (not a knob: [`Profile::within`] turns them off
-    /// for targets that declare a minimum restart delay, since a crash point's crash
-    /// time is not known when its restart is scheduled).
-    pub crash_points: bool,
+/// Drawing a seed's fault schedule from a [`Profile`].
+pub trait Draw {
+    /// The fault schedule of `seed` on `cluster` for a run of `duration` (extended if
+    /// the liveness phase does not fit). A pure function of its arguments.
+    fn draw(&self, seed: u64, cluster: &Cluster, duration: Duration) -> Drawn;
+}
+
+impl Draw for Profile {
+    fn draw(&self, seed: u64, cluster: &Cluster, duration: Duration) -> Drawn {
+        Drawer::new(self, seed, cluster, duration).draw()
+    }
 }
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-impl Profile {
-    /// This profile with its ranges cut to what `assumptions` declares the target is
-    /// designed for (unless [`Profile::beyond_assumptions`]): drifts up to `max_drift`,
-    /// wall-clock steps up to `max_wall_jump`, pauses up to `max_pause`, and crash
-    /// outages at least `min_restart_delay`. Only ranges change, never the random calls
-    /// made, so a seed draws the same events, some of them smaller.
-    pub fn within(&self, assumptions: &tenure_core::Assumptions) -> Profile {
-        let mut p = self.clone();
-        if p.beyond_assumptions {
-            return p;
-        }
-        if assumptions.reliable_network.is_some() {
-            p.partition = 0.0;
-            p.loss = 0.0;
-        }
-        if let Some(l) = &assumptions.max_drift {
-            p.drift_range[1] = p.drift_range[1].min(l.value);
-            p.drift_range[0] = p.drift_range[0].min(p.drift_range[1] / 10.0).max(1e-6);
-        }
-        let cap = |range: &mut [Duration; 2], max: Duration| {
-            range[1] = range[1].min(max);
-            range[0] = range[0].min(range[1] / 10);
-        };
-        if let Some(l) = &assumptions.max_wall_jump {
-            cap(&mut p.jump_range, l.value);
-        }
-        if let Some(l) = &assumptions.max_pause {
-            cap(&mut p.pause_range, l.value);
-        }
-        if let Some(l) = &assumptions.min_restart_delay {
-            p.crash_points = false;
-            p.outage_range[0] = p.outage_range[0].max(l.value);
-            p.outage_range[1] = p.outage_range[1].max(p.outage_range[0]);
-        }
-        p
-    }
-
-    /// Everything off: only the liveness phase. The base of every other profile.
-    fn calm() -> Profile {
-        Profile {
-            name: "calm".to_string(),
-            partition: 0.0,
-            crash: 0.0,
-            flap: 0.3,
-            pause: 0.0,
-            power: 0.0,
-            clock_jump: 0.0,
-            clock_drift: 0.0,
-            clock_offset: 0.0,
-            loss: 0.0,
-            duplicate: 0.0,
-            slow: 0.0,
-            leader: 0.3,
-            events: [1, 3],
-            loss_range: [0.01, 0.3],
-            duplicate_range: [0.01, 0.2],
-            latency_range: [ms(1), ms(150)],
-            drift_range: [0.001, 0.7],
-            jump_range: [ms(100), Duration::from_secs(60)],
-            offset_range: [ms(0), Duration::from_secs(5)],
-            pause_range: [ms(100), Duration::from_secs(6)],
-            outage_range: [ms(5), Duration::from_secs(5)],
-            window: [0.1, 0.6],
-            liveness: Duration::from_secs(8),
-            beyond_assumptions: false,
-            crash_points: true,
-        }
-    }
-
-    /// A built-in profile by name (see [`PROFILE_NAMES`]).
-    pub fn named(name: &str) -> Option<Profile> {
-        let base = Profile::calm();
-        let p = match name {
-            "calm" => base,
-            "partitions" => Profile {
-                partition: 1.0,
-                loss: 0.4,
-                duplicate: 0.3,
-                slow: 0.3,
-                ..base
-            },
-            "clocks" => Profile {
-                clock_jump: 0.8,
-                clock_drift: 0.8,
-                clock_offset: 0.8,
-                // a lease outlives its holder's clock only when someone else takes over
-                partition: 0.5,
-                ..base
-            },
-            "pauses" => Profile {
-                pause: 1.0,
-                events: [1, 4],
-                ..base
-            },
-            "crashes" => Profile {
-                crash: 1.0,
-                power: 0.5,
-                loss: 0.2,
-                duplicate: 0.2,
-                ..base
-            },
-            "chaos" => Profile {
-                partition: 0.5,
-                crash: 0.8,
-                flap: 0.7,
-                pause: 0.5,
-                power: 0.3,
-                clock_jump: 0.4,
-                clock_drift: 0.4,
-                clock_offset: 0.4,
-                loss: 0.3,
-                duplicate: 0.3,
-                slow: 0.6,
-                events: [2, 5],
-                // from the start: the first election is the busiest moment
-                window: [0.0, 0.6],
-                ..base
-            },
-            // chaos, past the target's declared assumptions: what each assumption is for
-            "beyond" => Profile {
-                beyond_assumptions: true,
-                ..Profile::named("chaos").expect("chaos exists")
-            },
-            _ => return None,
-        };
-        Some(Profile {
-            name: name.to_string(),
-            ..p
-        })
-    }
-
-    /// The scenario's `[profile]` table, if it has one: `name` (default
-    /// [`DEFAULT_PROFILE`]) picks the base, any other key overrides one knob. Errors name
-    /// `profile.<knob>` and its line.
-    pub fn from_scenario(scenario: &Scenario) -> Result<Option<Profile>, ScenarioError> {
-        let Some(table) = &scenario.profile else {
-            return Ok(None);
-        };
-        let Some(map) = table.as_object() else {
-            return Err(scenario.error_at("profile", "expected a table of profile knobs"));
-        };
-        let name = match map.get("name") {
-            None => DEFAULT_PROFILE.to_string(),
-            Some(serde_json::Value::String(s)) => s.clone(),
-            Some(_) => {
-                return Err(scenario.error_at("profile.name", "expected a profile name (a string)"))
-            }
-        };
-        let Some(mut profile) = Profile::named(&name) else {
-            return Err(scenario.error_at(
-                "profile.name",
-                format!(
-                    "unknown profile `{name}`; known profiles: {}",
-                    PROFILE_NAMES.join(", ")
-                ),
-            ));
-        };
-        let knobs: BTreeMap<&str, &serde_json::Value> = map
-            .iter()
-            .filter(|(k, _)| k.as_str() != "name")
-            .map(|(k, v)| (k.as_str(), v))
-            .collect();
-        for (knob, value) in knobs {
-            profile
-                .set(knob, value)
-                .map_err(|msg| scenario.error_at(&format!("profile.{knob}"), msg))?;
-        }
-        profile
-            .check()
-            .map_err(|(knob, msg)| scenario.error_at(&format!("profile.{knob}"), msg))?;
-        Ok(Some(profile))
-    }
-
-    /// The knobs a `[profile]` table may set, besides `name`.
-    pub const KNOBS: &'static [&'static str] = &[
-        "partition",
-        "crash",
-        "flap",
-        "pause",
-        "power",
-        "clock_jump",
-        "clock_drift",
-        "clock_offset",
-        "loss",
-        "duplicate",
-        "slow",
-        "leader",
-        "events",
-        "loss_range",
-        "duplicate_range",
-        "latency_range",
-        "drift_range",
-        "jump_range",
-        "offset_range",
-        "pause_range",
-        "outage_range",
-        "window",
-        "liveness",
-        "beyond_assumptions",
-    ];
-
-    /// Sets one knob from its TOML value (as JSON).
-    fn set(&mut self, knob: &str, v: &serde_json::Value) -> Result<(), String> {
-        match knob {
-            "partition" => self.partition = probability(v)?,
-            "crash" => self.crash = probability(v)?,
-            "flap" => self.flap = probability(v)?,
-            "pause" => self.pause = probability(v)?,
-            "power" => self.power = probability(v)?,
-            "clock_jump" => self.clock_jump = probability(v)?,
-            "clock_drift" => self.clock_drift = probability(v)?,
-            "clock_offset" => self.clock_offset = probability(v)?,
-            "loss" => self.loss = probability(v)?,
-            "duplicate" => self.duplicate = probability(v)?,
-            "slow" => self.slow = probability(v)?,
-            "leader" => self.leader = probability(v)?,
-            "events" => {
-                let [a, b] = pair(v, count)?;
-                ordered(a, b)?;
-                self.events = [a, b];
-            }
-            "loss_range" => self.loss_range = ordered_pair(v, probability)?,
-            "duplicate_range" => self.duplicate_range = ordered_pair(v, probability)?,
-            "latency_range" => self.latency_range = ordered_pair(v, duration)?,
-            "drift_range" => self.drift_range = ordered_pair(v, drift_magnitude)?,
-            "jump_range" => self.jump_range = ordered_pair(v, duration)?,
-            "offset_range" => self.offset_range = ordered_pair(v, duration)?,
-            "pause_range" => self.pause_range = ordered_pair(v, duration)?,
-            "outage_range" => self.outage_range = ordered_pair(v, duration)?,
-            "window" => self.window = ordered_pair(v, fraction)?,
-            "liveness" => self.liveness = duration(v)?,
-            "beyond_assumptions" => {
-                self.beyond_assumptions = v
-                    .as_bool()
-                    .ok_or_else(|| format!("expected true or false, found {v}"))?
-            }
-            _ => {
-                return Err(format!(
-                    "unknown profile knob `{knob}`; known knobs: name, {}",
-                    Profile::KNOBS.join(", ")
-                ))
-            }
-        }
-        Ok(())
-    }
-
-    /// What `set` cannot see knob by knob; `(knob, message)` on error.
-    fn check(&self) -> Result<(), (&'static str, String)> {
-        if self.window[0] >= self.window[1] {
-            return Err((
-                "window",
-                "the fault window must have a start before its end".to_string(),
-            ));
-        }
-        if self.events[1] > 100 {
-            return Err(("events", "at most 100 events per fault kind".to_string()));
-        }
-        if self.liveness.is_zero() {
-            return Err((
-                "liveness",
-                "the liveness phase must be longer than zero".to_string(),
-            ));
-        }
-        if self.drift_range[0] <= 0.0 {
-            return Err((
-                "drift_range",
-                "drift magnitudes must be above 0 (they are drawn log-uniformly)".to_string(),
-            ));
-        }
-        Ok(())
-    }
-
-    /// The `[profile]` table that gives back this profile: `name` and every knob that
-    /// differs from the named profile.
-    pub fn to_json(&self) -> serde_json::Value {
-        let base = Profile::named(&self.name).unwrap_or_else(Profile::calm);
-        let mut m = serde_json::Map::new();
-        m.insert("name".into(), self.name.clone().into());
-        let mut put = |k: &str, a: serde_json::Value, b: serde_json::Value| {
-            if a != b {
-                m.insert(k.to_string(), a);
-            }
-        };
-        let d = |d: Duration| serde_json::Value::from(format_duration(d));
-        let d2 =
-            |r: [Duration; 2]| serde_json::json!([format_duration(r[0]), format_duration(r[1])]);
-        put("partition", self.partition.into(), base.partition.into());
-        put("crash", self.crash.into(), base.crash.into());
-        put("flap", self.flap.into(), base.flap.into());
-        put("pause", self.pause.into(), base.pause.into());
-        put("power", self.power.into(), base.power.into());
-        put("clock_jump", self.clock_jump.into(), base.clock_jump.into());
-        put(
-            "clock_drift",
-            self.clock_drift.into(),
-            base.clock_drift.into(),
-        );
-        put(
-            "clock_offset",
-            self.clock_offset.into(),
-            base.clock_offset.into(),
-        );
-        put("loss", self.loss.into(), base.loss.into());
-        put("duplicate", self.duplicate.into(), base.duplicate.into());
-        put("slow", self.slow.into(), base.slow.into());
-        put("leader", self.leader.into(), base.leader.into());
-        put(
-            "events",
-            serde_json::json!(self.events),
-            serde_json::json!(base.events),
-        );
-        put(
-            "loss_range",
-            serde_json::json!(self.loss_range),
-            serde_json::json!(base.loss_range),
-        );
-        put(
-            "duplicate_range",
-            serde_json::json!(self.duplicate_range),
-            serde_json::json!(base.duplicate_range),
-        );
-        put(
-            "latency_range",
-            d2(self.latency_range),
-            d2(base.latency_range),
-        );
-        put(
-            "drift_range",
-            serde_json::json!(self.drift_range),
-            serde_json::json!(base.drift_range),
-        );
-        put("jump_range", d2(self.jump_range), d2(base.jump_range));
-        put("offset_range", d2(self.offset_range), d2(base.offset_range));
-        put("pause_range", d2(self.pause_range), d2(base.pause_range));
-        put("outage_range", d2(self.outage_range), d2(base.outage_range));
-        put(
-            "window",
-            serde_json::json!(self.window),
-            serde_json::json!(base.window),
-        );
-        put("liveness", d(self.liveness), d(base.liveness));
-        put(
-            "beyond_assumptions",
-            self.beyond_assumptions.into(),
-            base.beyond_assumptions.into(),
-        );
-        serde_json::Value::Object(m)
-    }
-
-    /// The fault schedule of `seed` on `cluster` for a run of `duration` (extended if
-    /// the liveness phase does not fit). A pure function of its arguments.
-    pub fn draw(&self, seed: u64, cluster: &Cluster, duration: Duration) -> Drawn {
-        Drawer::new(self, seed, cluster, duration).draw()
-    }
 }
 
 /// A seed's fault schedule: what [`Drawn::apply_to`] writes into a scenario.
@@ -1186,71 +765,6 @@ fn round_ms(d: Duration) -> Duration {
 /// `x` rounded to `1 / scale`, so that it prints short and reads back exactly.
 fn round_to(x: f64, scale: f64) -> f64 {
     (x * scale).round() / scale
-}
-
-fn probability(v: &serde_json::Value) -> Result<f64, String> {
-    match v.as_f64() {
-        Some(p) if (0.0..=1.0).contains(&p) => Ok(p),
-        _ => Err(format!(
-            "{v} is not a probability; write a number from 0 to 1"
-        )),
-    }
-}
-
-fn fraction(v: &serde_json::Value) -> Result<f64, String> {
-    probability(v)
-        .map_err(|_| format!("{v} is not a fraction of the run; write a number from 0 to 1"))
-}
-
-fn drift_magnitude(v: &serde_json::Value) -> Result<f64, String> {
-    match v.as_f64() {
-        Some(d) if (0.0..1.0).contains(&d) => Ok(d),
-        _ => Err(format!(
-            "{v} is not a drift magnitude; write a fraction from 0 to below 1"
-        )),
-    }
-}
-
-fn count(v: &serde_json::Value) -> Result<u32, String> {
-    v.as_u64()
-        .and_then(|n| u32::try_from(n).ok())
-        .ok_or_else(|| format!("{v} is not a count; write a whole number from 0 up"))
-}
-
-fn duration(v: &serde_json::Value) -> Result<Duration, String> {
-    match v.as_str() {
-        Some(s) => parse_duration(s),
-        None => Err(format!(
-            "{v} is not a duration; write e.g. \"150ms\" or \"2s\""
-        )),
-    }
-}
-
-fn pair<T>(
-    v: &serde_json::Value,
-    one: impl Fn(&serde_json::Value) -> Result<T, String>,
-) -> Result<[T; 2], String> {
-    match v.as_array().map(Vec::as_slice) {
-        Some([a, b]) => Ok([one(a)?, one(b)?]),
-        _ => Err(format!("{v} is not a range; write [minimum, maximum]")),
-    }
-}
-
-fn ordered<T: PartialOrd + std::fmt::Debug>(a: T, b: T) -> Result<(), String> {
-    if a <= b {
-        Ok(())
-    } else {
-        Err(format!("the minimum {a:?} is above the maximum {b:?}"))
-    }
-}
-
-fn ordered_pair<T: PartialOrd + std::fmt::Debug + Copy>(
-    v: &serde_json::Value,
-    one: impl Fn(&serde_json::Value) -> Result<T, String>,
-) -> Result<[T; 2], String> {
-    let [a, b] = pair(v, one)?;
-    ordered(a, b)?;
-    Ok([a, b])
 }
 
 #[cfg(test)]

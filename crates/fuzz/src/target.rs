@@ -3,7 +3,7 @@
 //! in ([`Target::case`]); the case is what runs, so writing it to a file and running it
 //! with the same seed replays the run exactly.
 
-use super::profile::{Profile, DEFAULT_PROFILE, PROFILE_NAMES};
+use super::profile::{Draw, Profile, DEFAULT_PROFILE, PROFILE_NAMES};
 use std::collections::BTreeSet;
 use std::time::Duration;
 use tenure_core::{format_duration, Assumptions, Broken, Cluster, Observation, ProtocolInfo};

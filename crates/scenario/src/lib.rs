@@ -38,8 +38,9 @@
 //!
 //! `checks` lists the checkers to run; `[check.<name>]` gives one its parameters.
 //! `[expect] outcome = "pass"` (the default) or `outcome = "violation"` with
-//! `checker = "<one of checks>"`. An optional `[profile]` (a random fault profile) is
-//! kept raw.
+//! `checker = "<one of checks>"`. An optional `[profile]` (the random fault profile
+//! `tenure fuzz` draws from) is kept as written and checked by [`Scenario::validate`]
+//! ([`profile::Profile::from_scenario`]), so every command rejects a bad one alike.
 //!
 //! # A full example
 //!
@@ -49,13 +50,14 @@ mod error;
 pub mod limits;
 mod model;
 mod parse;
+pub mod profile;
 mod resolve;
 mod serde_util;
 pub mod suggest;
 mod write;
 
 pub use error::{locate, ScenarioError};
-pub use limits::{limits, set_limits, Limits};
+pub use limits::{limits, set_limits, Exceeded, Limits};
 pub use model::{
     CheckSpec, ClockSpec, ClusterSpec, Expectation, Fault, FaultEvent, Latency, LinkSpec,
     NetworkSpec, NodeSel, ProtocolSpec, Scenario,

@@ -9,10 +9,19 @@
 //! | `[[fault]]` events | 10,000 | `--max-faults` |
 //! | clock drift | from -0.99 to 100 | (fixed: a clock 100 times fast is no clock) |
 //! | clock offset, jumps | within ±100 days | (fixed) |
+//! | messages in flight at once (the engine's delivery queues) | 1,000,000 | `--max-in-flight` |
+//! | trace events kept (`--trace`, timelines, determinism checks) | 2,000,000 | `--max-trace-events` |
 //!
 //! The process-wide limits are set once by the CLI ([`set_limits`]) and read by
 //! [`crate::parse`] and [`crate::Scenario::resolve_cluster`]; code that wants other
 //! limits for one call uses [`crate::parse_with`].
+//!
+//! The last two bound what a *run* holds, not what a file says, so the engine reads
+//! them when a run starts. A run with more messages in flight than the limit stops
+//! there (a protocol sending faster than it delivers floods the network: without the
+//! limit it would fill memory); the trace stops growing at its limit and says so (the
+//! run goes on, its verdict is whole). Either is reported as [`Exceeded`]: bad input,
+//! exit 2, naming the flag and the limit.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -26,6 +35,11 @@ pub struct Limits {
     pub max_nodes: u32,
     /// The most `[[fault]]` events in one file.
     pub max_fault_events: usize,
+    /// The most messages (and client requests) queued for delivery at once, over all
+    /// nodes: sent and not yet handled, dropped or lost.
+    pub max_in_flight: usize,
+    /// The most trace events a run keeps (about 100 bytes each as a JSON line).
+    pub max_trace_events: usize,
 }
 
 impl Limits {
@@ -33,6 +47,8 @@ impl Limits {
         max_duration: Duration::from_secs(3600),
         max_nodes: 2048,
         max_fault_events: 10_000,
+        max_in_flight: 1_000_000,
+        max_trace_events: 2_000_000,
     };
 }
 
@@ -60,4 +76,41 @@ pub fn set_limits(limits: Limits) -> bool {
 /// The process-wide limits: those given to [`set_limits`], else [`Limits::DEFAULT`].
 pub fn limits() -> Limits {
     LIMITS.get().copied().unwrap_or_default()
+}
+
+/// A run limit reached during a run (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exceeded {
+    /// More than `limit` messages were in flight at once, at true time `at`: the run
+    /// stopped there.
+    InFlight {
+        limit: usize,
+        at: tenure_core::SimTime,
+    },
+    /// The trace reached `limit` events at true time `at` and was cut there; the run
+    /// went on.
+    TraceEvents {
+        limit: usize,
+        at: tenure_core::SimTime,
+    },
+}
+
+impl std::fmt::Display for Exceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exceeded::InFlight { limit, at } => write!(
+                f,
+                "more than {limit} messages were in flight at once at {at}, the limit \
+                 (--max-in-flight); the run was stopped there. A protocol that sends faster \
+                 than it delivers floods the network; raise the limit with --max-in-flight \
+                 if that load is meant"
+            ),
+            Exceeded::TraceEvents { limit, at } => write!(
+                f,
+                "the trace reached {limit} events at {at}, the limit (--max-trace-events), \
+                 and was cut there; raise the limit with --max-trace-events or shorten \
+                 `duration`"
+            ),
+        }
+    }
 }

@@ -95,6 +95,8 @@ impl Scenario {
     /// Everything that needs the protocol and the cluster: the protocol is `info`, the
     /// variant exists, and every node id (links, clocks, faults) is in the cluster.
     pub fn validate(&self, info: &ProtocolInfo, cluster: &Cluster) -> Result<(), ScenarioError> {
+        // `[profile]`: the same checks whatever command reads the scenario.
+        crate::profile::Profile::from_scenario(self)?;
         if self.protocol.name != info.name {
             return Err(self.error_at(
                 "protocol.name",
@@ -350,6 +352,24 @@ mod tests {
             "no variant `no-fence`; its variants are: correct, no-fencing; did you mean `no-fencing`?",
         );
         let s = scenario("variant = \"no-fencing\"\n");
+        assert_eq!(s.validate(&LOCKS, &cluster), Ok(()));
+    }
+
+    #[test]
+    fn a_bad_profile_table_fails_validation_naming_its_knob_and_line() {
+        // One validation path: whatever command reads the scenario, `validate` checks
+        // `[profile]` (issue 14, item 5).
+        let s = scenario("[profile]\nname = \"nope\"\n");
+        let cluster = s.resolve_cluster(&LOCKS).unwrap();
+        let err = s.validate(&LOCKS, &cluster).unwrap_err();
+        assert_error(&err, 5, "profile.name", "unknown profile `nope`");
+        let s = scenario("[profile]\nname = \"pauses\"\npause = 7\n");
+        let err = s.validate(&LOCKS, &cluster).unwrap_err();
+        assert_error(&err, 6, "profile.pause", "7 is not a probability");
+        let s = scenario("[profile]\npuase = 0.5\n");
+        let err = s.validate(&LOCKS, &cluster).unwrap_err();
+        assert_error(&err, 5, "profile.puase", "did you mean `pause`?");
+        let s = scenario("[profile]\nname = \"pauses\"\npause = 0.5\n");
         assert_eq!(s.validate(&LOCKS, &cluster), Ok(()));
     }
 

@@ -62,6 +62,39 @@ pub mod cli {
     pub use tenure_zoo::Zoo;
 }
 
+/// Fault profiles, typed: what each fuzzed seed draws. A [`fuzz::Profile`] is a plain
+/// struct whose fields are the knobs (each documented there, and in the book's
+/// "Fuzzing and shrinking" page); start from a built-in one and change what you need.
+/// [`Simulation::fault_profile`] checks the knobs and draws each seed's faults from it.
+///
+/// ```
+/// use tenure::fuzz::Profile;
+/// use tenure::prelude::*;
+/// use tenure_protocols::raft::Raft;
+///
+/// # fn main() -> Result<(), String> {
+/// let cluster = Cluster::uniform("server", 5);
+/// let config = Raft::configure(Default::default(), "correct", &cluster).unwrap();
+/// // Chaos, where every seed pauses nodes for half a second to three seconds.
+/// let long_pauses = Profile {
+///     pause: 1.0,
+///     pause_range: [millis(500), secs(3)],
+///     ..Profile::builtin("chaos")?
+/// };
+/// Simulation::<Raft>::new(cluster, config)
+///     .duration(secs(10))
+///     .fault_profile(long_pauses)
+///     .check("single-leader-per-term")
+///     .sweep(0..20); // a correct Raft keeps one leader per term: no panic
+/// # Ok(())
+/// # }
+/// ```
+pub mod fuzz {
+    pub use tenure_fuzz::{
+        Draw, Drawn, Profile, ProfileTable, DEFAULT_PROFILE, PROFILE_NAMES, WITHIN_PROFILES,
+    };
+}
+
 /// `n` seconds.
 pub fn secs(n: u64) -> Duration {
     Duration::from_secs(n)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tenure_check::Checker;
 use tenure_core::{Cluster, Protocol};
-use tenure_fuzz::{Profile, PROFILE_NAMES};
+use tenure_fuzz::{Draw, Profile, PROFILE_NAMES};
 use tenure_scenario::FaultEvent;
 use tenure_sim::{CheckedRun, Control, LinkSettings, Sim};
 
@@ -99,8 +99,22 @@ impl<P: Protocol> Simulation<P> {
         }
     }
 
-    /// Draws each seed's faults from `profile` (a built-in one with knobs changed).
+    /// Draws each seed's faults from `profile`: a built-in one with knobs changed, each
+    /// knob a documented field of [`Profile`] (see [`crate::fuzz`]):
+    ///
+    /// ```ignore
+    /// .fault_profile(Profile { pause: 1.0, pause_range: [millis(500), secs(3)], ..Profile::builtin("chaos")? })
+    /// ```
+    ///
+    /// Panics at this line if a knob is out of range (the message names it).
+    #[track_caller]
     pub fn fault_profile(mut self, profile: Profile) -> Self {
+        if let Err((knob, message)) = profile.check() {
+            panic!(
+                "tenure: fault profile `{}`: knob `{knob}`: {message}",
+                profile.name
+            );
+        }
         self.profile = Some(profile);
         self
     }
@@ -297,6 +311,10 @@ impl<P: Protocol> Simulation<P> {
         checkers.extend(self.checkers.iter().map(|f| f(&self.cluster)));
         let CheckedRun { output, violations } =
             sim.run_checked(checkers, self.stop_at_first_violation);
+        // A run stopped by a limit has no verdict: not a pass to report.
+        if let Some(limit) = &output.stats.stopped_by {
+            panic!("tenure: seed {seed}: {limit} (limits: tenure_scenario::set_limits)");
+        }
         Outcome {
             seed,
             violations,
