@@ -8,10 +8,8 @@
 //! gaps where a seed never ran).
 
 use super::target::Target;
-use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::AtomicBool;
 use tenure_core::SimTime;
 use tenure_scenario::{CheckSpec, Expectation, Scenario};
 use tenure_sim::play::RunOptions;
@@ -224,35 +222,15 @@ pub fn fuzz(
     stop: &AtomicBool,
     mut emit: impl FnMut(&SeedOutcome),
 ) -> FuzzSummary {
-    let next = AtomicU64::new(seeds.start);
-    let halt = AtomicBool::new(false); // max_failures reached
     let mut summary = FuzzSummary::default();
-    let jobs = options.jobs.max(1);
-    std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel::<SeedOutcome>();
-        for _ in 0..jobs {
-            let tx = tx.clone();
-            let (next, halt) = (&next, &halt);
-            scope.spawn(move || loop {
-                if stop.load(Ordering::SeqCst) || halt.load(Ordering::SeqCst) {
-                    break;
-                }
-                let seed = next.fetch_add(1, Ordering::SeqCst);
-                if seed >= seeds.end || seed < seeds.start {
-                    break; // also stops at u64 wrap-around
-                }
-                if tx
-                    .send(run_seed(target, seed, options.check_determinism))
-                    .is_err()
-                {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        let mut pending: BTreeMap<u64, SeedOutcome> = BTreeMap::new();
-        let mut expected = seeds.start;
-        let mut hand_over = |o: &SeedOutcome, summary: &mut FuzzSummary| {
+    // The one seed pool (tenure-pool): outcomes come back in seed order whatever
+    // `--jobs` is; a stop hands over what finished, with gaps.
+    tenure_pool::run(
+        seeds.clone(),
+        options.jobs,
+        stop,
+        |seed| run_seed(target, seed, options.check_determinism),
+        |_, o| {
             summary.seeds += 1;
             match o.result {
                 SeedResult::Pass => {}
@@ -261,35 +239,18 @@ pub fn fuzz(
                 SeedResult::Panicked(_) => summary.panicked += 1,
                 SeedResult::Limit(_) => summary.limited += 1,
             }
-            emit(o);
+            emit(&o);
             let failures = summary.failed + summary.nondeterministic + summary.panicked;
             if options
                 .max_failures
                 .is_some_and(|max| failures >= max as u64)
             {
-                halt.store(true, Ordering::SeqCst);
+                tenure_pool::Flow::Halt
+            } else {
+                tenure_pool::Flow::Continue
             }
-        };
-        for outcome in rx {
-            if halt.load(Ordering::SeqCst) {
-                continue; // past the last failure wanted: drain and drop
-            }
-            pending.insert(outcome.seed, outcome);
-            while let Some(o) = pending.remove(&expected) {
-                expected = expected.wrapping_add(1);
-                hand_over(&o, &mut summary);
-                if halt.load(Ordering::SeqCst) {
-                    break;
-                }
-            }
-        }
-        // Stopped: the seeds that ran, in order, with gaps where a seed never did.
-        if !halt.load(Ordering::SeqCst) {
-            for o in std::mem::take(&mut pending).into_values() {
-                hand_over(&o, &mut summary);
-            }
-        }
-    });
+        },
+    );
     let all = seeds.end.saturating_sub(seeds.start);
     summary.stopped = summary.seeds < all;
     summary

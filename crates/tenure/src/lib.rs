@@ -70,11 +70,11 @@ pub mod cli {
 /// ```
 /// use tenure::fuzz::Profile;
 /// use tenure::prelude::*;
-/// use tenure_protocols::raft::Raft;
+/// use tenure_protocols::raft::{Raft, RaftVariant};
 ///
 /// # fn main() -> Result<(), String> {
 /// let cluster = Cluster::uniform("server", 5);
-/// let config = Raft::configure(Default::default(), "correct", &cluster).unwrap();
+/// let config = Raft::configure(Default::default(), RaftVariant::Correct, &cluster).unwrap();
 /// // Chaos, where every seed pauses nodes for half a second to three seconds.
 /// let long_pauses = Profile {
 ///     pause: 1.0,

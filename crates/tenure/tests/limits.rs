@@ -3,11 +3,11 @@
 
 use tenure::prelude::*;
 use tenure::Configurable;
-use tenure_protocols::raft::Raft;
+use tenure_protocols::raft::{Raft, RaftVariant};
 
 fn raft() -> Simulation<Raft> {
     let cluster = Cluster::uniform("server", 5);
-    let config = Raft::configure(Default::default(), "correct", &cluster).unwrap();
+    let config = Raft::configure(Default::default(), RaftVariant::Correct, &cluster).unwrap();
     Simulation::<Raft>::new(cluster, config)
         .duration(secs(5))
         .check("single-leader-per-term")

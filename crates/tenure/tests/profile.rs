@@ -9,7 +9,7 @@ use tenure_protocols::raft::Raft;
 
 fn raft(variant: &str) -> Simulation<Raft> {
     let cluster = Cluster::uniform("server", 5);
-    let config = Raft::configure(Default::default(), variant, &cluster).unwrap();
+    let config = Raft::configure_named(Default::default(), variant, &cluster).unwrap();
     Simulation::<Raft>::new(cluster, config)
         .duration(secs(10))
         .check("single-leader-per-term")
