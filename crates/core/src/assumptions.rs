@@ -40,6 +40,10 @@ pub struct Assumptions {
     /// The shortest time a crashed server may stay down before it restarts (Redlock's
     /// "delayed restarts" for servers without persistence).
     pub min_restart_delay: Option<Limit<Duration>>,
+    /// The largest one-way message delay under which its liveness promise holds (a
+    /// timing requirement, as Raft's "broadcast time << election timeout", §5.6). Fuzz
+    /// profiles draw slow links and slow networks within it.
+    pub max_latency: Option<Limit<Duration>>,
     /// A network that never partitions nor loses messages (a synchronous system, as the
     /// bully algorithm assumes); the reason.
     pub reliable_network: Option<String>,
@@ -48,7 +52,8 @@ pub struct Assumptions {
 /// One assumption a drawn fault broke: which, by how much, and the declared limit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Broken {
-    /// `max-drift`, `max-wall-jump`, `max-pause`, `min-restart-delay`.
+    /// `max-drift`, `max-wall-jump`, `max-latency`, `max-pause`, `min-restart-delay`,
+    /// `reliable-network`.
     pub assumption: &'static str,
     /// What was drawn, in words ("drift -0.42 on n2", "pause 5s of n1").
     pub drawn: String,
@@ -114,6 +119,16 @@ impl Assumptions {
         })
     }
 
+    pub fn latency(&self, latency: Duration, what: String) -> Option<Broken> {
+        let limit = self.max_latency.as_ref()?;
+        (latency > limit.value).then(|| Broken {
+            assumption: "max-latency",
+            drawn: what,
+            limit: format_duration(limit.value),
+            why: limit.why.clone(),
+        })
+    }
+
     /// Whether a partition or message loss stays within [`Assumptions::reliable_network`].
     pub fn network_fault(&self, what: String) -> Option<Broken> {
         let why = self.reliable_network.as_ref()?;
@@ -139,6 +154,13 @@ impl Assumptions {
         if let Some(l) = &self.max_wall_jump {
             out.push(format!(
                 "wall-clock steps at most {} ({})",
+                format_duration(l.value),
+                l.why
+            ));
+        }
+        if let Some(l) = &self.max_latency {
+            out.push(format!(
+                "message delays at most {} ({})",
                 format_duration(l.value),
                 l.why
             ));

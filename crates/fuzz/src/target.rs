@@ -315,6 +315,42 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
     for c in &case.clocks {
         out.extend(assumptions.drift(c.drift, format!("drift {} of {}", c.drift, c.node)));
     }
+    out.extend(assumptions.latency(
+        case.network.latency.max,
+        format!(
+            "message delay up to {}",
+            format_duration(case.network.latency.max)
+        ),
+    ));
+    for l in &case.network.links {
+        if let Some(latency) = &l.latency {
+            out.extend(assumptions.latency(
+                latency.max,
+                format!(
+                    "delay up to {} on the link {} -> {}",
+                    format_duration(latency.max),
+                    l.from,
+                    l.to
+                ),
+            ));
+        }
+    }
+    for e in &case.faults {
+        if let Fault::Network {
+            latency: Some(latency),
+            ..
+        } = &e.fault
+        {
+            out.extend(assumptions.latency(
+                latency.max,
+                format!(
+                    "message delay up to {} from {}",
+                    format_duration(latency.max),
+                    format_duration(e.at)
+                ),
+            ));
+        }
+    }
     let mut crashed: Vec<(String, std::time::Duration)> = Vec::new();
     for e in &case.faults {
         match &e.fault {

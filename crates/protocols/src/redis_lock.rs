@@ -509,6 +509,7 @@ impl Configurable for RedisLock {
             // the wall clock, PX; Redlock's `wall-clock-expiry` variant shows that): a
             // wall step is within its design.
             max_wall_jump: None,
+            max_latency: None,
             reliable_network: None,
         }
     }

@@ -440,6 +440,7 @@ impl Configurable for Redlock {
             // `wall-clock-expiry` variant shows real Redis's wall-clock PX): a wall
             // step is within its design.
             max_wall_jump: None,
+            max_latency: None,
             reliable_network: None,
         }
     }

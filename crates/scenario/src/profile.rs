@@ -302,6 +302,9 @@ impl Profile {
         if let Some(l) = &assumptions.max_pause {
             cap(&mut p.pause_range, l.value);
         }
+        if let Some(l) = &assumptions.max_latency {
+            cap(&mut p.latency_range, l.value);
+        }
         if let Some(l) = &assumptions.min_restart_delay {
             p.crash_points = false;
             p.outage_range[0] = p.outage_range[0].max(l.value);

@@ -690,11 +690,35 @@ impl Configurable for Raft {
         ]
     }
 
-    fn assumptions(_config: &RaftConfig) -> tenure_core::Assumptions {
+    fn assumptions(config: &RaftConfig) -> tenure_core::Assumptions {
+        use tenure_core::{format_duration as f, Limit};
+        // §5.6's timing requirement, broadcastTime << electionTimeout: a follower must
+        // hear the next heartbeat before its shortest election timeout, and two arrivals
+        // are at most a heartbeat interval plus the delay's spread apart. Half the slack
+        // leaves room for the clocks' drift.
+        let min_timeout = config
+            .timeouts
+            .values()
+            .map(|t| t.min)
+            .chain([config.election_timeout.min])
+            .min()
+            .unwrap_or(config.election_timeout.min);
+        let slack = min_timeout.saturating_sub(config.heartbeat_interval);
         tenure_core::Assumptions {
-            max_drift: Some(tenure_core::Limit::new(
+            max_drift: Some(Limit::new(
                 0.5,
                 "election safety needs no clock; the liveness bound allows timers up to 2x slow",
+            )),
+            max_latency: Some(Limit::new(
+                slack / 2,
+                format!(
+                    "a stable leader needs broadcast time << election timeout (Raft §5.6): \
+                     heartbeats {} apart must reach a follower within its shortest timeout {}; \
+                     half of the {} between them",
+                    f(config.heartbeat_interval),
+                    f(min_timeout),
+                    f(slack)
+                ),
             )),
             ..Default::default()
         }
