@@ -83,6 +83,21 @@ pub enum ZkMsg {
     Ping {
         session: SessionId,
     },
+    /// A new connection for an existing session (the `ConnectRequest` a client sends
+    /// with its session id after CONNECTIONLOSS): `Reconnected` if the session lives,
+    /// `SessionExpired` if not.
+    Reconnect {
+        session: SessionId,
+        xid: u64,
+    },
+    /// Re-register the client's watches after a reconnect: `exists` watches with the
+    /// czxid the client last saw (`None`: no node), `getChildren` watches by path.
+    SetWatches {
+        session: SessionId,
+        xid: u64,
+        exists: Vec<(String, Option<u64>)>,
+        children: Vec<String>,
+    },
     Create {
         session: SessionId,
         xid: u64,
@@ -112,8 +127,19 @@ pub enum ZkMsg {
         session: SessionId,
         timeout: Duration,
     },
+    /// `events`: how many watch events the server has sent on this session so far.
     Pong {
         session: SessionId,
+        events: u64,
+    },
+    Reconnected {
+        session: SessionId,
+        xid: u64,
+        events: u64,
+    },
+    WatchesSet {
+        session: SessionId,
+        xid: u64,
     },
     /// The session is gone (expired, or never existed): the reply to any request on it.
     SessionExpired {
@@ -148,11 +174,12 @@ pub enum ZkMsg {
         path: String,
         czxid: Option<u64>,
     },
-    /// A one-shot watch fired.
+    /// A one-shot watch fired; `seq` numbers the session's events from 0.
     Watch {
         session: SessionId,
         path: String,
         event: ZkEvent,
+        seq: u64,
     },
     Resource(ResourceMsg),
 }
@@ -171,6 +198,9 @@ pub enum ZkTimer {
     Ping,
     /// Client: nothing heard from the server for 2/3 of the session timeout.
     SessionCheck,
+    /// Client: the reply to request `xid` (or reconnect attempt) is due; if it has not
+    /// come, the connection is lost (CONNECTIONLOSS).
+    Request(u64),
     Workload(WorkloadTimer),
 }
 
@@ -457,17 +487,9 @@ impl Configurable for ZooKeeper {
 
     fn assumptions(_config: &ZkConfig) -> tenure_core::Assumptions {
         tenure_core::Assumptions {
-            // What this model lacks, declared rather than hidden: the real client runs
-            // over TCP and survives a lost request or reply (CONNECTIONLOSS: retry, find
-            // its own sequential node by the GUID in its name, re-set watches); this one
-            // does not retry yet, so a lost message can wedge it. Until it does, the fuzz
-            // profiles draw no loss or partitions for it, and a failure under them is
-            // reported as beyond this assumption.
-            reliable_network: Some(
-                "this model's client does not yet handle CONNECTIONLOSS (retry a lost \
-                 request, find its own node by GUID, re-set watches)"
-                    .to_string(),
-            ),
+            // No `reliable_network`: a lost, duplicated or late request, reply or watch
+            // event is CONNECTIONLOSS to the client, which reconnects within its session,
+            // re-sets its watches and retries (finding its own node by GUID first).
             max_drift: Some(tenure_core::Limit::new(
                 0.1,
                 "pings every third of the session timeout by the client's clock keep a \

@@ -21,6 +21,12 @@ pub struct Znode {
 pub struct Session {
     pub client: NodeId,
     pub timeout: Duration,
+    /// How many watch events the server has sent on this session: each `Watch` carries
+    /// its number, and every `Pong` the count, so a client can tell that one was lost
+    /// (standing in for TCP's sequence numbers, which make a real client see a lost
+    /// event as a broken connection).
+    #[serde(default)]
+    pub events: u64,
 }
 
 /// The server's durable state.
@@ -47,7 +53,13 @@ pub struct ZkServer {
     deadlines: BTreeMap<SessionId, LocalTime>,
     /// The data changed in this handler and is not yet stored.
     dirty: bool,
+    /// The request xids lately handled per session: a duplicated request is dropped, as
+    /// TCP delivers a request once (in memory: a restart drops every connection).
+    seen: BTreeMap<SessionId, BTreeSet<u64>>,
 }
+
+/// How many recent xids per session the server remembers to drop duplicates.
+const SEEN_XIDS: usize = 64;
 
 /// The parent of `path` (`/a/b` -> `/a`, `/a` -> `/`).
 fn parent_of(path: &str) -> &str {
@@ -106,6 +118,7 @@ impl ZkServer {
                     Session {
                         client: from,
                         timeout: *timeout,
+                        events: 0,
                     },
                 );
                 self.dirty = true;
@@ -120,11 +133,25 @@ impl ZkServer {
                 );
                 return;
             }
-            ZkMsg::Ping { session }
-            | ZkMsg::Create { session, .. }
-            | ZkMsg::Delete { session, .. }
-            | ZkMsg::GetChildren { session, .. }
-            | ZkMsg::Exists { session, .. } => *session,
+            ZkMsg::Ping { session } | ZkMsg::Reconnect { session, .. } => *session,
+            ZkMsg::Create { session, xid, .. }
+            | ZkMsg::Delete { session, xid, .. }
+            | ZkMsg::GetChildren { session, xid, .. }
+            | ZkMsg::Exists { session, xid, .. }
+            | ZkMsg::SetWatches { session, xid, .. } => {
+                if !self.data.sessions.contains_key(session) {
+                    env.send(from, ZkMsg::SessionExpired { session: *session });
+                    return;
+                }
+                let seen = self.seen.entry(*session).or_default();
+                if !seen.insert(*xid) {
+                    return; // a duplicate: TCP would not have delivered it twice
+                }
+                if seen.len() > SEEN_XIDS {
+                    seen.pop_first();
+                }
+                *session
+            }
             _ => return, // not a request
         };
         if !self.data.sessions.contains_key(&session) {
@@ -133,7 +160,24 @@ impl ZkServer {
         }
         self.touch(env, session);
         let reply = match msg {
-            ZkMsg::Ping { session } => ZkMsg::Pong { session },
+            ZkMsg::Ping { session } => ZkMsg::Pong {
+                session,
+                events: self.data.sessions[&session].events,
+            },
+            ZkMsg::Reconnect { session, xid } => ZkMsg::Reconnected {
+                session,
+                xid,
+                events: self.data.sessions[&session].events,
+            },
+            ZkMsg::SetWatches {
+                session,
+                xid,
+                exists,
+                children,
+            } => {
+                self.set_watches(env, session, exists, children);
+                ZkMsg::WatchesSet { session, xid }
+            }
             ZkMsg::Create {
                 session,
                 xid,
@@ -264,15 +308,58 @@ impl ZkServer {
             return;
         };
         for session in sessions {
-            if let Some(s) = self.data.sessions.get(&session) {
-                env.send(
-                    s.client,
-                    ZkMsg::Watch {
-                        session,
-                        path: path.to_string(),
-                        event,
-                    },
-                );
+            self.send_event(env, session, path, event);
+        }
+    }
+
+    /// Sends one watch event to a live session, numbered.
+    fn send_event(&mut self, env: &mut ZkEnv<'_>, session: SessionId, path: &str, event: ZkEvent) {
+        let Some(s) = self.data.sessions.get_mut(&session) else {
+            return;
+        };
+        let seq = s.events;
+        s.events += 1;
+        self.dirty = true;
+        env.send(
+            s.client,
+            ZkMsg::Watch {
+                session,
+                path: path.to_string(),
+                event,
+                seq,
+            },
+        );
+    }
+
+    /// `SetWatches` after a reconnect (ZooKeeper's `FinalRequestProcessor` for
+    /// `OpCode.setWatches`, `DataTree.setWatches`): an `exists` watch whose node changed
+    /// since the client last saw it fires at once (`NodeDeleted` or `NodeCreated`), any
+    /// other is registered again. The real request carries the client's last zxid and the
+    /// server compares each node's zxids to it; here the client sends the czxid it saw
+    /// (`None`: it saw no node), which is the same test for nodes without data. A child
+    /// watch is re-registered and fires `ChildrenChanged` at once: this server keeps no
+    /// `pzxid`, so it cannot tell whether the children changed meanwhile, and a spurious
+    /// event only makes the client read them again.
+    fn set_watches(
+        &mut self,
+        env: &mut ZkEnv<'_>,
+        session: SessionId,
+        exists: Vec<(String, Option<u64>)>,
+        children: Vec<String>,
+    ) {
+        for (path, seen) in exists {
+            let now = self.data.nodes.get(&path).map(|n| n.czxid);
+            match (seen, now) {
+                (a, b) if a == b => self.add_watch(false, &path, session),
+                (_, None) => self.send_event(env, session, &path, ZkEvent::NodeDeleted),
+                (_, Some(_)) => self.send_event(env, session, &path, ZkEvent::NodeCreated),
+            }
+        }
+        for path in children {
+            if self.data.nodes.contains_key(&path) {
+                self.send_event(env, session, &path, ZkEvent::ChildrenChanged);
+            } else {
+                self.send_event(env, session, &path, ZkEvent::NodeDeleted);
             }
         }
     }
@@ -346,6 +433,7 @@ impl ZkServer {
             .remove(&session)
             .expect("only live sessions have deadlines");
         self.deadlines.remove(&session);
+        self.seen.remove(&session);
         self.data.zxid += 1;
         env.observe(Observation::Note {
             text: format!("session {session} of {} expired", s.client),

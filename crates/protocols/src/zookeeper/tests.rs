@@ -259,7 +259,8 @@ fn delete_fires_the_exists_watch_once() {
                 ZkMsg::Watch {
                     session: 2,
                     path: "/election/n-1-0000000000".into(),
-                    event: ZkEvent::NodeDeleted
+                    event: ZkEvent::NodeDeleted,
+                    seq: 0,
                 }
             ),
             s.stored(),
@@ -291,7 +292,8 @@ fn get_children_watch_fires_on_every_change_to_the_parent() {
             ZkMsg::Watch {
                 session: 2,
                 path: "/election".into(),
-                event: ZkEvent::ChildrenChanged
+                event: ZkEvent::ChildrenChanged,
+                seq: 0,
             }
         )
     );
@@ -313,7 +315,8 @@ fn expiry_deletes_the_ephemerals_and_fires_their_watches() {
                 ZkMsg::Watch {
                     session: 2,
                     path: "/election/n-1-0000000000".into(),
-                    event: ZkEvent::NodeDeleted
+                    event: ZkEvent::NodeDeleted,
+                    seq: 0,
                 }
             ),
             s.stored(),
@@ -375,11 +378,43 @@ fn election_client(variant: &str) -> Node {
     assert_eq!(
         effects,
         vec![
-            set(ZkTimer::SessionCheck, Duration::from_nanos(1_333_333_333)),
-            send(SERVER, create(2, 1, 2)),
+            check_set(),
+            send(SERVER, protected_create(&c, 2, 1)),
+            reply_due(1),
         ]
     );
     c
+}
+
+/// The client's create, protected by its GUID.
+fn protected_create(c: &Node, session: u64, xid: u64) -> ZkMsg {
+    ZkMsg::Create {
+        session,
+        xid,
+        path: format!("/election/_c_{}-n-2-", guid(c)),
+        ephemeral: true,
+        sequential: true,
+    }
+}
+
+fn guid(c: &Node) -> String {
+    c.client().recipe.guid().expect("a create was sent").to_string()
+}
+
+/// The name of client 2's node with sequence `seq`.
+fn mine(c: &Node, seq: u64) -> String {
+    format!("_c_{}-n-2-{seq:010}", guid(c))
+}
+
+/// The reply to `xid` is due within a third of the session timeout.
+fn reply_due(xid: u64) -> Effect<ZkMsg, ZkTimer> {
+    set(ZkTimer::Request(xid), Duration::from_nanos(666_666_666))
+}
+
+fn answered(xid: u64) -> Effect<ZkMsg, ZkTimer> {
+    Effect::CancelTimer {
+        timer: ZkTimer::Request(xid),
+    }
 }
 
 fn check_set() -> Effect<ZkMsg, ZkTimer> {
@@ -387,13 +422,14 @@ fn check_set() -> Effect<ZkMsg, ZkTimer> {
 }
 
 fn created(c: &mut Node, seq: u64) -> Vec<Effect<ZkMsg, ZkTimer>> {
+    let path = format!("/election/{}", mine(c, seq));
     c.recv(
         4,
         SERVER,
         ZkMsg::Created {
             session: 2,
             xid: 1,
-            path: format!("/election/n-2-{seq:010}"),
+            path,
             czxid: 9,
         },
     )
@@ -416,6 +452,7 @@ fn created_node_reads_the_queue_with_a_watch_only_in_herd() {
             created(&mut c, 1),
             vec![
                 check_set(),
+                answered(1),
                 send(
                     SERVER,
                     ZkMsg::GetChildren {
@@ -425,6 +462,7 @@ fn created_node_reads_the_queue_with_a_watch_only_in_herd() {
                         watch
                     }
                 ),
+                reply_due(2),
             ]
         );
     }
@@ -434,16 +472,14 @@ fn created_node_reads_the_queue_with_a_watch_only_in_herd() {
 fn lowest_sequence_leads() {
     let mut c = election_client("correct");
     created(&mut c, 1);
-    // Sorted by sequence, not by name: n-2-...1 comes before n-1-...3.
-    let effects = c.recv(
-        6,
-        SERVER,
-        children(2, &["n-1-0000000003", "n-2-0000000001"]),
-    );
+    // Sorted by sequence, not by name: ours (...1) comes before n-1-...3.
+    let me = mine(&c, 1);
+    let effects = c.recv(6, SERVER, children(2, &["n-1-0000000003", &me]));
     assert_eq!(
         effects,
         vec![
             check_set(),
+            answered(2),
             Effect::Observe(Observation::Leader { term: 1 })
         ]
     );
@@ -451,18 +487,20 @@ fn lowest_sequence_leads() {
 }
 
 #[test]
-fn a_waiter_watches_only_its_predecessor() {
+fn a_waiter_watches_its_predecessor_and_the_leader() {
     let mut c = election_client("correct");
     created(&mut c, 5);
+    let me = mine(&c, 5);
     let effects = c.recv(
         6,
         SERVER,
-        children(2, &["n-1-0000000000", "n-2-0000000005", "n-3-0000000003"]),
+        children(2, &["n-1-0000000000", &me, "n-3-0000000003"]),
     );
     assert_eq!(
         effects,
         vec![
             check_set(),
+            answered(2),
             Effect::Observe(Observation::Follower {
                 term: 0,
                 leader: Some(NodeId(1))
@@ -476,7 +514,46 @@ fn a_waiter_watches_only_its_predecessor() {
                     watch: true
                 }
             ),
+            reply_due(3),
         ]
+    );
+    // The predecessor exists: then it watches the leader too.
+    let effects = c.recv(
+        7,
+        SERVER,
+        ZkMsg::Stat {
+            session: 2,
+            xid: 3,
+            path: "/election/n-3-0000000003".into(),
+            czxid: Some(8),
+        },
+    );
+    assert_eq!(
+        effects,
+        vec![
+            check_set(),
+            answered(3),
+            send(
+                SERVER,
+                ZkMsg::Exists {
+                    session: 2,
+                    xid: 4,
+                    path: "/election/n-1-0000000000".into(),
+                    watch: true
+                }
+            ),
+            reply_due(4),
+        ]
+    );
+    c.recv(
+        7,
+        SERVER,
+        ZkMsg::Stat {
+            session: 2,
+            xid: 4,
+            path: "/election/n-1-0000000000".into(),
+            czxid: Some(5),
+        },
     );
     // Its predecessor goes: it reads the queue again.
     let effects = c.recv(
@@ -486,6 +563,7 @@ fn a_waiter_watches_only_its_predecessor() {
             session: 2,
             path: "/election/n-3-0000000003".into(),
             event: ZkEvent::NodeDeleted,
+            seq: 0,
         },
     );
     assert_eq!(
@@ -496,28 +574,35 @@ fn a_waiter_watches_only_its_predecessor() {
                 SERVER,
                 ZkMsg::GetChildren {
                     session: 2,
-                    xid: 4,
+                    xid: 5,
                     path: "/election".into(),
                     watch: false
                 }
             ),
+            reply_due(5),
         ]
     );
+    // The same event again (a duplicate) changes nothing.
+    let dup = ZkMsg::Watch {
+        session: 2,
+        path: "/election/n-3-0000000003".into(),
+        event: ZkEvent::NodeDeleted,
+        seq: 0,
+    };
+    assert_eq!(c.recv(9, SERVER, dup), vec![]);
 }
 
 #[test]
 fn a_herd_waiter_sets_no_exists_watch_and_rereads_on_any_change() {
     let mut c = election_client("herd");
     created(&mut c, 5);
-    let effects = c.recv(
-        6,
-        SERVER,
-        children(2, &["n-1-0000000000", "n-2-0000000005"]),
-    );
+    let me = mine(&c, 5);
+    let effects = c.recv(6, SERVER, children(2, &["n-1-0000000000", &me]));
     assert_eq!(
         effects,
         vec![
             check_set(),
+            answered(2),
             Effect::Observe(Observation::Follower {
                 term: 0,
                 leader: Some(NodeId(1))
@@ -531,6 +616,7 @@ fn a_herd_waiter_sets_no_exists_watch_and_rereads_on_any_change() {
             session: 2,
             path: "/election".into(),
             event: ZkEvent::ChildrenChanged,
+            seq: 0,
         },
     );
     assert_eq!(
@@ -550,7 +636,8 @@ fn a_herd_waiter_sets_no_exists_watch_and_rereads_on_any_change() {
 fn leader_client() -> Node {
     let mut c = election_client("correct");
     created(&mut c, 1);
-    c.recv(6, SERVER, children(2, &["n-2-0000000001"]));
+    let me = mine(&c, 1);
+    c.recv(6, SERVER, children(2, &[&me]));
     c
 }
 
@@ -565,7 +652,7 @@ fn a_suspected_session_gives_up_leadership() {
         })]
     );
     // The server answers again: it reads the queue and leads again.
-    let effects = c.recv(1500, SERVER, ZkMsg::Pong { session: 2 });
+    let effects = c.recv(1500, SERVER, ZkMsg::Pong { session: 2, events: 0 });
     assert_eq!(
         effects[1],
         send(
@@ -605,7 +692,7 @@ fn an_expired_session_ends_leadership_and_reconnects() {
             timeout: ms(2000),
         },
     );
-    assert_eq!(effects[1], send(SERVER, create(4, 3, 2)));
+    assert_eq!(effects[1], send(SERVER, protected_create(&c, 4, 3)));
 }
 
 #[test]
@@ -646,6 +733,7 @@ fn lock_holder_gets_the_czxid_as_its_token() {
         effects,
         vec![
             check_set(),
+            answered(2),
             Effect::CancelTimer {
                 timer: ZkTimer::Workload(WorkloadTimer::Retry)
             },
