@@ -416,8 +416,10 @@ impl ZkRecipeClient {
             } if Some(session) == self.session && self.reconnecting == Some(xid) => {
                 env.cancel_timer(&ZkTimer::Request(xid));
                 self.reconnecting = None;
-                // A new connection: what the old one lost is re-sent through SetWatches.
-                self.events_seen = self.events_seen.max(events);
+                // A new connection: what the old one lost is re-sent through SetWatches;
+                // count events from the server's number (which a server restart may
+                // have moved back).
+                self.events_seen = events;
                 self.events_sent = self.events_seen;
                 let seen = self.events_seen;
                 self.events_ahead.retain(|s| *s >= seen);
@@ -470,6 +472,13 @@ impl ZkRecipeClient {
                 lost
             }
             ZkMsg::Pong { session, events } if Some(session) == self.session => {
+                if events < self.events_seen && self.reconnecting.is_none() {
+                    // The server numbers fewer events than we have seen: it restarted
+                    // without some of them (a new connection, as after a real restart).
+                    self.heard(env);
+                    self.connection_loss(env);
+                    return None;
+                }
                 self.events_sent = self.events_sent.max(events);
                 if self.heard(env) && self.reconnecting.is_none() {
                     self.recheck_if_waiting(env);

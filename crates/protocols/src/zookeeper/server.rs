@@ -56,6 +56,10 @@ pub struct ZkServer {
     /// The request xids lately handled per session: a duplicated request is dropped, as
     /// TCP delivers a request once (in memory: a restart drops every connection).
     seen: BTreeMap<SessionId, BTreeSet<u64>>,
+    /// Watch events of this handler, sent once the change that fired them is durable
+    /// (as ZooKeeper logs a transaction before its watches fire), so an event is never
+    /// out before its number is stored.
+    outbox: Vec<(NodeId, ZkMsg)>,
 }
 
 /// How many recent xids per session the server remembers to drop duplicates.
@@ -97,6 +101,9 @@ impl ZkServer {
         // so the next handler retries it.
         if std::mem::take(&mut self.dirty) && env.store_synced(DATA_KEY, &self.data).is_err() {
             self.dirty = true;
+        }
+        for (to, msg) in std::mem::take(&mut self.outbox) {
+            env.send(to, msg);
         }
     }
 
@@ -175,7 +182,7 @@ impl ZkServer {
                 exists,
                 children,
             } => {
-                self.set_watches(env, session, exists, children);
+                self.set_watches(session, exists, children);
                 ZkMsg::WatchesSet { session, xid }
             }
             ZkMsg::Create {
@@ -197,7 +204,7 @@ impl ZkServer {
                     error,
                 },
             },
-            ZkMsg::Delete { session, xid, path } => match self.delete(env, &path) {
+            ZkMsg::Delete { session, xid, path } => match self.delete(&path) {
                 Ok(()) => ZkMsg::Deleted { session, xid },
                 Err(error) => ZkMsg::Error {
                     session,
@@ -298,7 +305,7 @@ impl ZkServer {
     }
 
     /// Fires (and removes) the one-shot watches of one kind on `path`.
-    fn fire(&mut self, env: &mut ZkEnv<'_>, child: bool, path: &str, event: ZkEvent) {
+    fn fire(&mut self, child: bool, path: &str, event: ZkEvent) {
         let watches = if child {
             &mut self.data.child_watches
         } else {
@@ -308,19 +315,19 @@ impl ZkServer {
             return;
         };
         for session in sessions {
-            self.send_event(env, session, path, event);
+            self.send_event(session, path, event);
         }
     }
 
     /// Sends one watch event to a live session, numbered.
-    fn send_event(&mut self, env: &mut ZkEnv<'_>, session: SessionId, path: &str, event: ZkEvent) {
+    fn send_event(&mut self, session: SessionId, path: &str, event: ZkEvent) {
         let Some(s) = self.data.sessions.get_mut(&session) else {
             return;
         };
         let seq = s.events;
         s.events += 1;
         self.dirty = true;
-        env.send(
+        self.outbox.push((
             s.client,
             ZkMsg::Watch {
                 session,
@@ -328,7 +335,7 @@ impl ZkServer {
                 event,
                 seq,
             },
-        );
+        ));
     }
 
     /// `SetWatches` after a reconnect (ZooKeeper's `FinalRequestProcessor` for
@@ -342,7 +349,6 @@ impl ZkServer {
     /// event only makes the client read them again.
     fn set_watches(
         &mut self,
-        env: &mut ZkEnv<'_>,
         session: SessionId,
         exists: Vec<(String, Option<u64>)>,
         children: Vec<String>,
@@ -351,15 +357,15 @@ impl ZkServer {
             let now = self.data.nodes.get(&path).map(|n| n.czxid);
             match (seen, now) {
                 (a, b) if a == b => self.add_watch(false, &path, session),
-                (_, None) => self.send_event(env, session, &path, ZkEvent::NodeDeleted),
-                (_, Some(_)) => self.send_event(env, session, &path, ZkEvent::NodeCreated),
+                (_, None) => self.send_event(session, &path, ZkEvent::NodeDeleted),
+                (_, Some(_)) => self.send_event(session, &path, ZkEvent::NodeCreated),
             }
         }
         for path in children {
             if self.data.nodes.contains_key(&path) {
-                self.send_event(env, session, &path, ZkEvent::ChildrenChanged);
+                self.send_event(session, &path, ZkEvent::ChildrenChanged);
             } else {
-                self.send_event(env, session, &path, ZkEvent::NodeDeleted);
+                self.send_event(session, &path, ZkEvent::NodeDeleted);
             }
         }
     }
@@ -397,13 +403,13 @@ impl ZkServer {
                 ephemeral_owner: ephemeral.then_some(session),
             },
         );
-        self.fire(env, false, &path, ZkEvent::NodeCreated);
-        self.fire(env, true, &parent, ZkEvent::ChildrenChanged);
+        self.fire(false, &path, ZkEvent::NodeCreated);
+        self.fire(true, &parent, ZkEvent::ChildrenChanged);
         self.dirty = true;
         Ok((path, czxid))
     }
 
-    fn delete(&mut self, env: &mut ZkEnv<'_>, path: &str) -> Result<(), ZkError> {
+    fn delete(&mut self, path: &str) -> Result<(), ZkError> {
         if !self.data.nodes.contains_key(path) {
             return Err(ZkError::NoNode);
         }
@@ -411,17 +417,17 @@ impl ZkServer {
             return Err(ZkError::NotEmpty);
         }
         self.data.zxid += 1;
-        self.remove_node(env, path);
+        self.remove_node(path);
         self.dirty = true;
         Ok(())
     }
 
     /// Removes a (childless) node and fires its watches, within the current zxid.
-    fn remove_node(&mut self, env: &mut ZkEnv<'_>, path: &str) {
+    fn remove_node(&mut self, path: &str) {
         self.data.nodes.remove(path);
-        self.fire(env, false, path, ZkEvent::NodeDeleted);
-        self.fire(env, true, path, ZkEvent::NodeDeleted);
-        self.fire(env, true, parent_of(path), ZkEvent::ChildrenChanged);
+        self.fire(false, path, ZkEvent::NodeDeleted);
+        self.fire(true, path, ZkEvent::NodeDeleted);
+        self.fire(true, parent_of(path), ZkEvent::ChildrenChanged);
     }
 
     /// The session timed out: one change (zxid) deletes its ephemeral nodes and fires
@@ -452,7 +458,7 @@ impl ZkServer {
             .map(|(p, _)| p.clone())
             .collect();
         for path in owned {
-            self.remove_node(env, &path);
+            self.remove_node(&path);
         }
         self.dirty = true;
         self.persist(env);
