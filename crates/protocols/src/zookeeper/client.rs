@@ -583,7 +583,12 @@ impl ZkRecipeClient {
                 self.drain_events();
                 self.heard(env);
                 let relevant = match event {
-                    ZkEvent::NodeDeleted => self.watching.remove(&path).is_some(),
+                    // The event may overtake the reply to the `exists` that set the watch
+                    // (our links reorder; TCP would not): it counts all the same.
+                    ZkEvent::NodeDeleted => {
+                        self.watching.remove(&path).is_some()
+                            || matches!(&self.pending, Some((_, Op::Exists(p))) if *p == path)
+                    }
                     ZkEvent::ChildrenChanged => self.herd && path == self.root,
                     ZkEvent::NodeCreated => false,
                 };

@@ -1302,3 +1302,34 @@ fn a_restarted_client_gets_a_new_session_and_its_old_node_expires() {
         }
     }
 }
+
+#[test]
+fn a_watch_event_that_overtakes_the_exists_reply_still_counts() {
+    let mut c = election_client("correct");
+    created(&mut c, 5);
+    let me = mine(&c, 5);
+    c.recv(6, SERVER, children(2, &["n-1-0000000000", &me]));
+    // The predecessor goes before the reply to the exists that watched it arrives.
+    let effects = c.recv(
+        7,
+        SERVER,
+        ZkMsg::Watch {
+            session: 2,
+            path: "/election/n-1-0000000000".into(),
+            event: ZkEvent::NodeDeleted,
+            seq: 0,
+        },
+    );
+    assert!(
+        matches!(msgs(&effects)[..], [ZkMsg::GetChildren { xid: 4, .. }]),
+        "{effects:?}"
+    );
+    // The late reply changes nothing.
+    let stat = ZkMsg::Stat {
+        session: 2,
+        xid: 3,
+        path: "/election/n-1-0000000000".into(),
+        czxid: Some(4),
+    };
+    assert_eq!(msgs(&c.recv(8, SERVER, stat)), vec![]);
+}
