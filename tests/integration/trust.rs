@@ -19,9 +19,7 @@ const SEEDS_PER_CELL: u64 = 40;
 /// a listed cell starts passing (take it off) or an unlisted one fails.
 /// * `redis-lock` under `partitions`, seed 32: no client gets the lock for 8 s after
 ///   the calm (under investigation).
-const KNOWN_OPEN: &[(&str, &str)] = &[
-    ("redis-lock", "partitions"),
-];
+const KNOWN_OPEN: &[(&str, &str)] = &[("redis-lock", "partitions")];
 
 fn failures(target: &Target, seeds: std::ops::Range<u64>) -> Vec<String> {
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -399,7 +399,11 @@ fn protected_create(c: &Node, session: u64, xid: u64) -> ZkMsg {
 }
 
 fn guid(c: &Node) -> String {
-    c.client().recipe.guid().expect("a create was sent").to_string()
+    c.client()
+        .recipe
+        .guid()
+        .expect("a create was sent")
+        .to_string()
 }
 
 /// The name of client 2's node with sequence `seq`.
@@ -653,7 +657,14 @@ fn a_suspected_session_gives_up_leadership() {
         })]
     );
     // The server answers again: it reads the queue and leads again.
-    let effects = c.recv(1500, SERVER, ZkMsg::Pong { session: 2, events: 0 });
+    let effects = c.recv(
+        1500,
+        SERVER,
+        ZkMsg::Pong {
+            session: 2,
+            events: 0,
+        },
+    );
     assert_eq!(
         effects[1],
         send(
@@ -1100,7 +1111,13 @@ fn deliver(to: &mut Node, at_ms: i64, from: NodeId, msgs_in: Vec<ZkMsg>) -> Vec<
 /// Runs client `c` (node `id`) against the server until neither has more to say,
 /// starting from `out` (the client's messages), 1ms a hop; returns every message the
 /// client sent.
-fn converse(c: &mut Node, id: NodeId, s: &mut Node, at_ms: &mut i64, out: Vec<ZkMsg>) -> Vec<ZkMsg> {
+fn converse(
+    c: &mut Node,
+    id: NodeId,
+    s: &mut Node,
+    at_ms: &mut i64,
+    out: Vec<ZkMsg>,
+) -> Vec<ZkMsg> {
     let mut all = out.clone();
     let mut out = out;
     while !out.is_empty() {
@@ -1200,24 +1217,43 @@ fn a_lost_watch_event_is_noticed_and_set_again_after_reconnecting() {
     deliver(&mut c2, t + 602, SERVER, pong);
     let lost = msgs(&s.timer(t + 2000, ZkTimer::Expire(1)));
     assert!(
-        matches!(&lost[..], [ZkMsg::Watch { session: 2, event: ZkEvent::NodeDeleted, seq: 0, .. }]),
+        matches!(
+            &lost[..],
+            [ZkMsg::Watch {
+                session: 2,
+                event: ZkEvent::NodeDeleted,
+                seq: 0,
+                ..
+            }]
+        ),
         "{lost:?}"
     );
     // The event is lost. C2's next pong says one event was sent; it waits a ping
     // interval for it, then counts the connection as lost.
     let ping = msgs(&c2.timer(t + 2100, ZkTimer::Ping));
     let pong = deliver(&mut s, t + 2101, C2, ping);
-    assert_eq!(pong, vec![ZkMsg::Pong { session: 2, events: 1 }]);
+    assert_eq!(
+        pong,
+        vec![ZkMsg::Pong {
+            session: 2,
+            events: 1
+        }]
+    );
     deliver(&mut c2, t + 2102, SERVER, pong);
     assert!(!c2.client().recipe.leading());
     let out = msgs(&c2.timer(t + 2800, ZkTimer::Ping));
-    assert!(matches!(out[..], [ZkMsg::Reconnect { session: 2, .. }]), "{out:?}");
+    assert!(
+        matches!(out[..], [ZkMsg::Reconnect { session: 2, .. }]),
+        "{out:?}"
+    );
     // Reconnected, it sets its watches again; the server sees the watched node is
     // gone and fires at once; C2 reads the queue and leads.
     let mut t = t + 2800;
     let after = converse(&mut c2, C2, &mut s, &mut t, out);
     assert!(
-        after.iter().any(|m| matches!(m, ZkMsg::SetWatches { exists, .. } if exists.len() == 1)),
+        after
+            .iter()
+            .any(|m| matches!(m, ZkMsg::SetWatches { exists, .. } if exists.len() == 1)),
         "{after:?}"
     );
     assert!(c2.client().recipe.leading());
@@ -1233,14 +1269,20 @@ fn a_lost_get_children_reply_is_retried_after_reconnecting() {
     let create = deliver(&mut c, 2, SERVER, connected);
     let created = deliver(&mut s, 3, C2, create);
     let get_children = deliver(&mut c, 4, SERVER, created);
-    assert!(matches!(get_children[..], [ZkMsg::GetChildren { xid: 2, .. }]));
+    assert!(matches!(
+        get_children[..],
+        [ZkMsg::GetChildren { xid: 2, .. }]
+    ));
     let _lost = deliver(&mut s, 5, C2, get_children);
     assert!(!c.client().recipe.leading());
     let out = msgs(&c.timer(700, ZkTimer::Request(2)));
     let mut t = 700;
     let after = converse(&mut c, C2, &mut s, &mut t, out);
     assert!(
-        matches!(after[..], [ZkMsg::Reconnect { .. }, ZkMsg::GetChildren { .. }]),
+        matches!(
+            after[..],
+            [ZkMsg::Reconnect { .. }, ZkMsg::GetChildren { .. }]
+        ),
         "{after:?}"
     );
     assert!(c.client().recipe.leading());
