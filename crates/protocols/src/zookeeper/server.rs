@@ -191,7 +191,7 @@ impl ZkServer {
                 path,
                 ephemeral,
                 sequential,
-            } => match self.create(env, session, &path, ephemeral, sequential) {
+            } => match self.create(session, &path, ephemeral, sequential) {
                 Ok((path, czxid)) => ZkMsg::Created {
                     session,
                     xid,
@@ -372,7 +372,6 @@ impl ZkServer {
 
     fn create(
         &mut self,
-        env: &mut ZkEnv<'_>,
         session: SessionId,
         path: &str,
         ephemeral: bool,
@@ -381,7 +380,7 @@ impl ZkServer {
         let parent = parent_of(path).to_string();
         if parent != "/" && !self.data.nodes.contains_key(&parent) {
             // Recipes create their parent on the way (Curator's creatingParentsIfNeeded).
-            self.create(env, session, &parent, false, false)?;
+            self.create(session, &parent, false, false)?;
         }
         let path = if sequential {
             let seq = self.data.sequences.entry(parent.clone()).or_insert(0);
