@@ -17,16 +17,9 @@ const SEEDS_PER_CELL: u64 = 40;
 /// the models, listed so the suite says exactly what is not yet trustworthy. Runs are
 /// deterministic, so a listed cell fails on the same seeds every time; the test fails if
 /// a listed cell starts passing (take it off) or an unlisted one fails.
-/// * `zookeeper` under `crashes` and `chaos`: after a client restarts, the election
-///   recipe's followers do not all follow the leader again by the bound (issue 10,
-///   item 5: the model's client recovery is incomplete).
 /// * `redis-lock` under `partitions`, seed 32: no client gets the lock for 8 s after
 ///   the calm (under investigation).
-const KNOWN_OPEN: &[(&str, &str)] = &[
-    ("zookeeper", "crashes"),
-    ("zookeeper", "chaos"),
-    ("redis-lock", "partitions"),
-];
+const KNOWN_OPEN: &[(&str, &str)] = &[("redis-lock", "partitions")];
 
 fn failures(target: &Target, seeds: std::ops::Range<u64>) -> Vec<String> {
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());

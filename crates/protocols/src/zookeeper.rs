@@ -7,15 +7,49 @@
 //! server's monotonic clock; expiring a session deletes its ephemeral nodes and fires
 //! the watches on them; sequential nodes get a per-parent, ever-growing suffix; every
 //! change gets the next zxid. The server's whole state (tree, sessions, watches, zxid)
-//! is durable, standing in for a quorum's log; after a restart every session gets a
-//! fresh timeout, as after a real leader change. Keeping watches across a restart stands
-//! in for the client library re-registering them on reconnect.
+//! is durable, standing in for a quorum's log and snapshots; after a restart every
+//! session gets a fresh timeout (as ZooKeeper's `SessionTrackerImpl` does when a new
+//! leader loads the sessions), and a watch event goes out only once the change that
+//! fired it is stored.
+//!
+//! **CONNECTIONLOSS** (ZooKeeper 3.x `ClientCnxn`; Curator's `CreateBuilderImpl`). A real
+//! client talks to the server over one TCP connection: requests and events arrive once
+//! and in order, or the connection breaks. Our links lose, duplicate and reorder, so the
+//! model keeps what TCP gives and handles the break as the real client does:
+//! * A client has one request outstanding, and its reply is due within a third of the
+//!   session timeout (`ClientCnxn.SendThread`: `readTimeout` is 2/3 of the negotiated
+//!   session timeout, set in `onConnected`, and an idle client pings at half of it).
+//!   When a reply is overdue the connection is lost: the request fails with
+//!   CONNECTIONLOSS, and the client reconnects with its session id (`Reconnect`, the
+//!   `ConnectRequest` of `primeConnection`). A live session is kept (`Reconnected`); an
+//!   expired one is `SessionExpired` and the client starts a new session.
+//! * Reconnected, it re-registers its watches (`SetWatches`, sent by `primeConnection`
+//!   with the client's last zxid; the server's `DataTree.setWatches` fires at once every
+//!   watch whose node changed meanwhile) and retries the failed request.
+//! * A create of an ephemeral sequential node whose reply was lost may have made the
+//!   node. Its name carries a GUID (`_c_<guid>-n-<id>-`, Curator's
+//!   `ProtectedUtils.PROTECTED_PREFIX` and `withProtection()`), and the retry first reads
+//!   the children and looks for it (`CreateBuilderImpl.findProtectedNodeInForeground`;
+//!   the recipes page, "Recoverable Errors and the GUID") before creating another.
+//! * TCP's sequence numbers, modelled: the server numbers each session's watch events
+//!   and says in every `Pong` how many it has sent; an event still missing a ping
+//!   interval later means the connection lost it, and the client reconnects (so the
+//!   `SetWatches` fires it again). The server drops a request whose xid it already
+//!   handled on that session (a duplicate); the client ignores replies to requests it
+//!   no longer waits for, duplicated events, and duplicated `Created` replies.
+//!
+//! A lost, duplicated or late request, reply or event therefore never wedges a client,
+//! and the model assumes no reliable network.
 //!
 //! **Recipes** (param `recipe`), run by every `client` node:
-//! * `election`: create `/election/n-<id>-` ephemeral+sequential; the smallest sequence
-//!   number leads (`Leader { term: sequence }`), every other node watches its
-//!   predecessor with an `exists` watch and checks again when that node goes
-//!   (`Follower { term: leader's sequence, leader }`).
+//! * `election`: create `/election/_c_<guid>-n-<id>-` ephemeral+sequential; the
+//!   smallest sequence number leads (`Leader { term: sequence }`), every other node
+//!   watches its predecessor with an `exists` watch and checks again when that node goes
+//!   (`Follower { term: leader's sequence, leader }`). A follower also watches the
+//!   leader's node, so that it learns who leads when the leader goes even if its own
+//!   predecessor stays (as `LeaderElectionSupport` followers re-read the children to
+//!   name the leader): without it, a follower went on naming a dead leader after a
+//!   crash and restart, and leader-liveness failed (the restart liveness bug).
 //! * `lock`: the same under `/lock/<resource>`, driven by the lock-client
 //!   [`Workload`]; the holder's token is its node's czxid (`Holds { token: czxid }`),
 //!   passed to the protected resource on the `storage` node.
@@ -83,6 +117,21 @@ pub enum ZkMsg {
     Ping {
         session: SessionId,
     },
+    /// A new connection for an existing session (the `ConnectRequest` a client sends
+    /// with its session id after CONNECTIONLOSS): `Reconnected` if the session lives,
+    /// `SessionExpired` if not.
+    Reconnect {
+        session: SessionId,
+        xid: u64,
+    },
+    /// Re-register the client's watches after a reconnect: `exists` watches with the
+    /// czxid the client last saw (`None`: no node), `getChildren` watches by path.
+    SetWatches {
+        session: SessionId,
+        xid: u64,
+        exists: Vec<(String, Option<u64>)>,
+        children: Vec<String>,
+    },
     Create {
         session: SessionId,
         xid: u64,
@@ -112,8 +161,19 @@ pub enum ZkMsg {
         session: SessionId,
         timeout: Duration,
     },
+    /// `events`: how many watch events the server has sent on this session so far.
     Pong {
         session: SessionId,
+        events: u64,
+    },
+    Reconnected {
+        session: SessionId,
+        xid: u64,
+        events: u64,
+    },
+    WatchesSet {
+        session: SessionId,
+        xid: u64,
     },
     /// The session is gone (expired, or never existed): the reply to any request on it.
     SessionExpired {
@@ -148,11 +208,12 @@ pub enum ZkMsg {
         path: String,
         czxid: Option<u64>,
     },
-    /// A one-shot watch fired.
+    /// A one-shot watch fired; `seq` numbers the session's events from 0.
     Watch {
         session: SessionId,
         path: String,
         event: ZkEvent,
+        seq: u64,
     },
     Resource(ResourceMsg),
 }
@@ -171,6 +232,9 @@ pub enum ZkTimer {
     Ping,
     /// Client: nothing heard from the server for 2/3 of the session timeout.
     SessionCheck,
+    /// Client: the reply to request `xid` (or reconnect attempt) is due; if it has not
+    /// come, the connection is lost (CONNECTIONLOSS).
+    Request(u64),
     Workload(WorkloadTimer),
 }
 
@@ -438,14 +502,22 @@ impl Configurable for ZooKeeper {
                 ),
             ],
             None => {
-                // After the calm a dead leader's session expires (session timeout), the
-                // next in line hears of it (a watch, or a resync after a silent session),
-                // and takes over; once more for a restart racing it.
-                let base = config.session_timeout * 4;
+                // After the calm, with T the session timeout: a dead leader's session
+                // expires (T after it was last heard), and once more for a restarted
+                // client's old node racing it (T); the next in line hears of it, or
+                // notices a lost event at its next ping after the pong that counted it
+                // (2 x T/3), reconnects and re-sets its watches (2 replies, T/3 each),
+                // and reads the queue: 2T + 4T/3 plus round trips, within 4T.
+                let t = config.session_timeout;
+                let base = t * 4;
                 let (within, scale) = crate::promises::slow_clock(base, Some(0.1));
                 let mut liveness = Promise::new("leader-liveness").within(
                     within,
-                    format!("(4 x session timeout {}){scale}", f(config.session_timeout)),
+                    format!(
+                        "(4 x session timeout {}: 2 expiries + 2 pings + 2 reply timeouts \
+                         of T/3, rounded up){scale}",
+                        f(t)
+                    ),
                 );
                 if cluster.count("client") > 0 && cluster.roles().len() > 1 {
                     liveness = liveness.with("role", "client");
@@ -457,17 +529,9 @@ impl Configurable for ZooKeeper {
 
     fn assumptions(_config: &ZkConfig) -> tenure_core::Assumptions {
         tenure_core::Assumptions {
-            // What this model lacks, declared rather than hidden: the real client runs
-            // over TCP and survives a lost request or reply (CONNECTIONLOSS: retry, find
-            // its own sequential node by the GUID in its name, re-set watches); this one
-            // does not retry yet, so a lost message can wedge it. Until it does, the fuzz
-            // profiles draw no loss or partitions for it, and a failure under them is
-            // reported as beyond this assumption.
-            reliable_network: Some(
-                "this model's client does not yet handle CONNECTIONLOSS (retry a lost \
-                 request, find its own node by GUID, re-set watches)"
-                    .to_string(),
-            ),
+            // No `reliable_network`: a lost, duplicated or late request, reply or watch
+            // event is CONNECTIONLOSS to the client, which reconnects within its session,
+            // re-sets its watches and retries (finding its own node by GUID first).
             max_drift: Some(tenure_core::Limit::new(
                 0.1,
                 "pings every third of the session timeout by the client's clock keep a \

@@ -3,6 +3,7 @@
 use super::{Recipe, SessionId, ZkConfig, ZkError, ZkEvent, ZkMsg, ZkTimer, ZkVariant};
 use crate::backoff::Backoff;
 use crate::workload::{LockApi, Workload, WorkloadTimer};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use tenure_core::{Cluster, Env, NodeId, Observation};
 
@@ -19,6 +20,26 @@ enum Change {
     Failed,
 }
 
+/// The outstanding request of a client (one at a time, so its requests reach the server
+/// in order, as over one TCP connection).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Op {
+    /// `create` of our protected ephemeral sequential node.
+    Create,
+    /// After CONNECTIONLOSS on a create: `getChildren` looking for our GUID.
+    Find,
+    /// `exists` (no watch) of the node found by our GUID, for its czxid.
+    Stat(String),
+    /// `getChildren` of the queue (with a watch in the herd variant).
+    Check,
+    /// `exists` with a watch on a node we wait for (predecessor, or the leader).
+    Exists(String),
+    /// `delete` of our node (release).
+    Delete(String),
+    /// `SetWatches` after a reconnect.
+    SetWatches,
+}
+
 /// The session and recipe half of a client (the lock API the workload drives).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ZkRecipeClient {
@@ -33,16 +54,30 @@ pub struct ZkRecipeClient {
     /// Nothing heard from the server for 2/3 of the session timeout.
     suspended: bool,
     xid: u64,
-    /// The outstanding create, getChildren or exists request.
-    pending: Option<u64>,
+    /// The outstanding request.
+    pending: Option<(u64, Op)>,
+    /// CONNECTIONLOSS: the reconnect attempt in flight (its xid), and the request that
+    /// failed with it, to retry once reconnected.
+    reconnecting: Option<u64>,
+    retry: Option<Op>,
+    /// The GUID in the name of the node we create (`_c_<guid>-n-<id>-`), kept until
+    /// that node is gone, so a create retried after CONNECTIONLOSS finds it.
+    guid: Option<String>,
     /// Our node: full path and czxid.
     node: Option<(String, u64)>,
     /// Whether we want to be in the queue (election: always; lock: while acquiring).
     want: bool,
     /// Whether we believe we lead / hold the lock.
     leading: bool,
-    /// The predecessor we watch (correct variant).
-    watching: Option<String>,
+    /// The nodes we hold an `exists` watch on, with the czxid we saw (for SetWatches).
+    watching: BTreeMap<String, u64>,
+    /// Nodes still to set an `exists` watch on (after reading the queue).
+    to_watch: Vec<String>,
+    /// Watch events: every number below `events_seen` has arrived, and those in
+    /// `events_ahead`; the server said (in a Pong) it had sent `events_sent`.
+    events_seen: u64,
+    events_ahead: BTreeSet<u64>,
+    events_sent: u64,
     /// Election: what we last observed as a follower.
     following: Option<(u64, Option<NodeId>)>,
     /// Election: the backoff between reconnects after the session expired.
@@ -64,9 +99,19 @@ fn sequence_of(name: &str) -> u64 {
         .unwrap_or_else(|_| panic!("`{name}` is not a sequential node"))
 }
 
-/// The client id a recipe node's name carries (`n-<id>-<sequence>`).
+/// A node's name without its protection prefix (`_c_<guid>-`, Curator's
+/// `ProtectedUtils.PROTECTED_PREFIX`).
+fn unprotected(name: &str) -> &str {
+    match name.strip_prefix("_c_") {
+        Some(rest) => rest.split_once('-').map_or(rest, |(_, r)| r),
+        None => name,
+    }
+}
+
+/// The client id a recipe node's name carries (`[_c_<guid>-]n-<id>-<sequence>`).
 fn owner_of(name: &str) -> Option<NodeId> {
-    name.strip_prefix("n-")?
+    unprotected(name)
+        .strip_prefix("n-")?
         .split('-')
         .next()?
         .parse()
@@ -84,8 +129,21 @@ impl ZkRecipeClient {
     pub fn node(&self) -> Option<&str> {
         self.node.as_ref().map(|(p, _)| p.as_str())
     }
+    /// The GUID in the name of the node this client creates (or created).
+    pub fn guid(&self) -> Option<&str> {
+        self.guid.as_deref()
+    }
+    /// Whether the client is reconnecting after CONNECTIONLOSS.
+    pub fn reconnecting(&self) -> bool {
+        self.reconnecting.is_some()
+    }
 
     fn ping_interval(&self) -> Duration {
+        self.session_timeout / 3
+    }
+
+    /// How long a reply may take before the connection counts as lost.
+    fn reply_timeout(&self) -> Duration {
         self.session_timeout / 3
     }
 
@@ -121,49 +179,176 @@ impl ZkRecipeClient {
             env.set_timer(ZkTimer::Ping, next);
             return;
         }
+        env.set_timer(ZkTimer::Ping, self.ping_interval());
+        if self.reconnecting.is_some() {
+            return; // the reconnect attempts keep the session alive
+        }
         let msg = match self.session {
-            Some(session) => ZkMsg::Ping { session },
+            Some(session) => {
+                if self.events_seen < self.events_sent {
+                    // A watch event the server sent a ping ago never came: the
+                    // connection lost it.
+                    self.connection_loss(env);
+                    return;
+                }
+                ZkMsg::Ping { session }
+            }
             None => ZkMsg::Connect {
                 timeout: self.session_timeout,
             },
         };
         env.send(self.server, msg);
-        env.set_timer(ZkTimer::Ping, self.ping_interval());
     }
 
-    /// Joins the queue: create our ephemeral sequential node.
-    fn create(&mut self, env: &mut ZkEnv<'_>) {
+    /// Sends a request as the outstanding one, its reply due within the reply timeout.
+    fn request(&mut self, env: &mut ZkEnv<'_>, op: Op) {
         let Some(session) = self.session else {
             return; // done on connect
         };
+        if self.reconnecting.is_some() {
+            self.retry = Some(op);
+            return;
+        }
         let xid = self.next_xid();
-        self.pending = Some(xid);
-        env.send(
-            self.server,
-            ZkMsg::Create {
+        let msg = match &op {
+            Op::Create => {
+                let guid = match &self.guid {
+                    Some(g) => g.clone(),
+                    None => {
+                        let g = format!("{:016x}", env.next_u64());
+                        self.guid = Some(g.clone());
+                        g
+                    }
+                };
+                ZkMsg::Create {
+                    session,
+                    xid,
+                    path: format!("{}/_c_{guid}-n-{}-", self.root, self.me.0),
+                    ephemeral: true,
+                    sequential: true,
+                }
+            }
+            Op::Find => ZkMsg::GetChildren {
                 session,
                 xid,
-                path: format!("{}/n-{}-", self.root, self.me.0),
-                ephemeral: true,
-                sequential: true,
+                path: self.root.clone(),
+                watch: false,
             },
-        );
-    }
-
-    /// Reads the queue (with a watch on it in the herd variant).
-    fn check(&mut self, env: &mut ZkEnv<'_>) {
-        let Some(session) = self.session else { return };
-        let xid = self.next_xid();
-        self.pending = Some(xid);
-        env.send(
-            self.server,
-            ZkMsg::GetChildren {
+            Op::Check => ZkMsg::GetChildren {
                 session,
                 xid,
                 path: self.root.clone(),
                 watch: self.herd,
             },
-        );
+            Op::Stat(path) => ZkMsg::Exists {
+                session,
+                xid,
+                path: path.clone(),
+                watch: false,
+            },
+            Op::Exists(path) => ZkMsg::Exists {
+                session,
+                xid,
+                path: path.clone(),
+                watch: true,
+            },
+            Op::Delete(path) => ZkMsg::Delete {
+                session,
+                xid,
+                path: path.clone(),
+            },
+            Op::SetWatches => ZkMsg::SetWatches {
+                session,
+                xid,
+                exists: self
+                    .watching
+                    .iter()
+                    .map(|(p, z)| (p.clone(), Some(*z)))
+                    .collect(),
+                children: if self.herd && self.node.is_some() {
+                    vec![self.root.clone()]
+                } else {
+                    Vec::new()
+                },
+            },
+        };
+        self.pending = Some((xid, op));
+        env.send(self.server, msg);
+        env.set_timer(ZkTimer::Request(xid), self.reply_timeout());
+    }
+
+    /// The reply to `xid` came (or it no longer matters).
+    fn answered(&mut self, env: &mut ZkEnv<'_>, xid: u64) {
+        env.cancel_timer(&ZkTimer::Request(xid));
+        self.pending = None;
+    }
+
+    /// The op of the outstanding request if `xid` is it.
+    fn pending_op(&self, xid: u64) -> Option<Op> {
+        match &self.pending {
+            Some((x, op)) if *x == xid => Some(op.clone()),
+            _ => None,
+        }
+    }
+
+    /// CONNECTIONLOSS (ClientCnxn: the connection went quiet; every outstanding request
+    /// fails with it): reconnect with our session id, then re-register the watches and
+    /// retry the request that failed.
+    fn connection_loss(&mut self, env: &mut ZkEnv<'_>) {
+        let Some(session) = self.session else { return };
+        if let Some((xid, op)) = self.pending.take() {
+            env.cancel_timer(&ZkTimer::Request(xid));
+            if self.retry.is_none() {
+                self.retry = Some(op);
+            }
+        }
+        env.observe(Observation::Retry {
+            what: "zookeeper connection".to_string(),
+            attempt: 0,
+        });
+        let xid = self.next_xid();
+        self.reconnecting = Some(xid);
+        env.send(self.server, ZkMsg::Reconnect { session, xid });
+        env.set_timer(ZkTimer::Request(xid), self.reply_timeout());
+    }
+
+    fn on_request_timer(&mut self, env: &mut ZkEnv<'_>, xid: u64) {
+        if self.reconnecting == Some(xid) {
+            self.reconnecting = None;
+            self.connection_loss(env); // try again
+        } else if self.pending.as_ref().is_some_and(|(x, _)| *x == xid) {
+            self.connection_loss(env);
+        }
+    }
+
+    /// Joins the queue: create our ephemeral sequential node, protected by a GUID.
+    fn create(&mut self, env: &mut ZkEnv<'_>) {
+        self.request(env, Op::Create);
+    }
+
+    /// Reads the queue (with a watch on it in the herd variant).
+    fn check(&mut self, env: &mut ZkEnv<'_>) {
+        self.to_watch.clear();
+        if self.reconnecting.is_none()
+            && matches!(self.retry, Some(Op::Check | Op::Exists(_) | Op::SetWatches))
+        {
+            self.retry = None; // a fresh read of the queue supersedes it
+        }
+        self.request(env, Op::Check);
+    }
+
+    /// With nothing outstanding: join the queue if we want to and are not in it.
+    fn advance(&mut self, env: &mut ZkEnv<'_>) {
+        if self.want && self.node.is_none() && self.pending.is_none() && self.retry.is_none() {
+            self.create(env);
+        }
+    }
+
+    /// Sets the next `exists` watch we need, or reads the queue again.
+    fn watch_next(&mut self, env: &mut ZkEnv<'_>) {
+        if let Some(path) = self.to_watch.pop() {
+            self.request(env, Op::Exists(path));
+        }
     }
 
     /// Stop believing we lead: observe it (election) or tell the workload.
@@ -200,6 +385,13 @@ impl ZkRecipeClient {
         self.stop_leading(env)
     }
 
+    /// Back from a suspicion, or reconnected: the queue may have moved meanwhile.
+    fn recheck_if_waiting(&mut self, env: &mut ZkEnv<'_>) {
+        if self.want && self.node.is_some() && self.pending.is_none() && self.retry.is_none() {
+            self.check(env);
+        }
+    }
+
     fn on_message(&mut self, env: &mut ZkEnv<'_>, msg: ZkMsg) -> Option<Change> {
         match msg {
             ZkMsg::Connected { session, .. } => {
@@ -207,12 +399,39 @@ impl ZkRecipeClient {
                     return None; // a duplicate connect; that session will expire unused
                 }
                 self.session = Some(session);
+                self.events_seen = 0;
+                self.events_ahead.clear();
+                self.events_sent = 0;
                 if let Some(b) = &mut self.reconnect {
                     b.on_success();
                 }
                 self.heard(env);
-                if self.want {
-                    self.create(env);
+                self.advance(env);
+                None
+            }
+            ZkMsg::Reconnected {
+                session,
+                xid,
+                events,
+            } if Some(session) == self.session && self.reconnecting == Some(xid) => {
+                env.cancel_timer(&ZkTimer::Request(xid));
+                self.reconnecting = None;
+                // A new connection: what the old one lost is re-sent through SetWatches;
+                // count events from the server's number (which a server restart may
+                // have moved back).
+                self.events_seen = events;
+                self.events_sent = self.events_seen;
+                let seen = self.events_seen;
+                self.events_ahead.retain(|s| *s >= seen);
+                self.drain_events();
+                let suspended = self.heard(env);
+                if !self.watching.is_empty() || (self.herd && self.node.is_some()) {
+                    self.request(env, Op::SetWatches);
+                } else {
+                    self.resume(env);
+                }
+                if suspended && self.pending.is_none() {
+                    self.recheck_if_waiting(env);
                 }
                 None
             }
@@ -220,8 +439,16 @@ impl ZkRecipeClient {
                 let lost = self.stop_leading(env);
                 self.session = None;
                 self.node = None;
-                self.pending = None;
-                self.watching = None;
+                self.guid = None;
+                if let Some((xid, _)) = self.pending.take() {
+                    env.cancel_timer(&ZkTimer::Request(xid));
+                }
+                if let Some(xid) = self.reconnecting.take() {
+                    env.cancel_timer(&ZkTimer::Request(xid));
+                }
+                self.retry = None;
+                self.watching.clear();
+                self.to_watch.clear();
                 self.suspended = false;
                 env.cancel_timer(&ZkTimer::SessionCheck);
                 if let Some(b) = &mut self.reconnect {
@@ -244,10 +471,25 @@ impl ZkRecipeClient {
                 }
                 lost
             }
-            ZkMsg::Pong { session } if Some(session) == self.session => {
-                if self.heard(env) && self.want && self.node.is_some() && self.pending.is_none() {
-                    // Back from a suspicion: the queue may have moved meanwhile.
-                    self.check(env);
+            ZkMsg::Pong { session, events } if Some(session) == self.session => {
+                if events < self.events_seen && self.reconnecting.is_none() {
+                    // The server numbers fewer events than we have seen: it restarted
+                    // without some of them (a new connection, as after a real restart).
+                    self.heard(env);
+                    self.connection_loss(env);
+                    return None;
+                }
+                self.events_sent = self.events_sent.max(events);
+                if self.heard(env) && self.reconnecting.is_none() {
+                    self.recheck_if_waiting(env);
+                }
+                None
+            }
+            ZkMsg::WatchesSet { session, xid } if Some(session) == self.session => {
+                if self.pending_op(xid) == Some(Op::SetWatches) {
+                    self.heard(env);
+                    self.answered(env, xid);
+                    self.resume(env);
                 }
                 None
             }
@@ -257,13 +499,21 @@ impl ZkRecipeClient {
                 path,
                 czxid,
             } if Some(session) == self.session => {
+                if self.node.as_ref().is_some_and(|(p, _)| *p == path) {
+                    return None; // a duplicated reply
+                }
                 self.heard(env);
-                if self.pending == Some(xid) && self.want && self.node.is_none() {
-                    self.pending = None;
+                if self.pending_op(xid) == Some(Op::Create) && self.want && self.node.is_none() {
+                    self.answered(env, xid);
                     self.node = Some((path, czxid));
                     self.check(env);
+                } else if self.pending_op(xid) == Some(Op::Create) {
+                    // Not wanted any more: do not leave it blocking others.
+                    self.answered(env, xid);
+                    self.guid = None;
+                    self.request(env, Op::Delete(path));
                 } else {
-                    // Not the node we want (any more): do not leave it blocking others.
+                    // A late reply to a create we gave up on: delete its node.
                     let xid = self.next_xid();
                     env.send(self.server, ZkMsg::Delete { session, xid, path });
                 }
@@ -274,23 +524,50 @@ impl ZkRecipeClient {
                 xid,
                 children,
                 ..
-            } if Some(session) == self.session && self.pending == Some(xid) => {
+            } if Some(session) == self.session => {
+                let op = self.pending_op(xid)?;
                 self.heard(env);
-                self.pending = None;
-                self.on_children(env, children)
+                self.answered(env, xid);
+                match op {
+                    Op::Check => self.on_children(env, children),
+                    Op::Find => {
+                        self.on_found(env, children);
+                        None
+                    }
+                    _ => None,
+                }
             }
             ZkMsg::Stat {
                 session,
                 xid,
+                path,
                 czxid,
-                ..
-            } if Some(session) == self.session && self.pending == Some(xid) => {
+            } if Some(session) == self.session => {
+                let op = self.pending_op(xid)?;
                 self.heard(env);
-                self.pending = None;
-                if czxid.is_none() {
-                    // The predecessor went before our watch was set: look again.
-                    self.watching = None;
-                    self.check(env);
+                self.answered(env, xid);
+                match (op, czxid) {
+                    (Op::Stat(_), Some(czxid)) => {
+                        // The node our lost create made.
+                        if self.want && self.node.is_none() {
+                            self.node = Some((path, czxid));
+                            self.check(env);
+                        } else {
+                            self.guid = None;
+                            self.request(env, Op::Delete(path));
+                        }
+                    }
+                    (Op::Stat(_), None) => self.advance(env),
+                    (Op::Exists(_), Some(czxid)) => {
+                        self.watching.insert(path, czxid);
+                        self.watch_next(env);
+                    }
+                    (Op::Exists(_), None) => {
+                        // The node went before our watch was set: look again.
+                        self.watching.remove(&path);
+                        self.recheck_if_waiting(env);
+                    }
+                    _ => {}
                 }
                 None
             }
@@ -298,16 +575,29 @@ impl ZkRecipeClient {
                 session,
                 path,
                 event,
+                seq,
             } if Some(session) == self.session => {
+                if seq < self.events_seen || !self.events_ahead.insert(seq) {
+                    return None; // a duplicate, or sent on a connection since replaced
+                }
+                self.drain_events();
                 self.heard(env);
                 let relevant = match event {
-                    ZkEvent::NodeDeleted => self.watching.as_deref() == Some(path.as_str()),
+                    // The event may overtake the reply to the `exists` that set the watch
+                    // (our links reorder; TCP would not): it counts all the same.
+                    ZkEvent::NodeDeleted => {
+                        self.watching.remove(&path).is_some()
+                            || matches!(&self.pending, Some((_, Op::Exists(p))) if *p == path)
+                    }
                     ZkEvent::ChildrenChanged => self.herd && path == self.root,
                     ZkEvent::NodeCreated => false,
                 };
                 if relevant && self.want && self.node.is_some() && !self.leading {
-                    self.watching = None;
-                    self.check(env);
+                    if self.reconnecting.is_some() {
+                        self.retry = Some(Op::Check);
+                    } else {
+                        self.check(env);
+                    }
                 }
                 None
             }
@@ -316,28 +606,88 @@ impl ZkRecipeClient {
                 xid,
                 error,
             } if Some(session) == self.session => {
+                let op = self.pending_op(xid)?;
                 self.heard(env);
-                if self.pending == Some(xid) {
-                    // Only getChildren on a vanished parent can fail here: start over.
-                    assert_eq!(error, ZkError::NoNode, "unexpected error {error:?}");
-                    self.pending = None;
-                    self.node = None;
-                    if self.want {
-                        self.create(env);
+                self.answered(env, xid);
+                match op {
+                    // A getChildren on a vanished parent: our node went with it.
+                    Op::Check | Op::Find => {
+                        assert_eq!(error, ZkError::NoNode, "unexpected error {error:?}");
+                        if op == Op::Check {
+                            self.node = None;
+                            self.guid = None;
+                        }
+                        self.advance(env);
                     }
+                    // Deleted already (a retried delete whose first try got through).
+                    Op::Delete(_) => self.advance(env),
+                    _ => panic!("unexpected error {error:?} for {op:?}"),
                 }
                 None
             }
-            ZkMsg::Deleted { session, .. } if Some(session) == self.session => {
+            ZkMsg::Deleted { session, xid } if Some(session) == self.session => {
                 self.heard(env);
+                if matches!(self.pending_op(xid), Some(Op::Delete(_))) {
+                    self.answered(env, xid);
+                    self.advance(env);
+                }
                 None
             }
             _ => None,
         }
     }
 
+    fn drain_events(&mut self) {
+        while self.events_ahead.remove(&self.events_seen) {
+            self.events_seen += 1;
+        }
+        let seen = self.events_seen;
+        self.events_ahead.retain(|s| *s >= seen);
+    }
+
+    /// Reconnected (and watches re-set): retry the request CONNECTIONLOSS failed.
+    fn resume(&mut self, env: &mut ZkEnv<'_>) {
+        match self.retry.take() {
+            // A create whose reply was lost may have made our node: look for our GUID
+            // before creating another (the recipes' "Recoverable errors and the GUID",
+            // Curator's `CreateBuilderImpl.findProtectedNodeInForeground`).
+            Some(Op::Create | Op::Find) => self.request(env, Op::Find),
+            Some(Op::Stat(path)) => self.request(env, Op::Stat(path)),
+            Some(Op::Delete(path)) => self.request(env, Op::Delete(path)),
+            Some(Op::Check | Op::Exists(_) | Op::SetWatches) => {
+                if self.want && self.node.is_some() {
+                    self.check(env);
+                } else {
+                    self.advance(env);
+                }
+            }
+            None => self.advance(env),
+        }
+    }
+
+    /// The queue read after a lost create: is our GUID's node there?
+    fn on_found(&mut self, env: &mut ZkEnv<'_>, children: Vec<String>) {
+        let found = self.guid.as_ref().and_then(|g| {
+            let prefix = format!("_c_{g}-");
+            children.into_iter().find(|c| c.starts_with(&prefix))
+        });
+        match found {
+            Some(name) => {
+                let path = format!("{}/{name}", self.root);
+                if self.want {
+                    self.request(env, Op::Stat(path));
+                } else {
+                    self.request(env, Op::Delete(path));
+                }
+            }
+            None if self.want => self.create(env),
+            None => self.guid = None,
+        }
+    }
+
     fn on_children(&mut self, env: &mut ZkEnv<'_>, mut children: Vec<String>) -> Option<Change> {
         let Some((path, czxid)) = self.node.clone() else {
+            self.advance(env);
             return None; // released meanwhile
         };
         if !self.want {
@@ -380,20 +730,17 @@ impl ZkRecipeClient {
             }
         }
         if !self.herd {
-            let session = self.session.expect("a reply came on it");
+            // Watch the predecessor (our turn comes when it goes) and, in the election,
+            // the leader too (a follower learns who leads when the leader goes, as
+            // `LeaderElectionSupport` followers re-read on the leader's departure).
             let predecessor = format!("{}/{}", self.root, children[pos - 1]);
-            let xid = self.next_xid();
-            self.pending = Some(xid);
-            self.watching = Some(predecessor.clone());
-            env.send(
-                self.server,
-                ZkMsg::Exists {
-                    session,
-                    xid,
-                    path: predecessor,
-                    watch: true,
-                },
-            );
+            let leader = format!("{}/{}", self.root, children[0]);
+            self.to_watch.clear();
+            if self.recipe == Recipe::Election && leader != predecessor {
+                self.to_watch.push(leader);
+            }
+            self.to_watch.push(predecessor);
+            self.watch_next(env);
         }
         None
     }
@@ -402,20 +749,27 @@ impl ZkRecipeClient {
 impl LockApi<ZkMsg, ZkTimer> for ZkRecipeClient {
     fn start_acquire(&mut self, env: &mut ZkEnv<'_>) {
         self.want = true;
-        if self.node.is_none() && self.pending.is_none() {
-            self.create(env);
-        }
+        self.advance(env);
     }
 
     fn release(&mut self, env: &mut ZkEnv<'_>) {
         self.want = false;
         self.leading = false;
-        self.watching = None;
-        self.pending = None;
-        if let (Some((path, _)), Some(session)) = (self.node.take(), self.session) {
-            let xid = self.next_xid();
-            env.send(self.server, ZkMsg::Delete { session, xid, path });
+        self.watching.clear();
+        self.to_watch.clear();
+        if let Some((path, _)) = self.node.take() {
+            self.guid = None;
+            if let Some((xid, _)) = self.pending.take() {
+                env.cancel_timer(&ZkTimer::Request(xid));
+            }
+            if self.reconnecting.is_some() {
+                self.retry = Some(Op::Delete(path));
+            } else {
+                self.request(env, Op::Delete(path));
+            }
         }
+        // Without a node, a create (or the search for it by GUID) may be outstanding:
+        // it goes on, and deletes the node it finds since we no longer want it.
     }
 }
 
@@ -442,10 +796,17 @@ impl ZkClient {
                 suspended: false,
                 xid: 0,
                 pending: None,
+                reconnecting: None,
+                retry: None,
+                guid: None,
                 node: None,
                 want: config.recipe == Recipe::Election,
                 leading: false,
-                watching: None,
+                watching: BTreeMap::new(),
+                to_watch: Vec::new(),
+                events_seen: 0,
+                events_ahead: BTreeSet::new(),
+                events_sent: 0,
                 following: None,
                 reconnect: config.reconnect.map(Backoff::new),
             },
@@ -474,6 +835,7 @@ impl ZkClient {
     pub fn on_timer(&mut self, env: &mut ZkEnv<'_>, timer: ZkTimer) {
         match timer {
             ZkTimer::Ping => self.recipe.on_ping_timer(env),
+            ZkTimer::Request(xid) => self.recipe.on_request_timer(env, xid),
             ZkTimer::SessionCheck => {
                 let change = self.recipe.on_session_check(env);
                 self.apply(env, change);

@@ -21,6 +21,12 @@ pub struct Znode {
 pub struct Session {
     pub client: NodeId,
     pub timeout: Duration,
+    /// How many watch events the server has sent on this session: each `Watch` carries
+    /// its number, and every `Pong` the count, so a client can tell that one was lost
+    /// (standing in for TCP's sequence numbers, which make a real client see a lost
+    /// event as a broken connection).
+    #[serde(default)]
+    pub events: u64,
 }
 
 /// The server's durable state.
@@ -47,7 +53,17 @@ pub struct ZkServer {
     deadlines: BTreeMap<SessionId, LocalTime>,
     /// The data changed in this handler and is not yet stored.
     dirty: bool,
+    /// The request xids lately handled per session: a duplicated request is dropped, as
+    /// TCP delivers a request once (in memory: a restart drops every connection).
+    seen: BTreeMap<SessionId, BTreeSet<u64>>,
+    /// Watch events of this handler, sent once the change that fired them is durable
+    /// (as ZooKeeper logs a transaction before its watches fire), so an event is never
+    /// out before its number is stored.
+    outbox: Vec<(NodeId, ZkMsg)>,
 }
+
+/// How many recent xids per session the server remembers to drop duplicates.
+const SEEN_XIDS: usize = 64;
 
 /// The parent of `path` (`/a/b` -> `/a`, `/a` -> `/`).
 fn parent_of(path: &str) -> &str {
@@ -86,6 +102,9 @@ impl ZkServer {
         if std::mem::take(&mut self.dirty) && env.store_synced(DATA_KEY, &self.data).is_err() {
             self.dirty = true;
         }
+        for (to, msg) in std::mem::take(&mut self.outbox) {
+            env.send(to, msg);
+        }
     }
 
     /// The session was heard from: push its expiry out.
@@ -106,6 +125,7 @@ impl ZkServer {
                     Session {
                         client: from,
                         timeout: *timeout,
+                        events: 0,
                     },
                 );
                 self.dirty = true;
@@ -120,11 +140,25 @@ impl ZkServer {
                 );
                 return;
             }
-            ZkMsg::Ping { session }
-            | ZkMsg::Create { session, .. }
-            | ZkMsg::Delete { session, .. }
-            | ZkMsg::GetChildren { session, .. }
-            | ZkMsg::Exists { session, .. } => *session,
+            ZkMsg::Ping { session } | ZkMsg::Reconnect { session, .. } => *session,
+            ZkMsg::Create { session, xid, .. }
+            | ZkMsg::Delete { session, xid, .. }
+            | ZkMsg::GetChildren { session, xid, .. }
+            | ZkMsg::Exists { session, xid, .. }
+            | ZkMsg::SetWatches { session, xid, .. } => {
+                if !self.data.sessions.contains_key(session) {
+                    env.send(from, ZkMsg::SessionExpired { session: *session });
+                    return;
+                }
+                let seen = self.seen.entry(*session).or_default();
+                if !seen.insert(*xid) {
+                    return; // a duplicate: TCP would not have delivered it twice
+                }
+                if seen.len() > SEEN_XIDS {
+                    seen.pop_first();
+                }
+                *session
+            }
             _ => return, // not a request
         };
         if !self.data.sessions.contains_key(&session) {
@@ -133,14 +167,31 @@ impl ZkServer {
         }
         self.touch(env, session);
         let reply = match msg {
-            ZkMsg::Ping { session } => ZkMsg::Pong { session },
+            ZkMsg::Ping { session } => ZkMsg::Pong {
+                session,
+                events: self.data.sessions[&session].events,
+            },
+            ZkMsg::Reconnect { session, xid } => ZkMsg::Reconnected {
+                session,
+                xid,
+                events: self.data.sessions[&session].events,
+            },
+            ZkMsg::SetWatches {
+                session,
+                xid,
+                exists,
+                children,
+            } => {
+                self.set_watches(session, exists, children);
+                ZkMsg::WatchesSet { session, xid }
+            }
             ZkMsg::Create {
                 session,
                 xid,
                 path,
                 ephemeral,
                 sequential,
-            } => match self.create(env, session, &path, ephemeral, sequential) {
+            } => match self.create(session, &path, ephemeral, sequential) {
                 Ok((path, czxid)) => ZkMsg::Created {
                     session,
                     xid,
@@ -153,7 +204,7 @@ impl ZkServer {
                     error,
                 },
             },
-            ZkMsg::Delete { session, xid, path } => match self.delete(env, &path) {
+            ZkMsg::Delete { session, xid, path } => match self.delete(&path) {
                 Ok(()) => ZkMsg::Deleted { session, xid },
                 Err(error) => ZkMsg::Error {
                     session,
@@ -254,7 +305,7 @@ impl ZkServer {
     }
 
     /// Fires (and removes) the one-shot watches of one kind on `path`.
-    fn fire(&mut self, env: &mut ZkEnv<'_>, child: bool, path: &str, event: ZkEvent) {
+    fn fire(&mut self, child: bool, path: &str, event: ZkEvent) {
         let watches = if child {
             &mut self.data.child_watches
         } else {
@@ -264,22 +315,63 @@ impl ZkServer {
             return;
         };
         for session in sessions {
-            if let Some(s) = self.data.sessions.get(&session) {
-                env.send(
-                    s.client,
-                    ZkMsg::Watch {
-                        session,
-                        path: path.to_string(),
-                        event,
-                    },
-                );
+            self.send_event(session, path, event);
+        }
+    }
+
+    /// Sends one watch event to a live session, numbered.
+    fn send_event(&mut self, session: SessionId, path: &str, event: ZkEvent) {
+        let Some(s) = self.data.sessions.get_mut(&session) else {
+            return;
+        };
+        let seq = s.events;
+        s.events += 1;
+        self.dirty = true;
+        self.outbox.push((
+            s.client,
+            ZkMsg::Watch {
+                session,
+                path: path.to_string(),
+                event,
+                seq,
+            },
+        ));
+    }
+
+    /// `SetWatches` after a reconnect (ZooKeeper's `FinalRequestProcessor` for
+    /// `OpCode.setWatches`, `DataTree.setWatches`): an `exists` watch whose node changed
+    /// since the client last saw it fires at once (`NodeDeleted` or `NodeCreated`), any
+    /// other is registered again. The real request carries the client's last zxid and the
+    /// server compares each node's zxids to it; here the client sends the czxid it saw
+    /// (`None`: it saw no node), which is the same test for nodes without data. A child
+    /// watch is re-registered and fires `ChildrenChanged` at once: this server keeps no
+    /// `pzxid`, so it cannot tell whether the children changed meanwhile, and a spurious
+    /// event only makes the client read them again.
+    fn set_watches(
+        &mut self,
+        session: SessionId,
+        exists: Vec<(String, Option<u64>)>,
+        children: Vec<String>,
+    ) {
+        for (path, seen) in exists {
+            let now = self.data.nodes.get(&path).map(|n| n.czxid);
+            match (seen, now) {
+                (a, b) if a == b => self.add_watch(false, &path, session),
+                (_, None) => self.send_event(session, &path, ZkEvent::NodeDeleted),
+                (_, Some(_)) => self.send_event(session, &path, ZkEvent::NodeCreated),
+            }
+        }
+        for path in children {
+            if self.data.nodes.contains_key(&path) {
+                self.send_event(session, &path, ZkEvent::ChildrenChanged);
+            } else {
+                self.send_event(session, &path, ZkEvent::NodeDeleted);
             }
         }
     }
 
     fn create(
         &mut self,
-        env: &mut ZkEnv<'_>,
         session: SessionId,
         path: &str,
         ephemeral: bool,
@@ -288,7 +380,7 @@ impl ZkServer {
         let parent = parent_of(path).to_string();
         if parent != "/" && !self.data.nodes.contains_key(&parent) {
             // Recipes create their parent on the way (Curator's creatingParentsIfNeeded).
-            self.create(env, session, &parent, false, false)?;
+            self.create(session, &parent, false, false)?;
         }
         let path = if sequential {
             let seq = self.data.sequences.entry(parent.clone()).or_insert(0);
@@ -310,13 +402,13 @@ impl ZkServer {
                 ephemeral_owner: ephemeral.then_some(session),
             },
         );
-        self.fire(env, false, &path, ZkEvent::NodeCreated);
-        self.fire(env, true, &parent, ZkEvent::ChildrenChanged);
+        self.fire(false, &path, ZkEvent::NodeCreated);
+        self.fire(true, &parent, ZkEvent::ChildrenChanged);
         self.dirty = true;
         Ok((path, czxid))
     }
 
-    fn delete(&mut self, env: &mut ZkEnv<'_>, path: &str) -> Result<(), ZkError> {
+    fn delete(&mut self, path: &str) -> Result<(), ZkError> {
         if !self.data.nodes.contains_key(path) {
             return Err(ZkError::NoNode);
         }
@@ -324,17 +416,17 @@ impl ZkServer {
             return Err(ZkError::NotEmpty);
         }
         self.data.zxid += 1;
-        self.remove_node(env, path);
+        self.remove_node(path);
         self.dirty = true;
         Ok(())
     }
 
     /// Removes a (childless) node and fires its watches, within the current zxid.
-    fn remove_node(&mut self, env: &mut ZkEnv<'_>, path: &str) {
+    fn remove_node(&mut self, path: &str) {
         self.data.nodes.remove(path);
-        self.fire(env, false, path, ZkEvent::NodeDeleted);
-        self.fire(env, true, path, ZkEvent::NodeDeleted);
-        self.fire(env, true, parent_of(path), ZkEvent::ChildrenChanged);
+        self.fire(false, path, ZkEvent::NodeDeleted);
+        self.fire(true, path, ZkEvent::NodeDeleted);
+        self.fire(true, parent_of(path), ZkEvent::ChildrenChanged);
     }
 
     /// The session timed out: one change (zxid) deletes its ephemeral nodes and fires
@@ -346,6 +438,7 @@ impl ZkServer {
             .remove(&session)
             .expect("only live sessions have deadlines");
         self.deadlines.remove(&session);
+        self.seen.remove(&session);
         self.data.zxid += 1;
         env.observe(Observation::Note {
             text: format!("session {session} of {} expired", s.client),
@@ -364,7 +457,7 @@ impl ZkServer {
             .map(|(p, _)| p.clone())
             .collect();
         for path in owned {
-            self.remove_node(env, &path);
+            self.remove_node(&path);
         }
         self.dirty = true;
         self.persist(env);

@@ -254,16 +254,18 @@ fn delete_fires_the_exists_watch_once() {
         effects,
         vec![
             set(ZkTimer::Expire(1), ms(2000)),
+            // The change is durable before its watch fires.
+            s.stored(),
+            Effect::Sync { ok: true },
             send(
                 C2,
                 ZkMsg::Watch {
                     session: 2,
                     path: "/election/n-1-0000000000".into(),
-                    event: ZkEvent::NodeDeleted
+                    event: ZkEvent::NodeDeleted,
+                    seq: 0,
                 }
             ),
-            s.stored(),
-            Effect::Sync { ok: true },
             send(C1, ZkMsg::Deleted { session: 1, xid: 2 }),
         ]
     );
@@ -285,13 +287,14 @@ fn get_children_watch_fires_on_every_change_to_the_parent() {
     );
     let effects = s.recv(50, C1, create(1, 2, 1));
     assert_eq!(
-        effects[1],
+        effects[3],
         send(
             C2,
             ZkMsg::Watch {
                 session: 2,
                 path: "/election".into(),
-                event: ZkEvent::ChildrenChanged
+                event: ZkEvent::ChildrenChanged,
+                seq: 0,
             }
         )
     );
@@ -308,16 +311,17 @@ fn expiry_deletes_the_ephemerals_and_fires_their_watches() {
             Effect::Observe(Observation::Note {
                 text: "session 1 of n1 expired".into()
             }),
+            s.stored(),
+            Effect::Sync { ok: true },
             send(
                 C2,
                 ZkMsg::Watch {
                     session: 2,
                     path: "/election/n-1-0000000000".into(),
-                    event: ZkEvent::NodeDeleted
+                    event: ZkEvent::NodeDeleted,
+                    seq: 0,
                 }
             ),
-            s.stored(),
-            Effect::Sync { ok: true },
         ]
     );
     assert_eq!(s.server().children("/election"), vec!["n-2-0000000001"]);
@@ -375,11 +379,47 @@ fn election_client(variant: &str) -> Node {
     assert_eq!(
         effects,
         vec![
-            set(ZkTimer::SessionCheck, Duration::from_nanos(1_333_333_333)),
-            send(SERVER, create(2, 1, 2)),
+            check_set(),
+            send(SERVER, protected_create(&c, 2, 1)),
+            reply_due(1),
         ]
     );
     c
+}
+
+/// The client's create, protected by its GUID.
+fn protected_create(c: &Node, session: u64, xid: u64) -> ZkMsg {
+    ZkMsg::Create {
+        session,
+        xid,
+        path: format!("/election/_c_{}-n-2-", guid(c)),
+        ephemeral: true,
+        sequential: true,
+    }
+}
+
+fn guid(c: &Node) -> String {
+    c.client()
+        .recipe
+        .guid()
+        .expect("a create was sent")
+        .to_string()
+}
+
+/// The name of client 2's node with sequence `seq`.
+fn mine(c: &Node, seq: u64) -> String {
+    format!("_c_{}-n-2-{seq:010}", guid(c))
+}
+
+/// The reply to `xid` is due within a third of the session timeout.
+fn reply_due(xid: u64) -> Effect<ZkMsg, ZkTimer> {
+    set(ZkTimer::Request(xid), Duration::from_nanos(666_666_666))
+}
+
+fn answered(xid: u64) -> Effect<ZkMsg, ZkTimer> {
+    Effect::CancelTimer {
+        timer: ZkTimer::Request(xid),
+    }
 }
 
 fn check_set() -> Effect<ZkMsg, ZkTimer> {
@@ -387,13 +427,14 @@ fn check_set() -> Effect<ZkMsg, ZkTimer> {
 }
 
 fn created(c: &mut Node, seq: u64) -> Vec<Effect<ZkMsg, ZkTimer>> {
+    let path = format!("/election/{}", mine(c, seq));
     c.recv(
         4,
         SERVER,
         ZkMsg::Created {
             session: 2,
             xid: 1,
-            path: format!("/election/n-2-{seq:010}"),
+            path,
             czxid: 9,
         },
     )
@@ -416,6 +457,7 @@ fn created_node_reads_the_queue_with_a_watch_only_in_herd() {
             created(&mut c, 1),
             vec![
                 check_set(),
+                answered(1),
                 send(
                     SERVER,
                     ZkMsg::GetChildren {
@@ -425,6 +467,7 @@ fn created_node_reads_the_queue_with_a_watch_only_in_herd() {
                         watch
                     }
                 ),
+                reply_due(2),
             ]
         );
     }
@@ -434,16 +477,14 @@ fn created_node_reads_the_queue_with_a_watch_only_in_herd() {
 fn lowest_sequence_leads() {
     let mut c = election_client("correct");
     created(&mut c, 1);
-    // Sorted by sequence, not by name: n-2-...1 comes before n-1-...3.
-    let effects = c.recv(
-        6,
-        SERVER,
-        children(2, &["n-1-0000000003", "n-2-0000000001"]),
-    );
+    // Sorted by sequence, not by name: ours (...1) comes before n-1-...3.
+    let me = mine(&c, 1);
+    let effects = c.recv(6, SERVER, children(2, &["n-1-0000000003", &me]));
     assert_eq!(
         effects,
         vec![
             check_set(),
+            answered(2),
             Effect::Observe(Observation::Leader { term: 1 })
         ]
     );
@@ -451,18 +492,20 @@ fn lowest_sequence_leads() {
 }
 
 #[test]
-fn a_waiter_watches_only_its_predecessor() {
+fn a_waiter_watches_its_predecessor_and_the_leader() {
     let mut c = election_client("correct");
     created(&mut c, 5);
+    let me = mine(&c, 5);
     let effects = c.recv(
         6,
         SERVER,
-        children(2, &["n-1-0000000000", "n-2-0000000005", "n-3-0000000003"]),
+        children(2, &["n-1-0000000000", &me, "n-3-0000000003"]),
     );
     assert_eq!(
         effects,
         vec![
             check_set(),
+            answered(2),
             Effect::Observe(Observation::Follower {
                 term: 0,
                 leader: Some(NodeId(1))
@@ -476,7 +519,46 @@ fn a_waiter_watches_only_its_predecessor() {
                     watch: true
                 }
             ),
+            reply_due(3),
         ]
+    );
+    // The predecessor exists: then it watches the leader too.
+    let effects = c.recv(
+        7,
+        SERVER,
+        ZkMsg::Stat {
+            session: 2,
+            xid: 3,
+            path: "/election/n-3-0000000003".into(),
+            czxid: Some(8),
+        },
+    );
+    assert_eq!(
+        effects,
+        vec![
+            check_set(),
+            answered(3),
+            send(
+                SERVER,
+                ZkMsg::Exists {
+                    session: 2,
+                    xid: 4,
+                    path: "/election/n-1-0000000000".into(),
+                    watch: true
+                }
+            ),
+            reply_due(4),
+        ]
+    );
+    c.recv(
+        7,
+        SERVER,
+        ZkMsg::Stat {
+            session: 2,
+            xid: 4,
+            path: "/election/n-1-0000000000".into(),
+            czxid: Some(5),
+        },
     );
     // Its predecessor goes: it reads the queue again.
     let effects = c.recv(
@@ -486,6 +568,7 @@ fn a_waiter_watches_only_its_predecessor() {
             session: 2,
             path: "/election/n-3-0000000003".into(),
             event: ZkEvent::NodeDeleted,
+            seq: 0,
         },
     );
     assert_eq!(
@@ -496,28 +579,35 @@ fn a_waiter_watches_only_its_predecessor() {
                 SERVER,
                 ZkMsg::GetChildren {
                     session: 2,
-                    xid: 4,
+                    xid: 5,
                     path: "/election".into(),
                     watch: false
                 }
             ),
+            reply_due(5),
         ]
     );
+    // The same event again (a duplicate) changes nothing.
+    let dup = ZkMsg::Watch {
+        session: 2,
+        path: "/election/n-3-0000000003".into(),
+        event: ZkEvent::NodeDeleted,
+        seq: 0,
+    };
+    assert_eq!(c.recv(9, SERVER, dup), vec![]);
 }
 
 #[test]
 fn a_herd_waiter_sets_no_exists_watch_and_rereads_on_any_change() {
     let mut c = election_client("herd");
     created(&mut c, 5);
-    let effects = c.recv(
-        6,
-        SERVER,
-        children(2, &["n-1-0000000000", "n-2-0000000005"]),
-    );
+    let me = mine(&c, 5);
+    let effects = c.recv(6, SERVER, children(2, &["n-1-0000000000", &me]));
     assert_eq!(
         effects,
         vec![
             check_set(),
+            answered(2),
             Effect::Observe(Observation::Follower {
                 term: 0,
                 leader: Some(NodeId(1))
@@ -531,6 +621,7 @@ fn a_herd_waiter_sets_no_exists_watch_and_rereads_on_any_change() {
             session: 2,
             path: "/election".into(),
             event: ZkEvent::ChildrenChanged,
+            seq: 0,
         },
     );
     assert_eq!(
@@ -550,7 +641,8 @@ fn a_herd_waiter_sets_no_exists_watch_and_rereads_on_any_change() {
 fn leader_client() -> Node {
     let mut c = election_client("correct");
     created(&mut c, 1);
-    c.recv(6, SERVER, children(2, &["n-2-0000000001"]));
+    let me = mine(&c, 1);
+    c.recv(6, SERVER, children(2, &[&me]));
     c
 }
 
@@ -565,7 +657,14 @@ fn a_suspected_session_gives_up_leadership() {
         })]
     );
     // The server answers again: it reads the queue and leads again.
-    let effects = c.recv(1500, SERVER, ZkMsg::Pong { session: 2 });
+    let effects = c.recv(
+        1500,
+        SERVER,
+        ZkMsg::Pong {
+            session: 2,
+            events: 0,
+        },
+    );
     assert_eq!(
         effects[1],
         send(
@@ -605,7 +704,7 @@ fn an_expired_session_ends_leadership_and_reconnects() {
             timeout: ms(2000),
         },
     );
-    assert_eq!(effects[1], send(SERVER, create(4, 3, 2)));
+    assert_eq!(effects[1], send(SERVER, protected_create(&c, 4, 3)));
 }
 
 #[test]
@@ -646,6 +745,7 @@ fn lock_holder_gets_the_czxid_as_its_token() {
         effects,
         vec![
             check_set(),
+            answered(2),
             Effect::CancelTimer {
                 timer: ZkTimer::Workload(WorkloadTimer::Retry)
             },
@@ -984,4 +1084,294 @@ fn one_handover(variant: &str) -> (usize, usize) {
 fn one_release_wakes_one_waiter_but_the_herd_wakes_them_all() {
     assert_eq!(one_handover("correct"), (1, 1));
     assert_eq!(one_handover("herd"), (9, 9));
+}
+
+// --- CONNECTIONLOSS: lost replies and events, restarts ---
+
+/// The messages among `effects`.
+fn msgs(effects: &[Effect<ZkMsg, ZkTimer>]) -> Vec<ZkMsg> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Send { msg, .. } => Some(msg.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Delivers `msgs` from `from` to `to` at `at_ms`; returns what `to` sends.
+fn deliver(to: &mut Node, at_ms: i64, from: NodeId, msgs_in: Vec<ZkMsg>) -> Vec<ZkMsg> {
+    let mut out = Vec::new();
+    for m in msgs_in {
+        out.extend(msgs(&to.recv(at_ms, from, m)));
+    }
+    out
+}
+
+/// Runs client `c` (node `id`) against the server until neither has more to say,
+/// starting from `out` (the client's messages), 1ms a hop; returns every message the
+/// client sent.
+fn converse(
+    c: &mut Node,
+    id: NodeId,
+    s: &mut Node,
+    at_ms: &mut i64,
+    out: Vec<ZkMsg>,
+) -> Vec<ZkMsg> {
+    let mut all = out.clone();
+    let mut out = out;
+    while !out.is_empty() {
+        *at_ms += 1;
+        let back = deliver(s, *at_ms, id, out);
+        *at_ms += 1;
+        out = deliver(c, *at_ms, SERVER, back);
+        all.extend(out.clone());
+    }
+    all
+}
+
+fn is_create(m: &ZkMsg) -> bool {
+    matches!(m, ZkMsg::Create { .. })
+}
+
+#[test]
+fn a_lost_create_reply_is_found_by_its_guid_not_created_twice() {
+    let cfg = config("correct", params(Recipe::Election), 2);
+    let mut s = election_server();
+    let mut c = Node::new(&cfg, C2, 2);
+    let connect = msgs(&c.start(0));
+    let connected = deliver(&mut s, 1, C2, connect);
+    let create = deliver(&mut c, 2, SERVER, connected);
+    assert!(matches!(create[..], [ZkMsg::Create { .. }]));
+    // The server creates the node; its reply is lost.
+    let lost = deliver(&mut s, 3, C2, create);
+    assert!(matches!(lost[..], [ZkMsg::Created { .. }]), "{lost:?}");
+    assert_eq!(s.server().children("/election").len(), 1);
+    // A third of the session timeout later the reply is overdue: CONNECTIONLOSS. The
+    // client reconnects in the same session.
+    let out = msgs(&c.timer(700, ZkTimer::Request(1)));
+    assert_eq!(out, vec![ZkMsg::Reconnect { session: 1, xid: 2 }]);
+    assert!(c.client().recipe.reconnecting());
+    let mut t = 700;
+    let after = converse(&mut c, C2, &mut s, &mut t, out);
+    // It looked for its GUID, found its node, and created no other.
+    assert!(
+        matches!(&after[1], ZkMsg::GetChildren { watch: false, .. }),
+        "{after:?}"
+    );
+    assert!(!after.iter().any(is_create), "{after:?}");
+    let children = s.server().children("/election");
+    assert_eq!(children.len(), 1, "{children:?}");
+    assert_eq!(
+        c.client().recipe.node(),
+        Some(format!("/election/{}", children[0]).as_str())
+    );
+    assert!(children[0].starts_with(&format!("_c_{}-n-2-", guid(&c))));
+    assert!(c.client().recipe.leading());
+}
+
+#[test]
+fn a_create_lost_on_the_way_is_retried_with_the_same_guid() {
+    let cfg = config("correct", params(Recipe::Election), 2);
+    let mut s = election_server();
+    let mut c = Node::new(&cfg, C2, 2);
+    let connect = msgs(&c.start(0));
+    let connected = deliver(&mut s, 1, C2, connect);
+    let first = deliver(&mut c, 2, SERVER, connected); // lost: the server never sees it
+    let out = msgs(&c.timer(700, ZkTimer::Request(1)));
+    let mut t = 700;
+    let after = converse(&mut c, C2, &mut s, &mut t, out);
+    let creates: Vec<&ZkMsg> = after.iter().filter(|m| is_create(m)).collect();
+    assert_eq!(creates.len(), 1, "{after:?}");
+    let path = |m: &ZkMsg| match m {
+        ZkMsg::Create { path, .. } => path.clone(),
+        _ => unreachable!(),
+    };
+    assert_eq!(path(creates[0]), path(&first[0]), "the same GUID");
+    assert_eq!(s.server().children("/election").len(), 1);
+    assert!(c.client().recipe.leading());
+}
+
+/// A server and two election clients in the queue: C1 leads, C2 watches C1's node.
+fn two_clients_in_queue() -> (Node, Node, Node, i64) {
+    let cfg = config("correct", params(Recipe::Election), 2);
+    let mut s = election_server();
+    let mut c1 = Node::new(&cfg, C1, 2);
+    let mut c2 = Node::new(&cfg, C2, 2);
+    let mut t = 0;
+    let out = msgs(&c1.start(t));
+    converse(&mut c1, C1, &mut s, &mut t, out);
+    let out = msgs(&c2.start(t));
+    converse(&mut c2, C2, &mut s, &mut t, out);
+    assert!(c1.client().recipe.leading());
+    assert!(!c2.client().recipe.leading());
+    (s, c1, c2, t)
+}
+
+#[test]
+fn a_lost_watch_event_is_noticed_and_set_again_after_reconnecting() {
+    let (mut s, _c1, mut c2, t) = two_clients_in_queue();
+    // C2 pings; C1 has gone silent, and its session expires.
+    let ping = msgs(&c2.timer(t + 600, ZkTimer::Ping));
+    let pong = deliver(&mut s, t + 601, C2, ping);
+    deliver(&mut c2, t + 602, SERVER, pong);
+    let lost = msgs(&s.timer(t + 2000, ZkTimer::Expire(1)));
+    assert!(
+        matches!(
+            &lost[..],
+            [ZkMsg::Watch {
+                session: 2,
+                event: ZkEvent::NodeDeleted,
+                seq: 0,
+                ..
+            }]
+        ),
+        "{lost:?}"
+    );
+    // The event is lost. C2's next pong says one event was sent; it waits a ping
+    // interval for it, then counts the connection as lost.
+    let ping = msgs(&c2.timer(t + 2100, ZkTimer::Ping));
+    let pong = deliver(&mut s, t + 2101, C2, ping);
+    assert_eq!(
+        pong,
+        vec![ZkMsg::Pong {
+            session: 2,
+            events: 1
+        }]
+    );
+    deliver(&mut c2, t + 2102, SERVER, pong);
+    assert!(!c2.client().recipe.leading());
+    let out = msgs(&c2.timer(t + 2800, ZkTimer::Ping));
+    assert!(
+        matches!(out[..], [ZkMsg::Reconnect { session: 2, .. }]),
+        "{out:?}"
+    );
+    // Reconnected, it sets its watches again; the server sees the watched node is
+    // gone and fires at once; C2 reads the queue and leads.
+    let mut t = t + 2800;
+    let after = converse(&mut c2, C2, &mut s, &mut t, out);
+    assert!(
+        after
+            .iter()
+            .any(|m| matches!(m, ZkMsg::SetWatches { exists, .. } if exists.len() == 1)),
+        "{after:?}"
+    );
+    assert!(c2.client().recipe.leading());
+}
+
+#[test]
+fn a_lost_get_children_reply_is_retried_after_reconnecting() {
+    let cfg = config("correct", params(Recipe::Election), 2);
+    let mut s = election_server();
+    let mut c = Node::new(&cfg, C2, 2);
+    let connect = msgs(&c.start(0));
+    let connected = deliver(&mut s, 1, C2, connect);
+    let create = deliver(&mut c, 2, SERVER, connected);
+    let created = deliver(&mut s, 3, C2, create);
+    let get_children = deliver(&mut c, 4, SERVER, created);
+    assert!(matches!(
+        get_children[..],
+        [ZkMsg::GetChildren { xid: 2, .. }]
+    ));
+    let _lost = deliver(&mut s, 5, C2, get_children);
+    assert!(!c.client().recipe.leading());
+    let out = msgs(&c.timer(700, ZkTimer::Request(2)));
+    let mut t = 700;
+    let after = converse(&mut c, C2, &mut s, &mut t, out);
+    assert!(
+        matches!(
+            after[..],
+            [ZkMsg::Reconnect { .. }, ZkMsg::GetChildren { .. }]
+        ),
+        "{after:?}"
+    );
+    assert!(c.client().recipe.leading());
+    // A reply that comes after all (late, or duplicated) changes nothing.
+    let late = ZkMsg::Children {
+        session: 1,
+        xid: 2,
+        path: "/election".into(),
+        children: s.server().children("/election"),
+    };
+    assert_eq!(c.recv(t + 1, SERVER, late), vec![]);
+}
+
+#[test]
+fn a_duplicated_request_is_handled_once() {
+    let mut s = election_server();
+    s.recv(1, C1, ZkMsg::Connect { timeout: ms(2000) });
+    s.recv(2, C1, create(1, 1, 1));
+    assert_eq!(s.recv(3, C1, create(1, 1, 1)), vec![]);
+    assert_eq!(s.server().children("/election"), vec!["n-1-0000000000"]);
+}
+
+#[test]
+fn a_restarted_client_gets_a_new_session_and_its_old_node_expires() {
+    let cfg = config("correct", params(Recipe::Election), 3);
+    let mut net = Net::start(cfg, cluster(3), 5);
+    net.run_until(ms(1000));
+    let leader = (1..=3).find(|&i| recipe_client(&net, i).leading()).unwrap();
+    let old_session = recipe_client(&net, leader).session().unwrap();
+    let old_node = recipe_client(&net, leader).node().unwrap().to_string();
+    net.crash(leader);
+    net.restart(leader);
+    net.run_until(ms(1100));
+    let new_session = recipe_client(&net, leader).session().unwrap();
+    assert_ne!(new_session, old_session);
+    let server = |net: &Net<ZooKeeper>| match net.node(0) {
+        ZooKeeper::Server(s) => s.data().clone(),
+        _ => unreachable!(),
+    };
+    // The old session lives on at the server until its timeout, with its node.
+    assert!(server(&net).sessions.contains_key(&old_session));
+    assert!(server(&net).nodes.contains_key(&old_node));
+    net.run_until(ms(10_000));
+    assert!(!server(&net).sessions.contains_key(&old_session));
+    assert!(!server(&net).nodes.contains_key(&old_node));
+    // Its expiry woke the next in line, and every follower learned who leads now.
+    let leaders: Vec<u32> = (1..=3)
+        .filter(|&i| recipe_client(&net, i).leading())
+        .collect();
+    assert_eq!(leaders.len(), 1, "{leaders:?}");
+    let beliefs = net.beliefs();
+    for i in 1..=3u32 {
+        if i != leaders[0] {
+            assert!(
+                matches!(beliefs[&NodeId(i)], Observation::Follower { leader: Some(l), .. } if l == NodeId(leaders[0])),
+                "n{i}: {:?}",
+                beliefs[&NodeId(i)]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_watch_event_that_overtakes_the_exists_reply_still_counts() {
+    let mut c = election_client("correct");
+    created(&mut c, 5);
+    let me = mine(&c, 5);
+    c.recv(6, SERVER, children(2, &["n-1-0000000000", &me]));
+    // The predecessor goes before the reply to the exists that watched it arrives.
+    let effects = c.recv(
+        7,
+        SERVER,
+        ZkMsg::Watch {
+            session: 2,
+            path: "/election/n-1-0000000000".into(),
+            event: ZkEvent::NodeDeleted,
+            seq: 0,
+        },
+    );
+    assert!(
+        matches!(msgs(&effects)[..], [ZkMsg::GetChildren { xid: 4, .. }]),
+        "{effects:?}"
+    );
+    // The late reply changes nothing.
+    let stat = ZkMsg::Stat {
+        session: 2,
+        xid: 3,
+        path: "/election/n-1-0000000000".into(),
+        czxid: Some(4),
+    };
+    assert_eq!(msgs(&c.recv(8, SERVER, stat)), vec![]);
 }
