@@ -722,7 +722,11 @@ fn a_coordinator_cut_off_during_a_join_learns_the_ring_and_hands_over_after_the_
     let from_n0 = mine(
         &ring2,
         3,
-        &mine(&Ring::new(1, members(&[0, 1, 2]), s.vnodes), 0, &s.resources),
+        &mine(
+            &Ring::new(1, members(&[0, 1, 2]), s.vnodes),
+            0,
+            &s.resources,
+        ),
     );
     assert!(!from_n0.is_empty());
     let during = served(&net);
