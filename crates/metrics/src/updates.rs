@@ -107,10 +107,8 @@ pub fn update_metrics(runs: &[&History]) -> Option<UpdateMetrics> {
                     retry_seen = true;
                     retries += 1;
                 }
-                Observation::Crashed | Observation::Started => {
-                    if open.remove(&r.node).is_some() {
-                        abandoned += 1;
-                    }
+                Observation::Crashed | Observation::Started if open.remove(&r.node).is_some() => {
+                    abandoned += 1;
                 }
                 _ => {}
             }
