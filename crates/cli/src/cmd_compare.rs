@@ -14,6 +14,13 @@
 //! (each row sets `backoff = { policy = ... }`, keeping the scenario's `base` and `cap`
 //! unless `--backoff-base`/`--backoff-cap` say otherwise) and implies `--metrics`.
 //!
+//! `--updates` shows, per row, what the clients' updates cost (tenure-metrics'
+//! `updates`): completed updates per second, update latency p50/p99 (from the first
+//! attempt to the acknowledgement), acquire latency p50/p99 where there is a lock,
+//! retries per completed update, lost updates, duplicated effects and violations. Give
+//! it scenarios that put the same contention on different approaches (a lock, fencing,
+//! compare-and-set, idempotency keys), e.g. `scenarios/contention/counter-*.toml`.
+//!
 //! Availability and handovers are judged on beliefs, like the checkers: a paused holder
 //! still counts as holding. A gap starts when the last node stops believing and ends at
 //! the next belief; the first acquisition of the run is not a handover. Gaps still open
@@ -57,6 +64,11 @@ pub struct CompareArgs {
     /// instead of availability and handovers.
     #[arg(long)]
     metrics: bool,
+    /// Show what the clients' updates cost instead: completed updates/s, update latency
+    /// p50/p99, acquire latency p50/p99, retries per update, lost updates, duplicated
+    /// effects (to compare locks, optimistic concurrency and idempotency keys).
+    #[arg(long, conflicts_with_all = ["metrics", "backoff"])]
+    updates: bool,
     /// How many seeds, from the first seed upward.
     #[arg(long, default_value_t = 20)]
     seeds: u64,
@@ -425,7 +437,7 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
             params: vec![("backoff".to_string(), serde_json::Value::Object(table))],
         });
     }
-    let show_metrics = args.metrics || !args.backoff.is_empty();
+    let show_metrics = args.metrics || !args.backoff.is_empty() || args.updates;
     for p in &args.params {
         match parse_params(p) {
             Ok(a) => alts.push(a),
@@ -539,7 +551,9 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
             serde_json::to_string_pretty(&rows).expect("rows serialize")
         );
     } else {
-        let (head, body) = if show_metrics {
+        let (head, body) = if args.updates {
+            crate::compare_updates::table(&rows)
+        } else if show_metrics {
             metrics_table(&rows)
         } else {
             table(&rows)
@@ -550,7 +564,13 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
             print!("{}", plain(&head, &body));
         }
         let seeds = &rows[0].seeds;
-        if show_metrics {
+        if args.updates {
+            println!(
+                "seeds {}..={} per row; an update runs from its first attempt to its acknowledgement; lost = acknowledged but not in the final value (or never applied)",
+                seeds[0],
+                seeds[seeds.len() - 1]
+            );
+        } else if show_metrics {
             let locks = rows
                 .iter()
                 .any(|r| r.metrics.as_ref().is_some_and(|m| m.locks.is_some()));

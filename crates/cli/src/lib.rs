@@ -20,6 +20,7 @@ mod cmd_run;
 mod cmd_shrink;
 mod cmd_verify;
 mod colour;
+mod compare_updates;
 mod output;
 mod progress;
 mod report;

@@ -17,6 +17,11 @@
 //! node believed it led, from the start), time to the first leader, and split votes
 //! (terms in which someone stood but nobody won).
 //!
+//! Updates (when any client's update was acknowledged: `Acked`, `Completed`), whatever
+//! the approach (a lock, compare-and-set, an idempotent request): completed updates per
+//! second, update latency, retries per update, lost updates and duplicated effects
+//! ([`updates`]).
+//!
 //! Metrics judge nothing: they are for comparing designs (`tenure compare`) and for
 //! reading a run (`tenure run --metrics`).
 
@@ -25,6 +30,9 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use tenure_core::{History, NodeId, Observation, SimTime};
+
+pub mod updates;
+pub use updates::UpdateMetrics;
 
 /// Messages addressed to each node in each 10ms of true time (`[node][window]`), as
 /// the simulator counted them; empty when unknown.
@@ -44,6 +52,8 @@ pub struct Metrics {
     pub duration_s: f64,
     pub locks: Option<LockMetrics>,
     pub elections: Option<ElectionMetrics>,
+    /// Acknowledged updates, whatever the approach (see [`updates`]).
+    pub updates: Option<UpdateMetrics>,
 }
 
 /// p50/p90/p99/max of a set of durations, in milliseconds (`None` when empty).
@@ -148,6 +158,7 @@ pub fn compute_all(runs: &[(&History, &Traffic)]) -> Metrics {
             .iter()
             .filter_map(|(h, _)| election_metrics(h))
             .reduce(merge_elections),
+        updates: updates::update_metrics(&runs.iter().map(|(h, _)| *h).collect::<Vec<_>>()),
     }
 }
 
@@ -536,6 +547,24 @@ pub fn text(m: &Metrics) -> Vec<String> {
                 .map_or("never".to_string(), |t| format!("{t:.1}ms")),
             e.leaderless_ms,
             m.duration_s * 1000.0
+        ));
+    }
+    if let Some(u) = &m.updates {
+        out.push(format!(
+            "updates:         {:.2}/s ({} completed, {} abandoned); latency {}",
+            u.per_s,
+            u.completed,
+            u.abandoned,
+            pct(&u.latency)
+        ));
+        out.push(format!(
+            "update outcome:  {} lost, {} duplicated; retries {}",
+            u.lost,
+            u.duplicated,
+            match (u.retries, u.retries_per_update) {
+                (Some(n), Some(per)) => format!("{n} ({per:.2} per update)"),
+                _ => "not recorded by these clients".to_string(),
+            }
         ));
     }
     if out.is_empty() {

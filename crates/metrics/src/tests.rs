@@ -255,3 +255,94 @@ fn several_runs_share_one_histogram_and_sum_their_counts() {
     );
     assert!((c.per_s - 4.0).abs() < 1e-9);
 }
+
+fn acked() -> Observation {
+    Observation::Acked {
+        resource: "r".into(),
+        amount: 1,
+    }
+}
+
+fn accepted(value: i64) -> Observation {
+    Observation::Write {
+        resource: "r".into(),
+        client: NodeId(0),
+        token: None,
+        accepted: true,
+        value,
+        based_on: None,
+    }
+}
+
+fn invoke() -> Observation {
+    Observation::Invoke {
+        f: "read".into(),
+        key: "r".into(),
+        value: tenure_core::OpValue::Nil,
+    }
+}
+
+#[test]
+fn an_update_runs_from_its_first_attempt_to_its_ack_and_lost_ones_are_counted() {
+    // n1 (a lock client) waits at 0, retries, is acked at 30ms; n2 (optimistic) reads
+    // at 10ms, is refused and retries, reads again, is acked at 50ms; n3 starts at 60ms
+    // and crashes. The resource ends at 1 although 2 increments were acknowledged.
+    let h = history(
+        1000,
+        vec![
+            (0, 1, waiting()),
+            (5, 1, retry(1)),
+            (10, 2, invoke()),
+            (12, 1, holds()),
+            (20, 1, accepted(1)),
+            (30, 1, acked()),
+            (35, 2, retry(1)),
+            (40, 2, invoke()),
+            (45, 2, accepted(1)),
+            (50, 2, acked()),
+            (60, 3, waiting()),
+            (70, 3, Observation::Crashed),
+        ],
+    );
+    let u = compute(&h, &Traffic::default()).updates.unwrap();
+    assert_eq!((u.completed, u.abandoned), (2, 1));
+    assert_eq!(u.per_s, 2.0);
+    let lat = u.latency.unwrap();
+    // 3 significant digits: within 0.1% of the recorded values.
+    assert!((lat.p50_ms - 30.0).abs() < 0.05, "{lat:?}");
+    assert!((lat.max_ms - 40.0).abs() < 0.05, "{lat:?}");
+    assert_eq!((u.retries, u.retries_per_update), (Some(2), Some(1.0)));
+    assert_eq!((u.lost, u.duplicated), (1, 0));
+}
+
+#[test]
+fn keyed_requests_count_duplicates_and_their_unrecorded_retries_are_unknown() {
+    let req = |k: &str| Observation::Requested { key: k.into() };
+    let applied = |k: &str| Observation::Applied { key: k.into() };
+    let done = |k: &str, ok| Observation::Completed { key: k.into(), ok };
+    let h = history(
+        2000,
+        vec![
+            (0, 1, req("a")),
+            (3, 0, applied("a")),
+            (4, 0, applied("a")),
+            (10, 1, done("a", true)),
+            (20, 2, req("b")),
+            (30, 2, done("b", true)),
+            (40, 3, req("c")),
+            (50, 3, done("c", false)),
+        ],
+    );
+    let u = compute(&h, &Traffic::default()).updates.unwrap();
+    assert_eq!((u.completed, u.abandoned), (2, 1));
+    // b was acknowledged and never applied: lost; a was applied twice.
+    assert_eq!((u.lost, u.duplicated), (1, 1));
+    assert_eq!((u.retries, u.retries_per_update), (None, None));
+    assert!((u.latency.unwrap().max_ms - 10.0).abs() < 0.05);
+}
+
+#[test]
+fn a_run_without_acknowledged_updates_has_no_update_metrics() {
+    let h = history(100, vec![(0, 1, waiting()), (10, 1, holds())]);
+    assert_eq!(compute(&h, &Traffic::default()).updates, None);
+}

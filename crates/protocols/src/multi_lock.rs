@@ -19,15 +19,19 @@
 //! when granted (this server issues no fencing tokens), `GivesUp { r }` when it stops
 //! waiting without it, `Releases { r }` when it lets go, `Done` after each completed
 //! request. The `deadlock` checker builds the wait-for graph from these, `no-starvation`
-//! counts `Done`s per client.
+//! counts `Done`s per client. What it *does* on the strength of its locks is observed as
+//! `Acts { r, 0 }`: it reads each resource as soon as its lock is granted and writes
+//! every resource of the request when the hold is over, just before releasing them, so
+//! `mutual-exclusion` judges actions (a client whose lock expired while it waited for
+//! the next one writes on the strength of a lock it no longer has).
 //!
 //! What it promises (variant `correct`): requests are acquired in one global order (by
 //! resource index), so no cycle of waits can form (Coffman et al., "System Deadlocks",
 //! 1971: breaking the circular-wait condition). With `ttl`, a lock expires on the server
 //! while its holder still believes it holds it (the client does not watch its earlier
 //! locks while it waits for the next one, as a client blocked on a lock call cannot), so
-//! lease expiry breaks a deadlock at the price of mutual exclusion, as in
-//! `redis-lock`'s GC pause (Kleppmann, "How to do distributed locking", 2016).
+//! lease expiry breaks a deadlock at the price of mutual exclusion (its late write
+//! interleaves with the next holder's actions), as in `redis-lock`'s GC pause (Kleppmann, "How to do distributed locking", 2016).
 //!
 //! Broken variant:
 //! * `unordered`: each request is acquired in a random order. Two clients can each hold
@@ -322,7 +326,12 @@ impl Client {
             env.cancel_timer(&Timer::AcquireTimeout);
             self.waiting = false;
             self.held.push((resource.clone(), owner));
-            env.observe(Observation::Holds { resource, token: 0 });
+            env.observe(Observation::Holds {
+                resource: resource.clone(),
+                token: 0,
+            });
+            // It reads the resource at once, on the strength of the lock.
+            env.observe(Observation::Acts { resource, token: 0 });
             self.next += 1;
             self.acquire_next(env);
             return;
@@ -357,6 +366,13 @@ impl Client {
             }
             (Timer::AcquireTimeout, Phase::Acquiring) => self.give_up(env),
             (Timer::Hold, Phase::Holding) => {
+                // The work is done: it writes every resource it holds, then releases.
+                for (resource, _) in &self.held {
+                    env.observe(Observation::Acts {
+                        resource: resource.clone(),
+                        token: 0,
+                    });
+                }
                 self.release_all(env);
                 env.observe(Observation::Done);
                 self.think(env);

@@ -14,15 +14,24 @@
 //! ones). A standby coordinator joins by itself at `standby_joins_at` (unless
 //! `auto_join = false`); a scenario `request` event named `join` or `leave` sent to a
 //! coordinator makes it join or leave. The coordinator that changes the membership
-//! broadcasts the new epoch and member list to every node (`Config`), standing in for
-//! the consensus store (etcd, ZooKeeper) real systems keep it in. One change at a time:
-//! concurrent changes, and changes while a coordinator is down, are out of scope.
+//! sends the new epoch and member list (`Config`) to every node, standing in for the
+//! consensus store (etcd, ZooKeeper) real systems keep it in. Delivery to the
+//! coordinators is reliable, as it must be for liveness: every coordinator that learns
+//! an epoch resends it every `resend_interval` to each coordinator that has not
+//! acknowledged it (`ConfigAck`; one behind is sent the newer ring instead), so a lost
+//! message, a partition or a crash delays the change but never leaves a coordinator on
+//! an old ring. Clients are told once: one on an old ring is redirected by `NotOwner`.
+//! One change at a time: concurrent changes are out of scope.
 //!
 //! The hand-over (variant `correct`): on learning a new epoch, a coordinator that loses
 //! a resource stops serving it first (it is fenced: `Disowns`), then sends the
-//! resource's lock (holder and remaining lease) to the new owner in a `Handover`. The
+//! resource's lock (holder and remaining lease) to the new owner in a `Handover`,
+//! resent every `resend_interval` until a `HandoverAck` (it is on disk meanwhile). The
 //! new owner answers `Busy` for that resource until the hand-over arrives, and only
-//! then serves it (`Owns`). So at every instant at most one coordinator acts as the
+//! then serves it (`Owns`). A hand-over is the resource's one token of ownership: it
+//! carries a transfer number, so a duplicate or a resend whose ack was lost is not
+//! taken for a second token, and one that arrives after the ring moved on again is
+//! passed on to the owner by the newer ring. So at every instant at most one coordinator acts as the
 //! owner (checked by `single-owner`), and a lock granted by the old owner is honoured
 //! by the new one (checked by `mutual-exclusion` over the clients). Dynamo §4.9 does
 //! the same with its key ranges: the old owner transfers them and only then stops
@@ -58,6 +67,16 @@ use tenure_core::{
 /// A lock handed over: the holder and what remains of its lease.
 pub type HandedLock = Option<(NodeId, Duration)>;
 
+/// One resource in a hand-over: the token of its ownership. `transfer` counts its
+/// hand-overs (the owners of epoch 1 hold transfer 0), so a copy of an old hand-over is
+/// told from the live one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Handed {
+    pub resource: String,
+    pub transfer: u64,
+    pub lock: HandedLock,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Msg {
     /// The membership of `epoch`.
@@ -65,12 +84,21 @@ pub enum Msg {
         epoch: u64,
         members: Vec<NodeId>,
     },
-    /// From the old owner to the new one: the resources it gave up under `epoch` (whose
-    /// members it repeats, in case the `Config` is still on its way), with their locks.
+    /// A coordinator knows `epoch` (the sender of a `Config` stops resending it).
+    ConfigAck {
+        epoch: u64,
+    },
+    /// From the old owner to the new one: the resources it gave up (the ring of `epoch`,
+    /// whose members it repeats in case the `Config` is still on its way), with their
+    /// locks. Resent until acknowledged.
     Handover {
         epoch: u64,
         members: Vec<NodeId>,
-        locks: Vec<(String, HandedLock)>,
+        locks: Vec<Handed>,
+    },
+    /// These hand-overs (resource, transfer) arrived: stop resending them.
+    HandoverAck {
+        resources: Vec<(String, u64)>,
     },
     Acquire {
         req: u64,
@@ -101,6 +129,8 @@ pub enum Timer {
     Join,
     /// A restarted coordinator has waited one lease: serve again.
     Recovered,
+    /// Send again what is not acknowledged yet (the epoch, hand-overs).
+    Resend,
     Think,
     Retry,
     Reply,
@@ -179,6 +209,8 @@ pub struct Shared {
     pub think_time: (Duration, Duration),
     pub retry_delay: (Duration, Duration),
     pub request_timeout: Duration,
+    /// How often a coordinator resends an unacknowledged epoch or hand-over.
+    pub resend_interval: Duration,
 }
 
 impl Shared {
@@ -188,17 +220,32 @@ impl Shared {
 }
 
 /// What a coordinator keeps on disk: the ring it knows and its part in it, so that a
-/// restarted process neither serves what it never received nor forgets a hand-over it
-/// awaits.
+/// restarted process neither serves what it never received, nor forgets a hand-over it
+/// awaits or one it has sent and not seen acknowledged.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct StoredRing {
     epoch: u64,
     members: Vec<NodeId>,
     serving: Vec<String>,
-    awaiting: Vec<(String, NodeId)>,
+    awaiting: Vec<String>,
+    /// Hand-overs sent and not acknowledged: (resource, to, transfer number).
+    outgoing: Vec<(String, NodeId, u64)>,
+    /// Per resource, the transfer number of the last hand-over it accepted.
+    seen: Vec<(String, u64)>,
 }
 
 const RING_KEY: &str = "sharded/ring";
+
+/// A hand-over sent and not acknowledged yet.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Outgoing {
+    to: NodeId,
+    /// The resource's transfer number: one more than that of the hand-over that brought
+    /// it here (0 for the owners of epoch 1).
+    transfer: u64,
+    /// The lock it carries: holder and lease end by this node's monotonic clock.
+    lock: Option<(NodeId, LocalTime)>,
+}
 
 /// A coordinator: owns the resources the ring gives it, grants their locks.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -207,12 +254,21 @@ pub struct Coordinator {
     ring: Ring,
     /// Resources it acts as the owner of.
     serving: BTreeSet<String>,
-    /// Gained resources whose hand-over has not arrived: resource -> old owner.
-    awaiting: BTreeMap<String, NodeId>,
+    /// Gained resources whose hand-over has not arrived.
+    awaiting: BTreeSet<String>,
+    /// Hand-overs sent and not acknowledged: resent every `resend_interval`.
+    outgoing: BTreeMap<String, Outgoing>,
+    /// Per resource, the transfer number of the last hand-over accepted here: a copy of
+    /// an older one (a duplicate, a resend whose ack was lost) is not a second token.
+    seen: BTreeMap<String, u64>,
+    /// Coordinators that have not acknowledged this node's epoch yet (epochs after 1).
+    unacked: BTreeSet<NodeId>,
     /// resource -> (holder, lease end by the monotonic clock).
     locks: BTreeMap<String, (NodeId, LocalTime)>,
     /// Restarted and waiting one lease before serving these (what it served before).
     recovering: Option<BTreeSet<String>>,
+    /// Whether the `Resend` timer is armed.
+    resending: bool,
 }
 
 impl Coordinator {
@@ -222,9 +278,13 @@ impl Coordinator {
             shared,
             ring,
             serving: BTreeSet::new(),
-            awaiting: BTreeMap::new(),
+            awaiting: BTreeSet::new(),
+            outgoing: BTreeMap::new(),
+            seen: BTreeMap::new(),
+            unacked: BTreeSet::new(),
             locks: BTreeMap::new(),
             recovering: None,
+            resending: false,
         }
     }
 
@@ -236,14 +296,27 @@ impl Coordinator {
         &self.serving
     }
 
+    /// Resources handed over and not acknowledged yet.
+    pub fn unacknowledged_handovers(&self) -> usize {
+        self.outgoing.len()
+    }
+
     fn members(&self) -> Vec<NodeId> {
         self.ring.members.iter().copied().collect()
     }
 
-    /// Makes the ring, what it serves and what it waits for durable (synced) before
+    fn config(&self) -> Msg {
+        Msg::Config {
+            epoch: self.ring.epoch,
+            members: self.members(),
+        }
+    }
+
+    /// Makes the ring, what it serves, awaits and hands over durable (synced) before
     /// anything that depends on them goes out: a coordinator that loses power must not
-    /// come back serving under an older epoch. A failed sync (`disk-error`) is not drawn
-    /// by the profiles; a production coordinator would stop serving until it succeeds.
+    /// come back serving under an older epoch, or forget a hand-over. A failed sync
+    /// (`disk-error`) is not drawn by the profiles; a production coordinator would stop
+    /// serving until it succeeds.
     fn persist(&self, env: &mut dyn Env<Msg, Timer>) {
         let serving = match &self.recovering {
             Some(resume) => resume.iter().cloned().collect(),
@@ -255,7 +328,13 @@ impl Coordinator {
                 epoch: self.ring.epoch,
                 members: self.members(),
                 serving,
-                awaiting: self.awaiting.iter().map(|(r, n)| (r.clone(), *n)).collect(),
+                awaiting: self.awaiting.iter().cloned().collect(),
+                outgoing: self
+                    .outgoing
+                    .iter()
+                    .map(|(r, o)| (r.clone(), o.to, o.transfer))
+                    .collect(),
+                seen: self.seen.iter().map(|(r, n)| (r.clone(), *n)).collect(),
             },
         );
     }
@@ -277,13 +356,53 @@ impl Coordinator {
         }
     }
 
+    /// Arms the `Resend` timer if something awaits an acknowledgement.
+    fn arm_resend(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        if !self.resending && (!self.unacked.is_empty() || !self.outgoing.is_empty()) {
+            self.resending = true;
+            env.set_timer(Timer::Resend, self.shared.resend_interval);
+        }
+    }
+
+    /// Every coordinator but this one must acknowledge the current epoch.
+    fn expect_acks(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        let me = env.me();
+        self.unacked = self
+            .shared
+            .coordinators
+            .iter()
+            .copied()
+            .filter(|c| *c != me)
+            .collect();
+    }
+
     pub fn on_start(&mut self, env: &mut dyn Env<Msg, Timer>) {
         match env.load::<StoredRing>(RING_KEY) {
             Some(stored) => {
                 // A restart: the lock table is gone; wait out every lease it granted.
                 self.ring = self.shared.ring(stored.epoch, &stored.members);
                 self.awaiting = stored.awaiting.into_iter().collect();
+                self.seen = stored.seen.into_iter().collect();
+                // What was handed over and not acknowledged is sent again, without its
+                // lock (forgotten), once every lease granted here has run out.
+                self.outgoing = stored
+                    .outgoing
+                    .into_iter()
+                    .map(|(r, to, transfer)| {
+                        (
+                            r,
+                            Outgoing {
+                                to,
+                                transfer,
+                                lock: None,
+                            },
+                        )
+                    })
+                    .collect();
                 self.recovering = Some(stored.serving.into_iter().collect());
+                if self.ring.epoch > 1 {
+                    self.expect_acks(env);
+                }
                 env.set_timer(Timer::Recovered, self.shared.ttl);
             }
             None => {
@@ -328,19 +447,15 @@ impl Coordinator {
             name: "moved-permille".into(),
             value: permille,
         });
+        self.apply(env, epoch, &members);
+        // The clients are told once (a client on an old ring is redirected by a
+        // `NotOwner`); the coordinators are told until they acknowledge (`Resend`).
         let me = env.me();
         for to in self.shared.coordinators.iter().chain(&self.shared.clients) {
             if *to != me {
-                env.send(
-                    *to,
-                    Msg::Config {
-                        epoch,
-                        members: members.clone(),
-                    },
-                );
+                env.send(*to, self.config());
             }
         }
-        self.apply(env, epoch, &members);
     }
 
     /// Moves to the ring of `epoch` if it is newer: hand over what it loses, await (or,
@@ -350,10 +465,9 @@ impl Coordinator {
             return;
         }
         let me = env.me();
-        let now = env.monotonic();
         let next = self.shared.ring(epoch, members);
-        let mut outgoing: BTreeMap<NodeId, Vec<(String, HandedLock)>> = BTreeMap::new();
         let mut gained = Vec::new();
+        let mut lost = Vec::new();
         for r in &self.shared.resources {
             let (was, will) = (self.ring.owner(r), next.owner(r));
             if was == me && will != me {
@@ -362,38 +476,68 @@ impl Coordinator {
                         resource: r.clone(),
                         epoch,
                     });
+                    lost.push(r.clone());
+                } else if self
+                    .recovering
+                    .as_mut()
+                    .is_some_and(|resume| resume.remove(r))
+                {
+                    lost.push(r.clone());
                 }
-                if let Some(resume) = &mut self.recovering {
-                    resume.remove(r);
-                }
-                self.awaiting.remove(r);
-                let lock = self
-                    .locks
-                    .remove(r)
-                    .filter(|(_, end)| now < *end)
-                    .map(|(holder, end)| (holder, now.until(end)));
-                if self.shared.fence {
-                    outgoing.entry(will).or_default().push((r.clone(), lock));
-                }
+                // A resource still awaited stays awaited: when its hand-over arrives, it
+                // is passed on to its owner by the ring of that time.
             } else if will == me && was != me {
                 if self.shared.fence {
-                    self.awaiting.insert(r.clone(), was);
+                    self.awaiting.insert(r.clone());
                 } else {
                     gained.push(r.clone());
                 }
             }
         }
         self.ring = next;
+        self.expect_acks(env);
         for r in gained {
             self.own(env, r);
         }
+        let now = env.monotonic();
+        for r in lost {
+            let lock = self.locks.remove(&r).filter(|(_, end)| now < *end);
+            if self.shared.fence {
+                let to = self.ring.owner(&r);
+                let transfer = self.seen.get(&r).copied().unwrap_or(0) + 1;
+                self.outgoing.insert(r, Outgoing { to, transfer, lock });
+            }
+        }
         self.persist(env);
-        for (to, locks) in outgoing {
+        self.send_handovers(env);
+        self.arm_resend(env);
+    }
+
+    /// Sends every unacknowledged hand-over (not while recovering: the locks it granted
+    /// are forgotten, so it waits until they have run out).
+    fn send_handovers(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        if self.recovering.is_some() {
+            return;
+        }
+        let now = env.monotonic();
+        let mut by_node: BTreeMap<NodeId, Vec<Handed>> = BTreeMap::new();
+        for (r, o) in &self.outgoing {
+            let lock = o
+                .lock
+                .filter(|(_, end)| now < *end)
+                .map(|(holder, end)| (holder, now.until(end)));
+            by_node.entry(o.to).or_default().push(Handed {
+                resource: r.clone(),
+                transfer: o.transfer,
+                lock,
+            });
+        }
+        for (to, locks) in by_node {
             env.send(
                 to,
                 Msg::Handover {
-                    epoch,
-                    members: members.to_vec(),
+                    epoch: self.ring.epoch,
+                    members: self.members(),
                     locks,
                 },
             );
@@ -406,25 +550,49 @@ impl Coordinator {
         from: NodeId,
         epoch: u64,
         members: &[NodeId],
-        locks: Vec<(String, HandedLock)>,
+        locks: Vec<Handed>,
     ) {
         self.apply(env, epoch, members);
+        let me = env.me();
         let now = env.monotonic();
-        for (r, lock) in locks {
-            if self.awaiting.get(&r) != Some(&from) {
+        let mut acks = Vec::new();
+        for h in locks {
+            acks.push((h.resource.clone(), h.transfer));
+            // A copy of a hand-over accepted before is not a second token.
+            if self.seen.get(&h.resource).copied().unwrap_or(0) >= h.transfer {
                 continue;
             }
-            self.awaiting.remove(&r);
-            if let Some((holder, left)) = lock {
-                self.locks.insert(r.clone(), (holder, now + left));
+            self.seen.insert(h.resource.clone(), h.transfer);
+            let lock = h.lock.map(|(holder, left)| (holder, now + left));
+            let owner = self.ring.owner(&h.resource);
+            if owner == me {
+                self.awaiting.remove(&h.resource);
+                if let Some(l) = lock {
+                    self.locks.insert(h.resource.clone(), l);
+                }
+                self.own(env, h.resource);
+            } else {
+                // The ring moved on while it was on its way: pass it on.
+                self.awaiting.remove(&h.resource);
+                self.outgoing.insert(
+                    h.resource,
+                    Outgoing {
+                        to: owner,
+                        transfer: h.transfer + 1,
+                        lock,
+                    },
+                );
             }
-            self.own(env, r);
         }
         self.persist(env);
+        env.send(from, Msg::HandoverAck { resources: acks });
+        self.send_handovers(env);
+        self.arm_resend(env);
     }
 
     fn on_acquire(&mut self, env: &mut dyn Env<Msg, Timer>, from: NodeId, req: u64, r: String) {
         let now = env.monotonic();
+        let me = env.me();
         let reply = if self.serving.contains(&r) {
             match self.locks.get(&r) {
                 Some((holder, end)) if *holder != from && now < *end => Msg::Busy { req },
@@ -433,7 +601,9 @@ impl Coordinator {
                     Msg::Granted { req, resource: r }
                 }
             }
-        } else if self.recovering.is_some() || self.awaiting.contains_key(&r) {
+        } else if self.ring.owner(&r) == me
+            && (self.recovering.is_some() || self.awaiting.contains(&r))
+        {
             Msg::Busy { req }
         } else {
             Msg::NotOwner {
@@ -447,12 +617,44 @@ impl Coordinator {
 
     fn on_message(&mut self, env: &mut dyn Env<Msg, Timer>, from: NodeId, msg: Msg) {
         match msg {
-            Msg::Config { epoch, members } => self.apply(env, epoch, &members),
+            Msg::Config { epoch, members } => {
+                self.apply(env, epoch, &members);
+                if !self.shared.coordinators.contains(&from) {
+                    return;
+                }
+                if self.ring.epoch > epoch {
+                    // The sender is behind: it gets the newer ring (and acknowledges it).
+                    env.send(from, self.config());
+                } else {
+                    env.send(from, Msg::ConfigAck { epoch });
+                }
+            }
+            Msg::ConfigAck { epoch } => {
+                if epoch >= self.ring.epoch {
+                    self.unacked.remove(&from);
+                }
+            }
             Msg::Handover {
                 epoch,
                 members,
                 locks,
             } => self.on_handover(env, from, epoch, &members, locks),
+            Msg::HandoverAck { resources } => {
+                let mut changed = false;
+                for (r, transfer) in resources {
+                    if self
+                        .outgoing
+                        .get(&r)
+                        .is_some_and(|o| o.to == from && o.transfer == transfer)
+                    {
+                        self.outgoing.remove(&r);
+                        changed = true;
+                    }
+                }
+                if changed {
+                    self.persist(env);
+                }
+            }
             Msg::Acquire { req, resource } => self.on_acquire(env, from, req, resource),
             Msg::Release { resource } => {
                 if self.locks.get(&resource).is_some_and(|(h, _)| *h == from) {
@@ -480,6 +682,17 @@ impl Coordinator {
                     self.own(env, r);
                 }
                 self.persist(env);
+                self.send_handovers(env);
+                self.arm_resend(env);
+            }
+            Timer::Resend => {
+                self.resending = false;
+                let config = self.config();
+                for to in &self.unacked {
+                    env.send(*to, config.clone());
+                }
+                self.send_handovers(env);
+                self.arm_resend(env);
             }
             _ => {}
         }
@@ -580,7 +793,12 @@ impl Client {
                 env.cancel_timer(&Timer::Reply);
                 self.phase = Phase::Holding;
                 self.granted_by = Some(from);
-                env.observe(Observation::Holds { resource, token: 0 });
+                env.observe(Observation::Holds {
+                    resource: resource.clone(),
+                    token: 0,
+                });
+                // It reads the resource at once, on the strength of the lock.
+                env.observe(Observation::Acts { resource, token: 0 });
                 env.set_timer(Timer::Hold, self.shared.hold_time);
             }
             Msg::Busy { req } if req == self.req && self.phase == Phase::Acquiring => {
@@ -612,6 +830,11 @@ impl Client {
             }
             (Timer::Retry | Timer::Reply, Phase::Acquiring) => self.send_acquire(env),
             (Timer::Hold, Phase::Holding) => {
+                // The work is done: it writes the resource, then releases the lock.
+                env.observe(Observation::Acts {
+                    resource: self.resource.clone(),
+                    token: 0,
+                });
                 if let Some(to) = self.granted_by.take() {
                     env.send(
                         to,
@@ -704,6 +927,9 @@ pub struct ShardedLockParams {
     /// How long a client waits before asking again after `Busy` or `NotOwner`.
     pub retry_delay: [HumanDuration; 2],
     pub request_timeout: HumanDuration,
+    /// How often a coordinator resends a membership epoch or a hand-over that was not
+    /// acknowledged.
+    pub resend_interval: HumanDuration,
 }
 
 impl Default for ShardedLockParams {
@@ -720,6 +946,7 @@ impl Default for ShardedLockParams {
             think_time: [ms(50), ms(150)],
             retry_delay: [ms(20), ms(60)],
             request_timeout: ms(300),
+            resend_interval: ms(100),
         }
     }
 }
@@ -749,6 +976,7 @@ impl ShardedLockParams {
             ("hold_time", self.hold_time),
             ("request_timeout", self.request_timeout),
             ("retry_delay", self.retry_delay[1]),
+            ("resend_interval", self.resend_interval),
         ] {
             if d.0.is_zero() {
                 return Err(ParamError::new(name, "must be above zero"));
@@ -782,6 +1010,7 @@ impl ShardedLockParams {
             think_time: (self.think_time[0].0, self.think_time[1].0),
             retry_delay: (self.retry_delay[0].0, self.retry_delay[1].0),
             request_timeout: self.request_timeout.0,
+            resend_interval: self.resend_interval.0,
         })
     }
 }
@@ -845,12 +1074,66 @@ impl Configurable for ShardedLock {
         params.shared(cluster, fence)
     }
 
-    /// What the fenced handover promises: no resource has two acting owners at once.
-    /// Mutual exclusion of clients under pauses longer than the lease is the usual
-    /// lesson (only a fenced resource is safe), not a promise.
-    fn promises(_config: &Self::Config, _cluster: &Cluster) -> Vec<tenure_core::Promise> {
-        vec![tenure_core::Promise::new("single-owner")]
+    /// What the fenced, acknowledged hand-over promises: no resource has two acting
+    /// owners at once (both variants are judged on it; `no-fence` breaks it), and
+    /// lock-liveness with a bound derived from the parameters (see
+    /// [`sharded_liveness`]). Mutual exclusion of clients under pauses longer than the
+    /// lease is the usual lesson (only a fenced resource is safe), not a promise.
+    fn promises(config: &Shared, _cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        vec![
+            tenure_core::Promise::new("single-owner"),
+            sharded_liveness(config),
+        ]
     }
+
+    fn assumptions(_config: &Shared) -> tenure_core::Assumptions {
+        tenure_core::Assumptions {
+            max_drift: Some(tenure_core::Limit::new(
+                0.1,
+                "the lock-liveness bound is scaled for monotonic clocks up to 10% slow",
+            )),
+            ..tenure_core::Assumptions::default()
+        }
+    }
+}
+
+/// `lock-liveness` of the sharded lock, in the progress form (no queue: a waiter may
+/// lose every race). After the calm, a waiter gets its resource within:
+/// * a lease (`ttl`): a coordinator restarted just before the calm waits one lease
+///   before it serves, or hands over what it handed before its crash;
+/// * one resend interval plus a request timeout per coordinator: the epoch and the
+///   hand-over are resent every `resend_interval` until acknowledged, and a hand-over
+///   that arrives after the ring moved on is passed on, at most once per coordinator;
+/// * a lease: the lock the hand-over carried (its holder may have crashed or paused);
+/// * a request timeout plus the longest retry delay: the waiter asks again;
+/// * a hold time: the holder at that moment finishes;
+///
+/// all scaled for clocks up to 10% slow (every timer here is a monotonic-clock timer).
+pub fn sharded_liveness(config: &Shared) -> tenure_core::Promise {
+    use tenure_core::format_duration as f;
+    let hops = config.coordinators.len() as u32;
+    let hop = config.resend_interval + config.request_timeout;
+    let base = config.ttl
+        + hop * hops
+        + config.ttl
+        + config.request_timeout
+        + config.retry_delay.1
+        + config.hold_time;
+    let text = format!(
+        "recovery ttl {} + {hops} coordinators x (resend {} + request timeout {}) + lease ttl {} \
+         + request timeout {} + retry max {} + hold {}",
+        f(config.ttl),
+        f(config.resend_interval),
+        f(config.request_timeout),
+        f(config.ttl),
+        f(config.request_timeout),
+        f(config.retry_delay.1),
+        f(config.hold_time),
+    );
+    let (within, scale) = crate::promises::slow_clock(base, Some(0.1));
+    tenure_core::Promise::new("lock-liveness")
+        .within(within, format!("{text}{scale}"))
+        .with("per_waiter", false)
 }
 
 #[cfg(test)]

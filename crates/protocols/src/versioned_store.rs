@@ -21,14 +21,22 @@
 //!
 //! Every write that reaches the store is observed as `Write { token: version }`
 //! (accepted or refused), which `no-lost-update` reads.
+//!
+//! A client also records its operations with Jepsen's conventions, as the lock
+//! clients' workload does ([`Observation::Invoke`] / [`Observation::Complete`], key = the
+//! resource): the read (ok with the value, info if no reply came) and the
+//! compare-and-set, `cas [seen new]` (ok if accepted, fail if refused, info if no reply
+//! came); and `Retry { what: resource, attempt }` each time it starts again after a
+//! refused or unanswered write. `tenure compare --updates` reads these: an update runs
+//! from its first `Invoke` to its `Acked`.
 
 use crate::redis_lock::{check_role_count, the_one};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tenure_core::{
-    Cluster, Configurable, Env, HumanDuration, NodeId, Observation, ParamError, Protocol,
-    ProtocolInfo, RoleInfo, StorageExt, VariantInfo,
+    Cluster, Configurable, Env, HumanDuration, NodeId, Observation, OpOutcome, OpValue, ParamError,
+    Protocol, ProtocolInfo, RoleInfo, StorageExt, VariantInfo,
 };
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -152,6 +160,10 @@ pub struct Client {
     read: (u64, i64),
     /// Refused writes of the current increment.
     retries: i64,
+    /// Attempts of the current increment started again (refused or unanswered writes).
+    attempts: u32,
+    /// The open operation, if any: its `f` and the value it was invoked with.
+    open: Option<(&'static str, OpValue)>,
 }
 
 impl Client {
@@ -162,6 +174,8 @@ impl Client {
             op: 0,
             read: (0, 0),
             retries: 0,
+            attempts: 0,
+            open: None,
         }
     }
 
@@ -172,8 +186,51 @@ impl Client {
         env.set_timer(Timer::Think, pause);
     }
 
+    /// Records the invocation of operation `f` (see [`Observation::Invoke`]).
+    fn invoke(&mut self, env: &mut dyn Env<Msg, Timer>, f: &'static str, value: OpValue) {
+        self.open = Some((f, value));
+        env.observe(Observation::Invoke {
+            f: f.to_string(),
+            key: self.config.resource.clone(),
+            value,
+        });
+    }
+
+    /// Records how the open operation ended (`value`: what it returned; `None`: the
+    /// invocation's value, as Jepsen's completions repeat it).
+    fn complete(
+        &mut self,
+        env: &mut dyn Env<Msg, Timer>,
+        outcome: OpOutcome,
+        value: Option<OpValue>,
+    ) {
+        let Some((f, invoked)) = self.open.take() else {
+            return;
+        };
+        let value = match outcome {
+            OpOutcome::Info => OpValue::Nil,
+            _ => value.unwrap_or(invoked),
+        };
+        env.observe(Observation::Complete {
+            f: f.to_string(),
+            key: self.config.resource.clone(),
+            outcome,
+            value,
+        });
+    }
+
+    /// The increment starts again from a fresh read (after a refused or lost write).
+    fn retry(&mut self, env: &mut dyn Env<Msg, Timer>) {
+        self.attempts += 1;
+        env.observe(Observation::Retry {
+            what: self.config.resource.clone(),
+            attempt: self.attempts,
+        });
+    }
+
     fn read(&mut self, env: &mut dyn Env<Msg, Timer>) {
         self.phase = Phase::Reading;
+        self.invoke(env, "read", OpValue::Nil);
         self.op += 1;
         env.send(
             self.config.storage,
@@ -191,13 +248,17 @@ impl Client {
                 if op == self.op && self.phase == Phase::Reading =>
             {
                 env.cancel_timer(&Timer::Reply);
+                self.complete(env, OpOutcome::Ok, Some(OpValue::Int(value)));
                 self.read = (version, value);
                 self.phase = Phase::Working;
                 env.set_timer(Timer::Work, self.config.work_duration);
             }
             Msg::CasReply { op, ok } if op == self.op && self.phase == Phase::Writing => {
                 env.cancel_timer(&Timer::Reply);
+                let outcome = if ok { OpOutcome::Ok } else { OpOutcome::Fail };
+                self.complete(env, outcome, None);
                 if ok {
+                    self.attempts = 0;
                     env.observe(Observation::Acked {
                         resource: self.config.resource.clone(),
                         amount: self.config.amount,
@@ -209,6 +270,7 @@ impl Client {
                     self.think(env);
                 } else {
                     self.retries += 1;
+                    self.retry(env);
                     self.phase = Phase::BackingOff;
                     let (lo, hi) = self.config.retry_delay;
                     let delay = env.duration_between(lo, hi);
@@ -224,6 +286,8 @@ impl Client {
             (Timer::Think, Phase::Thinking) | (Timer::Retry, Phase::BackingOff) => self.read(env),
             (Timer::Work, Phase::Working) => {
                 self.phase = Phase::Writing;
+                let new = self.read.1 + self.config.amount;
+                self.invoke(env, "cas", OpValue::Pair(self.read.1, new));
                 self.op += 1;
                 env.send(
                     self.config.storage,
@@ -237,7 +301,15 @@ impl Client {
                 env.set_timer(Timer::Reply, self.config.request_timeout);
             }
             // A lost reply: the write may or may not have happened; a fresh read tells.
-            (Timer::Reply, Phase::Reading | Phase::Writing) => self.read(env),
+            (Timer::Reply, Phase::Reading) => {
+                self.complete(env, OpOutcome::Info, None);
+                self.read(env);
+            }
+            (Timer::Reply, Phase::Writing) => {
+                self.complete(env, OpOutcome::Info, None);
+                self.retry(env);
+                self.read(env);
+            }
             _ => {}
         }
     }
@@ -498,14 +570,33 @@ mod tests {
         assert_eq!(lost[1], write(2, 2, true, 3, None));
     }
 
+    fn op(invoke: bool, f: &str, outcome: OpOutcome, value: OpValue) -> Effect<Msg, Timer> {
+        Effect::Observe(if invoke {
+            Observation::Invoke {
+                f: f.into(),
+                key: "counter".into(),
+                value,
+            }
+        } else {
+            Observation::Complete {
+                f: f.into(),
+                key: "counter".into(),
+                outcome,
+                value,
+            }
+        })
+    }
+
     #[test]
     fn a_refused_write_is_retried_from_a_fresh_read_and_the_retries_are_observed() {
+        use OpOutcome::{Fail, Ok};
         let mut c = Client::new(config("correct"));
         let step = |c: &mut Client, f: &dyn Fn(&mut Client, &mut dyn Env<Msg, Timer>)| {
             run_in(&cluster(), c, NodeId(1), 0, 1, |c, env| f(c, env))
         };
-        step(&mut c, &|c, env| c.on_timer(env, Timer::Think));
-        step(&mut c, &|c, env| {
+        let effects = step(&mut c, &|c, env| c.on_timer(env, Timer::Think));
+        assert_eq!(effects[0], op(true, "read", Ok, OpValue::Nil));
+        let effects = step(&mut c, &|c, env| {
             c.on_message(
                 env,
                 Msg::ReadReply {
@@ -515,44 +606,60 @@ mod tests {
                 },
             )
         });
+        assert_eq!(effects[1], op(false, "read", Ok, OpValue::Int(40)));
         let effects = step(&mut c, &|c, env| c.on_timer(env, Timer::Work));
         assert_eq!(
-            effects[0],
-            Effect::Send {
-                to: NodeId(0),
-                msg: Msg::Cas {
-                    op: 2,
-                    key: "counter".into(),
-                    expected: 4,
-                    value: 41
+            effects[..2],
+            [
+                op(true, "cas", Ok, OpValue::Pair(40, 41)),
+                Effect::Send {
+                    to: NodeId(0),
+                    msg: Msg::Cas {
+                        op: 2,
+                        key: "counter".into(),
+                        expected: 4,
+                        value: 41
+                    }
                 }
-            }
+            ]
         );
         let effects = step(&mut c, &|c, env| {
             c.on_message(env, Msg::CasReply { op: 2, ok: false })
         });
-        assert!(matches!(
-            effects[..],
-            [
-                Effect::CancelTimer {
-                    timer: Timer::Reply
-                },
-                Effect::SetTimer {
-                    timer: Timer::Retry,
-                    ..
-                }
-            ]
-        ));
+        assert!(
+            matches!(
+                &effects[..],
+                [
+                    Effect::CancelTimer {
+                        timer: Timer::Reply
+                    },
+                    Effect::Observe(Observation::Complete {
+                        outcome: Fail,
+                        value: OpValue::Pair(40, 41),
+                        ..
+                    }),
+                    Effect::Observe(Observation::Retry { what, attempt: 1 }),
+                    Effect::SetTimer {
+                        timer: Timer::Retry,
+                        ..
+                    }
+                ] if what == "counter"
+            ),
+            "{effects:?}"
+        );
         let effects = step(&mut c, &|c, env| c.on_timer(env, Timer::Retry));
         assert_eq!(
-            effects[0],
-            Effect::Send {
-                to: NodeId(0),
-                msg: Msg::Read {
-                    op: 3,
-                    key: "counter".into()
+            effects[..2],
+            [
+                op(true, "read", Ok, OpValue::Nil),
+                Effect::Send {
+                    to: NodeId(0),
+                    msg: Msg::Read {
+                        op: 3,
+                        key: "counter".into()
+                    }
                 }
-            }
+            ]
         );
         step(&mut c, &|c, env| {
             c.on_message(
@@ -569,8 +676,9 @@ mod tests {
             c.on_message(env, Msg::CasReply { op: 4, ok: true })
         });
         assert_eq!(
-            effects[1..3],
+            effects[1..4],
             [
+                op(false, "cas", Ok, OpValue::Pair(45, 46)),
                 Effect::Observe(Observation::Acked {
                     resource: "counter".into(),
                     amount: 1

@@ -79,6 +79,13 @@ fn holds(r: &str) -> Effect<Msg, Timer> {
     })
 }
 
+fn acts(r: &str) -> Effect<Msg, Timer> {
+    obs(Observation::Acts {
+        resource: r.into(),
+        token: 0,
+    })
+}
+
 fn releases(r: &str) -> Effect<Msg, Timer> {
     obs(Observation::Releases { resource: r.into() })
 }
@@ -155,6 +162,7 @@ fn a_grant_is_held_and_the_next_lock_asked_for_and_the_acquire_timeout_armed() {
             cancel(Timer::Reply),
             cancel(Timer::AcquireTimeout),
             holds("r0"),
+            acts("r0"),
             waiting("r1"),
             timer(Timer::AcquireTimeout, ms(300)),
             set(2, "r1", SplitMix64(8).next_u64(), Some(ms(2_000))),
@@ -187,6 +195,7 @@ fn hold_and_wait_polls_a_refused_lock_while_keeping_the_granted_one() {
             cancel(Timer::Reply),
             cancel(Timer::AcquireTimeout),
             holds("r1"),
+            acts("r1"),
             timer(Timer::Hold, ms(200)),
         ]
     );
@@ -194,7 +203,8 @@ fn hold_and_wait_polls_a_refused_lock_while_keeping_the_granted_one() {
 }
 
 #[test]
-fn the_hold_ends_by_releasing_everything_in_reverse_and_observing_done() {
+fn the_hold_ends_by_writing_every_resource_then_releasing_everything_in_reverse_and_observing_done()
+{
     let (mut c, o1, o2) = holding_r0(params());
     step(&mut c, 9, |c, env| c.on_set_reply(env, 2, true));
     let effects = step(&mut c, 12, |c, env| c.on_timer(env, Timer::Hold));
@@ -202,6 +212,8 @@ fn the_hold_ends_by_releasing_everything_in_reverse_and_observing_done() {
     assert_eq!(
         effects,
         vec![
+            acts("r0"),
+            acts("r1"),
             del("r1", o2),
             releases("r1"),
             del("r0", o1),

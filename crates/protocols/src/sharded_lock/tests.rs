@@ -218,17 +218,26 @@ fn with_fencing_the_old_owner_disowns_and_hands_over_before_the_new_one_serves()
         })
         .collect();
     assert_eq!(effects[..disowned.len()], disowned[..]);
-    let locks: Vec<(String, HandedLock)> = moving
+    // Sent in name order, as the pending hand-overs are kept.
+    let mut sorted = moving.clone();
+    sorted.sort();
+    let locks: Vec<Handed> = sorted
         .iter()
-        .map(|r| (r.clone(), (*r == held).then_some((NodeId(4), ms(700)))))
+        .map(|r| Handed {
+            resource: r.clone(),
+            transfer: 1,
+            lock: (*r == held).then_some((NodeId(4), ms(700))),
+        })
         .collect();
     let handover = Msg::Handover {
         epoch: 2,
         members: vec![NodeId(0), NodeId(1), NodeId(2)],
         locks,
     };
-    // n0 no longer serves them, on disk too, before anything leaves it.
-    let stored = "{\"epoch\":2,\"members\":[0,1,2],\"serving\":[\"r0\",\"r1\",\"r11\",\"r15\",\"r2\",\"r5\",\"r7\"],\"awaiting\":[]}";
+    // n0 no longer serves them, on disk too (with the hand-overs it owes), before
+    // anything leaves it; it will resend them until acknowledged, and acknowledges the
+    // epoch to n2.
+    let stored = "{\"epoch\":2,\"members\":[0,1,2],\"serving\":[\"r0\",\"r1\",\"r11\",\"r15\",\"r2\",\"r5\",\"r7\"],\"awaiting\":[],\"outgoing\":[[\"r12\",2,1],[\"r3\",2,1]],\"seen\":[]}";
     assert_eq!(
         effects[disowned.len()..],
         [
@@ -240,15 +249,24 @@ fn with_fencing_the_old_owner_disowns_and_hands_over_before_the_new_one_serves()
             Effect::Send {
                 to: NodeId(2),
                 msg: handover.clone()
-            }
+            },
+            Effect::SetTimer {
+                timer: Timer::Resend,
+                after: ms(100)
+            },
+            Effect::Send {
+                to: NodeId(2),
+                msg: Msg::ConfigAck { epoch: 2 }
+            },
         ]
     );
+    assert_eq!(n0.unacknowledged_handovers(), moving.len());
 
     // n2 gets the hand-over: it owns the resources and honours n4's lock.
     let effects = step(&mut n2, 2, 2_010, |c, env| {
-        c.on_message(env, NodeId(0), handover)
+        c.on_message(env, NodeId(0), handover.clone())
     });
-    let owned: Vec<Effect<Msg, Timer>> = moving
+    let owned: Vec<Effect<Msg, Timer>> = sorted
         .iter()
         .map(|r| {
             Effect::Observe(Observation::Owns {
@@ -258,6 +276,32 @@ fn with_fencing_the_old_owner_disowns_and_hands_over_before_the_new_one_serves()
         })
         .collect();
     assert_eq!(effects[..owned.len()], owned[..]);
+    let acks: Vec<(String, u64)> = sorted.iter().map(|r| (r.clone(), 1)).collect();
+    let ack = Msg::HandoverAck {
+        resources: acks.clone(),
+    };
+    assert!(effects.contains(&Effect::Send {
+        to: NodeId(0),
+        msg: ack.clone()
+    }));
+    // A copy of the hand-over (a resend whose ack was lost, a duplicate) is acknowledged
+    // again but is not a second token: nothing changes hands.
+    let again = step(&mut n2, 2, 2_020, |c, env| {
+        c.on_message(env, NodeId(0), handover)
+    });
+    assert!(
+        !again
+            .iter()
+            .any(|e| matches!(e, Effect::Observe(Observation::Owns { .. }))),
+        "{again:?}"
+    );
+    assert!(again.contains(&Effect::Send {
+        to: NodeId(0),
+        msg: ack.clone()
+    }));
+    // The ack stops n0's resends of the hand-over.
+    step(&mut n0, 0, 320, |c, env| c.on_message(env, NodeId(2), ack));
+    assert_eq!(n0.unacknowledged_handovers(), 0);
     let busy = step(&mut n2, 2, 2_100, |c, env| {
         c.on_message(
             env,
@@ -331,7 +375,13 @@ fn without_fencing_the_joiner_serves_at_once_and_nothing_is_handed_over() {
         c.on_message(env, NodeId(2), config)
     });
     assert!(
-        !effects.iter().any(|e| matches!(e, Effect::Send { .. })),
+        !effects.iter().any(|e| matches!(
+            e,
+            Effect::Send {
+                msg: Msg::Handover { .. },
+                ..
+            }
+        )),
         "{effects:?}"
     );
 }
@@ -565,4 +615,133 @@ fn a_restarted_new_owner_still_awaits_its_hand_over() {
             msg: Msg::Busy { req: 1 }
         }]
     );
+}
+
+#[test]
+fn a_new_epoch_is_resent_to_every_coordinator_until_it_acknowledges() {
+    let mut n2 = coordinator(true, 2);
+    let effects = step(&mut n2, 2, 2_000, |c, env| c.on_timer(env, Timer::Join));
+    let config = Msg::Config {
+        epoch: 2,
+        members: vec![NodeId(0), NodeId(1), NodeId(2)],
+    };
+    let sent_config_to = |effects: &Effects| -> Vec<NodeId> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Send { to, msg } if *msg == config => Some(*to),
+                _ => None,
+            })
+            .collect()
+    };
+    // Told once to everyone (the clients n3, n4 too), resent while unacknowledged.
+    assert_eq!(
+        sent_config_to(&effects),
+        vec![NodeId(0), NodeId(1), NodeId(3), NodeId(4)]
+    );
+    assert!(effects.contains(&Effect::SetTimer {
+        timer: Timer::Resend,
+        after: ms(100)
+    }));
+    // The message to n1 is lost; n0 acknowledges.
+    step(&mut n2, 2, 2_005, |c, env| {
+        c.on_message(env, NodeId(0), Msg::ConfigAck { epoch: 2 })
+    });
+    let effects = step(&mut n2, 2, 2_100, |c, env| c.on_timer(env, Timer::Resend));
+    assert_eq!(sent_config_to(&effects), vec![NodeId(1)]);
+    assert!(effects.contains(&Effect::SetTimer {
+        timer: Timer::Resend,
+        after: ms(100)
+    }));
+    // n1 acknowledges the resend: nothing is left to resend, the timer stops.
+    step(&mut n2, 2, 2_105, |c, env| {
+        c.on_message(env, NodeId(1), Msg::ConfigAck { epoch: 2 })
+    });
+    let effects = step(&mut n2, 2, 2_200, |c, env| c.on_timer(env, Timer::Resend));
+    assert_eq!(effects, vec![]);
+}
+
+#[test]
+fn a_coordinator_behind_is_sent_the_newer_ring() {
+    let mut n2 = coordinator(true, 2);
+    step(&mut n2, 2, 2_000, |c, env| c.on_timer(env, Timer::Join));
+    // n0 (still on epoch 1) resends its epoch 1... it is answered with epoch 2.
+    let effects = step(&mut n2, 2, 2_010, |c, env| {
+        c.on_message(
+            env,
+            NodeId(0),
+            Msg::Config {
+                epoch: 1,
+                members: vec![NodeId(0), NodeId(1)],
+            },
+        )
+    });
+    assert_eq!(
+        effects,
+        vec![Effect::Send {
+            to: NodeId(0),
+            msg: Msg::Config {
+                epoch: 2,
+                members: vec![NodeId(0), NodeId(1), NodeId(2)],
+            }
+        }]
+    );
+}
+
+/// What each coordinator serves at the end of a run, from its Owns/Disowns.
+fn served(net: &Net<ShardedLock>) -> BTreeMap<NodeId, BTreeSet<String>> {
+    let mut out: BTreeMap<NodeId, BTreeSet<String>> = BTreeMap::new();
+    for (_, node, o) in &net.records {
+        match o {
+            Observation::Owns { resource, .. } => {
+                out.entry(*node).or_default().insert(resource.clone());
+            }
+            Observation::Disowns { resource, .. } => {
+                out.entry(*node).or_default().remove(resource);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn a_coordinator_cut_off_during_a_join_learns_the_ring_and_hands_over_after_the_heal() {
+    // n0 is cut off from 1.5s to 3.5s: the joiner's epoch and everything n0 would hand
+    // over are lost. A plain broadcast would leave n0 on the old ring for good, and
+    // the resources moving from n0 to n3 without an owner.
+    let config =
+        ShardedLock::configure_named(ShardedLockParams::default(), "correct", &cluster(4, 4))
+            .unwrap();
+    let s = config.clone();
+    let mut net = Net::start(config, cluster(4, 4), 3);
+    net.run_until(ms(1_500));
+    net.isolate(0);
+    net.run_until(ms(3_500));
+    let ring2 = Ring::new(2, members(&[0, 1, 2, 3]), s.vnodes);
+    let from_n0 = mine(
+        &ring2,
+        3,
+        &mine(
+            &Ring::new(1, members(&[0, 1, 2]), s.vnodes),
+            0,
+            &s.resources,
+        ),
+    );
+    assert!(!from_n0.is_empty());
+    let during = served(&net);
+    assert!(
+        from_n0.iter().all(|r| !during[&NodeId(3)].contains(r)),
+        "n3 serves nothing of n0's before n0 hands it over"
+    );
+    net.heal();
+    net.run_until(ms(6_000));
+    let after = served(&net);
+    for (node, mine_now) in [0u32, 1, 2, 3].map(|n| (n, mine(&ring2, n, &s.resources))) {
+        let serves: Vec<String> = after[&NodeId(node)].iter().cloned().collect();
+        let mut expected = mine_now;
+        expected.sort();
+        assert_eq!(serves, expected, "n{node} serves its share of epoch 2");
+    }
+    assert!(double_owned(&net).is_empty());
 }
