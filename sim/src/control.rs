@@ -162,16 +162,19 @@ impl<P: Protocol> Control<'_, P> {
     pub fn partition(&mut self, groups: &[Vec<NodeId>]) {
         self.fault("partition", groups.concat(), format!("{groups:?}"));
         self.world.net.partition(groups);
+        self.world.network_changed(self.now);
     }
 
     pub fn isolate(&mut self, node: NodeId) {
         self.fault("isolate", vec![node], String::new());
         self.world.net.isolate(node);
+        self.world.network_changed(self.now);
     }
 
     pub fn cut(&mut self, a: NodeId, b: NodeId) {
         self.fault("cut", vec![a, b], String::new());
         self.world.net.cut(a, b);
+        self.world.network_changed(self.now);
     }
 
     pub fn one_way(&mut self, from: &[NodeId], to: &[NodeId]) {
@@ -181,17 +184,20 @@ impl<P: Protocol> Control<'_, P> {
             format!("{from:?} -/-> {to:?}"),
         );
         self.world.net.one_way(from, to);
+        self.world.network_changed(self.now);
     }
 
     pub fn bridge(&mut self, bridge: NodeId, groups: &[Vec<NodeId>]) {
         self.fault("bridge", vec![bridge], format!("{groups:?}"));
         self.world.net.bridge(bridge, groups);
+        self.world.network_changed(self.now);
     }
 
     /// Heals every partition and disarms every crash point that has not fired.
     pub fn heal(&mut self) {
         self.fault("heal", Vec::new(), String::new());
         self.world.net.heal();
+        self.world.network_changed(self.now);
         self.world.disarm_crash_points();
     }
 

@@ -228,6 +228,9 @@ pub fn simulation<P: Protocol>(
             sim = sim.link(link.to, link.from, o);
         }
     }
+    if let Some(timeout) = net.stream_timeout() {
+        sim = sim.stream(timeout);
+    }
     for c in &scenario.clocks {
         sim = sim.clock(c.node, c.offset.0, c.drift);
     }

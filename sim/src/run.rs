@@ -24,6 +24,8 @@ pub struct Sim<P: Protocol> {
     actions: Vec<(SimTime, Action<P>)>,
     trace: bool,
     hook: Option<RecordHook>,
+    /// Stream mode's connection timeout (`None`: datagrams).
+    stream: Option<Duration>,
 }
 
 /// What a run produced.
@@ -62,6 +64,7 @@ impl<P: Protocol> Sim<P> {
             actions: Vec::new(),
             trace: false,
             hook: None,
+            stream: None,
         }
     }
 
@@ -91,6 +94,18 @@ impl<P: Protocol> Sim<P> {
     pub fn fsync(mut self, node: NodeId, min: Duration, max: Duration) -> Self {
         assert!(min <= max, "fsync latency minimum above maximum");
         self.fsync[node.index()] = (min, max);
+        self
+    }
+
+    /// Stream mode: TCP-like connections, FIFO per link, that hold messages across a
+    /// partition shorter than `connection_timeout` and reset (with
+    /// `Protocol::on_disconnect` at both ends) on a longer one or a crash.
+    pub fn stream(mut self, connection_timeout: Duration) -> Self {
+        assert!(
+            !connection_timeout.is_zero(),
+            "a connection timeout must be positive"
+        );
+        self.stream = Some(connection_timeout);
         self
     }
 
@@ -131,6 +146,7 @@ impl<P: Protocol> Sim<P> {
             actions,
             trace,
             hook,
+            stream,
         } = self;
         let mut net = Network::new(cluster.size(), network);
         for (from, to, link) in links {
@@ -139,6 +155,9 @@ impl<P: Protocol> Sim<P> {
         let mut world = World::<P>::new(cluster.clone(), config, seed, net, clocks, trace);
         for (slot, range) in world.nodes.iter_mut().zip(fsync) {
             slot.disk.fsync = range;
+        }
+        if let Some(timeout) = stream {
+            world.set_stream(timeout);
         }
         if let Some(hook) = hook {
             world.set_hook(hook);

@@ -10,6 +10,9 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::task::Waker;
 use std::time::Duration;
+mod stream;
+
+pub use stream::Streams;
 use tenure_core::{
     Cluster, Effect, History, LocalTime, NodeId, Observation, Protocol, Record, Request, RunInfo,
     SimTime, Step, StorageMap,
@@ -26,8 +29,16 @@ pub enum Status {
 }
 
 enum Input<M> {
-    Message { id: u64, from: NodeId, msg: M },
+    Message {
+        id: u64,
+        from: NodeId,
+        msg: M,
+    },
     Request(Request),
+    /// Stream mode: the connection to `peer` was reset.
+    Disconnect {
+        peer: NodeId,
+    },
 }
 
 /// Something due at a node: ordered by true time, then by the order it was scheduled.
@@ -243,6 +254,8 @@ pub struct World<P: Protocol> {
     pub supervisor_waker: Option<Waker>,
     /// An empty effect buffer, reused by every handler call (no allocation per call).
     effects: Vec<Effect<P::Msg, P::Timer>>,
+    /// Stream mode's connections (`None`: datagrams).
+    streams: Option<Streams<P::Msg>>,
 }
 
 impl<P: Protocol> World<P> {
@@ -295,7 +308,14 @@ impl<P: Protocol> World<P> {
             stop_requested: false,
             supervisor_waker: None,
             effects: Vec::new(),
+            streams: None,
         }
+    }
+
+    /// Stream mode: per-link FIFO connections that hold messages across a partition
+    /// shorter than `connection_timeout` and reset on a longer one or a crash.
+    pub fn set_stream(&mut self, connection_timeout: Duration) {
+        self.streams = Some(Streams::new(self.cluster.size(), connection_timeout));
     }
 
     pub fn set_hook(&mut self, hook: RecordHook) {
@@ -454,6 +474,9 @@ impl<P: Protocol> World<P> {
             slot.disk.after_crash()
         };
         self.record(now, node, Observation::Crashed);
+        if self.streams.is_some() {
+            self.reset_connections_of(node, now);
+        }
     }
 
     /// Arms a crash point: `node` keeps running and crashes (loses power, if `power`)
@@ -583,6 +606,10 @@ impl<P: Protocol> World<P> {
         self.stats.messages_sent += 1;
         self.stats.count_sent_to(to, now);
         let id = self.next_seq();
+        if self.streams.is_some() {
+            self.send_stream(from, to, now, id, msg);
+            return;
+        }
         let fate = self.net.route(from, to, now, &mut self.net_rng);
         if self.trace.is_some() {
             let (deliver_at, dropped) = match &fate {
@@ -677,6 +704,9 @@ impl<P: Protocol> World<P> {
     /// Runs everything due at `node` by `now`, in order; returns when it next needs to
     /// wake (`SimTime::MAX` if nothing is scheduled).
     pub fn process_due(&mut self, node: NodeId, now: SimTime) -> SimTime {
+        if self.streams.is_some() {
+            self.expire_connections(now);
+        }
         let mut count = 0u32;
         loop {
             if self.nodes[node.index()].status != Status::Up || self.stop_requested {
@@ -692,12 +722,14 @@ impl<P: Protocol> World<P> {
                 continue;
             }
             let Some((at, _, timer)) = self.next_due(node, now) else {
-                self.nodes[node.index()].planned_wake = SimTime::MAX;
-                return SimTime::MAX;
+                let wake = self.connection_deadline(node);
+                self.nodes[node.index()].planned_wake = wake;
+                return wake;
             };
             if at > now {
-                self.nodes[node.index()].planned_wake = at;
-                return at;
+                let wake = at.min(self.connection_deadline(node));
+                self.nodes[node.index()].planned_wake = wake;
+                return wake;
             }
             count += 1;
             assert!(
@@ -733,6 +765,14 @@ impl<P: Protocol> World<P> {
                         }
                         Input::Request(r) => {
                             self.run_handler(node, now, |p, env| p.on_request(env, &r))
+                        }
+                        Input::Disconnect { peer } => {
+                            self.trace(|| TraceEvent::Disconnected {
+                                time: now,
+                                node,
+                                peer,
+                            });
+                            self.run_handler(node, now, |p, env| p.on_disconnect(env, peer))
                         }
                     }
                 }

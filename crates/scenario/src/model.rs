@@ -130,6 +130,14 @@ pub struct NetworkSpec {
     /// `[[network.link]]`, in the order written.
     #[serde(default, rename = "link")]
     pub links: Vec<LinkSpec>,
+    /// `mode`: datagrams (the default) or TCP-like streams.
+    #[serde(default)]
+    pub mode: NetworkMode,
+    /// `connection_timeout` (stream mode only): how long a connection survives a broken
+    /// link before both ends see it reset; [`NetworkSpec::DEFAULT_CONNECTION_TIMEOUT`]
+    /// when not written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_timeout: Option<tenure_core::HumanDuration>,
 }
 
 impl Default for NetworkSpec {
@@ -139,6 +147,44 @@ impl Default for NetworkSpec {
             loss: 0.0,
             duplicate: 0.0,
             links: Vec::new(),
+            mode: NetworkMode::Datagram,
+            connection_timeout: None,
+        }
+    }
+}
+
+impl NetworkSpec {
+    /// Stream mode's connection timeout when the scenario does not set one.
+    pub const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(1);
+
+    /// Stream mode's connection timeout, `None` in datagram mode.
+    pub fn stream_timeout(&self) -> Option<Duration> {
+        (self.mode == NetworkMode::Stream).then(|| {
+            self.connection_timeout
+                .map_or(Self::DEFAULT_CONNECTION_TIMEOUT, |t| t.0)
+        })
+    }
+}
+
+/// `[network] mode`: how messages travel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkMode {
+    /// Each message on its own: lost, duplicated or reordered as the link says; a
+    /// partition drops it.
+    #[default]
+    Datagram,
+    /// TCP-like connections: FIFO per link; a partition shorter than the connection
+    /// timeout delays messages, a longer one or a crash resets the connection (queued
+    /// messages lost, both ends told through `Protocol::on_disconnect`).
+    Stream,
+}
+
+impl NetworkMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetworkMode::Datagram => "datagram",
+            NetworkMode::Stream => "stream",
         }
     }
 }

@@ -423,6 +423,20 @@ impl Reader<'_> {
     }
 
     fn network(&self, network: &NetworkSpec) -> Result<(), ScenarioError> {
+        if let Some(timeout) = network.connection_timeout {
+            if network.mode != crate::model::NetworkMode::Stream {
+                return Err(self.err(
+                    "network.connection_timeout",
+                    "a connection timeout applies only with mode = \"stream\" (datagrams have no connections)",
+                ));
+            }
+            if timeout.0.is_zero() {
+                return Err(self.err(
+                    "network.connection_timeout",
+                    "a connection timeout must be more than zero",
+                ));
+            }
+        }
         for (i, link) in network.links.iter().enumerate() {
             if link.from == link.to {
                 return Err(self.err(
@@ -899,6 +913,34 @@ mod tests {
         assert_error(&err, 7, "network.link[0].duplicate", "not a probability");
         let err = error("[[fault]]\nat = \"1s\"\nkind = \"network\"\nloss = 2\n");
         assert_error(&err, 7, "fault[0].loss", "not a probability");
+    }
+
+    #[test]
+    fn stream_mode_and_its_connection_timeout() {
+        let s = parse(
+            &format!("{HEAD}[network]\nmode = \"stream\"\nconnection_timeout = \"3s\"\n"),
+            "ok.toml",
+        )
+        .unwrap();
+        assert_eq!(s.network.mode, NetworkMode::Stream);
+        assert_eq!(s.network.stream_timeout(), Some(Duration::from_secs(3)));
+        let s = parse(&format!("{HEAD}[network]\nmode = \"stream\"\n"), "ok.toml").unwrap();
+        assert_eq!(
+            s.network.stream_timeout(),
+            Some(NetworkSpec::DEFAULT_CONNECTION_TIMEOUT)
+        );
+        assert_eq!(NetworkSpec::default().stream_timeout(), None);
+        let err = error("[network]\nmode = \"tcp\"\n");
+        assert_error(&err, 5, "network.mode", "unknown variant `tcp`");
+        let err = error("[network]\nconnection_timeout = \"2s\"\n");
+        assert_error(
+            &err,
+            5,
+            "network.connection_timeout",
+            "only with mode = \"stream\"",
+        );
+        let err = error("[network]\nmode = \"stream\"\nconnection_timeout = \"0s\"\n");
+        assert_error(&err, 6, "network.connection_timeout", "more than zero");
     }
 
     #[test]

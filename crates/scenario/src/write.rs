@@ -120,6 +120,12 @@ fn network_table(network: &NetworkSpec) -> Table {
     t.insert("latency", value(latency_value(&network.latency)));
     t.insert("loss", value(network.loss));
     t.insert("duplicate", value(network.duplicate));
+    if network.mode != crate::model::NetworkMode::Datagram {
+        t.insert("mode", value(network.mode.as_str()));
+    }
+    if let Some(timeout) = network.connection_timeout {
+        t.insert("connection_timeout", value(format_duration(timeout.0)));
+    }
     if !network.links.is_empty() {
         let links: ArrayOfTables = network
             .links
@@ -355,6 +361,7 @@ mod tests {
     fn generate(seed: u64) -> Scenario {
         let mut rng = SplitMix64(seed);
         let n = rng.range_inclusive(3, 7) as u32;
+        let stream = rng.chance(0.5);
         let duration = Duration::from_secs(rng.range_inclusive(10, 60));
         let mut at = Duration::ZERO;
         let mut faults = Vec::new();
@@ -424,6 +431,14 @@ mod tests {
                         duplicate: None,
                     })
                     .collect(),
+                mode: if stream {
+                    NetworkMode::Stream
+                } else {
+                    NetworkMode::Datagram
+                },
+                connection_timeout: (stream && rng.chance(0.5)).then(|| {
+                    tenure_core::HumanDuration(Duration::from_millis(rng.range_inclusive(1, 5000)))
+                }),
             },
             clocks: (0..rng.range_inclusive(0, 2) as u32)
                 .map(|i| ClockSpec {
