@@ -125,6 +125,21 @@ impl<P: Protocol> Control<'_, P> {
         disk.error_until = disk.error_until.max(until);
     }
 
+    /// The node turns slow for `duration` (a gray failure: alive, but slow): its
+    /// handlers' processing times and its fsync latencies are multiplied by `factor`
+    /// (at least 1). A later `slow` replaces an earlier one still in force.
+    pub fn slow(&mut self, node: NodeId, factor: f64, duration: Duration) {
+        assert!(factor >= 1.0, "a slowdown factor is at least 1");
+        self.fault(
+            "slow",
+            vec![node],
+            format!("x{factor} for {}", tenure_core::format_duration(duration)),
+        );
+        let slot = &mut self.world.nodes[node.index()];
+        slot.slow_factor = factor;
+        slot.slow_until = self.now + duration;
+    }
+
     /// Starts a crashed node's process again. No-op on a node that is not down.
     pub fn restart(&mut self, node: NodeId) {
         if self.status(node) != Status::Down {

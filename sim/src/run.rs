@@ -21,6 +21,8 @@ pub struct Sim<P: Protocol> {
     clocks: Vec<NodeClock>,
     /// Each node's fsync latency range.
     fsync: Vec<(Duration, Duration)>,
+    /// Each node's processing time range per handler.
+    cpu: Vec<(Duration, Duration)>,
     actions: Vec<(SimTime, Action<P>)>,
     trace: bool,
     hook: Option<RecordHook>,
@@ -52,6 +54,7 @@ impl<P: Protocol> Sim<P> {
     pub fn new(cluster: Cluster, config: P::Config, seed: u64) -> Sim<P> {
         let clocks = vec![NodeClock::new(0, 0.0); cluster.size()];
         let fsync = vec![(Duration::ZERO, Duration::ZERO); cluster.size()];
+        let cpu = fsync.clone();
         Sim {
             cluster,
             config,
@@ -61,6 +64,7 @@ impl<P: Protocol> Sim<P> {
             links: Vec::new(),
             clocks,
             fsync,
+            cpu,
             actions: Vec::new(),
             trace: false,
             hook: None,
@@ -109,6 +113,15 @@ impl<P: Protocol> Sim<P> {
         self
     }
 
+    /// Each handler of the node takes a processing time drawn uniformly from
+    /// `min..=max` (zero unless set, from the node's own random stream), during which
+    /// the node handles nothing else: its later messages and timers wait.
+    pub fn processing(mut self, node: NodeId, min: Duration, max: Duration) -> Self {
+        assert!(min <= max, "processing time minimum above maximum");
+        self.cpu[node.index()] = (min, max);
+        self
+    }
+
     /// Records the full trace (messages, timers, faults), not only observations.
     pub fn trace(mut self, on: bool) -> Self {
         self.trace = on;
@@ -143,6 +156,7 @@ impl<P: Protocol> Sim<P> {
             links,
             clocks,
             fsync,
+            cpu,
             actions,
             trace,
             hook,
@@ -155,6 +169,9 @@ impl<P: Protocol> Sim<P> {
         let mut world = World::<P>::new(cluster.clone(), config, seed, net, clocks, trace);
         for (slot, range) in world.nodes.iter_mut().zip(fsync) {
             slot.disk.fsync = range;
+        }
+        for (slot, range) in world.nodes.iter_mut().zip(cpu) {
+            slot.cpu = range;
         }
         if let Some(timeout) = stream {
             world.set_stream(timeout);

@@ -92,6 +92,35 @@ pub struct NodeSlot<P: Protocol> {
     /// An armed crash point: the node crashes (or loses power, if `power`) before
     /// applying its next effect once `remaining` more effects were applied.
     crash_point: Option<CrashPoint>,
+    /// Each handler takes a processing time drawn uniformly from this range (zero
+    /// unless set); the node handles nothing else until `cpu_busy_until`.
+    pub cpu: (Duration, Duration),
+    cpu_rng: SeededRng,
+    cpu_busy_until: SimTime,
+    /// A `slow` fault: processing times and fsync latencies are multiplied by
+    /// `slow_factor` until `slow_until`.
+    pub slow_factor: f64,
+    pub slow_until: SimTime,
+}
+
+impl<P: Protocol> NodeSlot<P> {
+    /// The `slow` multiplier in force at `now` (1 when none).
+    fn slowdown(&self, now: SimTime) -> f64 {
+        if now < self.slow_until {
+            self.slow_factor
+        } else {
+            1.0
+        }
+    }
+}
+
+/// `d` times `factor` (at least 1), saturating.
+fn scale(d: Duration, factor: f64) -> Duration {
+    if factor <= 1.0 {
+        d
+    } else {
+        Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(Duration::MAX)
+    }
 }
 
 /// An armed crash point (see [`World::arm_crash_point`]).
@@ -153,11 +182,11 @@ impl Disk {
         keys
     }
 
-    /// When a sync begun at `now` completes.
-    fn sync_done_at(&mut self, now: SimTime) -> SimTime {
+    /// When a sync begun at `now` completes, its latency multiplied by `slowdown`.
+    fn sync_done_at(&mut self, now: SimTime, slowdown: f64) -> SimTime {
         use tenure_core::Rng;
         let latency = self.rng.duration_between(self.fsync.0, self.fsync.1);
-        now.max(self.stall_until) + latency
+        now.max(self.stall_until) + scale(latency, slowdown)
     }
 
     /// What a process sees after a crash: everything written (the operating system
@@ -288,6 +317,11 @@ impl<P: Protocol> World<P> {
                 busy_until: SimTime::ZERO,
                 deferred: Vec::new(),
                 crash_point: None,
+                cpu: (Duration::ZERO, Duration::ZERO),
+                cpu_rng: SeededRng::cpu(seed, i),
+                cpu_busy_until: SimTime::ZERO,
+                slow_factor: 1.0,
+                slow_until: SimTime::ZERO,
             })
             .collect();
         let n = cluster.size();
@@ -467,6 +501,7 @@ impl<P: Protocol> World<P> {
         slot.busy_until = SimTime::ZERO;
         slot.deferred.clear();
         slot.crash_point = None;
+        slot.cpu_busy_until = SimTime::ZERO;
         slot.storage = if power {
             slot.clock.reboot(now);
             slot.disk.after_power_loss()
@@ -529,6 +564,20 @@ impl<P: Protocol> World<P> {
         };
         self.apply(node, now, &mut effects);
         self.effects = effects;
+        self.spend_cpu(node, now);
+    }
+
+    /// The handler just run on `node` took processing time: the node handles nothing
+    /// else until it has passed. No draw at all when the node's range is zero.
+    fn spend_cpu(&mut self, node: NodeId, now: SimTime) {
+        use tenure_core::Rng;
+        let slot = &mut self.nodes[node.index()];
+        if slot.cpu.1.is_zero() || slot.status == Status::Down {
+            return;
+        }
+        let drawn = slot.cpu_rng.duration_between(slot.cpu.0, slot.cpu.1);
+        let busy = scale(drawn, slot.slowdown(now));
+        slot.cpu_busy_until = slot.cpu_busy_until.max(now + busy);
     }
 
     /// Applies (and empties) `effects`, in order. A sync that takes time stops here:
@@ -565,7 +614,8 @@ impl<P: Protocol> World<P> {
                 Effect::Sync { ok: false } => {}
                 Effect::Sync { ok: true } => {
                     let slot = &mut self.nodes[node.index()];
-                    let done = slot.disk.sync_done_at(now);
+                    let slowdown = slot.slowdown(now);
+                    let done = slot.disk.sync_done_at(now, slowdown);
                     let writes = std::mem::take(&mut slot.disk.unsynced);
                     if done <= now {
                         apply_writes(&mut slot.disk.durable, writes);
@@ -713,6 +763,10 @@ impl<P: Protocol> World<P> {
                 return SimTime::MAX;
             }
             let slot = &mut self.nodes[node.index()];
+            if slot.cpu_busy_until > now {
+                slot.planned_wake = slot.cpu_busy_until;
+                return slot.cpu_busy_until;
+            }
             if slot.sync_pending {
                 if slot.busy_until > now {
                     slot.planned_wake = slot.busy_until;
