@@ -138,6 +138,15 @@ impl<P: Protocol> Control<'_, P> {
         let slot = &mut self.world.nodes[node.index()];
         slot.slow_factor = factor;
         slot.slow_until = self.now + duration;
+        // Its end is traced (and counts as a fault, so the calm starts after it).
+        self.after(
+            duration,
+            Box::new(move |c: &mut Control<'_, P>| {
+                if c.world.nodes[node.index()].slow_until <= c.now {
+                    c.fault("slow-end", vec![node], String::new());
+                }
+            }),
+        );
     }
 
     /// Starts a crashed node's process again. No-op on a node that is not down.

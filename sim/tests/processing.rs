@@ -88,11 +88,21 @@ fn later_messages_wait_while_a_handler_is_busy() {
     assert_eq!(got.len(), 5);
     assert_eq!(gaps(&got), vec![0, 0, 0, 0]);
     // ...with 10 ms each, 10 ms apart.
-    let got = times(&burst(false).processing(NodeId(1), ms(10), ms(10)).run(), "got");
+    let got = times(
+        &burst(false).processing(NodeId(1), ms(10), ms(10)).run(),
+        "got",
+    );
     assert_eq!(gaps(&got), vec![10, 10, 10, 10]);
     // A range: each gap within it, drawn from the seed.
-    let got = times(&burst(false).processing(NodeId(1), ms(5), ms(20)).run(), "got");
-    assert!(gaps(&got).iter().all(|g| (5..=21).contains(g)), "{:?}", gaps(&got));
+    let got = times(
+        &burst(false).processing(NodeId(1), ms(5), ms(20)).run(),
+        "got",
+    );
+    assert!(
+        gaps(&got).iter().all(|g| (5..=21).contains(g)),
+        "{:?}",
+        gaps(&got)
+    );
 }
 
 #[test]

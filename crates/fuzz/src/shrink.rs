@@ -491,6 +491,15 @@ fn without_node(s: &Scenario, cluster: &Cluster, r: usize, removed: NodeId) -> O
                 node: sel(*node)?,
                 duration: *duration,
             },
+            Fault::Slow {
+                node,
+                factor,
+                duration,
+            } => Fault::Slow {
+                node: sel(*node)?,
+                factor: *factor,
+                duration: *duration,
+            },
             other @ (Fault::Heal {} | Fault::Network { .. }) => other.clone(),
         };
     }
@@ -532,7 +541,8 @@ fn fault_node(fault: &Fault) -> Option<u32> {
         | Fault::PowerLoss { node }
         | Fault::CrashPoint { node, .. }
         | Fault::DiskStall { node, .. }
-        | Fault::DiskError { node, .. } => node.id().map(|n| n.0),
+        | Fault::DiskError { node, .. }
+        | Fault::Slow { node, .. } => node.id().map(|n| n.0),
         _ => None,
     }
 }
@@ -542,7 +552,7 @@ fn calm_from(faults: &[FaultEvent]) -> Duration {
     faults
         .iter()
         .map(|e| match &e.fault {
-            Fault::Pause { duration, .. } => e.at + *duration,
+            Fault::Pause { duration, .. } | Fault::Slow { duration, .. } => e.at + *duration,
             Fault::Request { .. } => Duration::ZERO,
             _ => e.at,
         })

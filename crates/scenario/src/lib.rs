@@ -58,7 +58,7 @@ pub use error::{locate, ScenarioError};
 pub use limits::{limits, set_limits, Limits};
 pub use model::{
     CheckSpec, ClockSpec, ClusterSpec, Expectation, Fault, FaultEvent, Latency, LinkSpec,
-    NetworkMode, NetworkSpec, NodeSel, ProtocolSpec, Scenario,
+    NetworkMode, NetworkSpec, NodeSel, ProcessingSpec, ProtocolSpec, Scenario,
 };
 pub use parse::{load, parse, parse_with, text};
 

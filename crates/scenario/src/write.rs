@@ -39,6 +39,12 @@ impl Scenario {
             let clocks: ArrayOfTables = self.clocks.iter().map(clock_table).collect();
             root.insert("clock", Item::ArrayOfTables(clocks));
         }
+        if !self.processing.is_default() {
+            root.insert(
+                "processing",
+                Item::Table(processing_table(&self.processing)),
+            );
+        }
         if !self.disk.is_default() {
             root.insert("disk", Item::Table(disk_table(&self.disk)));
         }
@@ -173,6 +179,25 @@ fn disk_table(disk: &DiskSpec) -> Table {
     t
 }
 
+fn processing_table(processing: &ProcessingSpec) -> Table {
+    let mut t = Table::new();
+    t.insert("time", value(latency_value(&processing.time)));
+    if !processing.nodes.is_empty() {
+        let nodes: ArrayOfTables = processing
+            .nodes
+            .iter()
+            .map(|d| {
+                let mut n = Table::new();
+                n.insert("node", value(i64::from(d.node.0)));
+                n.insert("time", value(latency_value(&d.time)));
+                n
+            })
+            .collect();
+        t.insert("node", Item::ArrayOfTables(nodes));
+    }
+    t
+}
+
 fn clock_table(clock: &ClockSpec) -> Table {
     let mut t = Table::new();
     t.insert("node", value(i64::from(clock.node.0)));
@@ -293,7 +318,7 @@ mod tests {
     }
 
     fn fault(rng: &mut SplitMix64, n: u32) -> Fault {
-        match rng.range_inclusive(0, 16) {
+        match rng.range_inclusive(0, 17) {
             0 => Fault::Partition {
                 groups: two_groups(rng, n, None),
             },
@@ -347,6 +372,11 @@ mod tests {
             },
             15 => Fault::DiskError {
                 node: sel(rng, n),
+                duration: millis(rng, 3000),
+            },
+            16 => Fault::Slow {
+                node: sel(rng, n),
+                factor: 1.0 + rng.range_inclusive(0, 99) as f64 / 4.0,
                 duration: millis(rng, 3000),
             },
             _ => Fault::Request {
@@ -453,6 +483,15 @@ mod tests {
                     .map(|i| NodeDiskSpec {
                         node: NodeId(i),
                         fsync: latency(&mut rng),
+                    })
+                    .collect(),
+            },
+            processing: ProcessingSpec {
+                time: latency(&mut rng),
+                nodes: (0..rng.range_inclusive(0, 2) as u32)
+                    .map(|i| NodeProcessingSpec {
+                        node: NodeId(i),
+                        time: latency(&mut rng),
                     })
                     .collect(),
             },
