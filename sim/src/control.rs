@@ -179,6 +179,7 @@ impl<P: Protocol> Control<'_, P> {
         }
         self.fault("resume", vec![node], String::new());
         self.world.nodes[node.index()].status = Status::Up;
+        self.world.mark_stalled(node);
         self.handle.resume(self.madsim_ids[node.index()]);
         self.world.ring(node);
     }

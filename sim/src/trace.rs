@@ -58,6 +58,13 @@ pub enum TraceEvent {
         node: NodeId,
         peer: NodeId,
     },
+    /// After a stall (a pause, or a busy handler), `node`'s overdue messages and
+    /// timers are handled in this order, drawn from the seed.
+    Reordered {
+        time: SimTime,
+        node: NodeId,
+        order: Vec<String>,
+    },
     /// A timer fired.
     Timer {
         time: SimTime,
@@ -83,6 +90,7 @@ impl TraceEvent {
             | TraceEvent::Held { time, .. }
             | TraceEvent::Released { time, .. }
             | TraceEvent::Disconnected { time, .. }
+            | TraceEvent::Reordered { time, .. }
             | TraceEvent::Timer { time, .. }
             | TraceEvent::Fault { time, .. } => *time,
         }

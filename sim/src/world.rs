@@ -101,6 +101,14 @@ pub struct NodeSlot<P: Protocol> {
     /// `slow_factor` until `slow_until`.
     pub slow_factor: f64,
     pub slow_until: SimTime,
+    /// The node was stalled (paused, or busy processing): the next time it handles
+    /// what is due, the order of its overdue messages and timers is drawn from
+    /// `order_rng` (see [`World::draw_order`]).
+    stalled: bool,
+    order_rng: SeededRng,
+    /// The drawn order still to follow: `Some(timer)` or `None` for the inbox's next
+    /// (overdue messages were re-keyed to come out of the heap in the drawn order).
+    forced: std::collections::VecDeque<Option<P::Timer>>,
 }
 
 impl<P: Protocol> NodeSlot<P> {
@@ -322,6 +330,9 @@ impl<P: Protocol> World<P> {
                 cpu_busy_until: SimTime::ZERO,
                 slow_factor: 1.0,
                 slow_until: SimTime::ZERO,
+                stalled: false,
+                order_rng: SeededRng::order(seed, i),
+                forced: std::collections::VecDeque::new(),
             })
             .collect();
         let n = cluster.size();
@@ -502,6 +513,8 @@ impl<P: Protocol> World<P> {
         slot.deferred.clear();
         slot.crash_point = None;
         slot.cpu_busy_until = SimTime::ZERO;
+        slot.stalled = false;
+        slot.forced.clear();
         slot.storage = if power {
             slot.clock.reboot(now);
             slot.disk.after_power_loss()
@@ -578,6 +591,105 @@ impl<P: Protocol> World<P> {
         let drawn = slot.cpu_rng.duration_between(slot.cpu.0, slot.cpu.1);
         let busy = scale(drawn, slot.slowdown(now));
         slot.cpu_busy_until = slot.cpu_busy_until.max(now + busy);
+        slot.stalled |= !busy.is_zero();
+    }
+
+    /// `node` resumes after a pause: what piled up is handled in an order drawn from the
+    /// seed.
+    pub fn mark_stalled(&mut self, node: NodeId) {
+        self.nodes[node.index()].stalled = true;
+    }
+
+    /// After a stall, draws the order of `node`'s overdue items (messages and requests
+    /// that arrived, timers that fell due, strictly before `now`) from its order stream,
+    /// and traces it. Nothing is drawn with fewer than two.
+    fn draw_order(&mut self, node: NodeId, now: SimTime) {
+        use tenure_core::Rng;
+        let i = node.index();
+        let slot = &mut self.nodes[i];
+        slot.stalled = false;
+        let (overdue, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut slot.inbox)
+            .into_sorted_vec()
+            .into_iter()
+            .rev()
+            .partition(|p| p.at < now);
+        slot.inbox = rest.into_iter().collect();
+        let mut timers: Vec<(SimTime, u64, P::Timer)> = slot
+            .timers
+            .iter()
+            .map(|(t, (deadline, seq))| (slot.clock.true_time_at(now, *deadline), *seq, t.clone()))
+            .filter(|(at, _, _)| *at < now)
+            .collect();
+        timers.sort();
+        // Today's order (by due time, then scheduling order), then a Fisher-Yates shuffle.
+        let mut items: Vec<(SimTime, u64, Result<P::Timer, Pending<P::Msg>>)> = overdue
+            .into_iter()
+            .map(|p| (p.at, p.seq, Err(p)))
+            .chain(timers.into_iter().map(|(at, seq, t)| (at, seq, Ok(t))))
+            .collect();
+        items.sort_by_key(|(at, seq, _)| (*at, *seq));
+        if items.len() >= 2 {
+            for k in (1..items.len()).rev() {
+                let j = slot.order_rng.range_inclusive(0, k as u64) as usize;
+                items.swap(k, j);
+            }
+        }
+        let mut order = Vec::with_capacity(items.len());
+        let mut forced = std::collections::VecDeque::with_capacity(items.len());
+        let mut requeue = Vec::new();
+        for (_, _, item) in items {
+            match item {
+                Ok(t) => {
+                    order.push(format!("timer {t:?}"));
+                    forced.push_back(Some(t));
+                }
+                Err(p) => {
+                    order.push(match &p.input {
+                        Input::Message { id, from, .. } => format!("message {id} from {from}"),
+                        Input::Request(r) => format!("request {}", r.name),
+                        Input::Disconnect { peer } => format!("disconnect from {peer}"),
+                    });
+                    forced.push_back(None);
+                    requeue.push(p);
+                }
+            }
+        }
+        // Overdue inputs come out of the heap first, in the drawn order.
+        for p in requeue {
+            self.seq += 1;
+            let seq = self.seq;
+            self.nodes[i].inbox.push(Pending {
+                at: SimTime::ZERO,
+                seq,
+                input: p.input,
+            });
+        }
+        if order.len() >= 2 {
+            self.trace(|| TraceEvent::Reordered {
+                time: now,
+                node,
+                order,
+            });
+        }
+        self.nodes[i].forced = if forced.len() >= 2 {
+            forced
+        } else {
+            Default::default()
+        };
+    }
+
+    /// The next item of a drawn order that is still pending: `Some(Some(timer))`,
+    /// `Some(None)` for the inbox's top, `None` when the order is done.
+    fn next_forced(&mut self, node: NodeId, now: SimTime) -> Option<Option<P::Timer>> {
+        let slot = &mut self.nodes[node.index()];
+        while let Some(f) = slot.forced.pop_front() {
+            match f {
+                Some(t) if slot.timers.contains_key(&t) => return Some(Some(t)),
+                None if slot.inbox.peek().is_some_and(|p| p.at <= now) => return Some(None),
+                _ => {}
+            }
+        }
+        None
     }
 
     /// Applies (and empties) `effects`, in order. A sync that takes time stops here:
@@ -775,6 +887,14 @@ impl<P: Protocol> World<P> {
                 self.complete_sync(node, now);
                 continue;
             }
+            if self.nodes[node.index()].stalled {
+                self.draw_order(node, now);
+            }
+            if let Some(timer) = self.next_forced(node, now) {
+                count += 1;
+                self.handle_item(node, now, timer);
+                continue;
+            }
             let Some((at, _, timer)) = self.next_due(node, now) else {
                 let wake = self.connection_deadline(node);
                 self.nodes[node.index()].planned_wake = wake;
@@ -790,44 +910,49 @@ impl<P: Protocol> World<P> {
                 count < MAX_EVENTS_PER_INSTANT,
                 "{node} handled {count} events at {now}: a livelock in the protocol"
             );
-            match timer {
-                Some(timer) => {
-                    self.nodes[node.index()].timers.remove(&timer);
-                    self.stats.timers_fired += 1;
-                    if self.trace.is_some() {
-                        let text = format!("{timer:?}");
-                        self.trace(|| TraceEvent::Timer {
+            self.handle_item(node, now, timer);
+        }
+    }
+
+    /// Handles `timer`, or with `None` the inbox's top item.
+    fn handle_item(&mut self, node: NodeId, now: SimTime, timer: Option<P::Timer>) {
+        match timer {
+            Some(timer) => {
+                self.nodes[node.index()].timers.remove(&timer);
+                self.stats.timers_fired += 1;
+                if self.trace.is_some() {
+                    let text = format!("{timer:?}");
+                    self.trace(|| TraceEvent::Timer {
+                        time: now,
+                        node,
+                        timer: text,
+                    });
+                }
+                self.run_handler(node, now, |p, env| p.on_timer(env, timer));
+            }
+            None => {
+                let pending = self.nodes[node.index()].inbox.pop().expect("peeked");
+                match pending.input {
+                    Input::Message { id, from, msg } => {
+                        self.stats.messages_delivered += 1;
+                        self.trace(|| TraceEvent::Delivered {
+                            time: now,
+                            id,
+                            from,
+                            to: node,
+                        });
+                        self.run_handler(node, now, |p, env| p.on_message(env, from, msg));
+                    }
+                    Input::Request(r) => {
+                        self.run_handler(node, now, |p, env| p.on_request(env, &r))
+                    }
+                    Input::Disconnect { peer } => {
+                        self.trace(|| TraceEvent::Disconnected {
                             time: now,
                             node,
-                            timer: text,
+                            peer,
                         });
-                    }
-                    self.run_handler(node, now, |p, env| p.on_timer(env, timer));
-                }
-                None => {
-                    let pending = self.nodes[node.index()].inbox.pop().expect("peeked");
-                    match pending.input {
-                        Input::Message { id, from, msg } => {
-                            self.stats.messages_delivered += 1;
-                            self.trace(|| TraceEvent::Delivered {
-                                time: now,
-                                id,
-                                from,
-                                to: node,
-                            });
-                            self.run_handler(node, now, |p, env| p.on_message(env, from, msg));
-                        }
-                        Input::Request(r) => {
-                            self.run_handler(node, now, |p, env| p.on_request(env, &r))
-                        }
-                        Input::Disconnect { peer } => {
-                            self.trace(|| TraceEvent::Disconnected {
-                                time: now,
-                                node,
-                                peer,
-                            });
-                            self.run_handler(node, now, |p, env| p.on_disconnect(env, peer))
-                        }
+                        self.run_handler(node, now, |p, env| p.on_disconnect(env, peer))
                     }
                 }
             }

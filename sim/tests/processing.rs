@@ -150,3 +150,59 @@ fn processing_time_runs_are_byte_identical_for_a_seed() {
     }
     assert_ne!(run(1), run(2));
 }
+
+/// The order node 1 handled the burst in, after a 50 ms pause that began before the
+/// burst arrived, and the order the trace says was drawn.
+fn order_after_pause(seed: u64) -> (Vec<String>, Vec<String>) {
+    let out = Sim::<Burst>::new(Cluster::uniform("node", 2), false, seed)
+        .duration(ms(200))
+        .at(ms(1), |c| c.pause(NodeId(1), ms(50)))
+        .trace(true)
+        .run();
+    let handled = out
+        .history
+        .records
+        .iter()
+        .filter_map(|r| match &r.obs {
+            Observation::Note { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    let drawn = out
+        .trace
+        .expect("traced")
+        .into_iter()
+        .find_map(|e| match e {
+            tenure_sim::TraceEvent::Reordered { node, order, .. } if node == NodeId(1) => {
+                Some(order)
+            }
+            _ => None,
+        })
+        .expect("the order after the pause is traced");
+    (handled, drawn)
+}
+
+#[test]
+fn the_order_after_a_stall_is_drawn_from_the_seed_and_traced() {
+    let in_sending_order: Vec<String> = (1..=5).map(|k| format!("got {k}")).collect();
+    let mut orders = std::collections::BTreeSet::new();
+    for seed in 1..=20 {
+        let (handled, drawn) = order_after_pause(seed);
+        assert_eq!(handled.len(), 5, "seed {seed}");
+        assert_eq!(drawn.len(), 5, "seed {seed}: {drawn:?}");
+        assert_eq!(
+            order_after_pause(seed),
+            (handled.clone(), drawn),
+            "seed {seed}"
+        );
+        let mut sorted = handled.clone();
+        sorted.sort();
+        assert_eq!(sorted, in_sending_order, "seed {seed}: each once");
+        orders.insert(handled);
+    }
+    assert!(
+        orders.len() > 5,
+        "only {} orders over 20 seeds",
+        orders.len()
+    );
+}
