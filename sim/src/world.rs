@@ -293,6 +293,9 @@ pub struct World<P: Protocol> {
     effects: Vec<Effect<P::Msg, P::Timer>>,
     /// Stream mode's connections (`None`: datagrams).
     streams: Option<Streams<P::Msg>>,
+    /// Draw the order of a node's overdue items after a stall from the seed (off:
+    /// by due time, then scheduling order). See [`World::draw_order`].
+    pub order_after_stall: bool,
 }
 
 impl<P: Protocol> World<P> {
@@ -354,6 +357,7 @@ impl<P: Protocol> World<P> {
             supervisor_waker: None,
             effects: Vec::new(),
             streams: None,
+            order_after_stall: false,
         }
     }
 
@@ -591,13 +595,13 @@ impl<P: Protocol> World<P> {
         let drawn = slot.cpu_rng.duration_between(slot.cpu.0, slot.cpu.1);
         let busy = scale(drawn, slot.slowdown(now));
         slot.cpu_busy_until = slot.cpu_busy_until.max(now + busy);
-        slot.stalled |= !busy.is_zero();
+        slot.stalled |= self.order_after_stall && !busy.is_zero();
     }
 
     /// `node` resumes after a pause: what piled up is handled in an order drawn from the
     /// seed.
     pub fn mark_stalled(&mut self, node: NodeId) {
-        self.nodes[node.index()].stalled = true;
+        self.nodes[node.index()].stalled = self.order_after_stall;
     }
 
     /// After a stall, draws the order of `node`'s overdue items (messages and requests

@@ -157,6 +157,7 @@ fn order_after_pause(seed: u64) -> (Vec<String>, Vec<String>) {
     let out = Sim::<Burst>::new(Cluster::uniform("node", 2), false, seed)
         .duration(ms(200))
         .at(ms(1), |c| c.pause(NodeId(1), ms(50)))
+        .order_after_stall(true)
         .trace(true)
         .run();
     let handled = out
