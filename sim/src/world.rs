@@ -138,6 +138,14 @@ pub struct CrashPoint {
     pub power: bool,
 }
 
+/// An item overdue after a stall: its due time, scheduling order, and the timer (`Ok`)
+/// or the input (`Err`).
+type Overdue<P> = (
+    SimTime,
+    u64,
+    Result<<P as Protocol>::Timer, Pending<<P as Protocol>::Msg>>,
+);
+
 /// Writes as a file system sees them: `None` is a delete.
 type Writes = BTreeMap<String, Option<String>>;
 
@@ -626,7 +634,7 @@ impl<P: Protocol> World<P> {
             .collect();
         timers.sort();
         // Today's order (by due time, then scheduling order), then a Fisher-Yates shuffle.
-        let mut items: Vec<(SimTime, u64, Result<P::Timer, Pending<P::Msg>>)> = overdue
+        let mut items: Vec<Overdue<P>> = overdue
             .into_iter()
             .map(|p| (p.at, p.seq, Err(p)))
             .chain(timers.into_iter().map(|(at, seq, t)| (at, seq, Ok(t))))
