@@ -4,8 +4,10 @@
 //! **What it promises.** [`shrink`] returns a scenario with no more fault events, no
 //! longer a run and no more nodes than the input, whose run with the seed violates the
 //! same checker; the result is a pure function of (scenario, seed). The steps, repeated
-//! until none helps: drop fault events (delta debugging: halves, quarters, ... then one
-//! at a time), shorten pauses, cut the time before the first fault, shorten the run,
+//! until none helps: drop whole time windows of the run (halves, quarters, ... of its
+//! duration), drop each crash or power loss together with its restart, collapse a
+//! node's repeated crash-restart cycles to its last (or first) one, drop fault events
+//! (delta debugging: halves, quarters, ... then one at a time), shorten pauses, cut the time before the first fault, shorten the run,
 //! and take the last node off a role when the protocol accepts the smaller cluster and
 //! the timeline does not name that node (later ids move down by one).
 //!
