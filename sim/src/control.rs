@@ -125,6 +125,30 @@ impl<P: Protocol> Control<'_, P> {
         disk.error_until = disk.error_until.max(until);
     }
 
+    /// The node turns slow for `duration` (a gray failure: alive, but slow): its
+    /// handlers' processing times and its fsync latencies are multiplied by `factor`
+    /// (at least 1). A later `slow` replaces an earlier one still in force.
+    pub fn slow(&mut self, node: NodeId, factor: f64, duration: Duration) {
+        assert!(factor >= 1.0, "a slowdown factor is at least 1");
+        self.fault(
+            "slow",
+            vec![node],
+            format!("x{factor} for {}", tenure_core::format_duration(duration)),
+        );
+        let slot = &mut self.world.nodes[node.index()];
+        slot.slow_factor = factor;
+        slot.slow_until = self.now + duration;
+        // Its end is traced (and counts as a fault, so the calm starts after it).
+        self.after(
+            duration,
+            Box::new(move |c: &mut Control<'_, P>| {
+                if c.world.nodes[node.index()].slow_until <= c.now {
+                    c.fault("slow-end", vec![node], String::new());
+                }
+            }),
+        );
+    }
+
     /// Starts a crashed node's process again. No-op on a node that is not down.
     pub fn restart(&mut self, node: NodeId) {
         if self.status(node) != Status::Down {
@@ -155,6 +179,7 @@ impl<P: Protocol> Control<'_, P> {
         }
         self.fault("resume", vec![node], String::new());
         self.world.nodes[node.index()].status = Status::Up;
+        self.world.mark_stalled(node);
         self.handle.resume(self.madsim_ids[node.index()]);
         self.world.ring(node);
     }
@@ -162,16 +187,19 @@ impl<P: Protocol> Control<'_, P> {
     pub fn partition(&mut self, groups: &[Vec<NodeId>]) {
         self.fault("partition", groups.concat(), format!("{groups:?}"));
         self.world.net.partition(groups);
+        self.world.network_changed(self.now);
     }
 
     pub fn isolate(&mut self, node: NodeId) {
         self.fault("isolate", vec![node], String::new());
         self.world.net.isolate(node);
+        self.world.network_changed(self.now);
     }
 
     pub fn cut(&mut self, a: NodeId, b: NodeId) {
         self.fault("cut", vec![a, b], String::new());
         self.world.net.cut(a, b);
+        self.world.network_changed(self.now);
     }
 
     pub fn one_way(&mut self, from: &[NodeId], to: &[NodeId]) {
@@ -181,17 +209,20 @@ impl<P: Protocol> Control<'_, P> {
             format!("{from:?} -/-> {to:?}"),
         );
         self.world.net.one_way(from, to);
+        self.world.network_changed(self.now);
     }
 
     pub fn bridge(&mut self, bridge: NodeId, groups: &[Vec<NodeId>]) {
         self.fault("bridge", vec![bridge], format!("{groups:?}"));
         self.world.net.bridge(bridge, groups);
+        self.world.network_changed(self.now);
     }
 
     /// Heals every partition and disarms every crash point that has not fired.
     pub fn heal(&mut self) {
         self.fault("heal", Vec::new(), String::new());
         self.world.net.heal();
+        self.world.network_changed(self.now);
         self.world.disarm_crash_points();
     }
 

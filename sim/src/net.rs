@@ -43,6 +43,9 @@ pub enum DropReason {
     Loss,
     /// The receiver was down when the message arrived.
     Down,
+    /// Stream mode: the connection was reset (a partition outlasted the connection
+    /// timeout, or an end crashed) while the message was queued on it.
+    Reset,
 }
 
 /// What happens to one sent message.
@@ -52,6 +55,14 @@ pub enum Fate {
     /// Delivered at these true times (two when duplicated).
     Delivered(Vec<SimTime>),
 }
+
+/// Stream mode: a message the link's `loss` would lose is sent again after this (Linux's
+/// minimum TCP retransmission timeout), so it arrives late instead of never.
+pub const STREAM_RETRANSMIT: Duration = Duration::from_millis(200);
+
+/// Stream mode's default connection timeout: how long a connection survives a broken
+/// link before both ends see it reset.
+pub const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug)]
 pub struct Network {
@@ -160,6 +171,24 @@ impl Network {
             }
         }
         s
+    }
+
+    /// Stream mode: when a message sent at `now` on an open link arrives, before FIFO
+    /// ordering: a latency from the link's range, plus [`STREAM_RETRANSMIT`] when the
+    /// link's `loss` strikes (TCP resends; it neither loses nor duplicates).
+    pub fn stream_arrival(
+        &self,
+        from: NodeId,
+        to: NodeId,
+        now: SimTime,
+        rng: &mut dyn Rng,
+    ) -> SimTime {
+        let s = self.settings(from, to);
+        let mut at = now + rng.duration_between(s.latency.0, s.latency.1);
+        if rng.chance(s.loss) {
+            at = at + STREAM_RETRANSMIT;
+        }
+        at
     }
 
     /// Decides the fate of a message sent at `now`.

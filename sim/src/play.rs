@@ -228,12 +228,17 @@ pub fn simulation<P: Protocol>(
             sim = sim.link(link.to, link.from, o);
         }
     }
+    if let Some(timeout) = net.stream_timeout() {
+        sim = sim.stream(timeout);
+    }
     for c in &scenario.clocks {
         sim = sim.clock(c.node, c.offset.0, c.drift);
     }
     for node in cluster.nodes() {
         let fsync = scenario.disk.fsync_of(node);
         sim = sim.fsync(node, fsync.min, fsync.max);
+        let cpu = scenario.processing.time_of(node);
+        sim = sim.processing(node, cpu.min, cpu.max);
     }
     for event in &scenario.faults {
         let fault = event.fault.clone();
@@ -309,7 +314,8 @@ pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
         | Fault::PowerLoss { node }
         | Fault::CrashPoint { node, .. }
         | Fault::DiskStall { node, .. }
-        | Fault::DiskError { node, .. } => match target(c, node) {
+        | Fault::DiskError { node, .. }
+        | Fault::Slow { node, .. } => match target(c, node) {
             Some(n) => Some(n),
             None => {
                 c.note_skipped(fault.kind());
@@ -342,6 +348,9 @@ pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
         } => c.crash_point(n(), *at_effect, *power),
         Fault::DiskStall { duration, .. } => c.disk_stall(n(), *duration),
         Fault::DiskError { duration, .. } => c.disk_error(n(), *duration),
+        Fault::Slow {
+            factor, duration, ..
+        } => c.slow(n(), *factor, *duration),
         Fault::Request { name, arg, .. } => c.request(
             n(),
             Request {

@@ -23,6 +23,16 @@ impl SeededRng {
         Self::stream(seed, (1 << 32) + index as u64)
     }
 
+    /// Node `index`'s processor: its handlers' processing times.
+    pub fn cpu(seed: u64, index: usize) -> SeededRng {
+        Self::stream(seed, (2 << 32) + index as u64)
+    }
+
+    /// Node `index`'s order after a stall: how its overdue items are ordered.
+    pub fn order(seed: u64, index: usize) -> SeededRng {
+        Self::stream(seed, (3 << 32) + index as u64)
+    }
+
     fn stream(seed: u64, stream: u64) -> SeededRng {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(stream);

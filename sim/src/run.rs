@@ -21,9 +21,14 @@ pub struct Sim<P: Protocol> {
     clocks: Vec<NodeClock>,
     /// Each node's fsync latency range.
     fsync: Vec<(Duration, Duration)>,
+    /// Each node's processing time range per handler.
+    cpu: Vec<(Duration, Duration)>,
     actions: Vec<(SimTime, Action<P>)>,
     trace: bool,
     hook: Option<RecordHook>,
+    /// Stream mode's connection timeout (`None`: datagrams).
+    stream: Option<Duration>,
+    order_after_stall: bool,
 }
 
 /// What a run produced.
@@ -50,6 +55,7 @@ impl<P: Protocol> Sim<P> {
     pub fn new(cluster: Cluster, config: P::Config, seed: u64) -> Sim<P> {
         let clocks = vec![NodeClock::new(0, 0.0); cluster.size()];
         let fsync = vec![(Duration::ZERO, Duration::ZERO); cluster.size()];
+        let cpu = fsync.clone();
         Sim {
             cluster,
             config,
@@ -59,9 +65,12 @@ impl<P: Protocol> Sim<P> {
             links: Vec::new(),
             clocks,
             fsync,
+            cpu,
             actions: Vec::new(),
             trace: false,
             hook: None,
+            stream: None,
+            order_after_stall: false,
         }
     }
 
@@ -91,6 +100,37 @@ impl<P: Protocol> Sim<P> {
     pub fn fsync(mut self, node: NodeId, min: Duration, max: Duration) -> Self {
         assert!(min <= max, "fsync latency minimum above maximum");
         self.fsync[node.index()] = (min, max);
+        self
+    }
+
+    /// Stream mode: TCP-like connections, FIFO per link, that hold messages across a
+    /// partition shorter than `connection_timeout` and reset (with
+    /// `Protocol::on_disconnect` at both ends) on a longer one or a crash.
+    pub fn stream(mut self, connection_timeout: Duration) -> Self {
+        assert!(
+            !connection_timeout.is_zero(),
+            "a connection timeout must be positive"
+        );
+        self.stream = Some(connection_timeout);
+        self
+    }
+
+    /// Each handler of the node takes a processing time drawn uniformly from
+    /// `min..=max` (zero unless set, from the node's own random stream), during which
+    /// the node handles nothing else: its later messages and timers wait.
+    pub fn processing(mut self, node: NodeId, min: Duration, max: Duration) -> Self {
+        assert!(min <= max, "processing time minimum above maximum");
+        self.cpu[node.index()] = (min, max);
+        self
+    }
+
+    /// After a stall (a pause's end, a handler's processing time), handle a node's
+    /// overdue messages and timers in an order drawn from the seed and traced
+    /// (`reordered`), instead of by due time. Off by default: turning it on for every
+    /// run changed which seeds find some broken variants (see the book's page on slow
+    /// nodes).
+    pub fn order_after_stall(mut self, on: bool) -> Self {
+        self.order_after_stall = on;
         self
     }
 
@@ -128,9 +168,12 @@ impl<P: Protocol> Sim<P> {
             links,
             clocks,
             fsync,
+            cpu,
             actions,
             trace,
             hook,
+            stream,
+            order_after_stall,
         } = self;
         let mut net = Network::new(cluster.size(), network);
         for (from, to, link) in links {
@@ -140,6 +183,13 @@ impl<P: Protocol> Sim<P> {
         for (slot, range) in world.nodes.iter_mut().zip(fsync) {
             slot.disk.fsync = range;
         }
+        for (slot, range) in world.nodes.iter_mut().zip(cpu) {
+            slot.cpu = range;
+        }
+        if let Some(timeout) = stream {
+            world.set_stream(timeout);
+        }
+        world.order_after_stall = order_after_stall;
         if let Some(hook) = hook {
             world.set_hook(hook);
         }

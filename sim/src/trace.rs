@@ -29,12 +29,41 @@ pub enum TraceEvent {
         from: NodeId,
         to: NodeId,
     },
-    /// A message arrived while its receiver was down.
+    /// A message arrived while its receiver was down, or (stream mode) its connection
+    /// was reset.
     Lost {
         time: SimTime,
         id: u64,
         to: NodeId,
         reason: DropReason,
+    },
+    /// Stream mode: a message sent across a blocked link waits on its connection.
+    Held {
+        time: SimTime,
+        id: u64,
+        from: NodeId,
+        to: NodeId,
+    },
+    /// Stream mode: the link healed before the connection timed out; a held message
+    /// goes on its way, in order, arriving at `deliver_at`.
+    Released {
+        time: SimTime,
+        id: u64,
+        deliver_at: SimTime,
+    },
+    /// Stream mode: `node` learns that its connection to `peer` was reset
+    /// (`Protocol::on_disconnect` runs).
+    Disconnected {
+        time: SimTime,
+        node: NodeId,
+        peer: NodeId,
+    },
+    /// After a stall (a pause, or a busy handler), `node`'s overdue messages and
+    /// timers are handled in this order, drawn from the seed.
+    Reordered {
+        time: SimTime,
+        node: NodeId,
+        order: Vec<String>,
     },
     /// A timer fired.
     Timer {
@@ -58,6 +87,10 @@ impl TraceEvent {
             TraceEvent::Sent { time, .. }
             | TraceEvent::Delivered { time, .. }
             | TraceEvent::Lost { time, .. }
+            | TraceEvent::Held { time, .. }
+            | TraceEvent::Released { time, .. }
+            | TraceEvent::Disconnected { time, .. }
+            | TraceEvent::Reordered { time, .. }
             | TraceEvent::Timer { time, .. }
             | TraceEvent::Fault { time, .. } => *time,
         }

@@ -10,6 +10,9 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::task::Waker;
 use std::time::Duration;
+mod stream;
+
+pub use stream::Streams;
 use tenure_core::{
     Cluster, Effect, History, LocalTime, NodeId, Observation, Protocol, Record, Request, RunInfo,
     SimTime, Step, StorageMap,
@@ -26,8 +29,16 @@ pub enum Status {
 }
 
 enum Input<M> {
-    Message { id: u64, from: NodeId, msg: M },
+    Message {
+        id: u64,
+        from: NodeId,
+        msg: M,
+    },
     Request(Request),
+    /// Stream mode: the connection to `peer` was reset.
+    Disconnect {
+        peer: NodeId,
+    },
 }
 
 /// Something due at a node: ordered by true time, then by the order it was scheduled.
@@ -81,6 +92,43 @@ pub struct NodeSlot<P: Protocol> {
     /// An armed crash point: the node crashes (or loses power, if `power`) before
     /// applying its next effect once `remaining` more effects were applied.
     crash_point: Option<CrashPoint>,
+    /// Each handler takes a processing time drawn uniformly from this range (zero
+    /// unless set); the node handles nothing else until `cpu_busy_until`.
+    pub cpu: (Duration, Duration),
+    cpu_rng: SeededRng,
+    cpu_busy_until: SimTime,
+    /// A `slow` fault: processing times and fsync latencies are multiplied by
+    /// `slow_factor` until `slow_until`.
+    pub slow_factor: f64,
+    pub slow_until: SimTime,
+    /// The node was stalled (paused, or busy processing): the next time it handles
+    /// what is due, the order of its overdue messages and timers is drawn from
+    /// `order_rng` (see [`World::draw_order`]).
+    stalled: bool,
+    order_rng: SeededRng,
+    /// The drawn order still to follow: `Some(timer)` or `None` for the inbox's next
+    /// (overdue messages were re-keyed to come out of the heap in the drawn order).
+    forced: std::collections::VecDeque<Option<P::Timer>>,
+}
+
+impl<P: Protocol> NodeSlot<P> {
+    /// The `slow` multiplier in force at `now` (1 when none).
+    fn slowdown(&self, now: SimTime) -> f64 {
+        if now < self.slow_until {
+            self.slow_factor
+        } else {
+            1.0
+        }
+    }
+}
+
+/// `d` times `factor` (at least 1), saturating.
+fn scale(d: Duration, factor: f64) -> Duration {
+    if factor <= 1.0 {
+        d
+    } else {
+        Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(Duration::MAX)
+    }
 }
 
 /// An armed crash point (see [`World::arm_crash_point`]).
@@ -89,6 +137,14 @@ pub struct CrashPoint {
     pub remaining: u32,
     pub power: bool,
 }
+
+/// An item overdue after a stall: its due time, scheduling order, and the timer (`Ok`)
+/// or the input (`Err`).
+type Overdue<P> = (
+    SimTime,
+    u64,
+    Result<<P as Protocol>::Timer, Pending<<P as Protocol>::Msg>>,
+);
 
 /// Writes as a file system sees them: `None` is a delete.
 type Writes = BTreeMap<String, Option<String>>;
@@ -142,11 +198,11 @@ impl Disk {
         keys
     }
 
-    /// When a sync begun at `now` completes.
-    fn sync_done_at(&mut self, now: SimTime) -> SimTime {
+    /// When a sync begun at `now` completes, its latency multiplied by `slowdown`.
+    fn sync_done_at(&mut self, now: SimTime, slowdown: f64) -> SimTime {
         use tenure_core::Rng;
         let latency = self.rng.duration_between(self.fsync.0, self.fsync.1);
-        now.max(self.stall_until) + latency
+        now.max(self.stall_until) + scale(latency, slowdown)
     }
 
     /// What a process sees after a crash: everything written (the operating system
@@ -258,6 +314,11 @@ pub struct World<P: Protocol> {
     max_in_flight: usize,
     /// The most trace events kept.
     max_trace_events: usize,
+    /// Stream mode's connections (`None`: datagrams).
+    streams: Option<Streams<P::Msg>>,
+    /// Draw the order of a node's overdue items after a stall from the seed (off:
+    /// by due time, then scheduling order). See [`World::draw_order`].
+    pub order_after_stall: bool,
 }
 
 impl<P: Protocol> World<P> {
@@ -290,6 +351,14 @@ impl<P: Protocol> World<P> {
                 busy_until: SimTime::ZERO,
                 deferred: Vec::new(),
                 crash_point: None,
+                cpu: (Duration::ZERO, Duration::ZERO),
+                cpu_rng: SeededRng::cpu(seed, i),
+                cpu_busy_until: SimTime::ZERO,
+                slow_factor: 1.0,
+                slow_until: SimTime::ZERO,
+                stalled: false,
+                order_rng: SeededRng::order(seed, i),
+                forced: std::collections::VecDeque::new(),
             })
             .collect();
         let n = cluster.size();
@@ -313,6 +382,8 @@ impl<P: Protocol> World<P> {
             in_flight: 0,
             max_in_flight: tenure_scenario::limits().max_in_flight,
             max_trace_events: tenure_scenario::limits().max_trace_events,
+            streams: None,
+            order_after_stall: false,
         }
     }
 
@@ -353,6 +424,12 @@ impl<P: Protocol> World<P> {
             });
         }
         false
+    }
+
+    /// Stream mode: per-link FIFO connections that hold messages across a partition
+    /// shorter than `connection_timeout` and reset on a longer one or a crash.
+    pub fn set_stream(&mut self, connection_timeout: Duration) {
+        self.streams = Some(Streams::new(self.cluster.size(), connection_timeout));
     }
 
     pub fn set_hook(&mut self, hook: RecordHook) {
@@ -506,6 +583,9 @@ impl<P: Protocol> World<P> {
         slot.busy_until = SimTime::ZERO;
         slot.deferred.clear();
         slot.crash_point = None;
+        slot.cpu_busy_until = SimTime::ZERO;
+        slot.stalled = false;
+        slot.forced.clear();
         slot.storage = if power {
             slot.clock.reboot(now);
             slot.disk.after_power_loss()
@@ -513,6 +593,9 @@ impl<P: Protocol> World<P> {
             slot.disk.after_crash()
         };
         self.record(now, node, Observation::Crashed);
+        if self.streams.is_some() {
+            self.reset_connections_of(node, now);
+        }
     }
 
     /// Arms a crash point: `node` keeps running and crashes (loses power, if `power`)
@@ -565,6 +648,119 @@ impl<P: Protocol> World<P> {
         };
         self.apply(node, now, &mut effects);
         self.effects = effects;
+        self.spend_cpu(node, now);
+    }
+
+    /// The handler just run on `node` took processing time: the node handles nothing
+    /// else until it has passed. No draw at all when the node's range is zero.
+    fn spend_cpu(&mut self, node: NodeId, now: SimTime) {
+        use tenure_core::Rng;
+        let slot = &mut self.nodes[node.index()];
+        if slot.cpu.1.is_zero() || slot.status == Status::Down {
+            return;
+        }
+        let drawn = slot.cpu_rng.duration_between(slot.cpu.0, slot.cpu.1);
+        let busy = scale(drawn, slot.slowdown(now));
+        slot.cpu_busy_until = slot.cpu_busy_until.max(now + busy);
+        slot.stalled |= self.order_after_stall && !busy.is_zero();
+    }
+
+    /// `node` resumes after a pause: what piled up is handled in an order drawn from the
+    /// seed.
+    pub fn mark_stalled(&mut self, node: NodeId) {
+        self.nodes[node.index()].stalled = self.order_after_stall;
+    }
+
+    /// After a stall, draws the order of `node`'s overdue items (messages and requests
+    /// that arrived, timers that fell due, strictly before `now`) from its order stream,
+    /// and traces it. Nothing is drawn with fewer than two.
+    fn draw_order(&mut self, node: NodeId, now: SimTime) {
+        use tenure_core::Rng;
+        let i = node.index();
+        let slot = &mut self.nodes[i];
+        slot.stalled = false;
+        let (overdue, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut slot.inbox)
+            .into_sorted_vec()
+            .into_iter()
+            .rev()
+            .partition(|p| p.at < now);
+        slot.inbox = rest.into_iter().collect();
+        let mut timers: Vec<(SimTime, u64, P::Timer)> = slot
+            .timers
+            .iter()
+            .map(|(t, (deadline, seq))| (slot.clock.true_time_at(now, *deadline), *seq, t.clone()))
+            .filter(|(at, _, _)| *at < now)
+            .collect();
+        timers.sort();
+        // Today's order (by due time, then scheduling order), then a Fisher-Yates shuffle.
+        let mut items: Vec<Overdue<P>> = overdue
+            .into_iter()
+            .map(|p| (p.at, p.seq, Err(p)))
+            .chain(timers.into_iter().map(|(at, seq, t)| (at, seq, Ok(t))))
+            .collect();
+        items.sort_by_key(|(at, seq, _)| (*at, *seq));
+        if items.len() >= 2 {
+            for k in (1..items.len()).rev() {
+                let j = slot.order_rng.range_inclusive(0, k as u64) as usize;
+                items.swap(k, j);
+            }
+        }
+        let mut order = Vec::with_capacity(items.len());
+        let mut forced = std::collections::VecDeque::with_capacity(items.len());
+        let mut requeue = Vec::new();
+        for (_, _, item) in items {
+            match item {
+                Ok(t) => {
+                    order.push(format!("timer {t:?}"));
+                    forced.push_back(Some(t));
+                }
+                Err(p) => {
+                    order.push(match &p.input {
+                        Input::Message { id, from, .. } => format!("message {id} from {from}"),
+                        Input::Request(r) => format!("request {}", r.name),
+                        Input::Disconnect { peer } => format!("disconnect from {peer}"),
+                    });
+                    forced.push_back(None);
+                    requeue.push(p);
+                }
+            }
+        }
+        // Overdue inputs come out of the heap first, in the drawn order.
+        for p in requeue {
+            self.seq += 1;
+            let seq = self.seq;
+            self.nodes[i].inbox.push(Pending {
+                at: SimTime::ZERO,
+                seq,
+                input: p.input,
+            });
+        }
+        if order.len() >= 2 {
+            self.trace(now, || TraceEvent::Reordered {
+                time: now,
+                node,
+                order,
+            });
+        }
+        self.nodes[i].forced = if forced.len() >= 2 {
+            forced
+        } else {
+            Default::default()
+        };
+    }
+
+    /// The next item of a drawn order that is still pending: `Some(Some(timer))`,
+    /// `Some(None)` for the inbox's top, `None` when the order is done.
+    fn next_forced(&mut self, node: NodeId, now: SimTime) -> Option<Option<P::Timer>> {
+        let slot = &mut self.nodes[node.index()];
+        while let Some(f) = slot.forced.pop_front() {
+            match f {
+                Some(t) if slot.timers.contains_key(&t) => return Some(Some(t)),
+                None if slot.inbox.peek().is_some_and(|p| p.at <= now) => return Some(None),
+                _ => {}
+            }
+        }
+        None
     }
 
     /// Applies (and empties) `effects`, in order. A sync that takes time stops here:
@@ -601,7 +797,8 @@ impl<P: Protocol> World<P> {
                 Effect::Sync { ok: false } => {}
                 Effect::Sync { ok: true } => {
                     let slot = &mut self.nodes[node.index()];
-                    let done = slot.disk.sync_done_at(now);
+                    let slowdown = slot.slowdown(now);
+                    let done = slot.disk.sync_done_at(now, slowdown);
                     let writes = std::mem::take(&mut slot.disk.unsynced);
                     if done <= now {
                         apply_writes(&mut slot.disk.durable, writes);
@@ -642,6 +839,10 @@ impl<P: Protocol> World<P> {
         self.stats.messages_sent += 1;
         self.stats.count_sent_to(to, now);
         let id = self.next_seq();
+        if self.streams.is_some() {
+            self.send_stream(from, to, now, id, msg);
+            return;
+        }
         let fate = self.net.route(from, to, now, &mut self.net_rng);
         if self.trace.is_some() {
             let (deliver_at, dropped) = match &fate {
@@ -738,12 +939,19 @@ impl<P: Protocol> World<P> {
     /// Runs everything due at `node` by `now`, in order; returns when it next needs to
     /// wake (`SimTime::MAX` if nothing is scheduled).
     pub fn process_due(&mut self, node: NodeId, now: SimTime) -> SimTime {
+        if self.streams.is_some() {
+            self.expire_connections(now);
+        }
         let mut count = 0u32;
         loop {
             if self.nodes[node.index()].status != Status::Up || self.stop_requested {
                 return SimTime::MAX;
             }
             let slot = &mut self.nodes[node.index()];
+            if slot.cpu_busy_until > now {
+                slot.planned_wake = slot.cpu_busy_until;
+                return slot.cpu_busy_until;
+            }
             if slot.sync_pending {
                 if slot.busy_until > now {
                     slot.planned_wake = slot.busy_until;
@@ -752,50 +960,73 @@ impl<P: Protocol> World<P> {
                 self.complete_sync(node, now);
                 continue;
             }
+            if self.nodes[node.index()].stalled {
+                self.draw_order(node, now);
+            }
+            if let Some(timer) = self.next_forced(node, now) {
+                count += 1;
+                self.handle_item(node, now, timer);
+                continue;
+            }
             let Some((at, _, timer)) = self.next_due(node, now) else {
-                self.nodes[node.index()].planned_wake = SimTime::MAX;
-                return SimTime::MAX;
+                let wake = self.connection_deadline(node);
+                self.nodes[node.index()].planned_wake = wake;
+                return wake;
             };
             if at > now {
-                self.nodes[node.index()].planned_wake = at;
-                return at;
+                let wake = at.min(self.connection_deadline(node));
+                self.nodes[node.index()].planned_wake = wake;
+                return wake;
             }
             count += 1;
             assert!(
                 count < MAX_EVENTS_PER_INSTANT,
                 "{node} handled {count} events at {now}: a livelock in the protocol"
             );
-            match timer {
-                Some(timer) => {
-                    self.nodes[node.index()].timers.remove(&timer);
-                    self.stats.timers_fired += 1;
-                    if self.trace.is_some() {
-                        let text = format!("{timer:?}");
-                        self.trace(now, || TraceEvent::Timer {
+            self.handle_item(node, now, timer);
+        }
+    }
+
+    /// Handles `timer`, or with `None` the inbox's top item.
+    fn handle_item(&mut self, node: NodeId, now: SimTime, timer: Option<P::Timer>) {
+        match timer {
+            Some(timer) => {
+                self.nodes[node.index()].timers.remove(&timer);
+                self.stats.timers_fired += 1;
+                if self.trace.is_some() {
+                    let text = format!("{timer:?}");
+                    self.trace(now, || TraceEvent::Timer {
+                        time: now,
+                        node,
+                        timer: text,
+                    });
+                }
+                self.run_handler(node, now, |p, env| p.on_timer(env, timer));
+            }
+            None => {
+                let pending = self.nodes[node.index()].inbox.pop().expect("peeked");
+                self.in_flight -= 1;
+                match pending.input {
+                    Input::Message { id, from, msg } => {
+                        self.stats.messages_delivered += 1;
+                        self.trace(now, || TraceEvent::Delivered {
+                            time: now,
+                            id,
+                            from,
+                            to: node,
+                        });
+                        self.run_handler(node, now, |p, env| p.on_message(env, from, msg));
+                    }
+                    Input::Request(r) => {
+                        self.run_handler(node, now, |p, env| p.on_request(env, &r))
+                    }
+                    Input::Disconnect { peer } => {
+                        self.trace(now, || TraceEvent::Disconnected {
                             time: now,
                             node,
-                            timer: text,
+                            peer,
                         });
-                    }
-                    self.run_handler(node, now, |p, env| p.on_timer(env, timer));
-                }
-                None => {
-                    let pending = self.nodes[node.index()].inbox.pop().expect("peeked");
-                    self.in_flight -= 1;
-                    match pending.input {
-                        Input::Message { id, from, msg } => {
-                            self.stats.messages_delivered += 1;
-                            self.trace(now, || TraceEvent::Delivered {
-                                time: now,
-                                id,
-                                from,
-                                to: node,
-                            });
-                            self.run_handler(node, now, |p, env| p.on_message(env, from, msg));
-                        }
-                        Input::Request(r) => {
-                            self.run_handler(node, now, |p, env| p.on_request(env, &r))
-                        }
+                        self.run_handler(node, now, |p, env| p.on_disconnect(env, peer))
                     }
                 }
             }

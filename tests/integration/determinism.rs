@@ -54,3 +54,16 @@ fn power_losses_crash_points_and_fsync_latency_are_deterministic() {
     hashes("scenarios/raft/reply-before-sync-crash-point.toml", 0..20);
     hashes("scenarios/raft/vote-synced-power-loss.toml", 0..20);
 }
+
+#[test]
+fn stream_mode_processing_time_and_slow_nodes_are_deterministic() {
+    for file in [
+        "scenarios/raft/stream-stale-burst.toml",
+        "scenarios/raft/stream-connection-reset.toml",
+        "scenarios/raft/slow-leader.toml",
+    ] {
+        let h = hashes(file, 0..10);
+        let distinct: std::collections::BTreeSet<u64> = h.iter().copied().collect();
+        assert!(distinct.len() > 7, "{file}: seeds give different runs");
+    }
+}

@@ -148,9 +148,12 @@ fn drops_line(
                     None => continue,
                 }
             }
-            TraceEvent::Lost { time, id, to, .. } => {
-                (*time, senders.get(id).copied(), *to, "receiver down")
-            }
+            TraceEvent::Lost {
+                time,
+                id,
+                to,
+                reason,
+            } => (*time, senders.get(id).copied(), *to, drop_reason(*reason)),
             _ => continue,
         };
         if time < start || time > end {
@@ -198,6 +201,7 @@ fn drop_reason(r: tenure_sim::DropReason) -> &'static str {
         tenure_sim::DropReason::Partition => "partition",
         tenure_sim::DropReason::Loss => "loss",
         tenure_sim::DropReason::Down => "receiver down",
+        tenure_sim::DropReason::Reset => "connection reset",
     }
 }
 

@@ -41,6 +41,14 @@ pub trait Protocol: Clone + Debug + Eq + Hash + Send + 'static {
     fn on_request(&mut self, env: &mut dyn Env<Self::Msg, Self::Timer>, request: &Request) {
         let _ = (env, request);
     }
+
+    /// In stream mode (`[network] mode = "stream"`), the connection to `peer` was reset:
+    /// a partition outlasted the connection timeout, or `peer` crashed. Messages queued
+    /// on it in either direction are lost; later sends open a new connection. Both ends
+    /// are told. Datagram mode never calls this; the default ignores it.
+    fn on_disconnect(&mut self, env: &mut dyn Env<Self::Msg, Self::Timer>, peer: NodeId) {
+        let _ = (env, peer);
+    }
 }
 
 /// A request injected by a scenario: a name and an argument, meaning what the protocol

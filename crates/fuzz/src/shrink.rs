@@ -4,8 +4,10 @@
 //! **What it promises.** [`shrink`] returns a scenario with no more fault events, no
 //! longer a run and no more nodes than the input, whose run with the seed violates the
 //! same checker; the result is a pure function of (scenario, seed). The steps, repeated
-//! until none helps: drop fault events (delta debugging: halves, quarters, ... then one
-//! at a time), shorten pauses, cut the time before the first fault, shorten the run,
+//! until none helps: drop whole time windows of the run (halves, quarters, ... of its
+//! duration), drop each crash or power loss together with its restart, collapse a
+//! node's repeated crash-restart cycles to its last (or first) one, drop fault events
+//! (delta debugging: halves, quarters, ... then one at a time), shorten pauses, cut the time before the first fault, shorten the run,
 //! and take the last node off a role when the protocol accepts the smaller cluster and
 //! the timeline does not name that node (later ids move down by one).
 //!
@@ -144,6 +146,9 @@ pub fn shrink(
     loop {
         let start = best.clone();
         best = s.cut_after_violation(best);
+        best = s.drop_time_windows(best);
+        best = s.drop_crash_cycles(best);
+        best = s.collapse_crash_cycles(best);
         best = s.drop_events(best);
         best = s.drop_node_events(best);
         best = s.shorten_pauses(best);
@@ -239,6 +244,94 @@ impl Shrinker {
         } else {
             best
         }
+    }
+
+    /// ddmin over time: split the run into 2, 4, 8, ... equal windows and drop every
+    /// event inside a window while that still fails. A crash storm is bursts in time;
+    /// this removes a whole burst in one run where event chunks would cut across it.
+    fn drop_time_windows(&mut self, mut best: Scenario) -> Scenario {
+        let mut windows = 2u32;
+        while windows <= 64 && best.faults.len() > 1 {
+            let width = best.duration / windows;
+            if width < Duration::from_millis(1) {
+                break;
+            }
+            for w in 0..windows {
+                let (from, to) = (width * w, width * (w + 1));
+                let mut candidate = best.clone();
+                candidate.faults.retain(|e| e.at < from || e.at >= to);
+                if candidate.faults.len() < best.faults.len() && self.fails(&candidate) {
+                    best = candidate;
+                }
+            }
+            windows *= 2;
+        }
+        best
+    }
+
+    /// Drops each crash (or power loss) together with the restart that undoes it: one
+    /// alone often cannot go (a liveness candidate must end healed, and a restart alone
+    /// is a no-op that keeps the pair's timing).
+    fn drop_crash_cycles(&mut self, mut best: Scenario) -> Scenario {
+        let mut k = 0;
+        loop {
+            let cycles = crash_cycles(&best.faults);
+            let Some(&(down, up)) = cycles.get(k) else {
+                return best;
+            };
+            let mut candidate = best.clone();
+            if let Some(up) = up {
+                candidate.faults.remove(up);
+            }
+            candidate.faults.remove(down);
+            if self.fails(&candidate) {
+                best = candidate; // the same `k` now names the next cycle
+            } else {
+                k += 1;
+            }
+        }
+    }
+
+    /// A node crashing and restarting again and again: try keeping only its last
+    /// cycle, then only its first, dropping the others in one run.
+    fn collapse_crash_cycles(&mut self, mut best: Scenario) -> Scenario {
+        let mut nodes: Vec<u32> = crash_cycles(&best.faults)
+            .iter()
+            .filter_map(|(down, _)| fault_node(&best.faults[*down].fault))
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        for node in nodes {
+            for keep_last in [true, false] {
+                let cycles: Vec<(usize, Option<usize>)> = crash_cycles(&best.faults)
+                    .into_iter()
+                    .filter(|(down, _)| fault_node(&best.faults[*down].fault) == Some(node))
+                    .collect();
+                if cycles.len() < 2 {
+                    break;
+                }
+                let kept = if keep_last {
+                    cycles[cycles.len() - 1]
+                } else {
+                    cycles[0]
+                };
+                let drop: Vec<usize> = cycles
+                    .iter()
+                    .filter(|c| **c != kept)
+                    .flat_map(|(down, up)| std::iter::once(*down).chain(*up))
+                    .collect();
+                let mut candidate = best.clone();
+                let mut i = 0;
+                candidate.faults.retain(|_| {
+                    i += 1;
+                    !drop.contains(&(i - 1))
+                });
+                if self.fails(&candidate) {
+                    best = candidate;
+                }
+            }
+        }
+        best
     }
 
     /// ddmin over the fault events: remove chunks of halving size while that still fails.
@@ -491,6 +584,15 @@ fn without_node(s: &Scenario, cluster: &Cluster, r: usize, removed: NodeId) -> O
                 node: sel(*node)?,
                 duration: *duration,
             },
+            Fault::Slow {
+                node,
+                factor,
+                duration,
+            } => Fault::Slow {
+                node: sel(*node)?,
+                factor: *factor,
+                duration: *duration,
+            },
             other @ (Fault::Heal {} | Fault::Network { .. }) => other.clone(),
         };
     }
@@ -519,6 +621,26 @@ fn healed(faults: &[FaultEvent]) -> bool {
     !split && down.is_empty()
 }
 
+/// Each crash or power loss of a fixed node, with the index of the first restart of that
+/// node after it (if any), in time order.
+fn crash_cycles(faults: &[FaultEvent]) -> Vec<(usize, Option<usize>)> {
+    let mut out = Vec::new();
+    for (i, e) in faults.iter().enumerate() {
+        let (Fault::Crash { node } | Fault::PowerLoss { node }) = &e.fault else {
+            continue;
+        };
+        if node.id().is_none() {
+            continue;
+        }
+        let up = faults[i + 1..]
+            .iter()
+            .position(|r| matches!(&r.fault, Fault::Restart { node: n } if n == node))
+            .map(|k| i + 1 + k);
+        out.push((i, up));
+    }
+    out
+}
+
 /// The fixed node a single-node fault names.
 fn fault_node(fault: &Fault) -> Option<u32> {
     match fault {
@@ -532,7 +654,8 @@ fn fault_node(fault: &Fault) -> Option<u32> {
         | Fault::PowerLoss { node }
         | Fault::CrashPoint { node, .. }
         | Fault::DiskStall { node, .. }
-        | Fault::DiskError { node, .. } => node.id().map(|n| n.0),
+        | Fault::DiskError { node, .. }
+        | Fault::Slow { node, .. } => node.id().map(|n| n.0),
         _ => None,
     }
 }
@@ -542,7 +665,7 @@ fn calm_from(faults: &[FaultEvent]) -> Duration {
     faults
         .iter()
         .map(|e| match &e.fault {
-            Fault::Pause { duration, .. } => e.at + *duration,
+            Fault::Pause { duration, .. } | Fault::Slow { duration, .. } => e.at + *duration,
             Fault::Request { .. } => Duration::ZERO,
             _ => e.at,
         })

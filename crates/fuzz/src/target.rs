@@ -199,6 +199,7 @@ pub fn default_scenario(
         network: NetworkSpec::default(),
         clocks: Vec::new(),
         disk: Default::default(),
+        processing: Default::default(),
         faults: Vec::new(),
         checks: Vec::new(),
         expect: Expectation::Pass,

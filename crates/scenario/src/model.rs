@@ -33,6 +33,8 @@ pub struct Scenario {
     pub clocks: Vec<ClockSpec>,
     /// `[disk]`: how long each node's syncs take.
     pub disk: DiskSpec,
+    /// `[processing]`: how long each handler takes, per node (zero by default).
+    pub processing: ProcessingSpec,
     /// The explicit fault timeline, in non-decreasing `at` order, every `at` before
     /// `duration`.
     pub faults: Vec<FaultEvent>,
@@ -130,6 +132,14 @@ pub struct NetworkSpec {
     /// `[[network.link]]`, in the order written.
     #[serde(default, rename = "link")]
     pub links: Vec<LinkSpec>,
+    /// `mode`: datagrams (the default) or TCP-like streams.
+    #[serde(default)]
+    pub mode: NetworkMode,
+    /// `connection_timeout` (stream mode only): how long a connection survives a broken
+    /// link before both ends see it reset; [`NetworkSpec::DEFAULT_CONNECTION_TIMEOUT`]
+    /// when not written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_timeout: Option<tenure_core::HumanDuration>,
 }
 
 impl Default for NetworkSpec {
@@ -139,6 +149,44 @@ impl Default for NetworkSpec {
             loss: 0.0,
             duplicate: 0.0,
             links: Vec::new(),
+            mode: NetworkMode::Datagram,
+            connection_timeout: None,
+        }
+    }
+}
+
+impl NetworkSpec {
+    /// Stream mode's connection timeout when the scenario does not set one.
+    pub const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(1);
+
+    /// Stream mode's connection timeout, `None` in datagram mode.
+    pub fn stream_timeout(&self) -> Option<Duration> {
+        (self.mode == NetworkMode::Stream).then(|| {
+            self.connection_timeout
+                .map_or(Self::DEFAULT_CONNECTION_TIMEOUT, |t| t.0)
+        })
+    }
+}
+
+/// `[network] mode`: how messages travel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkMode {
+    /// Each message on its own: lost, duplicated or reordered as the link says; a
+    /// partition drops it.
+    #[default]
+    Datagram,
+    /// TCP-like connections: FIFO per link; a partition shorter than the connection
+    /// timeout delays messages, a longer one or a crash resets the connection (queued
+    /// messages lost, both ends told through `Protocol::on_disconnect`).
+    Stream,
+}
+
+impl NetworkMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetworkMode::Datagram => "datagram",
+            NetworkMode::Stream => "stream",
         }
     }
 }
@@ -223,6 +271,54 @@ impl Default for DiskSpec {
         }
     }
 }
+
+/// `[processing]`: the processing time every handler takes, drawn uniformly from `time`
+/// (default zero), with per-node overrides (`[[processing.node]]`). While a handler's
+/// time runs, the node's later messages and timers wait.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessingSpec {
+    #[serde(default = "zero_latency")]
+    pub time: Latency,
+    #[serde(default, rename = "node")]
+    pub nodes: Vec<NodeProcessingSpec>,
+}
+
+/// `[[processing.node]]`: one node's processing time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeProcessingSpec {
+    pub node: NodeId,
+    pub time: Latency,
+}
+
+impl ProcessingSpec {
+    /// The processing time range of `node`.
+    pub fn time_of(&self, node: NodeId) -> Latency {
+        self.nodes
+            .iter()
+            .rev()
+            .find(|d| d.node == node)
+            .map_or(self.time, |d| d.time)
+    }
+
+    /// Whether everything is at its default (zero, no overrides).
+    pub fn is_default(&self) -> bool {
+        self.time == zero_latency() && self.nodes.is_empty()
+    }
+}
+
+impl Default for ProcessingSpec {
+    fn default() -> Self {
+        ProcessingSpec {
+            time: zero_latency(),
+            nodes: Vec::new(),
+        }
+    }
+}
+
+/// The largest `slow` factor a scenario may ask for.
+pub const MAX_SLOW_FACTOR: f64 = 1000.0;
 
 fn zero_latency() -> Latency {
     Latency::new(Duration::ZERO, Duration::ZERO)
@@ -396,6 +492,14 @@ pub enum Fault {
         #[serde(with = "human")]
         duration: Duration,
     },
+    /// The node turns slow for `duration` (gray failure: alive, but slow): its
+    /// processing times and fsync latencies are multiplied by `factor` (1..=1000).
+    Slow {
+        node: NodeSel,
+        factor: f64,
+        #[serde(with = "human")]
+        duration: Duration,
+    },
 }
 
 impl Fault {
@@ -418,6 +522,7 @@ impl Fault {
         "crash-point",
         "disk-stall",
         "disk-error",
+        "slow",
     ];
 
     /// This fault's `kind`, as written in files.
@@ -440,6 +545,7 @@ impl Fault {
             Fault::CrashPoint { .. } => "crash-point",
             Fault::DiskStall { .. } => "disk-stall",
             Fault::DiskError { .. } => "disk-error",
+            Fault::Slow { .. } => "slow",
         }
     }
 }
@@ -528,6 +634,11 @@ mod tests {
             Fault::DiskError {
                 node: NodeSel::Id(0),
                 duration: Duration::from_millis(5),
+            },
+            Fault::Slow {
+                node: NodeSel::Id(1),
+                factor: 10.0,
+                duration: Duration::from_secs(1),
             },
         ];
         let kinds: Vec<&str> = faults.iter().map(Fault::kind).collect();

@@ -97,6 +97,8 @@ struct RawScenario {
     #[serde(default)]
     disk: DiskSpec,
     #[serde(default)]
+    processing: ProcessingSpec,
+    #[serde(default)]
     fault: Vec<toml::Table>,
     #[serde(default)]
     checks: Vec<String>,
@@ -396,6 +398,7 @@ impl Reader<'_> {
             network: raw.network,
             clocks: raw.clock,
             disk: raw.disk,
+            processing: raw.processing,
             faults,
             checks,
             expect,
@@ -423,6 +426,20 @@ impl Reader<'_> {
     }
 
     fn network(&self, network: &NetworkSpec) -> Result<(), ScenarioError> {
+        if let Some(timeout) = network.connection_timeout {
+            if network.mode != crate::model::NetworkMode::Stream {
+                return Err(self.err(
+                    "network.connection_timeout",
+                    "a connection timeout applies only with mode = \"stream\" (datagrams have no connections)",
+                ));
+            }
+            if timeout.0.is_zero() {
+                return Err(self.err(
+                    "network.connection_timeout",
+                    "a connection timeout must be more than zero",
+                ));
+            }
+        }
         for (i, link) in network.links.iter().enumerate() {
             if link.from == link.to {
                 return Err(self.err(
@@ -535,6 +552,17 @@ impl Reader<'_> {
                 }
                 Ok(())
             }
+            Fault::Slow { factor, .. } if !(1.0..=MAX_SLOW_FACTOR).contains(factor) => Err(self
+                .err(
+                    &format!("{prefix}.factor"),
+                    format!(
+                    "{factor} is out of range; a slowdown factor is from 1 to {MAX_SLOW_FACTOR}"
+                ),
+                )),
+            Fault::Slow { duration, .. } if duration.is_zero() => Err(self.err(
+                &format!("{prefix}.duration"),
+                "a slowdown lasts more than zero",
+            )),
             Fault::Pause { duration, .. } if duration.is_zero() => Err(self.err(
                 &format!("{prefix}.duration"),
                 "a pause lasts more than zero",
@@ -899,6 +927,74 @@ mod tests {
         assert_error(&err, 7, "network.link[0].duplicate", "not a probability");
         let err = error("[[fault]]\nat = \"1s\"\nkind = \"network\"\nloss = 2\n");
         assert_error(&err, 7, "fault[0].loss", "not a probability");
+    }
+
+    #[test]
+    fn stream_mode_and_its_connection_timeout() {
+        let s = parse(
+            &format!("{HEAD}[network]\nmode = \"stream\"\nconnection_timeout = \"3s\"\n"),
+            "ok.toml",
+        )
+        .unwrap();
+        assert_eq!(s.network.mode, NetworkMode::Stream);
+        assert_eq!(s.network.stream_timeout(), Some(Duration::from_secs(3)));
+        let s = parse(&format!("{HEAD}[network]\nmode = \"stream\"\n"), "ok.toml").unwrap();
+        assert_eq!(
+            s.network.stream_timeout(),
+            Some(NetworkSpec::DEFAULT_CONNECTION_TIMEOUT)
+        );
+        assert_eq!(NetworkSpec::default().stream_timeout(), None);
+        let err = error("[network]\nmode = \"tcp\"\n");
+        assert_error(&err, 5, "network.mode", "unknown variant `tcp`");
+        let err = error("[network]\nconnection_timeout = \"2s\"\n");
+        assert_error(
+            &err,
+            5,
+            "network.connection_timeout",
+            "only with mode = \"stream\"",
+        );
+        let err = error("[network]\nmode = \"stream\"\nconnection_timeout = \"0s\"\n");
+        assert_error(&err, 6, "network.connection_timeout", "more than zero");
+    }
+
+    #[test]
+    fn processing_time_and_slow() {
+        let s = parse(
+            &format!(
+                "{HEAD}[cluster]\nnodes = 3\n[processing]\ntime = [\"1ms\", \"2ms\"]\n\
+                 [[processing.node]]\nnode = 2\ntime = [\"5ms\", \"5ms\"]\n\
+                 [[fault]]\nat = \"1s\"\nkind = \"slow\"\nnode = 1\nfactor = 10\nduration = \"2s\"\n"
+            ),
+            "ok.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            s.processing.time_of(NodeId(0)),
+            Latency::new(Duration::from_millis(1), Duration::from_millis(2))
+        );
+        assert_eq!(
+            s.processing.time_of(NodeId(2)).min,
+            Duration::from_millis(5)
+        );
+        assert_eq!(
+            s.faults[0].fault,
+            Fault::Slow {
+                node: NodeSel::Id(1),
+                factor: 10.0,
+                duration: Duration::from_secs(2)
+            }
+        );
+        assert!(ProcessingSpec::default().is_default());
+        let err = error(
+            "[[fault]]\nat = \"1s\"\nkind = \"slow\"\nnode = 1\nfactor = 0.5\nduration = \"1s\"\n",
+        );
+        assert_error(&err, 8, "fault[0].factor", "from 1 to 1000");
+        let err = error(
+            "[[fault]]\nat = \"1s\"\nkind = \"slow\"\nnode = 1\nfactor = 2\nduration = \"0s\"\n",
+        );
+        assert_error(&err, 9, "fault[0].duration", "more than zero");
+        let err = error("[processing]\ntime = [\"5ms\", \"1ms\"]\n");
+        assert_error(&err, 5, "processing.time", "above the maximum");
     }
 
     #[test]

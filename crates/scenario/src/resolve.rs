@@ -143,6 +143,9 @@ impl Scenario {
         for (i, disk) in self.disk.nodes.iter().enumerate() {
             in_range(format!("disk.node[{i}].node"), disk.node)?;
         }
+        for (i, p) in self.processing.nodes.iter().enumerate() {
+            in_range(format!("processing.node[{i}].node"), p.node)?;
+        }
         for (i, event) in self.faults.iter().enumerate() {
             for (field, node) in fault_nodes(&event.fault) {
                 in_range(format!("fault[{i}].{field}"), node)?;
@@ -221,7 +224,8 @@ fn fault_nodes(fault: &Fault) -> Vec<(String, NodeId)> {
         | Fault::PowerLoss { node }
         | Fault::CrashPoint { node, .. }
         | Fault::DiskStall { node, .. }
-        | Fault::DiskError { node, .. } => {
+        | Fault::DiskError { node, .. }
+        | Fault::Slow { node, .. } => {
             out.extend(node.id().map(|n| ("node".to_string(), n)));
         }
         Fault::Heal {} | Fault::Network { .. } => {}

@@ -39,6 +39,12 @@ impl Scenario {
             let clocks: ArrayOfTables = self.clocks.iter().map(clock_table).collect();
             root.insert("clock", Item::ArrayOfTables(clocks));
         }
+        if !self.processing.is_default() {
+            root.insert(
+                "processing",
+                Item::Table(processing_table(&self.processing)),
+            );
+        }
         if !self.disk.is_default() {
             root.insert("disk", Item::Table(disk_table(&self.disk)));
         }
@@ -120,6 +126,12 @@ fn network_table(network: &NetworkSpec) -> Table {
     t.insert("latency", value(latency_value(&network.latency)));
     t.insert("loss", value(network.loss));
     t.insert("duplicate", value(network.duplicate));
+    if network.mode != crate::model::NetworkMode::Datagram {
+        t.insert("mode", value(network.mode.as_str()));
+    }
+    if let Some(timeout) = network.connection_timeout {
+        t.insert("connection_timeout", value(format_duration(timeout.0)));
+    }
     if !network.links.is_empty() {
         let links: ArrayOfTables = network
             .links
@@ -159,6 +171,25 @@ fn disk_table(disk: &DiskSpec) -> Table {
                 let mut n = Table::new();
                 n.insert("node", value(i64::from(d.node.0)));
                 n.insert("fsync", value(latency_value(&d.fsync)));
+                n
+            })
+            .collect();
+        t.insert("node", Item::ArrayOfTables(nodes));
+    }
+    t
+}
+
+fn processing_table(processing: &ProcessingSpec) -> Table {
+    let mut t = Table::new();
+    t.insert("time", value(latency_value(&processing.time)));
+    if !processing.nodes.is_empty() {
+        let nodes: ArrayOfTables = processing
+            .nodes
+            .iter()
+            .map(|d| {
+                let mut n = Table::new();
+                n.insert("node", value(i64::from(d.node.0)));
+                n.insert("time", value(latency_value(&d.time)));
                 n
             })
             .collect();
@@ -287,7 +318,7 @@ mod tests {
     }
 
     fn fault(rng: &mut SplitMix64, n: u32) -> Fault {
-        match rng.range_inclusive(0, 16) {
+        match rng.range_inclusive(0, 17) {
             0 => Fault::Partition {
                 groups: two_groups(rng, n, None),
             },
@@ -343,6 +374,11 @@ mod tests {
                 node: sel(rng, n),
                 duration: millis(rng, 3000),
             },
+            16 => Fault::Slow {
+                node: sel(rng, n),
+                factor: 1.0 + rng.range_inclusive(0, 99) as f64 / 4.0,
+                duration: millis(rng, 3000),
+            },
             _ => Fault::Request {
                 node: sel(rng, n),
                 name: format!("op{}", rng.range_inclusive(0, 9)),
@@ -355,6 +391,7 @@ mod tests {
     fn generate(seed: u64) -> Scenario {
         let mut rng = SplitMix64(seed);
         let n = rng.range_inclusive(3, 7) as u32;
+        let stream = rng.chance(0.5);
         let duration = Duration::from_secs(rng.range_inclusive(10, 60));
         let mut at = Duration::ZERO;
         let mut faults = Vec::new();
@@ -424,6 +461,14 @@ mod tests {
                         duplicate: None,
                     })
                     .collect(),
+                mode: if stream {
+                    NetworkMode::Stream
+                } else {
+                    NetworkMode::Datagram
+                },
+                connection_timeout: (stream && rng.chance(0.5)).then(|| {
+                    tenure_core::HumanDuration(Duration::from_millis(rng.range_inclusive(1, 5000)))
+                }),
             },
             clocks: (0..rng.range_inclusive(0, 2) as u32)
                 .map(|i| ClockSpec {
@@ -438,6 +483,15 @@ mod tests {
                     .map(|i| NodeDiskSpec {
                         node: NodeId(i),
                         fsync: latency(&mut rng),
+                    })
+                    .collect(),
+            },
+            processing: ProcessingSpec {
+                time: latency(&mut rng),
+                nodes: (0..rng.range_inclusive(0, 2) as u32)
+                    .map(|i| NodeProcessingSpec {
+                        node: NodeId(i),
+                        time: latency(&mut rng),
                     })
                     .collect(),
             },

@@ -667,6 +667,7 @@ fn data_json(l: &Layout, cluster: &Cluster, report: &Report, model: &Model) -> s
             Fate::Dropped(DropReason::Loss) => 2,
             Fate::Dropped(DropReason::Down) | Fate::LostDown => 3,
             Fate::InFlight => 4,
+            Fate::Dropped(DropReason::Reset) => 5,
         };
         let us = |t: SimTime| (t.as_nanos() / 1_000) as i64;
         msgs.push(serde_json::json!([

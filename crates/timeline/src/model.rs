@@ -93,7 +93,8 @@ pub enum Fate {
     /// Reached the receiver's handler at `handled` (later than its arrival if the
     /// receiver was paused).
     Delivered { handled: SimTime },
-    /// Never left: blocked by a partition or lost on the link.
+    /// Never left: blocked by a partition or lost on the link; or (stream mode,
+    /// `DropReason::Reset`) lost with its connection, held or in flight.
     Dropped(DropReason),
     /// Arrived while the receiver was down.
     LostDown,
@@ -430,6 +431,7 @@ pub fn build(report: &Report) -> Model {
     }
     if let Some(trace) = &report.trace {
         model.messages = messages(trace, &bars, end);
+        disconnects(trace, &mut marks);
     }
     bars.sort_by_key(|b| (b.node, b.kind.row(), b.start, b.kind, b.end));
     marks.sort_by_key(|m| (m.time, m.node));
@@ -590,6 +592,21 @@ fn faults(
     }
 }
 
+/// Stream mode: a mark where a node learned that a connection was reset.
+fn disconnects(trace: &[TraceEvent], marks: &mut Vec<Mark>) {
+    for e in trace {
+        if let TraceEvent::Disconnected { time, node, peer } = e {
+            marks.push(Mark {
+                node: Some(*node),
+                kind: "disconnect".into(),
+                time: *time,
+                label: format!("connection to {peer} reset"),
+                record: None,
+            });
+        }
+    }
+}
+
 fn messages(trace: &[TraceEvent], bars: &[Bar], end: SimTime) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::new();
     // id -> indices into `out` of the copies still waiting for their fate.
@@ -617,8 +634,12 @@ fn messages(trace: &[TraceEvent], bars: &[Bar], end: SimTime) -> Vec<Message> {
                     });
                     continue;
                 }
-                let mut at = deliver_at.clone();
+                let mut at: Vec<Option<SimTime>> = deliver_at.iter().copied().map(Some).collect();
                 at.sort();
+                if at.is_empty() {
+                    // Stream mode: held on a blocked link; `Released` says when it arrives.
+                    at.push(None);
+                }
                 let slots = pending.entry(*id).or_default();
                 for a in at {
                     slots.push(out.len());
@@ -627,7 +648,7 @@ fn messages(trace: &[TraceEvent], bars: &[Bar], end: SimTime) -> Vec<Message> {
                         from: *from,
                         to: *to,
                         sent: *time,
-                        arrived: Some(a),
+                        arrived: a,
                         fate: Fate::InFlight,
                         text: msg.clone(),
                     });
@@ -641,11 +662,19 @@ fn messages(trace: &[TraceEvent], bars: &[Bar], end: SimTime) -> Vec<Message> {
                     }
                 }
             }
-            TraceEvent::Lost { id, .. } => {
+            TraceEvent::Released { id, deliver_at, .. } => {
+                if let Some(k) = pending.get(id).and_then(|slots| slots.first()) {
+                    out[*k].arrived = Some(*deliver_at);
+                }
+            }
+            TraceEvent::Lost { id, reason, .. } => {
                 if let Some(slots) = pending.get_mut(id) {
                     if !slots.is_empty() {
                         let k = slots.remove(0);
-                        out[k].fate = Fate::LostDown;
+                        out[k].fate = match reason {
+                            DropReason::Reset => Fate::Dropped(DropReason::Reset),
+                            _ => Fate::LostDown,
+                        };
                     }
                 }
             }
@@ -655,7 +684,8 @@ fn messages(trace: &[TraceEvent], bars: &[Bar], end: SimTime) -> Vec<Message> {
     // Copies that arrived at a node that was down and never came back were never traced
     // as lost: find them from the down bands.
     for m in out.iter_mut().filter(|m| m.fate == Fate::InFlight) {
-        let at = m.arrived.expect("in-flight copies have an arrival");
+        // Still held on a blocked link at the end (stream mode): in flight.
+        let Some(at) = m.arrived else { continue };
         let down = bars.iter().any(|b| {
             b.node == m.to && b.kind == BarKind::Down && b.start <= at && (b.open || at < b.end)
         });

@@ -422,3 +422,78 @@ fn client_operations_become_bars_and_the_one_that_cannot_be_placed_is_outlined()
     ));
     assert!(html.contains("class=\"ts bar op\" data-kind=\"op\" data-node=\"1\""));
 }
+
+#[test]
+fn stream_mode_held_released_reset_and_disconnects() {
+    let r = report(
+        2,
+        100,
+        vec![rec(0, 0, Observation::Started)],
+        vec![
+            // Held at 10 ms, released at the heal (30 ms), handled at 33 ms.
+            sent(10, 1, 0, 1, &[], None),
+            TraceEvent::Held {
+                time: SimTime(10 * MS),
+                id: 1,
+                from: n(0),
+                to: n(1),
+            },
+            TraceEvent::Released {
+                time: SimTime(30 * MS),
+                id: 1,
+                deliver_at: SimTime(33 * MS),
+            },
+            delivered(33, 1, 0, 1),
+            // Held at 40 ms, lost when the connection resets at 60 ms.
+            sent(40, 2, 0, 1, &[], None),
+            TraceEvent::Lost {
+                time: SimTime(60 * MS),
+                id: 2,
+                to: n(1),
+                reason: DropReason::Reset,
+            },
+            // Held at 70 ms and still held at the end.
+            sent(70, 3, 0, 1, &[], None),
+            TraceEvent::Disconnected {
+                time: SimTime(60 * MS),
+                node: n(1),
+                peer: n(0),
+            },
+        ],
+    );
+    let m = build(&r);
+    let fates: Vec<(u64, Option<u64>, Fate)> = m
+        .messages
+        .iter()
+        .map(|x| (x.id, x.arrived.map(|a| a.0 / MS), x.fate))
+        .collect();
+    assert_eq!(
+        fates,
+        vec![
+            (
+                1,
+                Some(33),
+                Fate::Delivered {
+                    handled: SimTime(33 * MS)
+                }
+            ),
+            (2, None, Fate::Dropped(DropReason::Reset)),
+            (3, None, Fate::InFlight),
+        ]
+    );
+    let mark = m
+        .marks
+        .iter()
+        .find(|k| k.kind == "disconnect")
+        .expect("a disconnect mark");
+    assert_eq!(
+        (mark.node, mark.time, mark.label.as_str()),
+        (Some(n(1)), SimTime(60 * MS), "connection to n0 reset")
+    );
+    // The page renders (fate 5: reset).
+    let html = render("stream", &Cluster::uniform("node", 2), &r);
+    assert!(
+        html.contains("connection to n0 reset"),
+        "the mark is on the page"
+    );
+}

@@ -64,12 +64,18 @@
       if (allDense || count[k] > limit) {
         var key = k + "," + m[3];
         var d = dense[key] || (dense[key] = [0, 0]);
-        d[0]++; if (m[5] >= 1 && m[5] <= 3) d[1]++;
+        d[0]++; if ((m[5] >= 1 && m[5] <= 3) || m[5] === 5) d[1]++;
         return;
       }
       var xs = X(m[0] * 1000), ys = laneY(m[3]), yt = laneY(m[4]);
       var text = D.texts[m[6]], who = "n" + m[3] + " → n" + m[4] + ": " + text + "\nsent " + fmt(m[0] * 1000);
       var g;
+      if (m[5] === 5 && m[1] < 0) { // held on a blocked link, lost when the connection reset
+        g = el("g", {}, msgG);
+        el("line", { "class": "m drop", x1: clampX(xs), y1: ys, x2: clampX(xs + 14), y2: ys + (yt - ys) * 0.3 }, g);
+        title(g, who + "\nheld on a blocked link, lost when the connection reset");
+        return;
+      }
       if (m[5] === 1 || m[5] === 2) { // dropped at send: a stub toward the receiver, crossed out
         var xe = xs + 14, ye = ys + (yt - ys) * 0.3;
         g = el("g", {}, msgG);
@@ -81,10 +87,11 @@
       var xe2 = X(m[2] * 1000);
       g = el("g", {}, msgG);
       var late = m[5] === 0 && m[1] >= 0 && m[2] - m[1] > 1000; // handled well after arrival (paused)
-      if (m[5] === 3) {
+      if (m[5] === 3 || m[5] === 5) {
         el("line", { "class": "m drop", x1: clampX(xs), y1: ys, x2: clampX(xe2), y2: yt }, g);
         el("path", { "class": "x", d: "M" + (xe2 - 4) + "," + (yt - 4) + "L" + (xe2 + 4) + "," + (yt + 4) + "M" + (xe2 - 4) + "," + (yt + 4) + "L" + (xe2 + 4) + "," + (yt - 4) }, g);
-        title(g, who + "\nlost: arrived at " + fmt(m[2] * 1000) + " while n" + m[4] + " was down");
+        title(g, who + (m[5] === 5 ? "\nlost: its connection was reset before it was handled"
+          : "\nlost: arrived at " + fmt(m[2] * 1000) + " while n" + m[4] + " was down"));
       } else {
         el("line", { "class": "m" + (late ? " late" : ""), x1: clampX(xs), y1: ys, x2: clampX(xe2), y2: yt, "marker-end": "url(#arrow)" }, g);
         title(g, who + (m[5] === 4 ? "\nstill in flight at the end (arrives " + fmt(m[2] * 1000) + ")"

@@ -160,3 +160,35 @@ fn a_pause_of_the_holder_shrinks_to_that_pause_alone() {
     let again = shrink(&crate::zoo(), &s, 1).unwrap();
     assert_eq!(again.scenario, first.scenario, "shrinking is deterministic");
 }
+
+#[test]
+fn crash_cycles_pair_each_crash_with_the_next_restart_of_its_node() {
+    let crash = |n| Fault::Crash {
+        node: NodeSel::Id(n),
+    };
+    let power = |n| Fault::PowerLoss {
+        node: NodeSel::Id(n),
+    };
+    let restart = |n| Fault::Restart {
+        node: NodeSel::Id(n),
+    };
+    let faults = vec![
+        ev(100, crash(1)),
+        ev(150, crash(2)),
+        ev(200, restart(2)),
+        ev(300, restart(1)),
+        ev(400, power(1)),
+        ev(450, restart(1)),
+        ev(
+            500,
+            Fault::Crash {
+                node: NodeSel::Leader,
+            },
+        ),
+        ev(600, crash(3)),
+    ];
+    assert_eq!(
+        crash_cycles(&faults),
+        vec![(0, Some(3)), (1, Some(2)), (4, Some(5)), (7, None)]
+    );
+}
