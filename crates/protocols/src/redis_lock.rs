@@ -8,6 +8,18 @@
 //! Each client believes it holds the lock for `ttl` minus the time since it sent its
 //! `SET`, by its own monotonic clock.
 //!
+//! The server expires keys as real Redis does (see [`crate::lock_server`]): an absolute
+//! Unix-millisecond expiry time compared with the server's *wall* clock (`keyIsExpired`
+//! in redis/redis `src/db.c`). A forward step of the server's wall clock therefore
+//! expires the holder's key early and a second client gets the lock while the first
+//! still works: mutual exclusion of actions fails on a single instance too
+//! (`scenarios/redis-lock/server-clock-jump.toml`). The protocol declares the wall
+//! steps it is designed for ([`tenure_core::Assumptions::max_wall_jump`]): a quarter
+//! of the TTL margin (`ttl - work`), since pauses take half of it and the last quarter
+//! covers drift and round trips. Variant `monotonic-expiry` times the TTL on the
+//! server's monotonic clock instead: a contrast, not a bug, that passes the same jump
+//! (`scenarios/redis-lock/server-clock-jump-monotonic-expiry.toml`).
+//!
 //! How it fails, even when correct: a client paused (GC, VM stall) longer than the TTL
 //! keeps believing it holds the lock after the server has given it to someone else, and
 //! writes to the unfenced storage from a stale read (Kleppmann, "How to do distributed
@@ -25,7 +37,8 @@
 //! which is the same machinery with tokens and a fenced resource.
 
 use crate::backoff::{lock_policy, BackoffParams};
-use crate::lock_server::{ExpiryClock, LockMsg, LockServer};
+pub use crate::lock_server::ExpiryClock;
+use crate::lock_server::{LockMsg, LockServer};
 use crate::resource::{FencingMode, Resource, ResourceMsg};
 use crate::workload::{LockApi, Workload, WorkloadConfig, WorkloadTimer};
 use serde::{Deserialize, Serialize};
@@ -81,6 +94,8 @@ pub enum ReleaseKind {
 /// Configuration of a single-lock-server protocol (redis-lock, fencing).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SingleServerConfig {
+    /// Which clock the server times TTLs on (real Redis: the wall clock).
+    pub expiry: ExpiryClock,
     /// `None`: `SET` without `PX` (never expires).
     pub ttl: Option<Duration>,
     pub release: ReleaseKind,
@@ -197,9 +212,7 @@ impl Protocol for RedisLock {
 
     fn new(config: &SingleServerConfig, me: NodeId, cluster: &Cluster) -> RedisLock {
         match cluster.role_of(me) {
-            "server" => {
-                RedisLock::Server(LockServer::new(ExpiryClock::Monotonic, config.issue_tokens))
-            }
+            "server" => RedisLock::Server(LockServer::new(config.expiry, config.issue_tokens)),
             "client" => RedisLock::Client(Box::new(SingleServerClient {
                 lock: SingleServerLock {
                     server: the_one(cluster, "server"),
@@ -368,6 +381,7 @@ impl LockParams {
     pub fn single_server(
         &self,
         cluster: &Cluster,
+        expiry: ExpiryClock,
         ttl: bool,
         release: ReleaseKind,
         issue_tokens: bool,
@@ -381,6 +395,7 @@ impl LockParams {
             return Err(ParamError::new("acquire_timeout", "must be above zero"));
         }
         Ok(SingleServerConfig {
+            expiry,
             ttl: ttl.then_some(self.ttl.0),
             release,
             issue_tokens,
@@ -416,7 +431,12 @@ static INFO: ProtocolInfo = ProtocolInfo {
     variants: &[
         VariantInfo {
             name: "correct",
-            summary: "SET NX PX and the compare-and-delete script (still unsafe under a pause longer than the TTL)",
+            summary: "SET NX PX and the compare-and-delete script, keys expiring by the server's wall clock as in Redis (unsafe under a pause longer than the TTL or a wall step past the margin)",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "monotonic-expiry",
+            summary: "a contrast, not a bug: the server times TTLs on its monotonic clock, so wall steps do not expire a key",
             breaks: &[],
         },
         VariantInfo {
@@ -439,8 +459,19 @@ static INFO: ProtocolInfo = ProtocolInfo {
 #[strum(serialize_all = "kebab-case")]
 pub enum RedisLockVariant {
     Correct,
+    MonotonicExpiry,
     PlainDelRelease,
     NoTtl,
+}
+
+/// The largest wall-clock step a TTL lock server that expires by its wall clock is
+/// designed for: a quarter of the TTL margin `ttl - work_duration` (pauses take half of
+/// it, see `max_pause`, and the last quarter covers the clocks' drift and the round
+/// trips). `None` when keys never expire or expire by the monotonic clock.
+pub(crate) fn max_wall_jump(config: &SingleServerConfig) -> Option<Duration> {
+    let ttl = config.ttl?;
+    (config.expiry == ExpiryClock::Wall)
+        .then(|| ttl.saturating_sub(config.workload.work_duration) / 4)
 }
 
 impl Configurable for RedisLock {
@@ -456,21 +487,23 @@ impl Configurable for RedisLock {
         variant: RedisLockVariant,
         cluster: &Cluster,
     ) -> Result<SingleServerConfig, ParamError> {
-        let (ttl, release) = match variant {
-            RedisLockVariant::Correct => (true, ReleaseKind::CompareAndDelete),
-            RedisLockVariant::PlainDelRelease => (true, ReleaseKind::PlainDel),
-            RedisLockVariant::NoTtl => (false, ReleaseKind::CompareAndDelete),
+        use ExpiryClock::{Monotonic, Wall};
+        let (expiry, ttl, release) = match variant {
+            RedisLockVariant::Correct => (Wall, true, ReleaseKind::CompareAndDelete),
+            RedisLockVariant::MonotonicExpiry => (Monotonic, true, ReleaseKind::CompareAndDelete),
+            RedisLockVariant::PlainDelRelease => (Wall, true, ReleaseKind::PlainDel),
+            RedisLockVariant::NoTtl => (Wall, false, ReleaseKind::CompareAndDelete),
         };
-        params.single_server(cluster, ttl, release, false, FencingMode::Unfenced)
+        params.single_server(cluster, expiry, ttl, release, false, FencingMode::Unfenced)
     }
 
     fn promises(config: &SingleServerConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
         let ttl = config.ttl.unwrap_or_default();
         vec![
             tenure_core::Promise::new("mutual-exclusion"),
-            crate::promises::lock_liveness(
+            crate::promises::lock_liveness_for(
                 &config.workload,
-                ttl,
+                crate::promises::Lease::ttl(ttl, max_wall_jump(config)),
                 config.acquire_timeout,
                 Some(0.1),
                 cluster,
@@ -505,10 +538,19 @@ impl Configurable for RedisLock {
                 "a server restarts with no keys: it must stay down a TTL (antirez's \
                  \"delayed restarts\") or a second client gets the lock",
             )),
-            // This model's server expires keys by its monotonic clock (real Redis uses
-            // the wall clock, PX; Redlock's `wall-clock-expiry` variant shows that): a
-            // wall step is within its design.
-            max_wall_jump: None,
+            max_wall_jump: max_wall_jump(config).map(|jump| {
+                Limit::new(
+                    jump,
+                    format!(
+                        "the server expires keys by its wall clock, as Redis does: a forward \
+                         step shortens the holder's TTL by as much; the TTL margin ({} - \
+                         work {}) goes half to pauses, a quarter to wall steps, a quarter to \
+                         drift and round trips",
+                        f(ttl),
+                        f(work)
+                    ),
+                )
+            }),
             reliable_network: None,
         }
     }
@@ -978,6 +1020,64 @@ pub(crate) mod tests {
             "cluster.roles.server"
         );
         assert_eq!(config("no-ttl").ttl, None);
+    }
+
+    #[test]
+    fn correct_expires_by_the_wall_clock_and_declares_the_steps_it_takes() {
+        assert_eq!(config("correct").expiry, ExpiryClock::Wall);
+        assert_eq!(config("monotonic-expiry").expiry, ExpiryClock::Monotonic);
+        // ttl 2s - work 100ms = 1.9s of margin: a quarter for wall steps.
+        let a = RedisLock::assumptions(&config("correct"));
+        assert_eq!(a.max_wall_jump.unwrap().value, Duration::from_millis(475));
+        assert!(RedisLock::assumptions(&config("monotonic-expiry"))
+            .max_wall_jump
+            .is_none());
+        // A backward step keeps a crashed holder's key that much longer: the liveness
+        // bound has the term.
+        let p = RedisLock::promises(&config("correct"), &lock_cluster());
+        let live = p.iter().find(|p| p.check == "lock-liveness").unwrap();
+        assert!(
+            format!("{live:?}").contains("backward wall step max 475ms"),
+            "{live:?}"
+        );
+        // The server the correct variant runs gives a key away after a forward step.
+        let cfg = config("correct");
+        let mut server = RedisLock::new(&cfg, SERVER, &lock_cluster());
+        let set = |req, owner| {
+            Msg::Lock(LockMsg::Set {
+                req,
+                key: "counter".into(),
+                owner,
+                ttl: Some(Duration::from_secs(2)),
+            })
+        };
+        run(&mut server, SERVER, 0, 1, |s, env| {
+            s.on_message(env, CLIENT, set(1, 7))
+        });
+        let mut storage = StorageMap::new();
+        let mut rng = SplitMix64(1);
+        let cluster = lock_cluster();
+        // 1 s later by the monotonic clock, the wall clock stepped 5 s forward.
+        let mut step: Step<'_, Msg, Timer> = Step::new(
+            SERVER,
+            &cluster,
+            LocalTime(1_000_000_000),
+            LocalTime(6_000_000_000),
+            &mut storage,
+            &mut rng,
+        );
+        server.on_message(&mut step, CLIENT, set(2, 8));
+        assert_eq!(
+            step.effects,
+            vec![Effect::Send {
+                to: CLIENT,
+                msg: Msg::Lock(LockMsg::SetReply {
+                    req: 2,
+                    granted: true,
+                    token: None
+                })
+            }]
+        );
     }
 
     #[test]

@@ -18,13 +18,31 @@
 //!   after every server expired it; another client takes a quorum
 //!   (`scenarios/redlock/client-pause.toml`). This breaks the correct variant too, which
 //!   is why its `breaks` list stays empty: the scenario encodes it as expected.
-//! * variant `wall-clock-expiry`: servers time the TTL on their wall clock (as Redis did
-//!   for key expiry). A forward jump on one server of the quorum expires the lock
-//!   there early; a second client takes that server plus two others, and two clients
-//!   hold a quorum each (`scenarios/redlock/clock-jump.toml`). Breaks mutual-exclusion.
+//! * the servers expire keys as real Redis does, by absolute Unix-ms expiry times on
+//!   their *wall* clocks (`keyIsExpired` in redis/redis `src/db.c`, see
+//!   [`crate::lock_server`]). A forward jump on one server of the quorum expires the
+//!   lock there early; a second client takes that server plus two others, and two
+//!   clients hold a quorum each: Kleppmann's "Breaking Redlock with clock jumps"
+//!   (`scenarios/redlock/clock-jump.toml`, expected violation of the correct variant).
+//!   antirez's answer ("Is Redlock safe?", 2016) is to configure servers so the clock
+//!   is never stepped; the protocol declares that as `max_wall_jump`: a quarter of the
+//!   validity margin (`ttl - drift allowance - work`), half of it going to pauses and
+//!   the last quarter to drift and round trips.
+//!
+//! Variant `monotonic-expiry` is a contrast, not a bug: servers time TTLs on their
+//! monotonic clocks (what antirez proposed Redis should do), and pass the same jump
+//! (`scenarios/redlock/clock-jump-monotonic-expiry.toml`).
+//!
+//! Broken variant `constant-lock-value`: every client sets the same value (`SET key 1
+//! NX PX ttl`, a common shortcut) instead of a random value unique "across all clients
+//! and all lock requests" (redis.io). The release script then deletes *anyone's* key:
+//! a client that failed to get a quorum unlocks every server, deleting the holder's
+//! keys, and a third client takes a quorum while the holder still works. Breaks
+//! mutual-exclusion; contention alone shows it.
 
 use crate::backoff::BackoffParams;
 use crate::lock_server::{ExpiryClock, LockMsg, LockServer};
+use crate::promises::Lease;
 use crate::redis_lock::{check_role_count, LockParams, Msg, Timer};
 use crate::resource::{FencingMode, Resource};
 use crate::workload::{LockApi, Workload, WorkloadConfig};
@@ -39,8 +57,10 @@ use tenure_core::{
 /// Configuration shared by every node of a redlock run.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RedlockConfig {
-    /// Which clock the servers time TTLs on.
+    /// Which clock the servers time TTLs on (real Redis: the wall clock).
     pub expiry: ExpiryClock,
+    /// Every client sets the same value (broken variant `constant-lock-value`).
+    pub constant_value: bool,
     pub ttl: Duration,
     /// Subtracted from the validity: `clock_drift_factor × ttl + 2ms`.
     pub drift_allowance: Duration,
@@ -67,6 +87,7 @@ pub struct RedlockLock {
     ttl: Duration,
     drift_allowance: Duration,
     acquire_timeout: Duration,
+    constant_value: bool,
     req: u64,
     attempt: Option<Attempt>,
     held_owner: Option<u64>,
@@ -93,7 +114,9 @@ impl RedlockLock {
 impl LockApi<Msg, Timer> for RedlockLock {
     fn start_acquire(&mut self, env: &mut dyn Env<Msg, Timer>) {
         self.req += 1;
-        let owner = env.next_u64();
+        let random = env.next_u64();
+        // The broken variant's value is the same for every client and request.
+        let owner = if self.constant_value { 1 } else { random };
         self.attempt = Some(Attempt {
             req: self.req,
             owner,
@@ -206,6 +229,7 @@ impl Protocol for Redlock {
                     ttl: config.ttl,
                     drift_allowance: config.drift_allowance,
                     acquire_timeout: config.acquire_timeout,
+                    constant_value: config.constant_value,
                     req: 0,
                     attempt: None,
                     held_owner: None,
@@ -316,12 +340,17 @@ static INFO: ProtocolInfo = ProtocolInfo {
     variants: &[
         VariantInfo {
             name: "correct",
-            summary: "servers time TTLs on their monotonic clocks (still unsafe under a client pause longer than the validity)",
+            summary: "random values, quorum and validity check; servers expire keys by their wall clocks as Redis does (unsafe under a client pause past the validity or a wall step past the margin)",
             breaks: &[],
         },
         VariantInfo {
-            name: "wall-clock-expiry",
-            summary: "servers time TTLs on their wall clocks: a forward jump on one server expires the lock early",
+            name: "monotonic-expiry",
+            summary: "a contrast, not a bug: servers time TTLs on their monotonic clocks, so wall steps do not expire a key",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "constant-lock-value",
+            summary: "every client sets the same value: a failed attempt's unlock deletes the holder's keys",
             breaks: &["mutual-exclusion"],
         },
     ],
@@ -334,7 +363,20 @@ static INFO: ProtocolInfo = ProtocolInfo {
 #[strum(serialize_all = "kebab-case")]
 pub enum RedlockVariant {
     Correct,
-    WallClockExpiry,
+    MonotonicExpiry,
+    ConstantLockValue,
+}
+
+/// The largest wall-clock step of a server the protocol is designed for, when servers
+/// expire keys by their wall clocks: a quarter of the validity margin `ttl - drift
+/// allowance - work_duration` (pauses take half, see `max_pause`; the last quarter
+/// covers drift and round trips).
+fn max_wall_jump(config: &RedlockConfig) -> Option<Duration> {
+    let margin = config
+        .ttl
+        .saturating_sub(config.drift_allowance)
+        .saturating_sub(config.workload.work_duration);
+    (config.expiry == ExpiryClock::Wall).then_some(margin / 4)
 }
 
 impl Configurable for Redlock {
@@ -350,9 +392,10 @@ impl Configurable for Redlock {
         variant: RedlockVariant,
         cluster: &Cluster,
     ) -> Result<RedlockConfig, ParamError> {
-        let expiry = match variant {
-            RedlockVariant::Correct => ExpiryClock::Monotonic,
-            RedlockVariant::WallClockExpiry => ExpiryClock::Wall,
+        let (expiry, constant_value) = match variant {
+            RedlockVariant::Correct => (ExpiryClock::Wall, false),
+            RedlockVariant::MonotonicExpiry => (ExpiryClock::Monotonic, false),
+            RedlockVariant::ConstantLockValue => (ExpiryClock::Wall, true),
         };
         check_role_count(cluster, "server", 1, usize::MAX)?;
         if params.ttl.0.is_zero() {
@@ -390,6 +433,7 @@ impl Configurable for Redlock {
         };
         Ok(RedlockConfig {
             expiry,
+            constant_value,
             ttl: params.ttl.0,
             drift_allowance,
             acquire_timeout: params.acquire_timeout.0,
@@ -400,9 +444,9 @@ impl Configurable for Redlock {
     fn promises(config: &RedlockConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
         vec![
             tenure_core::Promise::new("mutual-exclusion"),
-            crate::promises::lock_liveness(
+            crate::promises::lock_liveness_for(
                 &config.workload,
-                config.ttl,
+                Lease::ttl(config.ttl, max_wall_jump(config)),
                 config.acquire_timeout,
                 Some(0.1),
                 cluster,
@@ -436,10 +480,20 @@ impl Configurable for Redlock {
                 "a server restarts with no keys: it must stay down a TTL (antirez's \
                  \"delayed restarts\")",
             )),
-            // This model's servers expire keys by their monotonic clocks (the
-            // `wall-clock-expiry` variant shows real Redis's wall-clock PX): a wall
-            // step is within its design.
-            max_wall_jump: None,
+            max_wall_jump: max_wall_jump(config).map(|jump| {
+                Limit::new(
+                    jump,
+                    format!(
+                        "servers expire keys by their wall clocks, as Redis does: a forward \
+                         step shortens the holder's keys by as much; the validity margin \
+                         (TTL {} - drift allowance {} - work {}) goes half to pauses, a \
+                         quarter to wall steps, a quarter to drift and round trips",
+                        f(config.ttl),
+                        f(config.drift_allowance),
+                        f(work)
+                    ),
+                )
+            }),
             reliable_network: None,
         }
     }
@@ -533,8 +587,10 @@ mod tests {
     #[test]
     fn drift_allowance_is_factor_times_ttl_plus_2ms() {
         assert_eq!(config("correct").drift_allowance, Duration::from_millis(22));
-        assert_eq!(config("correct").expiry, ExpiryClock::Monotonic);
-        assert_eq!(config("wall-clock-expiry").expiry, ExpiryClock::Wall);
+        assert_eq!(config("correct").expiry, ExpiryClock::Wall);
+        assert_eq!(config("monotonic-expiry").expiry, ExpiryClock::Monotonic);
+        assert!(config("constant-lock-value").constant_value);
+        assert!(!config("correct").constant_value);
     }
 
     #[test]
@@ -740,9 +796,65 @@ mod tests {
         let info = Redlock::info();
         assert_eq!(info.variants[0].name, "correct");
         assert_eq!(
-            info.variant("wall-clock-expiry").unwrap().breaks,
+            info.variant("constant-lock-value").unwrap().breaks,
             ["mutual-exclusion"]
         );
+        assert!(info.variant("monotonic-expiry").unwrap().breaks.is_empty());
         assert_eq!(info.role("server").unwrap().default_count, 5);
+    }
+
+    /// The values a client sends its SETs with, over two acquires.
+    fn values_sent(variant: &str, seed: u64) -> Vec<u64> {
+        let mut c = Redlock::new(&config(variant), CLIENT, &cluster());
+        let mut owners = Vec::new();
+        for at in [0, 500] {
+            let effects = run_in(
+                &cluster(),
+                &mut c,
+                CLIENT,
+                at,
+                seed + at as u64,
+                |c, env| {
+                    if at == 0 {
+                        c.on_start(env);
+                        c.on_timer(env, Timer::Workload(WorkloadTimer::Think));
+                    } else {
+                        c.on_timer(env, Timer::AcquireTimeout);
+                        c.on_timer(env, Timer::Workload(WorkloadTimer::Retry));
+                    }
+                },
+            );
+            owners.extend(effects.iter().find_map(|e| match e {
+                Effect::Send {
+                    msg: Msg::Lock(LockMsg::Set { owner, .. }),
+                    ..
+                } => Some(*owner),
+                _ => None,
+            }));
+        }
+        owners
+    }
+
+    #[test]
+    fn correct_values_are_random_per_request_and_the_broken_variant_uses_one_for_all() {
+        let a = values_sent("correct", 1);
+        let b = values_sent("correct", 2);
+        assert_eq!(a.len(), 2);
+        assert_ne!(a[0], a[1], "a fresh value per request");
+        assert_ne!(a[0], b[0], "clients draw different values");
+        assert_eq!(values_sent("constant-lock-value", 1), [1, 1]);
+        assert_eq!(values_sent("constant-lock-value", 2), [1, 1]);
+    }
+
+    #[test]
+    fn wall_steps_are_bounded_by_a_quarter_of_the_validity_margin() {
+        use tenure_core::Configurable;
+        let c = config("correct");
+        // ttl 2s - allowance 22ms - work 100ms = 1.878s; a quarter is 469.5ms.
+        let jump = Redlock::assumptions(&c).max_wall_jump.unwrap().value;
+        assert_eq!(jump, Duration::from_micros(469_500));
+        assert!(Redlock::assumptions(&config("monotonic-expiry"))
+            .max_wall_jump
+            .is_none());
     }
 }
