@@ -40,7 +40,7 @@ use crate::backoff::{lock_policy, BackoffParams};
 pub use crate::lock_server::ExpiryClock;
 use crate::lock_server::{LockMsg, LockServer};
 use crate::resource::{FencingMode, Resource, ResourceMsg};
-use crate::workload::{LockApi, Workload, WorkloadConfig, WorkloadTimer};
+use crate::workload::{LockApi, Phase, Workload, WorkloadConfig, WorkloadTimer};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tenure_core::{
@@ -117,8 +117,44 @@ pub struct SingleServerLock {
     req: u64,
     /// The outstanding acquire: its request id, owner value and send time.
     attempt: Option<(u64, u64, LocalTime)>,
+    /// Acquires that timed out before their reply came, newest last. A client talks to
+    /// Redis over TCP: a reply that comes after the client stopped waiting still
+    /// comes, and the key it granted is held for that owner value. Such a late grant
+    /// is used if the client still wants the lock and TTL is left, else given back;
+    /// it is never left to block every client for a TTL (with a round trip longer than
+    /// `acquire_timeout`, that left no client the lock at all: fuzz seeds redis-lock
+    /// partitions 32, chaos 143 and 178, fencing partitions 115 and chaos 178).
+    timed_out: Vec<(u64, u64, LocalTime)>,
     /// The owner value of the lock we were granted and have not released.
     held_owner: Option<u64>,
+}
+
+/// How many timed-out acquires a client remembers (older late replies are ignored).
+const TIMED_OUT_KEPT: usize = 8;
+
+impl SingleServerLock {
+    /// Gives back a key granted to `owner` that the client will not use.
+    fn give_back(&self, env: &mut dyn Env<Msg, Timer>, owner: u64) {
+        let key = self.key.clone();
+        let msg = match self.release {
+            ReleaseKind::CompareAndDelete => LockMsg::DelIfOwner { key, owner },
+            ReleaseKind::PlainDel => LockMsg::Del { key },
+        };
+        env.send(self.server, Msg::Lock(msg));
+    }
+
+    /// Remembers a timed-out acquire whose reply may still come.
+    fn remember_timed_out(&mut self, attempt: (u64, u64, LocalTime), now: LocalTime) {
+        // A grant older than the TTL has expired on the server: nothing to use or give
+        // back.
+        let ttl = self.ttl;
+        self.timed_out
+            .retain(|a| ttl.is_none_or(|t| a.2.until(now) < t));
+        self.timed_out.push(attempt);
+        if self.timed_out.len() > TIMED_OUT_KEPT {
+            self.timed_out.remove(0);
+        }
+    }
 }
 
 impl LockApi<Msg, Timer> for SingleServerLock {
@@ -166,32 +202,57 @@ impl SingleServerClient {
         granted: bool,
         token: Option<u64>,
     ) {
-        let Some((pending, owner, sent_at)) = self.lock.attempt else {
+        let now = env.monotonic();
+        if let Some((pending, owner, sent_at)) = self.lock.attempt {
+            if pending == req {
+                self.lock.attempt = None;
+                env.cancel_timer(&Timer::AcquireTimeout);
+                if !granted {
+                    self.workload.on_acquire_failed(env);
+                    return;
+                }
+                self.lock.held_owner = Some(owner);
+                let elapsed = sent_at.until(now);
+                match self.lock.ttl.map(|t| t.saturating_sub(elapsed)) {
+                    Some(validity) if validity.is_zero() => {
+                        // Granted, but too late to use: give it back.
+                        self.lock.release(env);
+                        self.workload.on_acquire_failed(env);
+                    }
+                    validity => self.workload.on_acquired(env, token, validity),
+                }
+                return;
+            }
+        }
+        // A late reply to an acquire that timed out.
+        let Some(i) = self.lock.timed_out.iter().position(|a| a.0 == req) else {
             return;
         };
-        if pending != req {
+        let (_, owner, sent_at) = self.lock.timed_out.remove(i);
+        if !granted {
             return;
         }
-        self.lock.attempt = None;
-        env.cancel_timer(&Timer::AcquireTimeout);
-        if !granted {
-            self.workload.on_acquire_failed(env);
+        let validity = self.lock.ttl.map(|t| t.saturating_sub(sent_at.until(now)));
+        let wanted = self.workload.phase() == Phase::Acquiring
+            && self.lock.held_owner.is_none()
+            && validity.is_none_or(|v| !v.is_zero());
+        if !wanted {
+            self.lock.give_back(env, owner);
             return;
+        }
+        // Use it; the newer acquire, if one is out, is now moot (its grant, if any,
+        // is given back when it comes).
+        if let Some(newer) = self.lock.attempt.take() {
+            env.cancel_timer(&Timer::AcquireTimeout);
+            self.lock.remember_timed_out(newer, now);
         }
         self.lock.held_owner = Some(owner);
-        let elapsed = sent_at.until(env.monotonic());
-        match self.lock.ttl.map(|t| t.saturating_sub(elapsed)) {
-            Some(validity) if validity.is_zero() => {
-                // Granted, but too late to use: give it back.
-                self.lock.release(env);
-                self.workload.on_acquire_failed(env);
-            }
-            validity => self.workload.on_acquired(env, token, validity),
-        }
+        self.workload.on_acquired(env, token, validity);
     }
 
     fn on_acquire_timeout(&mut self, env: &mut dyn Env<Msg, Timer>) {
-        if self.lock.attempt.take().is_some() {
+        if let Some(attempt) = self.lock.attempt.take() {
+            self.lock.remember_timed_out(attempt, env.monotonic());
             self.workload.on_acquire_failed(env);
         }
     }
@@ -222,6 +283,7 @@ impl Protocol for RedisLock {
                     acquire_timeout: config.acquire_timeout,
                     req: 0,
                     attempt: None,
+                    timed_out: Vec::new(),
                     held_owner: None,
                 },
                 workload: Workload::new(config.workload.clone()),
@@ -804,6 +866,79 @@ pub(crate) mod tests {
                 ..
             }]
         ));
+    }
+
+    #[test]
+    fn a_late_grant_is_used_while_backing_off_and_given_back_once_held() {
+        let (mut c, owner) = acquiring("correct");
+        // The acquire times out (a round trip longer than acquire_timeout): back off.
+        run(&mut c, CLIENT, 200, 1, |c, env| {
+            c.on_timer(env, Timer::AcquireTimeout)
+        });
+        // The grant comes at 250 ms: the key is ours on the server, so it is used,
+        // with the validity left since the SET was sent.
+        let grant = |req| {
+            Msg::Lock(LockMsg::SetReply {
+                req,
+                granted: true,
+                token: None,
+            })
+        };
+        let effects = run(&mut c, CLIENT, 250, 1, |c, env| {
+            c.on_message(env, SERVER, grant(1))
+        });
+        assert!(effects.contains(&Effect::Observe(Observation::Holds {
+            resource: "counter".into(),
+            token: 0
+        })));
+        assert!(effects.contains(&Effect::SetTimer {
+            timer: Timer::Workload(WorkloadTimer::Validity),
+            after: Duration::from_millis(1_750)
+        }));
+        let RedisLock::Client(client) = &c else {
+            unreachable!()
+        };
+        assert_eq!(client.lock.held_owner, Some(owner));
+        // A duplicate of that late grant changes nothing.
+        assert!(run(&mut c, CLIENT, 251, 1, |c, env| c.on_message(
+            env,
+            SERVER,
+            grant(1)
+        ))
+        .is_empty());
+        // Control: a late grant of another timed-out acquire, while the client holds,
+        // is given back at once.
+        let (mut c, _) = acquiring("correct");
+        run(&mut c, CLIENT, 200, 1, |c, env| {
+            c.on_timer(env, Timer::AcquireTimeout)
+        });
+        run(&mut c, CLIENT, 300, 7, |c, env| {
+            c.on_timer(env, Timer::Workload(WorkloadTimer::Retry))
+        });
+        let RedisLock::Client(client) = &c else {
+            unreachable!()
+        };
+        let second_owner = client.lock.attempt.unwrap().1;
+        run(&mut c, CLIENT, 310, 1, |c, env| {
+            c.on_message(env, SERVER, grant(2))
+        });
+        let effects = run(&mut c, CLIENT, 320, 1, |c, env| {
+            c.on_message(env, SERVER, grant(1))
+        });
+        assert_eq!(
+            effects,
+            vec![Effect::Send {
+                to: SERVER,
+                msg: Msg::Lock(LockMsg::DelIfOwner {
+                    key: "counter".into(),
+                    owner
+                })
+            }]
+        );
+        let RedisLock::Client(client) = &c else {
+            unreachable!()
+        };
+        assert_eq!(client.lock.held_owner, Some(second_owner));
     }
 
     #[test]

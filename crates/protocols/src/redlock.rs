@@ -303,7 +303,13 @@ impl Default for RedlockParams {
         let lock = LockParams::default();
         RedlockParams {
             ttl: lock.ttl,
-            acquire_timeout: HumanDuration(Duration::from_millis(100)),
+            // The per-request timeout must exceed the round trip to a live server, or
+            // that server never counts: with 100 ms, slow links (150 ms each way) left
+            // clients that could never count a majority, whose attempts kept the
+            // others' servers locked (fuzz: redlock chaos seed 73). Real clients such
+            // as node-redlock wait for every server's reply (bounded only by the
+            // driver's command timeout).
+            acquire_timeout: HumanDuration(Duration::from_millis(400)),
             clock_drift_factor: 0.01,
             resource: lock.resource,
             work_duration: lock.work_duration,
@@ -578,7 +584,7 @@ mod tests {
             effects[6],
             Effect::SetTimer {
                 timer: Timer::AcquireTimeout,
-                after: Duration::from_millis(100)
+                after: Duration::from_millis(400)
             }
         );
         (c, owner)
