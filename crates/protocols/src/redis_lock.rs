@@ -36,11 +36,12 @@
 //! [`SingleServerConfig`] and [`RedisLock`] are shared with the `fencing` protocol,
 //! which is the same machinery with tokens and a fenced resource.
 
-use crate::backoff::{lock_policy, BackoffParams};
 pub use crate::lock_server::ExpiryClock;
 use crate::lock_server::{LockMsg, LockServer};
 use crate::resource::{FencingMode, Resource, ResourceMsg};
-use crate::workload::{LockApi, Phase, Workload, WorkloadConfig, WorkloadTimer};
+use crate::workload::{
+    lock_client_params, LockApi, LockRole, Phase, Workload, WorkloadConfig, WorkloadTimer,
+};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tenure_core::{
@@ -272,9 +273,11 @@ impl Protocol for RedisLock {
     type Config = SingleServerConfig;
 
     fn new(config: &SingleServerConfig, me: NodeId, cluster: &Cluster) -> RedisLock {
-        match cluster.role_of(me) {
-            "server" => RedisLock::Server(LockServer::new(config.expiry, config.issue_tokens)),
-            "client" => RedisLock::Client(Box::new(SingleServerClient {
+        match LockRole::of(cluster, me, "redis-lock") {
+            LockRole::Server => {
+                RedisLock::Server(LockServer::new(config.expiry, config.issue_tokens))
+            }
+            LockRole::Client => RedisLock::Client(Box::new(SingleServerClient {
                 lock: SingleServerLock {
                     server: the_one(cluster, "server"),
                     key: config.workload.resource.clone(),
@@ -288,8 +291,7 @@ impl Protocol for RedisLock {
                 },
                 workload: Workload::new(config.workload.clone()),
             })),
-            "storage" => RedisLock::Storage(Resource::new(config.resource_mode)),
-            other => panic!("{me} plays role `{other}`, which redis-lock does not have"),
+            LockRole::Storage => RedisLock::Storage(Resource::new(config.resource_mode)),
         }
     }
 
@@ -367,51 +369,20 @@ pub(crate) fn check_role_count(
     Ok(())
 }
 
-/// Parameters of the lock protocols' clients and single server (redis-lock, fencing).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LockParams {
-    /// The key's time to live (`PX`), timed by the server.
-    pub ttl: HumanDuration,
-    /// How long a client waits for the lock server's answer.
-    pub acquire_timeout: HumanDuration,
-    /// The lock key and the protected resource's name.
-    pub resource: String,
-    /// How long a client works with the lock, between its read and its write.
-    pub work_duration: HumanDuration,
-    pub think_time: [HumanDuration; 2],
-    pub retry_backoff: [HumanDuration; 2],
-    /// How a client spaces its retries after a failed acquire:
-    /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
-    /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
-    pub backoff: Option<BackoffParams>,
-    /// How much each read-modify-write adds.
-    pub amount: i64,
-    /// How long a client waits for the storage's reply.
-    pub request_timeout: HumanDuration,
-    /// The k-th client waits k × this before its first acquire.
-    pub start_stagger: HumanDuration,
-    /// At most this many acquire attempts per client process (retries included);
-    /// absent: no limit. Bounds the workload for the model explorer.
-    pub max_attempts: Option<u32>,
-}
-
-impl Default for LockParams {
-    fn default() -> LockParams {
-        let ms = |n| HumanDuration(Duration::from_millis(n));
-        LockParams {
-            ttl: ms(2_000),
-            acquire_timeout: ms(200),
-            resource: "counter".to_string(),
-            work_duration: ms(100),
-            think_time: [ms(100), ms(300)],
-            retry_backoff: [ms(50), ms(150)],
-            backoff: None,
-            amount: 1,
-            request_timeout: ms(1_000),
-            start_stagger: ms(0),
-            max_attempts: None,
-        }
+lock_client_params! {
+    /// Parameters of the lock protocols' clients and single server (redis-lock,
+    /// fencing): the TTL and acquire timeout, then the workload's (see
+    /// [`WorkloadParams`](crate::workload::WorkloadParams)).
+    #[derive(Clone, Debug, PartialEq, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct LockParams {
+        /// The key's time to live (`PX`), timed by the server.
+        pub ttl: HumanDuration = HumanDuration(Duration::from_millis(2_000)),
+        /// How long a client waits for the lock server's answer.
+        pub acquire_timeout: HumanDuration = HumanDuration(Duration::from_millis(200)),
+        /// At most this many acquire attempts per client process (retries included);
+        /// absent: no limit. Bounds the workload for the model explorer.
+        pub max_attempts: Option<u32> = None,
     }
 }
 
@@ -421,22 +392,8 @@ impl LockParams {
     pub fn workload(&self, cluster: &Cluster) -> Result<WorkloadConfig, ParamError> {
         check_role_count(cluster, "storage", 1, 1)?;
         check_role_count(cluster, "client", 1, usize::MAX)?;
-        let config = WorkloadConfig {
-            resource: self.resource.clone(),
-            storage: the_one(cluster, "storage"),
-            work_duration: self.work_duration.0,
-            think_time: (self.think_time[0].0, self.think_time[1].0),
-            backoff: lock_policy(
-                self.backoff.as_ref(),
-                (self.retry_backoff[0].0, self.retry_backoff[1].0),
-            )?,
-            amount: self.amount,
-            request_timeout: self.request_timeout.0,
-            start_stagger: self.start_stagger.0,
-            max_attempts: self.max_attempts,
-        };
-        config.validate()?;
-        Ok(config)
+        self.workload_params()
+            .config(the_one(cluster, "storage"), self.max_attempts)
     }
 
     /// The single-server protocol's configuration (redis-lock and fencing).

@@ -40,12 +40,11 @@
 //! keys, and a third client takes a quorum while the holder still works. Breaks
 //! mutual-exclusion; contention alone shows it.
 
-use crate::backoff::BackoffParams;
 use crate::lock_server::{ExpiryClock, LockMsg, LockServer};
 use crate::promises::Lease;
-use crate::redis_lock::{check_role_count, LockParams, Msg, Timer};
+use crate::redis_lock::{check_role_count, Msg, Timer};
 use crate::resource::{FencingMode, Resource};
-use crate::workload::{LockApi, Workload, WorkloadConfig};
+use crate::workload::{lock_client_params, LockApi, LockRole, Workload, WorkloadConfig};
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -220,9 +219,9 @@ impl Protocol for Redlock {
     type Config = RedlockConfig;
 
     fn new(config: &RedlockConfig, me: NodeId, cluster: &Cluster) -> Redlock {
-        match cluster.role_of(me) {
-            "server" => Redlock::Server(LockServer::new(config.expiry, false)),
-            "client" => Redlock::Client(Box::new(RedlockClient {
+        match LockRole::of(cluster, me, "redlock") {
+            LockRole::Server => Redlock::Server(LockServer::new(config.expiry, false)),
+            LockRole::Client => Redlock::Client(Box::new(RedlockClient {
                 lock: RedlockLock {
                     servers: cluster.with_role("server").collect(),
                     key: config.workload.resource.clone(),
@@ -236,8 +235,7 @@ impl Protocol for Redlock {
                 },
                 workload: Workload::new(config.workload.clone()),
             })),
-            "storage" => Redlock::Storage(Resource::new(FencingMode::Unfenced)),
-            other => panic!("{me} plays role `{other}`, which redlock does not have"),
+            LockRole::Storage => Redlock::Storage(Resource::new(FencingMode::Unfenced)),
         }
     }
 
@@ -275,51 +273,23 @@ impl Protocol for Redlock {
     }
 }
 
-/// Redlock's parameters: those of [`LockParams`] plus `clock_drift_factor`.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RedlockParams {
-    /// The keys' time to live on every server.
-    pub ttl: HumanDuration,
-    /// How long a client waits for the servers' answers (the per-request timeout).
-    pub acquire_timeout: HumanDuration,
-    /// The drift allowance is `clock_drift_factor × ttl + 2ms` (redis.io uses 0.01).
-    pub clock_drift_factor: f64,
-    pub resource: String,
-    pub work_duration: HumanDuration,
-    pub think_time: [HumanDuration; 2],
-    pub retry_backoff: [HumanDuration; 2],
-    /// How a client spaces its retries after a failed acquire:
-    /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
-    /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
-    pub backoff: Option<BackoffParams>,
-    pub amount: i64,
-    pub request_timeout: HumanDuration,
-    pub start_stagger: HumanDuration,
-}
-
-impl Default for RedlockParams {
-    fn default() -> RedlockParams {
-        let lock = LockParams::default();
-        RedlockParams {
-            ttl: lock.ttl,
-            // The per-request timeout must exceed the round trip to a live server, or
-            // that server never counts: with 100 ms, slow links (150 ms each way) left
-            // clients that could never count a majority, whose attempts kept the
-            // others' servers locked (fuzz: redlock chaos seed 73). Real clients such
-            // as node-redlock wait for every server's reply (bounded only by the
-            // driver's command timeout).
-            acquire_timeout: HumanDuration(Duration::from_millis(400)),
-            clock_drift_factor: 0.01,
-            resource: lock.resource,
-            work_duration: lock.work_duration,
-            think_time: lock.think_time,
-            retry_backoff: lock.retry_backoff,
-            backoff: None,
-            amount: lock.amount,
-            request_timeout: lock.request_timeout,
-            start_stagger: lock.start_stagger,
-        }
+lock_client_params! {
+    /// Redlock's parameters: the TTL, the per-request timeout and `clock_drift_factor`,
+    /// then the workload's (see [`WorkloadParams`](crate::workload::WorkloadParams)).
+    #[derive(Clone, Debug, PartialEq, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct RedlockParams {
+        /// The keys' time to live on every server.
+        pub ttl: HumanDuration = HumanDuration(Duration::from_millis(2_000)),
+        /// How long a client waits for the servers' answers (the per-request timeout).
+        /// It must exceed the round trip to a live server, or that server never counts:
+        /// with 100 ms, slow links (150 ms each way) left clients that could never
+        /// count a majority, whose attempts kept the others' servers locked (fuzz:
+        /// redlock chaos seed 73). Real clients such as node-redlock wait for every
+        /// server's reply (bounded only by the driver's command timeout).
+        pub acquire_timeout: HumanDuration = HumanDuration(Duration::from_millis(400)),
+        /// The drift allowance is `clock_drift_factor × ttl + 2ms` (redis.io uses 0.01).
+        pub clock_drift_factor: f64 = 0.01,
     }
 }
 
@@ -424,26 +394,18 @@ impl Configurable for Redlock {
                 "must be longer than the drift allowance (clock_drift_factor × ttl + 2ms)",
             ));
         }
-        let lock = LockParams {
-            ttl: params.ttl,
-            acquire_timeout: params.acquire_timeout,
-            resource: params.resource,
-            work_duration: params.work_duration,
-            think_time: params.think_time,
-            retry_backoff: params.retry_backoff,
-            backoff: params.backoff,
-            amount: params.amount,
-            request_timeout: params.request_timeout,
-            start_stagger: params.start_stagger,
-            max_attempts: None,
-        };
+        check_role_count(cluster, "storage", 1, 1)?;
+        check_role_count(cluster, "client", 1, usize::MAX)?;
+        let workload = params
+            .workload_params()
+            .config(crate::redis_lock::the_one(cluster, "storage"), None)?;
         Ok(RedlockConfig {
             expiry,
             constant_value,
             ttl: params.ttl.0,
             drift_allowance,
             acquire_timeout: params.acquire_timeout.0,
-            workload: lock.workload(cluster)?,
+            workload,
         })
     }
 
