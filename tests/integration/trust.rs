@@ -20,12 +20,9 @@ const SEEDS_PER_CELL: u64 = 40;
 /// * `zookeeper` under `crashes` and `chaos`: after a client restarts, the election
 ///   recipe's followers do not all follow the leader again by the bound (issue 10,
 ///   item 5: the model's client recovery is incomplete).
-/// * `redis-lock` under `partitions`, seed 32: no client gets the lock for 8 s after
-///   the calm (under investigation).
 const KNOWN_OPEN: &[(&str, &str)] = &[
     ("zookeeper", "crashes"),
     ("zookeeper", "chaos"),
-    ("redis-lock", "partitions"),
 ];
 
 fn failures(target: &Target, seeds: std::ops::Range<u64>) -> Vec<String> {
