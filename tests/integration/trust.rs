@@ -20,10 +20,7 @@ const SEEDS_PER_CELL: u64 = 40;
 /// * `zookeeper` under `crashes` and `chaos`: after a client restarts, the election
 ///   recipe's followers do not all follow the leader again by the bound (issue 10,
 ///   item 5: the model's client recovery is incomplete).
-const KNOWN_OPEN: &[(&str, &str)] = &[
-    ("zookeeper", "crashes"),
-    ("zookeeper", "chaos"),
-];
+const KNOWN_OPEN: &[(&str, &str)] = &[("zookeeper", "crashes"), ("zookeeper", "chaos")];
 
 fn failures(target: &Target, seeds: std::ops::Range<u64>) -> Vec<String> {
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
