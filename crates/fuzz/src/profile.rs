@@ -435,7 +435,9 @@ impl<'a> Drawer<'a> {
                 // Log-uniform: many quick restarts (a supervisor restarting a process),
                 // some long outages.
                 let end = (at + self.log_between(p.outage_range)).min(heal_at);
-                if end > at && self.may_go_down(node, at, end) {
+                // A crash the heal would end sooner than the shortest outage (a declared
+                // minimum restart delay, see `within`) is not drawn.
+                if end > at && end - at >= p.outage_range[0] && self.may_go_down(node, at, end) {
                     self.down.push((node, at, end));
                     self.crash_restart(node, at, end);
                 }
@@ -531,7 +533,10 @@ impl<'a> Drawer<'a> {
                         }
                     } else {
                         let end = (at + self.log_between(p.outage_range)).min(heal_at);
-                        if end > at && self.may_go_down(node, at, end) {
+                        if end > at
+                            && end - at >= p.outage_range[0]
+                            && self.may_go_down(node, at, end)
+                        {
                             self.down.push((node, at, end));
                             self.push(
                                 at,

@@ -52,9 +52,8 @@ mod server;
 pub use client::{EtcdClient, EtcdLockClient};
 pub use server::{EtcdData, EtcdServer, Kv, Lease};
 
-use crate::backoff::{lock_policy, BackoffParams};
 use crate::resource::{FencingMode, Resource, ResourceMsg};
-use crate::workload::{WorkloadConfig, WorkloadTimer};
+use crate::workload::{lock_client_params, LockRole, WorkloadConfig, WorkloadTimer};
 use crate::zookeeper::single_node;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -181,47 +180,20 @@ pub struct EtcdConfig {
     pub workload: WorkloadConfig,
 }
 
-/// Scenario parameters (`[protocol.params]`); the workload fields have the same names
-/// and defaults as the other lock protocols'.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct EtcdLockParams {
-    /// The lease's time to live, timed by the server.
-    pub ttl: HumanDuration,
-    /// Whether the storage checks the tokens (create revisions).
-    pub resource_mode: FencingMode,
-    pub resource: String,
-    pub work_duration: HumanDuration,
-    pub think_time: [HumanDuration; 2],
-    pub retry_backoff: [HumanDuration; 2],
-    /// How a client spaces its retries after a failed acquire:
-    /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
-    /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
-    pub backoff: Option<BackoffParams>,
-    pub amount: i64,
-    pub request_timeout: HumanDuration,
-    pub start_stagger: HumanDuration,
-    /// At most this many acquire attempts per client process (retries included);
-    /// absent: no limit. Bounds the workload for the model explorer.
-    pub max_attempts: Option<u32>,
-}
-
-impl Default for EtcdLockParams {
-    fn default() -> Self {
-        let ms = |n| HumanDuration(Duration::from_millis(n));
-        EtcdLockParams {
-            ttl: ms(2_000),
-            resource_mode: FencingMode::Fenced,
-            resource: "counter".to_string(),
-            work_duration: ms(100),
-            think_time: [ms(100), ms(300)],
-            retry_backoff: [ms(50), ms(150)],
-            backoff: None,
-            amount: 1,
-            request_timeout: ms(1_000),
-            start_stagger: ms(0),
-            max_attempts: None,
-        }
+lock_client_params! {
+    /// Scenario parameters (`[protocol.params]`): the lease TTL, the storage's mode and
+    /// the attempt limit, then the workload's, with the same names and defaults as the
+    /// other lock protocols' (see [`WorkloadParams`](crate::workload::WorkloadParams)).
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct EtcdLockParams {
+        /// The lease's time to live, timed by the server.
+        pub ttl: HumanDuration = HumanDuration(Duration::from_millis(2_000)),
+        /// Whether the storage checks the tokens (create revisions).
+        pub resource_mode: FencingMode = FencingMode::Fenced,
+        /// At most this many acquire attempts per client process (retries included);
+        /// absent: no limit. Bounds the workload for the model explorer.
+        pub max_attempts: Option<u32> = None,
     }
 }
 
@@ -283,11 +255,10 @@ impl Protocol for EtcdLock {
     type Config = EtcdConfig;
 
     fn new(config: &EtcdConfig, me: NodeId, cluster: &Cluster) -> EtcdLock {
-        match cluster.role_of(me) {
-            "server" => EtcdLock::Server(EtcdServer::new()),
-            "client" => EtcdLock::Client(Box::new(EtcdClient::new(config, me, cluster))),
-            "storage" => EtcdLock::Storage(Resource::new(config.resource_mode)),
-            other => panic!("{me} plays role `{other}`, which etcd-lock does not have"),
+        match LockRole::of(cluster, me, "etcd-lock") {
+            LockRole::Server => EtcdLock::Server(EtcdServer::new()),
+            LockRole::Client => EtcdLock::Client(Box::new(EtcdClient::new(config, me, cluster))),
+            LockRole::Storage => EtcdLock::Storage(Resource::new(config.resource_mode)),
         }
     }
 
@@ -343,21 +314,10 @@ impl Configurable for EtcdLock {
                 "must be at least 30ms (clients keep alive every third of it)",
             ));
         }
-        let workload = WorkloadConfig {
-            resource: params.resource.clone(),
-            storage: single_node(cluster, "storage")?,
-            work_duration: params.work_duration.0,
-            think_time: (params.think_time[0].0, params.think_time[1].0),
-            backoff: lock_policy(
-                params.backoff.as_ref(),
-                (params.retry_backoff[0].0, params.retry_backoff[1].0),
-            )?,
-            amount: params.amount,
-            request_timeout: params.request_timeout.0,
-            start_stagger: params.start_stagger.0,
-            max_attempts: params.max_attempts,
-        };
-        workload.validate()?;
+        let storage = single_node(cluster, "storage")?;
+        let workload = params
+            .workload_params()
+            .config(storage, params.max_attempts)?;
         Ok(EtcdConfig {
             variant,
             ttl: params.ttl.0,

@@ -17,7 +17,9 @@
 //!
 //! The machinery is [`RedisLock`]'s; only the configuration differs.
 
-use crate::redis_lock::{LockParams, Msg, RedisLock, ReleaseKind, SingleServerConfig, Timer};
+use crate::redis_lock::{
+    ExpiryClock, LockParams, Msg, RedisLock, ReleaseKind, SingleServerConfig, Timer,
+};
 use crate::resource::FencingMode;
 use tenure_core::{
     Cluster, Configurable, Env, NodeId, ParamError, Protocol, ProtocolInfo, VariantInfo,
@@ -95,7 +97,16 @@ impl Configurable for Fencing {
             FencingVariant::Correct => FencingMode::Fenced,
             FencingVariant::Unfenced => FencingMode::Unfenced,
         };
-        params.single_server(cluster, true, ReleaseKind::CompareAndDelete, true, mode)
+        // Tokens, not expiry, keep the resource safe here: the server times TTLs on
+        // its monotonic clock, so wall steps need no declared bound.
+        params.single_server(
+            cluster,
+            ExpiryClock::Monotonic,
+            true,
+            ReleaseKind::CompareAndDelete,
+            true,
+            mode,
+        )
     }
 
     fn promises(config: &SingleServerConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {

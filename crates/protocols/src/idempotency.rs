@@ -12,9 +12,28 @@
 //! known key gets the remembered result and no second effect. A client observes
 //! `Completed` when it learns the outcome.
 //!
-//! What it promises (correct): every key's effect happens exactly once, whatever the
-//! network loses or duplicates and however often the service crashes, because the key
-//! and the effect are recorded in one atomic handler.
+//! What it promises (correct): every key's effect happens at most once, and exactly
+//! once for every key whose client was told it succeeded, whatever the network loses
+//! or duplicates and however often the service crashes or loses power.
+//!
+//! How (correct), after Brandur Leach's design (the key row is inserted and locked in
+//! one transaction before the work, the effect and the result are committed with it,
+//! and a request that died mid-way leaves the key "in flight"), and Stripe's rule
+//! that a retried key gets the result saved for it, an error included:
+//! 1. a new key is first recorded durably as `Started` (store + sync) *before* its
+//!    effect: a crash before that sync completes leaves no trace and no effect, so
+//!    the retry applies it once;
+//! 2. the effect (`Applied`), then its result `Done { ok }` is stored and synced, and
+//!    only then is the client answered `ok`;
+//! 3. a retry of a `Done` key gets the saved result; a retry of a key left `Started`
+//!    by a crash (its effect may or may not have happened: the crash hit between the
+//!    two syncs) is answered with an error, never applied again.
+//!
+//! Every crash point lands in one of those cases, so no key is applied twice and no
+//! client is told `ok` for an effect that did not happen. (Observing `Applied` in the
+//! same step as one synced record cannot do that: a crash point between the effect
+//! and the record's sync applied one key twice, chaos seed 199; see the test
+//! `chaos_seed_199_crash_point_between_effect_and_record_applies_once`.)
 //!
 //! Broken variants:
 //! * `no-key`: the service ignores the key; every delivered copy of a request (a retry
@@ -80,6 +99,17 @@ fn result_key(key: &str) -> String {
     format!("idem/result/{key}")
 }
 
+/// What the correct service records durably for a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum KeyRecord {
+    /// Recorded before the effect; still there after a restart: the request died
+    /// between its two syncs (its effect may or may not have happened).
+    Started,
+    /// The effect happened and this is its result.
+    Done { ok: bool },
+}
+
 /// The payment-like service.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Service {
@@ -97,13 +127,25 @@ impl Service {
                 env.send(from, Msg::Reply { key, ok: true });
             }
             Dedup::Atomic => {
-                let ok = match env.load::<bool>(&result_key(&key)) {
-                    Some(ok) => ok,
+                let record = result_key(&key);
+                let ok = match env.load::<KeyRecord>(&record) {
+                    Some(KeyRecord::Done { ok }) => ok,
+                    // Left by a request that died between its syncs: answered with an
+                    // error (Stripe saves and replays a failed request's error), never
+                    // applied again.
+                    Some(KeyRecord::Started) => false,
                     None => {
+                        // The key first, durably: no effect without it.
+                        if env.store_synced(&record, &KeyRecord::Started).is_err() {
+                            return;
+                        }
                         env.observe(Observation::Applied { key: key.clone() });
-                        // The key is recorded in the same atomic step as the effect and
-                        // made durable before the reply; a failed sync answers nothing.
-                        if env.store_synced(&result_key(&key), &true).is_err() {
+                        // The result, durably, before the client hears `ok`; a failed
+                        // sync answers nothing (a retry reads the result back).
+                        if env
+                            .store_synced(&record, &KeyRecord::Done { ok: true })
+                            .is_err()
+                        {
                             return;
                         }
                         true
@@ -489,10 +531,15 @@ mod tests {
         assert_eq!(
             first,
             vec![
+                Effect::Store {
+                    key: "idem/result/k".into(),
+                    value: Some(r#""started""#.into())
+                },
+                Effect::Sync { ok: true },
                 applied("k"),
                 Effect::Store {
                     key: "idem/result/k".into(),
-                    value: Some("true".into())
+                    value: Some(r#"{"done":{"ok":true}}"#.into())
                 },
                 Effect::Sync { ok: true },
                 reply("k"),
@@ -564,6 +611,62 @@ mod tests {
         );
     }
 
+    /// Chaos seed 199 (`tenure fuzz --protocol idempotency --profile chaos`): a power
+    /// loss armed as a crash point landed between the effect and the sync of its key
+    /// record, and the client's retry applied the key a second time. Every crash point
+    /// of the first request's handling, a process crash (unsynced writes survive) or a
+    /// power loss (only synced writes survive), followed by a restart and the retry:
+    /// the key is applied at most once, and once if the client is told `ok`.
+    #[test]
+    fn chaos_seed_199_crash_point_between_effect_and_record_applies_once() {
+        let mut s = node("correct", SERVICE);
+        let mut st = StorageMap::new();
+        let first = run(&mut s, SERVICE, &mut st, |s, env| {
+            s.on_message(env, CLIENT, request("k"))
+        });
+        let is_applied = |e: &Effect<Msg, Timer>| *e == applied("k");
+        let ok_reply = |effects: &[Effect<Msg, Timer>]| effects.iter().any(|e| *e == reply("k"));
+        for cut in 0..=first.len() {
+            for power in [false, true] {
+                // The disk after the crash point fires before effect `cut`.
+                let (mut durable, mut unsynced) = (StorageMap::new(), StorageMap::new());
+                for e in &first[..cut] {
+                    match e {
+                        Effect::Store { key, value } => {
+                            unsynced.insert(key.clone(), value.clone().unwrap());
+                        }
+                        Effect::Sync { ok: true } => durable.append(&mut unsynced),
+                        _ => {}
+                    }
+                }
+                if !power {
+                    durable.append(&mut unsynced);
+                }
+                let mut applied_count = first[..cut].iter().filter(|e| is_applied(e)).count();
+                let mut told_ok = ok_reply(&first[..cut]);
+                let mut restarted = node("correct", SERVICE);
+                run(&mut restarted, SERVICE, &mut durable, |s, env| {
+                    s.on_start(env)
+                });
+                for _ in 0..2 {
+                    let retry = run(&mut restarted, SERVICE, &mut durable, |s, env| {
+                        s.on_message(env, CLIENT, request("k"))
+                    });
+                    applied_count += retry.iter().filter(|e| is_applied(e)).count();
+                    told_ok |= ok_reply(&retry);
+                }
+                let at = format!("crash point before effect {cut}, power loss {power}");
+                assert!(applied_count <= 1, "{at}: applied {applied_count} times");
+                assert!(
+                    !told_ok || applied_count == 1,
+                    "{at}: told ok, never applied"
+                );
+            }
+        }
+        // (The broken variants are the negative controls of `exactly-once`: `no-key`
+        // and `key-after-effect`, whose crash window this test's loop would hit.)
+    }
+
     /// [`run`] on a host whose syncs fail (a disk error).
     fn run_failing(
         node: &mut Idempotency,
@@ -586,14 +689,13 @@ mod tests {
         assert_eq!(
             effects,
             vec![
-                applied("k"),
                 Effect::Store {
                     key: "idem/result/k".into(),
-                    value: Some("true".into())
+                    value: Some(r#""started""#.into())
                 },
                 Effect::Sync { ok: false },
             ],
-            "no reply rests on an unsynced key"
+            "no effect and no reply rest on an unsynced key"
         );
         assert!(host.durable.is_empty());
         // Control: the same request on a working disk is answered.

@@ -2,14 +2,27 @@
 //! script, plain `DEL`, and optionally a fencing token from a durable counter (`INCR`)
 //! with every grant. The redis-lock, redlock and fencing protocols all run it.
 //!
-//! What it promises: at most one owner per key *by its own clock*. A key set with a TTL
-//! expires when the server's clock passes `set time + ttl`, read from the monotonic
-//! clock ([`ExpiryClock::Monotonic`]) or from the wall clock ([`ExpiryClock::Wall`]).
-//! With the wall clock a forward jump (an NTP step, an operator fixing the time)
-//! expires a lock early: the clock-jump case of Kleppmann, "How to do distributed
-//! locking" (2016), "Breaking Redlock with clock jumps". The release script is the one
-//! in the Redis `SET` documentation (and seed 002): delete only if the value is still
-//! mine. A plain `DEL` deletes whoever's lock is there.
+//! What it promises: at most one owner per key *by its own clock*.
+//!
+//! Key expiry as real Redis does it ([`ExpiryClock::Wall`]): `SET ... PX ttl` stores an
+//! absolute Unix-millisecond expiry time, `commandTimeSnapshot() + ttl`
+//! (`setGenericCommand` in `src/t_string.c`), and a key is expired when
+//! `keyIsExpired` (`src/db.c`) finds `now > when`, with `now = commandTimeSnapshot()`:
+//! the server's cached `mstime()`, i.e. `gettimeofday`, the *wall* clock (refreshed by
+//! `updateCachedTime` in `src/server.c`; lazy expiry on access in `expireIfNeeded`,
+//! active expiry in `activeExpireCycle`, `src/expire.c`, compare the same way). So a
+//! forward step of the server's wall clock (an NTP step, an operator fixing the time)
+//! expires a lock early, and a backward step keeps it longer: the clock-jump case of
+//! Kleppmann, "How to do distributed locking" (2016), "Breaking Redlock with clock
+//! jumps". Source read: redis/redis `src/db.c` (`keyIsExpired`, `now > when`,
+//! strict), `src/server.c` (`mstime`, `commandTimeSnapshot`).
+//!
+//! [`ExpiryClock::Monotonic`] is the contrast (not what Redis does): the TTL is timed on
+//! the server's monotonic clock, which no wall step moves.
+//!
+//! The release script is the one in the Redis `SET` documentation (and seed 002):
+//! delete only if the value is still mine. A plain `DEL` deletes whoever's lock is
+//! there.
 //!
 //! The lock table lives in memory (a Redis without fsync'd persistence: a restart
 //! forgets every lock). The token counter, when tokens are issued, is durable, so a
@@ -23,7 +36,9 @@ use tenure_core::{Clock, Env, LocalTime, NodeId, Storage, StorageExt};
 /// Which clock times a key's TTL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ExpiryClock {
+    /// The contrast: the server's monotonic clock (wall steps do not move expiry).
     Monotonic,
+    /// Real Redis: absolute expiry times on the server's wall clock.
     Wall,
 }
 
@@ -82,11 +97,12 @@ impl LockServer {
         self.last_token = env.load(TOKEN_KEY).unwrap_or(0);
     }
 
-    /// The owner of `key` now (by the server's clock reading `now`), if any.
+    /// The owner of `key` now (by the server's clock reading `now`), if any. A key is
+    /// expired once `now > expires_at`, strictly, as in Redis's `keyIsExpired`.
     pub fn owner(&self, key: &str, now: LocalTime) -> Option<u64> {
         self.locks
             .get(key)
-            .filter(|h| h.expires_at.is_none_or(|e| now < e))
+            .filter(|h| h.expires_at.is_none_or(|e| now <= e))
             .map(|h| h.owner)
     }
 
@@ -238,9 +254,14 @@ mod tests {
             step(&mut s, &mut st, 11, 100, set(2, 8, Some(2))),
             reply(2, false, None)
         );
+        // Expired only once the clock is past the expiry time (`now > when`).
         assert_eq!(
             step(&mut s, &mut st, 12, 0, set(3, 8, Some(2))),
-            reply(3, true, None)
+            reply(3, false, None)
+        );
+        assert_eq!(
+            step(&mut s, &mut st, 13, 0, set(4, 8, Some(2))),
+            reply(4, true, None)
         );
     }
 
@@ -252,6 +273,22 @@ mod tests {
         assert_eq!(
             step(&mut s, &mut st, 11, 100, set(2, 8, Some(10))),
             reply(2, true, None)
+        );
+    }
+
+    #[test]
+    fn wall_clock_expiry_holds_longer_after_a_backward_step() {
+        let mut s = LockServer::new(ExpiryClock::Wall, false);
+        let mut st = StorageMap::new();
+        step(&mut s, &mut st, 10, 10, set(1, 7, Some(2)));
+        // 30 s later by the monotonic clock, but the wall clock stepped back 29 s.
+        assert_eq!(
+            step(&mut s, &mut st, 40, 11, set(2, 8, Some(2))),
+            reply(2, false, None)
+        );
+        assert_eq!(
+            step(&mut s, &mut st, 42, 13, set(3, 8, Some(2))),
+            reply(3, true, None)
         );
     }
 

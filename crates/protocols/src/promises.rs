@@ -22,6 +22,42 @@ pub fn slow_clock(d: Duration, drift: Option<f64>) -> (Duration, String) {
     }
 }
 
+/// How long a lock held by a client that crashed or was paused may stay taken, with
+/// its derivation: the TTL or session, plus, for servers that expire keys by their wall
+/// clock (real Redis), the largest backward wall step the protocol declares, since a
+/// backward step of `j` keeps a key `j` longer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lease {
+    pub duration: Duration,
+    pub text: String,
+}
+
+impl Lease {
+    /// A plain lease or session of `d`.
+    pub fn plain(d: Duration) -> Lease {
+        Lease {
+            duration: d,
+            text: format!("lease {}", fmt(d)),
+        }
+    }
+
+    /// A key's TTL on a server that expires it by its wall clock, whose wall steps are
+    /// declared to stay within `max_wall_jump` (`None`: expiry by a clock no step
+    /// moves).
+    pub fn ttl(ttl: Duration, max_wall_jump: Option<Duration>) -> Lease {
+        match max_wall_jump {
+            Some(j) if !j.is_zero() => Lease {
+                duration: ttl + j,
+                text: format!("(ttl {} + backward wall step max {})", fmt(ttl), fmt(j)),
+            },
+            _ => Lease {
+                duration: ttl,
+                text: format!("ttl {}", fmt(ttl)),
+            },
+        }
+    }
+}
+
 /// `lock-liveness` for a lock client workload: after the calm, a lock held by a client
 /// that crashed or was paused frees within `lease` (its TTL or session), a waiter whose
 /// request or reply was lost retries within `request_timeout` plus the longest backoff,
@@ -38,10 +74,33 @@ pub fn lock_liveness(
     cluster: &Cluster,
     fair: bool,
 ) -> Promise {
-    let round = lease + acquire_timeout + w.request_timeout + w.backoff.longest() + w.work_duration;
+    lock_liveness_for(
+        w,
+        Lease::plain(lease),
+        acquire_timeout,
+        drift,
+        cluster,
+        fair,
+    )
+}
+
+/// [`lock_liveness`] with a [`Lease`] that says how it is derived.
+pub fn lock_liveness_for(
+    w: &WorkloadConfig,
+    lease: Lease,
+    acquire_timeout: Duration,
+    drift: Option<f64>,
+    cluster: &Cluster,
+    fair: bool,
+) -> Promise {
+    let round = lease.duration
+        + acquire_timeout
+        + w.request_timeout
+        + w.backoff.longest()
+        + w.work_duration;
     let round_text = format!(
-        "lease {} + acquire timeout {} + request timeout {} + backoff max {} + work {}",
-        fmt(lease),
+        "{} + acquire timeout {} + request timeout {} + backoff max {} + work {}",
+        lease.text,
         fmt(acquire_timeout),
         fmt(w.request_timeout),
         fmt(w.backoff.longest()),
@@ -50,11 +109,11 @@ pub fn lock_liveness(
     let (base, text) = if fair {
         let clients = cluster.count("client").max(1) as u32;
         (
-            round + w.work_duration * clients + lease,
+            round + w.work_duration * clients + lease.duration,
             format!(
-                "({round_text}) + {clients} clients x work {} + lease {}",
+                "({round_text}) + {clients} clients x work {} + {}",
                 fmt(w.work_duration),
-                fmt(lease)
+                lease.text
             ),
         )
     } else {

@@ -8,6 +8,18 @@
 //! Each client believes it holds the lock for `ttl` minus the time since it sent its
 //! `SET`, by its own monotonic clock.
 //!
+//! The server expires keys as real Redis does (see [`crate::lock_server`]): an absolute
+//! Unix-millisecond expiry time compared with the server's *wall* clock (`keyIsExpired`
+//! in redis/redis `src/db.c`). A forward step of the server's wall clock therefore
+//! expires the holder's key early and a second client gets the lock while the first
+//! still works: mutual exclusion of actions fails on a single instance too
+//! (`scenarios/redis-lock/server-clock-jump.toml`). The protocol declares the wall
+//! steps it is designed for ([`tenure_core::Assumptions::max_wall_jump`]): a quarter
+//! of the TTL margin (`ttl - work`), since pauses take half of it and the last quarter
+//! covers drift and round trips. Variant `monotonic-expiry` times the TTL on the
+//! server's monotonic clock instead: a contrast, not a bug, that passes the same jump
+//! (`scenarios/redis-lock/server-clock-jump-monotonic-expiry.toml`).
+//!
 //! How it fails, even when correct: a client paused (GC, VM stall) longer than the TTL
 //! keeps believing it holds the lock after the server has given it to someone else, and
 //! writes to the unfenced storage from a stale read (Kleppmann, "How to do distributed
@@ -24,10 +36,12 @@
 //! [`SingleServerConfig`] and [`RedisLock`] are shared with the `fencing` protocol,
 //! which is the same machinery with tokens and a fenced resource.
 
-use crate::backoff::{lock_policy, BackoffParams};
-use crate::lock_server::{ExpiryClock, LockMsg, LockServer};
+pub use crate::lock_server::ExpiryClock;
+use crate::lock_server::{LockMsg, LockServer};
 use crate::resource::{FencingMode, Resource, ResourceMsg};
-use crate::workload::{LockApi, Workload, WorkloadConfig, WorkloadTimer};
+use crate::workload::{
+    lock_client_params, LockApi, LockRole, Phase, Workload, WorkloadConfig, WorkloadTimer,
+};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tenure_core::{
@@ -81,6 +95,8 @@ pub enum ReleaseKind {
 /// Configuration of a single-lock-server protocol (redis-lock, fencing).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SingleServerConfig {
+    /// Which clock the server times TTLs on (real Redis: the wall clock).
+    pub expiry: ExpiryClock,
     /// `None`: `SET` without `PX` (never expires).
     pub ttl: Option<Duration>,
     pub release: ReleaseKind,
@@ -102,8 +118,44 @@ pub struct SingleServerLock {
     req: u64,
     /// The outstanding acquire: its request id, owner value and send time.
     attempt: Option<(u64, u64, LocalTime)>,
+    /// Acquires that timed out before their reply came, newest last. A client talks to
+    /// Redis over TCP: a reply that comes after the client stopped waiting still
+    /// comes, and the key it granted is held for that owner value. Such a late grant
+    /// is used if the client still wants the lock and TTL is left, else given back;
+    /// it is never left to block every client for a TTL (with a round trip longer than
+    /// `acquire_timeout`, that left no client the lock at all: fuzz seeds redis-lock
+    /// partitions 32, chaos 143 and 178, fencing partitions 115 and chaos 178).
+    timed_out: Vec<(u64, u64, LocalTime)>,
     /// The owner value of the lock we were granted and have not released.
     held_owner: Option<u64>,
+}
+
+/// How many timed-out acquires a client remembers (older late replies are ignored).
+const TIMED_OUT_KEPT: usize = 8;
+
+impl SingleServerLock {
+    /// Gives back a key granted to `owner` that the client will not use.
+    fn give_back(&self, env: &mut dyn Env<Msg, Timer>, owner: u64) {
+        let key = self.key.clone();
+        let msg = match self.release {
+            ReleaseKind::CompareAndDelete => LockMsg::DelIfOwner { key, owner },
+            ReleaseKind::PlainDel => LockMsg::Del { key },
+        };
+        env.send(self.server, Msg::Lock(msg));
+    }
+
+    /// Remembers a timed-out acquire whose reply may still come.
+    fn remember_timed_out(&mut self, attempt: (u64, u64, LocalTime), now: LocalTime) {
+        // A grant older than the TTL has expired on the server: nothing to use or give
+        // back.
+        let ttl = self.ttl;
+        self.timed_out
+            .retain(|a| ttl.is_none_or(|t| a.2.until(now) < t));
+        self.timed_out.push(attempt);
+        if self.timed_out.len() > TIMED_OUT_KEPT {
+            self.timed_out.remove(0);
+        }
+    }
 }
 
 impl LockApi<Msg, Timer> for SingleServerLock {
@@ -151,32 +203,57 @@ impl SingleServerClient {
         granted: bool,
         token: Option<u64>,
     ) {
-        let Some((pending, owner, sent_at)) = self.lock.attempt else {
+        let now = env.monotonic();
+        if let Some((pending, owner, sent_at)) = self.lock.attempt {
+            if pending == req {
+                self.lock.attempt = None;
+                env.cancel_timer(&Timer::AcquireTimeout);
+                if !granted {
+                    self.workload.on_acquire_failed(env);
+                    return;
+                }
+                self.lock.held_owner = Some(owner);
+                let elapsed = sent_at.until(now);
+                match self.lock.ttl.map(|t| t.saturating_sub(elapsed)) {
+                    Some(validity) if validity.is_zero() => {
+                        // Granted, but too late to use: give it back.
+                        self.lock.release(env);
+                        self.workload.on_acquire_failed(env);
+                    }
+                    validity => self.workload.on_acquired(env, token, validity),
+                }
+                return;
+            }
+        }
+        // A late reply to an acquire that timed out.
+        let Some(i) = self.lock.timed_out.iter().position(|a| a.0 == req) else {
             return;
         };
-        if pending != req {
+        let (_, owner, sent_at) = self.lock.timed_out.remove(i);
+        if !granted {
             return;
         }
-        self.lock.attempt = None;
-        env.cancel_timer(&Timer::AcquireTimeout);
-        if !granted {
-            self.workload.on_acquire_failed(env);
+        let validity = self.lock.ttl.map(|t| t.saturating_sub(sent_at.until(now)));
+        let wanted = self.workload.phase() == Phase::Acquiring
+            && self.lock.held_owner.is_none()
+            && validity.is_none_or(|v| !v.is_zero());
+        if !wanted {
+            self.lock.give_back(env, owner);
             return;
+        }
+        // Use it; the newer acquire, if one is out, is now moot (its grant, if any,
+        // is given back when it comes).
+        if let Some(newer) = self.lock.attempt.take() {
+            env.cancel_timer(&Timer::AcquireTimeout);
+            self.lock.remember_timed_out(newer, now);
         }
         self.lock.held_owner = Some(owner);
-        let elapsed = sent_at.until(env.monotonic());
-        match self.lock.ttl.map(|t| t.saturating_sub(elapsed)) {
-            Some(validity) if validity.is_zero() => {
-                // Granted, but too late to use: give it back.
-                self.lock.release(env);
-                self.workload.on_acquire_failed(env);
-            }
-            validity => self.workload.on_acquired(env, token, validity),
-        }
+        self.workload.on_acquired(env, token, validity);
     }
 
     fn on_acquire_timeout(&mut self, env: &mut dyn Env<Msg, Timer>) {
-        if self.lock.attempt.take().is_some() {
+        if let Some(attempt) = self.lock.attempt.take() {
+            self.lock.remember_timed_out(attempt, env.monotonic());
             self.workload.on_acquire_failed(env);
         }
     }
@@ -196,11 +273,11 @@ impl Protocol for RedisLock {
     type Config = SingleServerConfig;
 
     fn new(config: &SingleServerConfig, me: NodeId, cluster: &Cluster) -> RedisLock {
-        match cluster.role_of(me) {
-            "server" => {
-                RedisLock::Server(LockServer::new(ExpiryClock::Monotonic, config.issue_tokens))
+        match LockRole::of(cluster, me, "redis-lock") {
+            LockRole::Server => {
+                RedisLock::Server(LockServer::new(config.expiry, config.issue_tokens))
             }
-            "client" => RedisLock::Client(Box::new(SingleServerClient {
+            LockRole::Client => RedisLock::Client(Box::new(SingleServerClient {
                 lock: SingleServerLock {
                     server: the_one(cluster, "server"),
                     key: config.workload.resource.clone(),
@@ -209,12 +286,12 @@ impl Protocol for RedisLock {
                     acquire_timeout: config.acquire_timeout,
                     req: 0,
                     attempt: None,
+                    timed_out: Vec::new(),
                     held_owner: None,
                 },
                 workload: Workload::new(config.workload.clone()),
             })),
-            "storage" => RedisLock::Storage(Resource::new(config.resource_mode)),
-            other => panic!("{me} plays role `{other}`, which redis-lock does not have"),
+            LockRole::Storage => RedisLock::Storage(Resource::new(config.resource_mode)),
         }
     }
 
@@ -292,51 +369,20 @@ pub(crate) fn check_role_count(
     Ok(())
 }
 
-/// Parameters of the lock protocols' clients and single server (redis-lock, fencing).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LockParams {
-    /// The key's time to live (`PX`), timed by the server.
-    pub ttl: HumanDuration,
-    /// How long a client waits for the lock server's answer.
-    pub acquire_timeout: HumanDuration,
-    /// The lock key and the protected resource's name.
-    pub resource: String,
-    /// How long a client works with the lock, between its read and its write.
-    pub work_duration: HumanDuration,
-    pub think_time: [HumanDuration; 2],
-    pub retry_backoff: [HumanDuration; 2],
-    /// How a client spaces its retries after a failed acquire:
-    /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
-    /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
-    pub backoff: Option<BackoffParams>,
-    /// How much each read-modify-write adds.
-    pub amount: i64,
-    /// How long a client waits for the storage's reply.
-    pub request_timeout: HumanDuration,
-    /// The k-th client waits k × this before its first acquire.
-    pub start_stagger: HumanDuration,
-    /// At most this many acquire attempts per client process (retries included);
-    /// absent: no limit. Bounds the workload for the model explorer.
-    pub max_attempts: Option<u32>,
-}
-
-impl Default for LockParams {
-    fn default() -> LockParams {
-        let ms = |n| HumanDuration(Duration::from_millis(n));
-        LockParams {
-            ttl: ms(2_000),
-            acquire_timeout: ms(200),
-            resource: "counter".to_string(),
-            work_duration: ms(100),
-            think_time: [ms(100), ms(300)],
-            retry_backoff: [ms(50), ms(150)],
-            backoff: None,
-            amount: 1,
-            request_timeout: ms(1_000),
-            start_stagger: ms(0),
-            max_attempts: None,
-        }
+lock_client_params! {
+    /// Parameters of the lock protocols' clients and single server (redis-lock,
+    /// fencing): the TTL and acquire timeout, then the workload's (see
+    /// [`WorkloadParams`](crate::workload::WorkloadParams)).
+    #[derive(Clone, Debug, PartialEq, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct LockParams {
+        /// The key's time to live (`PX`), timed by the server.
+        pub ttl: HumanDuration = HumanDuration(Duration::from_millis(2_000)),
+        /// How long a client waits for the lock server's answer.
+        pub acquire_timeout: HumanDuration = HumanDuration(Duration::from_millis(200)),
+        /// At most this many acquire attempts per client process (retries included);
+        /// absent: no limit. Bounds the workload for the model explorer.
+        pub max_attempts: Option<u32> = None,
     }
 }
 
@@ -346,28 +392,15 @@ impl LockParams {
     pub fn workload(&self, cluster: &Cluster) -> Result<WorkloadConfig, ParamError> {
         check_role_count(cluster, "storage", 1, 1)?;
         check_role_count(cluster, "client", 1, usize::MAX)?;
-        let config = WorkloadConfig {
-            resource: self.resource.clone(),
-            storage: the_one(cluster, "storage"),
-            work_duration: self.work_duration.0,
-            think_time: (self.think_time[0].0, self.think_time[1].0),
-            backoff: lock_policy(
-                self.backoff.as_ref(),
-                (self.retry_backoff[0].0, self.retry_backoff[1].0),
-            )?,
-            amount: self.amount,
-            request_timeout: self.request_timeout.0,
-            start_stagger: self.start_stagger.0,
-            max_attempts: self.max_attempts,
-        };
-        config.validate()?;
-        Ok(config)
+        self.workload_params()
+            .config(the_one(cluster, "storage"), self.max_attempts)
     }
 
     /// The single-server protocol's configuration (redis-lock and fencing).
     pub fn single_server(
         &self,
         cluster: &Cluster,
+        expiry: ExpiryClock,
         ttl: bool,
         release: ReleaseKind,
         issue_tokens: bool,
@@ -381,6 +414,7 @@ impl LockParams {
             return Err(ParamError::new("acquire_timeout", "must be above zero"));
         }
         Ok(SingleServerConfig {
+            expiry,
             ttl: ttl.then_some(self.ttl.0),
             release,
             issue_tokens,
@@ -416,7 +450,12 @@ static INFO: ProtocolInfo = ProtocolInfo {
     variants: &[
         VariantInfo {
             name: "correct",
-            summary: "SET NX PX and the compare-and-delete script (still unsafe under a pause longer than the TTL)",
+            summary: "SET NX PX and the compare-and-delete script, keys expiring by the server's wall clock as in Redis (unsafe under a pause longer than the TTL or a wall step past the margin)",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "monotonic-expiry",
+            summary: "a contrast, not a bug: the server times TTLs on its monotonic clock, so wall steps do not expire a key",
             breaks: &[],
         },
         VariantInfo {
@@ -439,8 +478,19 @@ static INFO: ProtocolInfo = ProtocolInfo {
 #[strum(serialize_all = "kebab-case")]
 pub enum RedisLockVariant {
     Correct,
+    MonotonicExpiry,
     PlainDelRelease,
     NoTtl,
+}
+
+/// The largest wall-clock step a TTL lock server that expires by its wall clock is
+/// designed for: a quarter of the TTL margin `ttl - work_duration` (pauses take half of
+/// it, see `max_pause`, and the last quarter covers the clocks' drift and the round
+/// trips). `None` when keys never expire or expire by the monotonic clock.
+pub(crate) fn max_wall_jump(config: &SingleServerConfig) -> Option<Duration> {
+    let ttl = config.ttl?;
+    (config.expiry == ExpiryClock::Wall)
+        .then(|| ttl.saturating_sub(config.workload.work_duration) / 4)
 }
 
 impl Configurable for RedisLock {
@@ -456,21 +506,23 @@ impl Configurable for RedisLock {
         variant: RedisLockVariant,
         cluster: &Cluster,
     ) -> Result<SingleServerConfig, ParamError> {
-        let (ttl, release) = match variant {
-            RedisLockVariant::Correct => (true, ReleaseKind::CompareAndDelete),
-            RedisLockVariant::PlainDelRelease => (true, ReleaseKind::PlainDel),
-            RedisLockVariant::NoTtl => (false, ReleaseKind::CompareAndDelete),
+        use ExpiryClock::{Monotonic, Wall};
+        let (expiry, ttl, release) = match variant {
+            RedisLockVariant::Correct => (Wall, true, ReleaseKind::CompareAndDelete),
+            RedisLockVariant::MonotonicExpiry => (Monotonic, true, ReleaseKind::CompareAndDelete),
+            RedisLockVariant::PlainDelRelease => (Wall, true, ReleaseKind::PlainDel),
+            RedisLockVariant::NoTtl => (Wall, false, ReleaseKind::CompareAndDelete),
         };
-        params.single_server(cluster, ttl, release, false, FencingMode::Unfenced)
+        params.single_server(cluster, expiry, ttl, release, false, FencingMode::Unfenced)
     }
 
     fn promises(config: &SingleServerConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
         let ttl = config.ttl.unwrap_or_default();
         vec![
             tenure_core::Promise::new("mutual-exclusion"),
-            crate::promises::lock_liveness(
+            crate::promises::lock_liveness_for(
                 &config.workload,
-                ttl,
+                crate::promises::Lease::ttl(ttl, max_wall_jump(config)),
                 config.acquire_timeout,
                 Some(0.1),
                 cluster,
@@ -505,10 +557,19 @@ impl Configurable for RedisLock {
                 "a server restarts with no keys: it must stay down a TTL (antirez's \
                  \"delayed restarts\") or a second client gets the lock",
             )),
-            // This model's server expires keys by its monotonic clock (real Redis uses
-            // the wall clock, PX; Redlock's `wall-clock-expiry` variant shows that): a
-            // wall step is within its design.
-            max_wall_jump: None,
+            max_wall_jump: max_wall_jump(config).map(|jump| {
+                Limit::new(
+                    jump,
+                    format!(
+                        "the server expires keys by its wall clock, as Redis does: a forward \
+                         step shortens the holder's TTL by as much; the TTL margin ({} - \
+                         work {}) goes half to pauses, a quarter to wall steps, a quarter to \
+                         drift and round trips",
+                        f(ttl),
+                        f(work)
+                    ),
+                )
+            }),
             max_latency: None,
             reliable_network: None,
         }
@@ -766,6 +827,79 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_late_grant_is_used_while_backing_off_and_given_back_once_held() {
+        let (mut c, owner) = acquiring("correct");
+        // The acquire times out (a round trip longer than acquire_timeout): back off.
+        run(&mut c, CLIENT, 200, 1, |c, env| {
+            c.on_timer(env, Timer::AcquireTimeout)
+        });
+        // The grant comes at 250 ms: the key is ours on the server, so it is used,
+        // with the validity left since the SET was sent.
+        let grant = |req| {
+            Msg::Lock(LockMsg::SetReply {
+                req,
+                granted: true,
+                token: None,
+            })
+        };
+        let effects = run(&mut c, CLIENT, 250, 1, |c, env| {
+            c.on_message(env, SERVER, grant(1))
+        });
+        assert!(effects.contains(&Effect::Observe(Observation::Holds {
+            resource: "counter".into(),
+            token: 0
+        })));
+        assert!(effects.contains(&Effect::SetTimer {
+            timer: Timer::Workload(WorkloadTimer::Validity),
+            after: Duration::from_millis(1_750)
+        }));
+        let RedisLock::Client(client) = &c else {
+            unreachable!()
+        };
+        assert_eq!(client.lock.held_owner, Some(owner));
+        // A duplicate of that late grant changes nothing.
+        assert!(run(&mut c, CLIENT, 251, 1, |c, env| c.on_message(
+            env,
+            SERVER,
+            grant(1)
+        ))
+        .is_empty());
+        // Control: a late grant of another timed-out acquire, while the client holds,
+        // is given back at once.
+        let (mut c, _) = acquiring("correct");
+        run(&mut c, CLIENT, 200, 1, |c, env| {
+            c.on_timer(env, Timer::AcquireTimeout)
+        });
+        run(&mut c, CLIENT, 300, 7, |c, env| {
+            c.on_timer(env, Timer::Workload(WorkloadTimer::Retry))
+        });
+        let RedisLock::Client(client) = &c else {
+            unreachable!()
+        };
+        let second_owner = client.lock.attempt.unwrap().1;
+        run(&mut c, CLIENT, 310, 1, |c, env| {
+            c.on_message(env, SERVER, grant(2))
+        });
+        let effects = run(&mut c, CLIENT, 320, 1, |c, env| {
+            c.on_message(env, SERVER, grant(1))
+        });
+        assert_eq!(
+            effects,
+            vec![Effect::Send {
+                to: SERVER,
+                msg: Msg::Lock(LockMsg::DelIfOwner {
+                    key: "counter".into(),
+                    owner
+                })
+            }]
+        );
+        let RedisLock::Client(client) = &c else {
+            unreachable!()
+        };
+        assert_eq!(client.lock.held_owner, Some(second_owner));
+    }
+
+    #[test]
     fn a_grant_that_arrives_after_the_ttl_is_given_back() {
         let (mut c, owner) = acquiring("correct");
         let grant = Msg::Lock(LockMsg::SetReply {
@@ -979,6 +1113,64 @@ pub(crate) mod tests {
             "cluster.roles.server"
         );
         assert_eq!(config("no-ttl").ttl, None);
+    }
+
+    #[test]
+    fn correct_expires_by_the_wall_clock_and_declares_the_steps_it_takes() {
+        assert_eq!(config("correct").expiry, ExpiryClock::Wall);
+        assert_eq!(config("monotonic-expiry").expiry, ExpiryClock::Monotonic);
+        // ttl 2s - work 100ms = 1.9s of margin: a quarter for wall steps.
+        let a = RedisLock::assumptions(&config("correct"));
+        assert_eq!(a.max_wall_jump.unwrap().value, Duration::from_millis(475));
+        assert!(RedisLock::assumptions(&config("monotonic-expiry"))
+            .max_wall_jump
+            .is_none());
+        // A backward step keeps a crashed holder's key that much longer: the liveness
+        // bound has the term.
+        let p = RedisLock::promises(&config("correct"), &lock_cluster());
+        let live = p.iter().find(|p| p.check == "lock-liveness").unwrap();
+        assert!(
+            format!("{live:?}").contains("backward wall step max 475ms"),
+            "{live:?}"
+        );
+        // The server the correct variant runs gives a key away after a forward step.
+        let cfg = config("correct");
+        let mut server = RedisLock::new(&cfg, SERVER, &lock_cluster());
+        let set = |req, owner| {
+            Msg::Lock(LockMsg::Set {
+                req,
+                key: "counter".into(),
+                owner,
+                ttl: Some(Duration::from_secs(2)),
+            })
+        };
+        run(&mut server, SERVER, 0, 1, |s, env| {
+            s.on_message(env, CLIENT, set(1, 7))
+        });
+        let mut storage = StorageMap::new();
+        let mut rng = SplitMix64(1);
+        let cluster = lock_cluster();
+        // 1 s later by the monotonic clock, the wall clock stepped 5 s forward.
+        let mut step: Step<'_, Msg, Timer> = Step::new(
+            SERVER,
+            &cluster,
+            LocalTime(1_000_000_000),
+            LocalTime(6_000_000_000),
+            &mut storage,
+            &mut rng,
+        );
+        server.on_message(&mut step, CLIENT, set(2, 8));
+        assert_eq!(
+            step.effects,
+            vec![Effect::Send {
+                to: CLIENT,
+                msg: Msg::Lock(LockMsg::SetReply {
+                    req: 2,
+                    granted: true,
+                    token: None
+                })
+            }]
+        );
     }
 
     #[test]

@@ -18,16 +18,33 @@
 //!   after every server expired it; another client takes a quorum
 //!   (`scenarios/redlock/client-pause.toml`). This breaks the correct variant too, which
 //!   is why its `breaks` list stays empty: the scenario encodes it as expected.
-//! * variant `wall-clock-expiry`: servers time the TTL on their wall clock (as Redis did
-//!   for key expiry). A forward jump on one server of the quorum expires the lock
-//!   there early; a second client takes that server plus two others, and two clients
-//!   hold a quorum each (`scenarios/redlock/clock-jump.toml`). Breaks mutual-exclusion.
+//! * the servers expire keys as real Redis does, by absolute Unix-ms expiry times on
+//!   their *wall* clocks (`keyIsExpired` in redis/redis `src/db.c`, see
+//!   [`crate::lock_server`]). A forward jump on one server of the quorum expires the
+//!   lock there early; a second client takes that server plus two others, and two
+//!   clients hold a quorum each: Kleppmann's "Breaking Redlock with clock jumps"
+//!   (`scenarios/redlock/clock-jump.toml`, expected violation of the correct variant).
+//!   antirez's answer ("Is Redlock safe?", 2016) is to configure servers so the clock
+//!   is never stepped; the protocol declares that as `max_wall_jump`: a quarter of the
+//!   validity margin (`ttl - drift allowance - work`), half of it going to pauses and
+//!   the last quarter to drift and round trips.
+//!
+//! Variant `monotonic-expiry` is a contrast, not a bug: servers time TTLs on their
+//! monotonic clocks (what antirez proposed Redis should do), and pass the same jump
+//! (`scenarios/redlock/clock-jump-monotonic-expiry.toml`).
+//!
+//! Broken variant `constant-lock-value`: every client sets the same value (`SET key 1
+//! NX PX ttl`, a common shortcut) instead of a random value unique "across all clients
+//! and all lock requests" (redis.io). The release script then deletes *anyone's* key:
+//! a client that failed to get a quorum unlocks every server, deleting the holder's
+//! keys, and a third client takes a quorum while the holder still works. Breaks
+//! mutual-exclusion; contention alone shows it.
 
-use crate::backoff::BackoffParams;
 use crate::lock_server::{ExpiryClock, LockMsg, LockServer};
-use crate::redis_lock::{check_role_count, LockParams, Msg, Timer};
+use crate::promises::Lease;
+use crate::redis_lock::{check_role_count, Msg, Timer};
 use crate::resource::{FencingMode, Resource};
-use crate::workload::{LockApi, Workload, WorkloadConfig};
+use crate::workload::{lock_client_params, LockApi, LockRole, Workload, WorkloadConfig};
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -39,8 +56,10 @@ use tenure_core::{
 /// Configuration shared by every node of a redlock run.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RedlockConfig {
-    /// Which clock the servers time TTLs on.
+    /// Which clock the servers time TTLs on (real Redis: the wall clock).
     pub expiry: ExpiryClock,
+    /// Every client sets the same value (broken variant `constant-lock-value`).
+    pub constant_value: bool,
     pub ttl: Duration,
     /// Subtracted from the validity: `clock_drift_factor × ttl + 2ms`.
     pub drift_allowance: Duration,
@@ -67,6 +86,7 @@ pub struct RedlockLock {
     ttl: Duration,
     drift_allowance: Duration,
     acquire_timeout: Duration,
+    constant_value: bool,
     req: u64,
     attempt: Option<Attempt>,
     held_owner: Option<u64>,
@@ -93,7 +113,9 @@ impl RedlockLock {
 impl LockApi<Msg, Timer> for RedlockLock {
     fn start_acquire(&mut self, env: &mut dyn Env<Msg, Timer>) {
         self.req += 1;
-        let owner = env.next_u64();
+        let random = env.next_u64();
+        // The broken variant's value is the same for every client and request.
+        let owner = if self.constant_value { 1 } else { random };
         self.attempt = Some(Attempt {
             req: self.req,
             owner,
@@ -197,23 +219,23 @@ impl Protocol for Redlock {
     type Config = RedlockConfig;
 
     fn new(config: &RedlockConfig, me: NodeId, cluster: &Cluster) -> Redlock {
-        match cluster.role_of(me) {
-            "server" => Redlock::Server(LockServer::new(config.expiry, false)),
-            "client" => Redlock::Client(Box::new(RedlockClient {
+        match LockRole::of(cluster, me, "redlock") {
+            LockRole::Server => Redlock::Server(LockServer::new(config.expiry, false)),
+            LockRole::Client => Redlock::Client(Box::new(RedlockClient {
                 lock: RedlockLock {
                     servers: cluster.with_role("server").collect(),
                     key: config.workload.resource.clone(),
                     ttl: config.ttl,
                     drift_allowance: config.drift_allowance,
                     acquire_timeout: config.acquire_timeout,
+                    constant_value: config.constant_value,
                     req: 0,
                     attempt: None,
                     held_owner: None,
                 },
                 workload: Workload::new(config.workload.clone()),
             })),
-            "storage" => Redlock::Storage(Resource::new(FencingMode::Unfenced)),
-            other => panic!("{me} plays role `{other}`, which redlock does not have"),
+            LockRole::Storage => Redlock::Storage(Resource::new(FencingMode::Unfenced)),
         }
     }
 
@@ -251,45 +273,23 @@ impl Protocol for Redlock {
     }
 }
 
-/// Redlock's parameters: those of [`LockParams`] plus `clock_drift_factor`.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RedlockParams {
-    /// The keys' time to live on every server.
-    pub ttl: HumanDuration,
-    /// How long a client waits for the servers' answers (the per-request timeout).
-    pub acquire_timeout: HumanDuration,
-    /// The drift allowance is `clock_drift_factor × ttl + 2ms` (redis.io uses 0.01).
-    pub clock_drift_factor: f64,
-    pub resource: String,
-    pub work_duration: HumanDuration,
-    pub think_time: [HumanDuration; 2],
-    pub retry_backoff: [HumanDuration; 2],
-    /// How a client spaces its retries after a failed acquire:
-    /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
-    /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
-    pub backoff: Option<BackoffParams>,
-    pub amount: i64,
-    pub request_timeout: HumanDuration,
-    pub start_stagger: HumanDuration,
-}
-
-impl Default for RedlockParams {
-    fn default() -> RedlockParams {
-        let lock = LockParams::default();
-        RedlockParams {
-            ttl: lock.ttl,
-            acquire_timeout: HumanDuration(Duration::from_millis(100)),
-            clock_drift_factor: 0.01,
-            resource: lock.resource,
-            work_duration: lock.work_duration,
-            think_time: lock.think_time,
-            retry_backoff: lock.retry_backoff,
-            backoff: None,
-            amount: lock.amount,
-            request_timeout: lock.request_timeout,
-            start_stagger: lock.start_stagger,
-        }
+lock_client_params! {
+    /// Redlock's parameters: the TTL, the per-request timeout and `clock_drift_factor`,
+    /// then the workload's (see [`WorkloadParams`](crate::workload::WorkloadParams)).
+    #[derive(Clone, Debug, PartialEq, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct RedlockParams {
+        /// The keys' time to live on every server.
+        pub ttl: HumanDuration = HumanDuration(Duration::from_millis(2_000)),
+        /// How long a client waits for the servers' answers (the per-request timeout).
+        /// It must exceed the round trip to a live server, or that server never counts:
+        /// with 100 ms, slow links (150 ms each way) left clients that could never
+        /// count a majority, whose attempts kept the others' servers locked (fuzz:
+        /// redlock chaos seed 73). Real clients such as node-redlock wait for every
+        /// server's reply (bounded only by the driver's command timeout).
+        pub acquire_timeout: HumanDuration = HumanDuration(Duration::from_millis(400)),
+        /// The drift allowance is `clock_drift_factor × ttl + 2ms` (redis.io uses 0.01).
+        pub clock_drift_factor: f64 = 0.01,
     }
 }
 
@@ -316,12 +316,17 @@ static INFO: ProtocolInfo = ProtocolInfo {
     variants: &[
         VariantInfo {
             name: "correct",
-            summary: "servers time TTLs on their monotonic clocks (still unsafe under a client pause longer than the validity)",
+            summary: "random values, quorum and validity check; servers expire keys by their wall clocks as Redis does (unsafe under a client pause past the validity or a wall step past the margin)",
             breaks: &[],
         },
         VariantInfo {
-            name: "wall-clock-expiry",
-            summary: "servers time TTLs on their wall clocks: a forward jump on one server expires the lock early",
+            name: "monotonic-expiry",
+            summary: "a contrast, not a bug: servers time TTLs on their monotonic clocks, so wall steps do not expire a key",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "constant-lock-value",
+            summary: "every client sets the same value: a failed attempt's unlock deletes the holder's keys",
             breaks: &["mutual-exclusion"],
         },
     ],
@@ -334,7 +339,20 @@ static INFO: ProtocolInfo = ProtocolInfo {
 #[strum(serialize_all = "kebab-case")]
 pub enum RedlockVariant {
     Correct,
-    WallClockExpiry,
+    MonotonicExpiry,
+    ConstantLockValue,
+}
+
+/// The largest wall-clock step of a server the protocol is designed for, when servers
+/// expire keys by their wall clocks: a quarter of the validity margin `ttl - drift
+/// allowance - work_duration` (pauses take half, see `max_pause`; the last quarter
+/// covers drift and round trips).
+fn max_wall_jump(config: &RedlockConfig) -> Option<Duration> {
+    let margin = config
+        .ttl
+        .saturating_sub(config.drift_allowance)
+        .saturating_sub(config.workload.work_duration);
+    (config.expiry == ExpiryClock::Wall).then_some(margin / 4)
 }
 
 impl Configurable for Redlock {
@@ -350,9 +368,10 @@ impl Configurable for Redlock {
         variant: RedlockVariant,
         cluster: &Cluster,
     ) -> Result<RedlockConfig, ParamError> {
-        let expiry = match variant {
-            RedlockVariant::Correct => ExpiryClock::Monotonic,
-            RedlockVariant::WallClockExpiry => ExpiryClock::Wall,
+        let (expiry, constant_value) = match variant {
+            RedlockVariant::Correct => (ExpiryClock::Wall, false),
+            RedlockVariant::MonotonicExpiry => (ExpiryClock::Monotonic, false),
+            RedlockVariant::ConstantLockValue => (ExpiryClock::Wall, true),
         };
         check_role_count(cluster, "server", 1, usize::MAX)?;
         if params.ttl.0.is_zero() {
@@ -375,34 +394,27 @@ impl Configurable for Redlock {
                 "must be longer than the drift allowance (clock_drift_factor × ttl + 2ms)",
             ));
         }
-        let lock = LockParams {
-            ttl: params.ttl,
-            acquire_timeout: params.acquire_timeout,
-            resource: params.resource,
-            work_duration: params.work_duration,
-            think_time: params.think_time,
-            retry_backoff: params.retry_backoff,
-            backoff: params.backoff,
-            amount: params.amount,
-            request_timeout: params.request_timeout,
-            start_stagger: params.start_stagger,
-            max_attempts: None,
-        };
+        check_role_count(cluster, "storage", 1, 1)?;
+        check_role_count(cluster, "client", 1, usize::MAX)?;
+        let workload = params
+            .workload_params()
+            .config(crate::redis_lock::the_one(cluster, "storage"), None)?;
         Ok(RedlockConfig {
             expiry,
+            constant_value,
             ttl: params.ttl.0,
             drift_allowance,
             acquire_timeout: params.acquire_timeout.0,
-            workload: lock.workload(cluster)?,
+            workload,
         })
     }
 
     fn promises(config: &RedlockConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
         vec![
             tenure_core::Promise::new("mutual-exclusion"),
-            crate::promises::lock_liveness(
+            crate::promises::lock_liveness_for(
                 &config.workload,
-                config.ttl,
+                Lease::ttl(config.ttl, max_wall_jump(config)),
                 config.acquire_timeout,
                 Some(0.1),
                 cluster,
@@ -436,10 +448,20 @@ impl Configurable for Redlock {
                 "a server restarts with no keys: it must stay down a TTL (antirez's \
                  \"delayed restarts\")",
             )),
-            // This model's servers expire keys by their monotonic clocks (the
-            // `wall-clock-expiry` variant shows real Redis's wall-clock PX): a wall
-            // step is within its design.
-            max_wall_jump: None,
+            max_wall_jump: max_wall_jump(config).map(|jump| {
+                Limit::new(
+                    jump,
+                    format!(
+                        "servers expire keys by their wall clocks, as Redis does: a forward \
+                         step shortens the holder's keys by as much; the validity margin \
+                         (TTL {} - drift allowance {} - work {}) goes half to pauses, a \
+                         quarter to wall steps, a quarter to drift and round trips",
+                        f(config.ttl),
+                        f(config.drift_allowance),
+                        f(work)
+                    ),
+                )
+            }),
             max_latency: None,
             reliable_network: None,
         }
@@ -525,7 +547,7 @@ mod tests {
             effects[6],
             Effect::SetTimer {
                 timer: Timer::AcquireTimeout,
-                after: Duration::from_millis(100)
+                after: Duration::from_millis(400)
             }
         );
         (c, owner)
@@ -534,8 +556,10 @@ mod tests {
     #[test]
     fn drift_allowance_is_factor_times_ttl_plus_2ms() {
         assert_eq!(config("correct").drift_allowance, Duration::from_millis(22));
-        assert_eq!(config("correct").expiry, ExpiryClock::Monotonic);
-        assert_eq!(config("wall-clock-expiry").expiry, ExpiryClock::Wall);
+        assert_eq!(config("correct").expiry, ExpiryClock::Wall);
+        assert_eq!(config("monotonic-expiry").expiry, ExpiryClock::Monotonic);
+        assert!(config("constant-lock-value").constant_value);
+        assert!(!config("correct").constant_value);
     }
 
     #[test]
@@ -741,9 +765,65 @@ mod tests {
         let info = Redlock::info();
         assert_eq!(info.variants[0].name, "correct");
         assert_eq!(
-            info.variant("wall-clock-expiry").unwrap().breaks,
+            info.variant("constant-lock-value").unwrap().breaks,
             ["mutual-exclusion"]
         );
+        assert!(info.variant("monotonic-expiry").unwrap().breaks.is_empty());
         assert_eq!(info.role("server").unwrap().default_count, 5);
+    }
+
+    /// The values a client sends its SETs with, over two acquires.
+    fn values_sent(variant: &str, seed: u64) -> Vec<u64> {
+        let mut c = Redlock::new(&config(variant), CLIENT, &cluster());
+        let mut owners = Vec::new();
+        for at in [0, 500] {
+            let effects = run_in(
+                &cluster(),
+                &mut c,
+                CLIENT,
+                at,
+                seed + at as u64,
+                |c, env| {
+                    if at == 0 {
+                        c.on_start(env);
+                        c.on_timer(env, Timer::Workload(WorkloadTimer::Think));
+                    } else {
+                        c.on_timer(env, Timer::AcquireTimeout);
+                        c.on_timer(env, Timer::Workload(WorkloadTimer::Retry));
+                    }
+                },
+            );
+            owners.extend(effects.iter().find_map(|e| match e {
+                Effect::Send {
+                    msg: Msg::Lock(LockMsg::Set { owner, .. }),
+                    ..
+                } => Some(*owner),
+                _ => None,
+            }));
+        }
+        owners
+    }
+
+    #[test]
+    fn correct_values_are_random_per_request_and_the_broken_variant_uses_one_for_all() {
+        let a = values_sent("correct", 1);
+        let b = values_sent("correct", 2);
+        assert_eq!(a.len(), 2);
+        assert_ne!(a[0], a[1], "a fresh value per request");
+        assert_ne!(a[0], b[0], "clients draw different values");
+        assert_eq!(values_sent("constant-lock-value", 1), [1, 1]);
+        assert_eq!(values_sent("constant-lock-value", 2), [1, 1]);
+    }
+
+    #[test]
+    fn wall_steps_are_bounded_by_a_quarter_of_the_validity_margin() {
+        use tenure_core::Configurable;
+        let c = config("correct");
+        // ttl 2s - allowance 22ms - work 100ms = 1.878s; a quarter is 469.5ms.
+        let jump = Redlock::assumptions(&c).max_wall_jump.unwrap().value;
+        assert_eq!(jump, Duration::from_micros(469_500));
+        assert!(Redlock::assumptions(&config("monotonic-expiry"))
+            .max_wall_jump
+            .is_none());
     }
 }

@@ -32,11 +32,11 @@
 //! value computed from a stale read: the classic GC pause of Kleppmann, "How to do
 //! distributed locking" (2016). Only a fenced resource rejects that write.
 
-use crate::backoff::{Backoff, BackoffPolicy};
+use crate::backoff::{lock_policy, Backoff, BackoffParams, BackoffPolicy};
 use crate::resource::ResourceMsg;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-use tenure_core::{Env, NodeId, Observation, OpOutcome, OpValue, ParamError};
+use tenure_core::{Env, HumanDuration, NodeId, Observation, OpOutcome, OpValue, ParamError};
 
 /// The lock API a protocol's client offers the workload.
 pub trait LockApi<M, T> {
@@ -420,6 +420,171 @@ impl Workload {
         let (lo, hi) = self.config.think_time;
         let pause = env.duration_between(lo, hi);
         env.set_timer(T::from(WorkloadTimer::Think), pause);
+    }
+}
+
+/// The workload's eight scenario parameters, shared by every lock client protocol
+/// (redis-lock, redlock, fencing, etcd-lock), with their one set of defaults. A
+/// protocol's `[protocol.params]` struct gets them from [`lock_client_params!`], which
+/// keeps `deny_unknown_fields` working (serde's `flatten` would not).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadParams {
+    /// The lock's name and the protected resource's name.
+    pub resource: String,
+    /// How long a client works with the lock, between its read and its write.
+    pub work_duration: HumanDuration,
+    /// Pause between a release and the next acquire, drawn uniformly.
+    pub think_time: [HumanDuration; 2],
+    /// Uniform backoff range after a failed acquire, unless `backoff` is given.
+    pub retry_backoff: [HumanDuration; 2],
+    /// How a client spaces its retries after a failed acquire:
+    /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
+    /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
+    pub backoff: Option<BackoffParams>,
+    /// How much each read-modify-write adds.
+    pub amount: i64,
+    /// How long a client waits for the storage's reply.
+    pub request_timeout: HumanDuration,
+    /// The k-th client waits k x this before its first acquire.
+    pub start_stagger: HumanDuration,
+}
+
+impl Default for WorkloadParams {
+    fn default() -> WorkloadParams {
+        let ms = |n| HumanDuration(Duration::from_millis(n));
+        WorkloadParams {
+            resource: "counter".to_string(),
+            work_duration: ms(100),
+            think_time: [ms(100), ms(300)],
+            retry_backoff: [ms(50), ms(150)],
+            backoff: None,
+            amount: 1,
+            request_timeout: ms(1_000),
+            start_stagger: ms(0),
+        }
+    }
+}
+
+impl WorkloadParams {
+    /// The workload's configuration against `storage`; checks the ranges (errors name
+    /// the parameter).
+    pub fn config(
+        &self,
+        storage: NodeId,
+        max_attempts: Option<u32>,
+    ) -> Result<WorkloadConfig, ParamError> {
+        let config = WorkloadConfig {
+            resource: self.resource.clone(),
+            storage,
+            work_duration: self.work_duration.0,
+            think_time: (self.think_time[0].0, self.think_time[1].0),
+            backoff: lock_policy(
+                self.backoff.as_ref(),
+                (self.retry_backoff[0].0, self.retry_backoff[1].0),
+            )?,
+            amount: self.amount,
+            request_timeout: self.request_timeout.0,
+            start_stagger: self.start_stagger.0,
+            max_attempts,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// Declares a lock protocol's `[protocol.params]` struct: the protocol's own fields,
+/// each with its default (`pub ttl: HumanDuration = ms(2_000),`), then the eight
+/// [`WorkloadParams`] fields under the same names and with the same defaults for every
+/// lock protocol. Generates `Default` and `workload_params()`. The struct's own
+/// attributes (derives, `#[serde(deny_unknown_fields, default)]`) are passed through.
+macro_rules! lock_client_params {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* pub $field:ident : $ty:ty = $default:expr, )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+            /// The lock's name and the protected resource's name.
+            pub resource: String,
+            /// How long a client works with the lock, between its read and its write.
+            pub work_duration: tenure_core::HumanDuration,
+            /// Pause between a release and the next acquire, drawn uniformly.
+            pub think_time: [tenure_core::HumanDuration; 2],
+            /// Uniform backoff range after a failed acquire, unless `backoff` is given.
+            pub retry_backoff: [tenure_core::HumanDuration; 2],
+            /// How a client spaces its retries after a failed acquire:
+            /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
+            /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
+            pub backoff: Option<$crate::backoff::BackoffParams>,
+            /// How much each read-modify-write adds.
+            pub amount: i64,
+            /// How long a client waits for the storage's reply.
+            pub request_timeout: tenure_core::HumanDuration,
+            /// The k-th client waits k x this before its first acquire.
+            pub start_stagger: tenure_core::HumanDuration,
+        }
+
+        impl Default for $name {
+            fn default() -> $name {
+                let w = $crate::workload::WorkloadParams::default();
+                $name {
+                    $( $field: $default, )*
+                    resource: w.resource,
+                    work_duration: w.work_duration,
+                    think_time: w.think_time,
+                    retry_backoff: w.retry_backoff,
+                    backoff: w.backoff,
+                    amount: w.amount,
+                    request_timeout: w.request_timeout,
+                    start_stagger: w.start_stagger,
+                }
+            }
+        }
+
+        impl $name {
+            /// The workload's eight parameters.
+            pub fn workload_params(&self) -> $crate::workload::WorkloadParams {
+                $crate::workload::WorkloadParams {
+                    resource: self.resource.clone(),
+                    work_duration: self.work_duration,
+                    think_time: self.think_time,
+                    retry_backoff: self.retry_backoff,
+                    backoff: self.backoff.clone(),
+                    amount: self.amount,
+                    request_timeout: self.request_timeout,
+                    start_stagger: self.start_stagger,
+                }
+            }
+        }
+    };
+}
+pub(crate) use lock_client_params;
+
+/// The three roles of a lock protocol's cluster: one dispatch for every lock protocol's
+/// `Protocol::new` (configure has checked the cluster has exactly these roles).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockRole {
+    /// The lock service (a Redis instance, an etcd server).
+    Server,
+    /// A lock client running the [`Workload`].
+    Client,
+    /// The protected [`Resource`](crate::resource::Resource).
+    Storage,
+}
+
+impl LockRole {
+    /// The role `me` plays in `cluster`, for `protocol` (named in the message of the
+    /// panic a role configure did not check would cause).
+    pub fn of(cluster: &tenure_core::Cluster, me: NodeId, protocol: &str) -> LockRole {
+        match cluster.role_of(me) {
+            "server" => LockRole::Server,
+            "client" => LockRole::Client,
+            "storage" => LockRole::Storage,
+            other => panic!("{me} plays role `{other}`, which {protocol} does not have"),
+        }
     }
 }
 
@@ -906,5 +1071,77 @@ mod tests {
         c.max_attempts = Some(0);
         assert_eq!(c.validate().unwrap_err().field, "max_attempts");
         assert!(config().validate().is_ok());
+    }
+
+    #[test]
+    fn every_lock_protocol_takes_the_same_eight_workload_parameters_and_defaults() {
+        use crate::etcd_lock::EtcdLockParams;
+        use crate::redis_lock::LockParams;
+        use crate::redlock::RedlockParams;
+        let defaults = WorkloadParams::default();
+        assert_eq!(LockParams::default().workload_params(), defaults);
+        assert_eq!(RedlockParams::default().workload_params(), defaults);
+        assert_eq!(EtcdLockParams::default().workload_params(), defaults);
+        // Each reads the shared fields by the same names...
+        let text = r#"{"resource": "r", "work_duration": "1s", "think_time": ["1ms", "2ms"],
+            "retry_backoff": ["3ms", "4ms"], "amount": 7, "request_timeout": "5s",
+            "start_stagger": "6ms"}"#;
+        let want = WorkloadParams {
+            resource: "r".into(),
+            work_duration: HumanDuration(Duration::from_secs(1)),
+            think_time: [
+                HumanDuration(Duration::from_millis(1)),
+                HumanDuration(Duration::from_millis(2)),
+            ],
+            retry_backoff: [
+                HumanDuration(Duration::from_millis(3)),
+                HumanDuration(Duration::from_millis(4)),
+            ],
+            backoff: None,
+            amount: 7,
+            request_timeout: HumanDuration(Duration::from_secs(5)),
+            start_stagger: HumanDuration(Duration::from_millis(6)),
+        };
+        let lock: LockParams = serde_json::from_str(text).unwrap();
+        let redlock: RedlockParams = serde_json::from_str(text).unwrap();
+        let etcd: EtcdLockParams = serde_json::from_str(text).unwrap();
+        assert_eq!(lock.workload_params(), want);
+        assert_eq!(redlock.workload_params(), want);
+        assert_eq!(etcd.workload_params(), want);
+        // ...and still rejects a misspelt one, naming it.
+        for err in [
+            serde_json::from_str::<LockParams>(r#"{"work_duraton": "1s"}"#).unwrap_err(),
+            serde_json::from_str::<RedlockParams>(r#"{"work_duraton": "1s"}"#).unwrap_err(),
+            serde_json::from_str::<EtcdLockParams>(r#"{"work_duraton": "1s"}"#).unwrap_err(),
+        ] {
+            assert!(err.to_string().contains("work_duraton"), "{err}");
+        }
+        // The range checks name the parameter.
+        let bad = WorkloadParams {
+            think_time: want.retry_backoff,
+            retry_backoff: [want.retry_backoff[1], want.retry_backoff[0]],
+            ..want
+        };
+        assert_eq!(
+            bad.config(NodeId(0), None).unwrap_err().field,
+            "retry_backoff"
+        );
+    }
+
+    #[test]
+    fn lock_roles_dispatch_by_name() {
+        let cluster = crate::redis_lock::tests::lock_cluster();
+        assert_eq!(
+            LockRole::of(&cluster, NodeId(0), "redis-lock"),
+            LockRole::Server
+        );
+        assert_eq!(
+            LockRole::of(&cluster, NodeId(1), "redis-lock"),
+            LockRole::Client
+        );
+        assert_eq!(
+            LockRole::of(&cluster, NodeId(3), "redis-lock"),
+            LockRole::Storage
+        );
     }
 }
