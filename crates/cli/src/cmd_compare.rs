@@ -75,6 +75,9 @@ pub struct CompareArgs {
     /// The first seed (default: each scenario's `seed`).
     #[arg(long)]
     seed: Option<u64>,
+    /// Worker threads (default: one per core). The table is the same for any number.
+    #[arg(long, value_name = "N", value_parser = crate::parse_jobs)]
+    jobs: Option<usize>,
     /// Print a Markdown table.
     #[arg(long, conflicts_with = "json")]
     markdown: bool,
@@ -297,27 +300,33 @@ pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     Some(sorted[rank.min(sorted.len()) - 1])
 }
 
-/// Runs every seed of one alternative and sums it up, calling `each` with every run as
-/// it finishes (progress).
+/// Runs every seed of one alternative on `jobs` threads (the seed pool, `tenure-pool`)
+/// and sums it up, calling `each` with every run in seed order (progress).
 pub fn measure(
     label: String,
     file: &str,
     prepared: &Prepared,
-    seeds: &[u64],
+    seeds: std::ops::Range<u64>,
+    jobs: usize,
     each: &mut dyn FnMut(&Report),
 ) -> Row {
     let options = RunOptions {
         trace: true,
         stop_at_first_violation: false,
     };
-    let reports: Vec<Report> = seeds
-        .iter()
-        .map(|s| {
-            let report = prepared.run(*s, &options);
+    let mut reports: Vec<Report> = Vec::with_capacity((seeds.end - seeds.start) as usize);
+    tenure_pool::run(
+        seeds.clone(),
+        jobs,
+        &std::sync::atomic::AtomicBool::new(false),
+        |seed| prepared.run(seed, &options),
+        |_, report| {
             each(&report);
-            report
-        })
-        .collect();
+            reports.push(report);
+            tenure_pool::Flow::Continue
+        },
+    );
+    let seeds: Vec<u64> = seeds.collect();
     let has = |f: &dyn Fn(&Observation) -> bool| {
         reports
             .iter()
@@ -376,7 +385,7 @@ pub fn measure(
         label,
         scenario: file.to_string(),
         protocol: protocol_label(&prepared.scenario),
-        seeds: seeds.to_vec(),
+        seeds,
         violations,
         belief,
         availability: (belief.is_some() && total > 0).then(|| covered as f64 / total as f64),
@@ -491,19 +500,15 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
                 }
             };
             let first = args.seed.unwrap_or(scenario.seed);
-            let Some(last) = first.checked_add(args.seeds - 1) else {
+            // The seed range ends before `end` (so the last seed is at most u64::MAX - 1).
+            let Some(end) = first.checked_add(args.seeds) else {
                 eprintln!(
                     "tenure: --seed {first} plus --seeds {} overflows",
                     args.seeds
                 );
                 return Outcome::BadInput;
             };
-            plans.push((
-                label,
-                file.clone(),
-                prepared,
-                (first..=last).collect::<Vec<_>>(),
-            ));
+            plans.push((label, file.clone(), prepared, first..end));
         }
     }
     eprintln!(
@@ -513,8 +518,12 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
         args.seeds,
         if args.seeds == 1 { "" } else { "s" }
     );
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
     // Progress on stderr for a long comparison (see `crate::progress`).
-    let runs: u64 = plans.iter().map(|p| p.3.len() as u64).sum();
+    let runs: u64 = plans.iter().map(|p| p.3.end - p.3.start).sum();
     let mut progress = crate::progress::Progress::new(
         "tenure compare",
         crate::progress::Mode::of_stderr(),
@@ -525,7 +534,7 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
     let mut rows: Vec<Row> = plans
         .into_iter()
         .map(|(label, file, prepared, seeds)| {
-            measure(label, &file, &prepared, &seeds, &mut |report| {
+            measure(label, &file, &prepared, seeds, jobs, &mut |report| {
                 progress.seed_done(
                     crate::cmd_fuzz::wall_seconds(),
                     report.history.info.end.as_duration(),

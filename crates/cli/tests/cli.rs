@@ -281,7 +281,7 @@ fn check_model_passes_with_exit_0_and_a_report_line() {
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(t.contains("no violation within the bounds"), "{t}");
     assert!(
-        t.contains("explored 4469 states, 4469 unique, depth reached 21, complete"),
+        t.contains("explored 4790 states, 4790 unique, depth reached 21, complete"),
         "{t}"
     );
 }

@@ -130,3 +130,28 @@ fn run_writes_a_timeline_and_refuses_to_overwrite_its_input() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// compare runs its seeds on the seed pool: the table is the same for any number of jobs.
+#[test]
+fn compare_gives_the_same_table_for_one_job_and_three() {
+    let run = |jobs: &str| {
+        let o = tenure(&[
+            "compare",
+            "scenarios/raft/partial-partition.toml",
+            "--variants",
+            "correct,correct+pre_vote+check_quorum",
+            "--seeds",
+            "5",
+            "--metrics",
+            "--json",
+            "--jobs",
+            jobs,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{o:?}");
+        stdout(&o)
+    };
+    let one = run("1");
+    let rows: serde_json::Value = serde_json::from_str(&one).unwrap();
+    assert_eq!(rows[0]["seeds"], serde_json::json!([1, 2, 3, 4, 5]));
+    assert_eq!(one, run("3"));
+}

@@ -104,7 +104,7 @@ impl<P: Protocol> World<P> {
         };
         if self.trace.is_some() {
             let text = format!("{msg:?}");
-            self.trace(|| TraceEvent::Sent {
+            self.trace(now, || TraceEvent::Sent {
                 time: now,
                 id,
                 from,
@@ -119,9 +119,9 @@ impl<P: Protocol> World<P> {
             return;
         }
         match deliver_at {
-            Some(at) => self.push_message(from, to, id, at, msg),
+            Some(at) => self.push_message(from, to, id, at, msg, now),
             None => {
-                self.trace(|| TraceEvent::Held {
+                self.trace(now, || TraceEvent::Held {
                     time: now,
                     id,
                     from,
@@ -132,7 +132,16 @@ impl<P: Protocol> World<P> {
         }
     }
 
-    fn push_message(&mut self, from: NodeId, to: NodeId, id: u64, at: SimTime, msg: P::Msg) {
+    fn push_message(
+        &mut self,
+        from: NodeId,
+        to: NodeId,
+        id: u64,
+        at: SimTime,
+        msg: P::Msg,
+        now: SimTime,
+    ) {
+        self.queued(now);
         let seq = self.next_seq();
         let slot = &mut self.nodes[to.index()];
         slot.inbox.push(Pending {
@@ -185,12 +194,12 @@ impl<P: Protocol> World<P> {
             let s = self.streams();
             let at = drawn.max(s.last_at[link]);
             s.last_at[link] = at;
-            self.trace(|| TraceEvent::Released {
+            self.trace(now, || TraceEvent::Released {
                 time: now,
                 id,
                 deliver_at: at,
             });
-            self.push_message(from, to, id, at, msg);
+            self.push_message(from, to, id, at, msg, now);
         }
     }
 
@@ -262,10 +271,11 @@ impl<P: Protocol> World<P> {
             });
             // The heap's order is not the sending order: sort by scheduling order.
             in_flight.sort_unstable();
+            self.in_flight -= in_flight.len();
             lost.extend(in_flight.into_iter().map(|(_, id)| id));
             for id in lost {
                 self.stats.messages_dropped += 1;
-                self.trace(|| TraceEvent::Lost {
+                self.trace(now, || TraceEvent::Lost {
                     time: now,
                     id,
                     to,
@@ -277,6 +287,7 @@ impl<P: Protocol> World<P> {
             if self.nodes[node.index()].status == Status::Down {
                 continue;
             }
+            self.queued(now);
             let seq = self.next_seq();
             self.nodes[node.index()].inbox.push(Pending {
                 at: now,
