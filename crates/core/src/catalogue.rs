@@ -59,7 +59,7 @@ pub fn names<C: Catalogue>(catalogue: &C) -> Vec<&'static str> {
 
 /// Where a catalogue's protocols disagree with themselves: a protocol whose
 /// `Configurable::Variant` type does not name exactly the variants its `info()` lists, in
-/// the same order. Empty when all agree; a protocol's own tests should assert that.
+/// the same order, or whose `Configurable::Role` type does not name exactly its roles. Empty when all agree; a protocol's own tests should assert that.
 pub fn variant_mismatches<C: Catalogue>(catalogue: &C) -> Vec<String> {
     struct Check(Vec<String>);
     impl Visitor for Check {
@@ -72,6 +72,17 @@ pub fn variant_mismatches<C: Catalogue>(catalogue: &C) -> Vec<String> {
             if typed != listed {
                 self.0.push(format!(
                     "{}: its Variant type names {typed:?}, its info() lists {listed:?}",
+                    P::info().name
+                ));
+            }
+            let typed: Vec<String> = <P::Role as crate::Variant>::all()
+                .iter()
+                .map(|r| r.to_string())
+                .collect();
+            let listed: Vec<&str> = P::info().roles.iter().map(|r| r.name).collect();
+            if typed != listed {
+                self.0.push(format!(
+                    "{}: its Role type names {typed:?}, its info() lists {listed:?}",
                     P::info().name
                 ));
             }

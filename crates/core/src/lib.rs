@@ -29,7 +29,8 @@ pub use env::{
 };
 pub use observation::{FieldValue, History, Observation, OpOutcome, OpValue, Record, RunInfo};
 pub use protocol::{
-    Configurable, ParamError, Protocol, ProtocolInfo, Request, RoleInfo, Variant, VariantInfo,
+    roles, Configurable, ParamError, Protocol, ProtocolInfo, Request, RoleInfo, Roles, Variant,
+    VariantInfo,
 };
 pub use time::{
     format_duration, parse_duration, HumanDuration, LocalTime, SignedDuration, SimTime,

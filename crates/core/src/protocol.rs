@@ -132,6 +132,12 @@ pub trait Configurable: Protocol {
     type Params: serde::de::DeserializeOwned + Default + Debug;
     /// Its variants; their names are those of `info().variants`, in that order.
     type Variant: Variant;
+    /// Its roles; their names are those of `info().roles`, in that order. Derived like
+    /// a variant enum (any [`Variant`] type will do); a single-role protocol may use
+    /// [`roles::Node`] or [`roles::Server`]. `configure` reads a cluster's roles into
+    /// [`Roles`] once, so `Protocol::new` matches on the enum and no role is looked up
+    /// by name at run time.
+    type Role: Variant;
 
     fn info() -> &'static ProtocolInfo;
 
@@ -185,6 +191,87 @@ pub trait Configurable: Protocol {
     fn message_term(msg: &Self::Msg) -> Option<u64> {
         let _ = msg;
         None
+    }
+}
+
+/// Which role each node of a cluster plays, typed: read once (in `configure`, where an
+/// unknown name is an error on the `cluster` field), then looked up by node.
+///
+/// ```
+/// use tenure_core::{Cluster, NodeId, RoleSpec, Roles};
+/// #[derive(Clone, Copy, Debug, PartialEq, Eq, strum::Display, strum::VariantArray)]
+/// #[strum(serialize_all = "kebab-case")]
+/// enum Role { Server, Client }
+/// let spec = |role: &str, count| RoleSpec { role: role.to_string(), count };
+/// let cluster = Cluster::new(vec![spec("server", 1), spec("client", 2)]).unwrap();
+/// let roles: Roles<Role> = Roles::of(&cluster).unwrap();
+/// assert_eq!(roles.get(NodeId(0)), Role::Server);
+/// assert_eq!(roles.get(NodeId(2)), Role::Client);
+/// let other = Cluster::new(vec![spec("server", 1), spec("witness", 1)]).unwrap();
+/// let err = Roles::<Role>::of(&other).unwrap_err();
+/// assert_eq!(err.field, "cluster");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Roles<R>(Vec<R>);
+
+impl<R: Variant> Roles<R> {
+    /// Each node's role as `R`; a role `R` does not name is an error on `cluster`.
+    pub fn of(cluster: &Cluster) -> Result<Roles<R>, ParamError> {
+        let mut by_node = Vec::with_capacity(cluster.size());
+        for node in cluster.nodes() {
+            let name = cluster.role_of(node);
+            let Some(role) = R::parse(name) else {
+                let known: Vec<String> = R::all().iter().map(|r| r.to_string()).collect();
+                return Err(ParamError::new(
+                    "cluster",
+                    format!("no role `{name}` here; the roles are {}", known.join(", ")),
+                ));
+            };
+            by_node.push(role);
+        }
+        Ok(Roles(by_node))
+    }
+
+    /// The role `node` plays (a node of the cluster these roles were read from).
+    pub fn get(&self, node: NodeId) -> R {
+        self.0[node.index()]
+    }
+}
+
+/// Ready-made role types for protocols whose nodes all play one role.
+pub mod roles {
+    /// One role, `node`.
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        strum::Display,
+        strum::EnumString,
+        strum::VariantArray,
+    )]
+    #[strum(serialize_all = "kebab-case")]
+    pub enum Node {
+        Node,
+    }
+
+    /// One role, `server`.
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        strum::Display,
+        strum::EnumString,
+        strum::VariantArray,
+    )]
+    #[strum(serialize_all = "kebab-case")]
+    pub enum Server {
+        Server,
     }
 }
 

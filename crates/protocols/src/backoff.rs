@@ -76,6 +76,24 @@ impl BackoffPolicy {
         }
     }
 
+    /// How wide the range the first retry delay is drawn from is (zero for the
+    /// policies without jitter): how far apart two clients that failed together retry,
+    /// at the least (later draws of the exponential policies spread wider).
+    pub fn first_spread(&self) -> Duration {
+        match *self {
+            BackoffPolicy::None
+            | BackoffPolicy::Constant { .. }
+            | BackoffPolicy::Exponential { .. } => Duration::ZERO,
+            BackoffPolicy::Uniform { min, max } => max.saturating_sub(min),
+            BackoffPolicy::FullJitter { base, cap } => base.min(cap),
+            BackoffPolicy::EqualJitter { base, cap } => base.min(cap) / 2,
+            BackoffPolicy::DecorrelatedJitter { base, cap } => {
+                base.saturating_mul(3).min(cap).saturating_sub(base)
+            }
+            BackoffPolicy::Adaptive { base, cap } => base.saturating_mul(2).clamp(base, cap) / 2,
+        }
+    }
+
     /// The name a scenario writes.
     pub fn name(&self) -> &'static str {
         match self {

@@ -59,7 +59,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tenure_core::{
     Cluster, Configurable, Env, HumanDuration, NodeId, ParamError, Protocol, ProtocolInfo,
-    RoleInfo, VariantInfo,
+    RoleInfo, Roles, VariantInfo,
 };
 
 pub type LeaseId = u64;
@@ -178,6 +178,7 @@ pub struct EtcdConfig {
     pub ttl: Duration,
     pub resource_mode: FencingMode,
     pub workload: WorkloadConfig,
+    pub roles: Roles<LockRole>,
 }
 
 lock_client_params! {
@@ -255,7 +256,7 @@ impl Protocol for EtcdLock {
     type Config = EtcdConfig;
 
     fn new(config: &EtcdConfig, me: NodeId, cluster: &Cluster) -> EtcdLock {
-        match LockRole::of(cluster, me, "etcd-lock") {
+        match config.roles.get(me) {
             LockRole::Server => EtcdLock::Server(EtcdServer::new()),
             LockRole::Client => EtcdLock::Client(Box::new(EtcdClient::new(config, me, cluster))),
             LockRole::Storage => EtcdLock::Storage(Resource::new(config.resource_mode)),
@@ -291,6 +292,7 @@ impl Protocol for EtcdLock {
 impl Configurable for EtcdLock {
     type Params = EtcdLockParams;
     type Variant = EtcdVariant;
+    type Role = LockRole;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -323,6 +325,7 @@ impl Configurable for EtcdLock {
             ttl: params.ttl.0,
             resource_mode: params.resource_mode,
             workload,
+            roles: Roles::of(cluster)?,
         })
     }
 

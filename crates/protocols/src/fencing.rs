@@ -83,6 +83,7 @@ pub enum FencingVariant {
 impl Configurable for Fencing {
     type Params = LockParams;
     type Variant = FencingVariant;
+    type Role = crate::workload::LockRole;
 
     fn info() -> &'static ProtocolInfo {
         &INFO

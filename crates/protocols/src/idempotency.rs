@@ -90,6 +90,19 @@ pub struct IdempotencyConfig {
     pub retry_backoff: (Duration, Duration),
     pub think_time: (Duration, Duration),
     pub processing_delay: Duration,
+    pub roles: tenure_core::Roles<IdempotencyRole>,
+}
+
+/// The roles of an idempotency cluster (`Configurable::Role`).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum IdempotencyRole {
+    /// The service that applies effects and remembers keys.
+    Service,
+    /// A client that retries its operations.
+    Client,
 }
 
 /// The retry timeout doubles with each attempt, up to this many doublings.
@@ -269,13 +282,13 @@ impl Protocol for Idempotency {
     type Config = IdempotencyConfig;
 
     fn new(config: &IdempotencyConfig, me: NodeId, cluster: &Cluster) -> Idempotency {
-        match cluster.role_of(me) {
-            "service" => Idempotency::Service(Service {
+        match config.roles.get(me) {
+            IdempotencyRole::Service => Idempotency::Service(Service {
                 dedup: config.dedup,
                 processing_delay: config.processing_delay,
                 processing: BTreeMap::new(),
             }),
-            "client" => Idempotency::Client(Client {
+            IdempotencyRole::Client => Idempotency::Client(Client {
                 me,
                 service: cluster
                     .with_role("service")
@@ -285,7 +298,6 @@ impl Protocol for Idempotency {
                 record: ClientRecord::default(),
                 attempt: 0,
             }),
-            other => panic!("{me} plays role `{other}`, which idempotency does not have"),
         }
     }
 
@@ -389,6 +401,7 @@ pub enum IdempotencyVariant {
 impl Configurable for Idempotency {
     type Params = IdempotencyParams;
     type Variant = IdempotencyVariant;
+    type Role = IdempotencyRole;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -431,6 +444,7 @@ impl Configurable for Idempotency {
             retry_backoff: (params.retry_backoff[0].0, params.retry_backoff[1].0),
             think_time: (params.think_time[0].0, params.think_time[1].0),
             processing_delay: params.processing_delay.0,
+            roles: tenure_core::Roles::of(cluster)?,
         })
     }
 

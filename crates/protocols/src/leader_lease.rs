@@ -695,6 +695,7 @@ impl Protocol for LeaderLease {
 impl Configurable for LeaderLease {
     type Params = LeaderLeaseParams;
     type Variant = LeaderLeaseVariant;
+    type Role = tenure_core::roles::Server;
 
     fn info() -> &'static ProtocolInfo {
         &INFO

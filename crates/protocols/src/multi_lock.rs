@@ -114,6 +114,19 @@ pub struct ClientConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MultiLockConfig {
     pub client: ClientConfig,
+    pub roles: tenure_core::Roles<MultiLockRole>,
+}
+
+/// The roles of a multi-lock cluster (`Configurable::Role`).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum MultiLockRole {
+    /// The lock server (one Redis instance).
+    Server,
+    /// A client that needs several locks at once.
+    Client,
 }
 
 /// Where a client is.
@@ -409,11 +422,14 @@ impl Protocol for MultiLock {
     type Timer = Timer;
     type Config = MultiLockConfig;
 
-    fn new(config: &MultiLockConfig, me: NodeId, cluster: &Cluster) -> MultiLock {
-        match cluster.role_of(me) {
-            "server" => MultiLock::Server(LockServer::new(ExpiryClock::Monotonic, false)),
-            "client" => MultiLock::Client(Box::new(Client::new(config.client.clone()))),
-            other => panic!("{me} plays role `{other}`, which multi-lock does not have"),
+    fn new(config: &MultiLockConfig, me: NodeId, _cluster: &Cluster) -> MultiLock {
+        match config.roles.get(me) {
+            MultiLockRole::Server => {
+                MultiLock::Server(LockServer::new(ExpiryClock::Monotonic, false))
+            }
+            MultiLockRole::Client => {
+                MultiLock::Client(Box::new(Client::new(config.client.clone())))
+            }
         }
     }
 
@@ -555,6 +571,7 @@ impl MultiLockParams {
                 think_time: (self.think_time[0].0, self.think_time[1].0),
                 backoff: (self.backoff[0].0, self.backoff[1].0),
             },
+            roles: tenure_core::Roles::of(cluster)?,
         })
     }
 }
@@ -601,6 +618,7 @@ pub enum MultiLockVariant {
 impl Configurable for MultiLock {
     type Params = MultiLockParams;
     type Variant = MultiLockVariant;
+    type Role = MultiLockRole;
 
     fn info() -> &'static ProtocolInfo {
         &INFO

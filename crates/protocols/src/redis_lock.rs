@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tenure_core::{
     Cluster, Configurable, Env, HumanDuration, LocalTime, NodeId, ParamError, Protocol,
-    ProtocolInfo, RoleInfo, VariantInfo,
+    ProtocolInfo, RoleInfo, Roles, VariantInfo,
 };
 
 /// Messages of the lock protocols that run a [`LockServer`] (redis-lock, redlock,
@@ -105,6 +105,7 @@ pub struct SingleServerConfig {
     pub resource_mode: FencingMode,
     pub acquire_timeout: Duration,
     pub workload: WorkloadConfig,
+    pub roles: Roles<LockRole>,
 }
 
 /// The lock half of a single-server client.
@@ -273,7 +274,7 @@ impl Protocol for RedisLock {
     type Config = SingleServerConfig;
 
     fn new(config: &SingleServerConfig, me: NodeId, cluster: &Cluster) -> RedisLock {
-        match LockRole::of(cluster, me, "redis-lock") {
+        match config.roles.get(me) {
             LockRole::Server => {
                 RedisLock::Server(LockServer::new(config.expiry, config.issue_tokens))
             }
@@ -421,6 +422,7 @@ impl LockParams {
             resource_mode,
             acquire_timeout: self.acquire_timeout.0,
             workload: self.workload(cluster)?,
+            roles: Roles::of(cluster)?,
         })
     }
 }
@@ -496,6 +498,7 @@ pub(crate) fn max_wall_jump(config: &SingleServerConfig) -> Option<Duration> {
 impl Configurable for RedisLock {
     type Params = LockParams;
     type Variant = RedisLockVariant;
+    type Role = LockRole;
 
     fn info() -> &'static ProtocolInfo {
         &INFO

@@ -50,7 +50,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 use tenure_core::{
     Cluster, Configurable, Env, HumanDuration, LocalTime, NodeId, ParamError, Protocol,
-    ProtocolInfo, RoleInfo, VariantInfo,
+    ProtocolInfo, RoleInfo, Roles, VariantInfo,
 };
 
 /// Configuration shared by every node of a redlock run.
@@ -66,6 +66,7 @@ pub struct RedlockConfig {
     /// How long a client waits for the servers' answers.
     pub acquire_timeout: Duration,
     pub workload: WorkloadConfig,
+    pub roles: Roles<LockRole>,
 }
 
 /// One acquire in progress.
@@ -219,7 +220,7 @@ impl Protocol for Redlock {
     type Config = RedlockConfig;
 
     fn new(config: &RedlockConfig, me: NodeId, cluster: &Cluster) -> Redlock {
-        match LockRole::of(cluster, me, "redlock") {
+        match config.roles.get(me) {
             LockRole::Server => Redlock::Server(LockServer::new(config.expiry, false)),
             LockRole::Client => Redlock::Client(Box::new(RedlockClient {
                 lock: RedlockLock {
@@ -343,6 +344,14 @@ pub enum RedlockVariant {
     ConstantLockValue,
 }
 
+/// The longest one-way delay under which competing clients still spread apart: an
+/// eighth of the spread of the first retry delay. `None` for a policy without jitter:
+/// nothing then pulls competing clients apart, and Redlock promises no lock-liveness.
+fn max_latency(config: &RedlockConfig) -> Option<Duration> {
+    let spread = config.workload.backoff.first_spread();
+    (!spread.is_zero()).then(|| spread / 8)
+}
+
 /// The largest wall-clock step of a server the protocol is designed for, when servers
 /// expire keys by their wall clocks: a quarter of the validity margin `ttl - drift
 /// allowance - work_duration` (pauses take half, see `max_pause`; the last quarter
@@ -358,6 +367,7 @@ fn max_wall_jump(config: &RedlockConfig) -> Option<Duration> {
 impl Configurable for Redlock {
     type Params = RedlockParams;
     type Variant = RedlockVariant;
+    type Role = LockRole;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -406,21 +416,24 @@ impl Configurable for Redlock {
             drift_allowance,
             acquire_timeout: params.acquire_timeout.0,
             workload,
+            roles: Roles::of(cluster)?,
         })
     }
 
     fn promises(config: &RedlockConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
-        vec![
-            tenure_core::Promise::new("mutual-exclusion"),
-            crate::promises::lock_liveness_for(
+        let mut promises = vec![tenure_core::Promise::new("mutual-exclusion")];
+        // Progress under contention needs retry delays with jitter (see `max_latency`).
+        if max_latency(config).is_some() {
+            promises.push(crate::promises::lock_liveness_for(
                 &config.workload,
                 Lease::ttl(config.ttl, max_wall_jump(config)),
                 config.acquire_timeout,
                 Some(0.1),
                 cluster,
                 false,
-            ),
-        ]
+            ));
+        }
+        promises
     }
 
     fn assumptions(config: &RedlockConfig) -> tenure_core::Assumptions {
@@ -462,7 +475,20 @@ impl Configurable for Redlock {
                     ),
                 )
             }),
-            max_latency: None,
+            max_latency: max_latency(config).map(|latency| {
+                Limit::new(
+                    latency,
+                    format!(
+                        "competing clients get the lock only once their random retry \
+                         delays pull their attempts apart (antirez: retry after a random \
+                         delay to desynchronize); an attempt lasts up to a round trip to the \
+                         slowest server, so a one-way delay stays under an eighth of the \
+                         retry delay's spread {} ({}), an attempt under a quarter of it",
+                        f(config.workload.backoff.first_spread()),
+                        config.workload.backoff.name()
+                    ),
+                )
+            }),
             reliable_network: None,
         }
     }
@@ -505,6 +531,34 @@ mod tests {
 
     fn config(variant: &str) -> RedlockConfig {
         Redlock::configure_named(RedlockParams::default(), variant, &cluster()).unwrap()
+    }
+
+    /// Fuzz, redlock chaos seed 246: slow links (112-126ms) outlived the calm; three
+    /// clients' attempts, each waiting ~250ms for its slowest server, kept colliding
+    /// under 50-150ms retry delays and nobody held the lock for 4.7s. The assumption is
+    /// now declared from the retry spread, and the profiles draw within it.
+    #[test]
+    fn max_latency_is_an_eighth_of_the_retry_spread_and_no_jitter_promises_no_liveness() {
+        let a = Redlock::assumptions(&config("correct"));
+        let latency = a.max_latency.expect("declared");
+        assert_eq!(latency.value, Duration::from_micros(12_500)); // (150ms - 50ms) / 8
+        assert!(latency.why.contains("desynchronize"), "{}", latency.why);
+        let names = |c: &RedlockConfig| -> Vec<String> {
+            Redlock::promises(c, &cluster())
+                .iter()
+                .map(|p| p.check.to_string())
+                .collect()
+        };
+        assert_eq!(
+            names(&config("correct")),
+            ["mutual-exclusion", "lock-liveness"]
+        );
+        let mut constant = config("correct");
+        constant.workload.backoff = crate::backoff::BackoffPolicy::Constant {
+            delay: Duration::from_millis(100),
+        };
+        assert!(Redlock::assumptions(&constant).max_latency.is_none());
+        assert_eq!(names(&constant), ["mutual-exclusion"]);
     }
 
     fn on(

@@ -211,6 +211,19 @@ pub struct Shared {
     pub request_timeout: Duration,
     /// How often a coordinator resends an unacknowledged epoch or hand-over.
     pub resend_interval: Duration,
+    pub roles: tenure_core::Roles<ShardedLockRole>,
+}
+
+/// The roles of a sharded-lock cluster (`Configurable::Role`).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum ShardedLockRole {
+    /// A lock server that owns the resources the ring gives it.
+    Coordinator,
+    /// A client that takes locks on the resources.
+    Client,
 }
 
 impl Shared {
@@ -865,11 +878,12 @@ impl Protocol for ShardedLock {
     type Timer = Timer;
     type Config = Shared;
 
-    fn new(config: &Shared, me: NodeId, cluster: &Cluster) -> ShardedLock {
-        match cluster.role_of(me) {
-            "coordinator" => ShardedLock::Coordinator(Box::new(Coordinator::new(config.clone()))),
-            "client" => ShardedLock::Client(Box::new(Client::new(config.clone()))),
-            other => panic!("{me} plays role `{other}`, which sharded-lock does not have"),
+    fn new(config: &Shared, me: NodeId, _cluster: &Cluster) -> ShardedLock {
+        match config.roles.get(me) {
+            ShardedLockRole::Coordinator => {
+                ShardedLock::Coordinator(Box::new(Coordinator::new(config.clone())))
+            }
+            ShardedLockRole::Client => ShardedLock::Client(Box::new(Client::new(config.clone()))),
         }
     }
 
@@ -1011,6 +1025,7 @@ impl ShardedLockParams {
             retry_delay: (self.retry_delay[0].0, self.retry_delay[1].0),
             request_timeout: self.request_timeout.0,
             resend_interval: self.resend_interval.0,
+            roles: tenure_core::Roles::of(cluster)?,
         })
     }
 }
@@ -1057,6 +1072,7 @@ pub enum ShardedLockVariant {
 impl Configurable for ShardedLock {
     type Params = ShardedLockParams;
     type Variant = ShardedLockVariant;
+    type Role = ShardedLockRole;
 
     fn info() -> &'static ProtocolInfo {
         &INFO

@@ -85,6 +85,19 @@ pub struct Config {
     pub think_time: (Duration, Duration),
     pub retry_delay: (Duration, Duration),
     pub request_timeout: Duration,
+    pub roles: tenure_core::Roles<VersionedStoreRole>,
+}
+
+/// The roles of a versioned-store cluster (`Configurable::Role`).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum VersionedStoreRole {
+    /// The store of versioned cells.
+    Storage,
+    /// A client doing read-modify-write updates.
+    Client,
 }
 
 const CELLS_KEY: &str = "versioned/cells";
@@ -326,11 +339,14 @@ impl Protocol for VersionedStore {
     type Timer = Timer;
     type Config = Config;
 
-    fn new(config: &Config, me: NodeId, cluster: &Cluster) -> VersionedStore {
-        match cluster.role_of(me) {
-            "storage" => VersionedStore::Storage(Store::new(config.check_version)),
-            "client" => VersionedStore::Client(Box::new(Client::new(config.clone()))),
-            other => panic!("{me} plays role `{other}`, which versioned-store does not have"),
+    fn new(config: &Config, me: NodeId, _cluster: &Cluster) -> VersionedStore {
+        match config.roles.get(me) {
+            VersionedStoreRole::Storage => {
+                VersionedStore::Storage(Store::new(config.check_version))
+            }
+            VersionedStoreRole::Client => {
+                VersionedStore::Client(Box::new(Client::new(config.clone())))
+            }
         }
     }
 
@@ -432,6 +448,7 @@ pub enum VersionedStoreVariant {
 impl Configurable for VersionedStore {
     type Params = VersionedStoreParams;
     type Variant = VersionedStoreVariant;
+    type Role = VersionedStoreRole;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -468,6 +485,7 @@ impl Configurable for VersionedStore {
             think_time: (p.think_time[0].0, p.think_time[1].0),
             retry_delay: (p.retry_delay[0].0, p.retry_delay[1].0),
             request_timeout: p.request_timeout.0,
+            roles: tenure_core::Roles::of(cluster)?,
         })
     }
 

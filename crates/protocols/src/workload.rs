@@ -563,9 +563,13 @@ macro_rules! lock_client_params {
 }
 pub(crate) use lock_client_params;
 
-/// The three roles of a lock protocol's cluster: one dispatch for every lock protocol's
-/// `Protocol::new` (configure has checked the cluster has exactly these roles).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The three roles of a lock protocol's cluster (redis-lock, fencing, redlock,
+/// etcd-lock, zookeeper): their `Configurable::Role`, read into the config's
+/// [`Roles`](tenure_core::Roles) by `configure`, so `Protocol::new` dispatches on it.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum LockRole {
     /// The lock service (a Redis instance, an etcd server).
     Server,
@@ -573,19 +577,6 @@ pub enum LockRole {
     Client,
     /// The protected [`Resource`](crate::resource::Resource).
     Storage,
-}
-
-impl LockRole {
-    /// The role `me` plays in `cluster`, for `protocol` (named in the message of the
-    /// panic a role configure did not check would cause).
-    pub fn of(cluster: &tenure_core::Cluster, me: NodeId, protocol: &str) -> LockRole {
-        match cluster.role_of(me) {
-            "server" => LockRole::Server,
-            "client" => LockRole::Client,
-            "storage" => LockRole::Storage,
-            other => panic!("{me} plays role `{other}`, which {protocol} does not have"),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -1129,19 +1120,19 @@ mod tests {
     }
 
     #[test]
-    fn lock_roles_dispatch_by_name() {
+    fn lock_roles_are_read_once_from_the_cluster() {
         let cluster = crate::redis_lock::tests::lock_cluster();
-        assert_eq!(
-            LockRole::of(&cluster, NodeId(0), "redis-lock"),
-            LockRole::Server
-        );
-        assert_eq!(
-            LockRole::of(&cluster, NodeId(1), "redis-lock"),
-            LockRole::Client
-        );
-        assert_eq!(
-            LockRole::of(&cluster, NodeId(3), "redis-lock"),
-            LockRole::Storage
-        );
+        let roles = tenure_core::Roles::<LockRole>::of(&cluster).unwrap();
+        assert_eq!(roles.get(NodeId(0)), LockRole::Server);
+        assert_eq!(roles.get(NodeId(1)), LockRole::Client);
+        assert_eq!(roles.get(NodeId(3)), LockRole::Storage);
+        let other = Cluster::new(vec![tenure_core::RoleSpec {
+            role: "witness".into(),
+            count: 1,
+        }])
+        .unwrap();
+        let err = tenure_core::Roles::<LockRole>::of(&other).unwrap_err();
+        assert_eq!(err.field, "cluster");
+        assert!(err.message.contains("witness"), "{err}");
     }
 }

@@ -79,9 +79,9 @@ mod server;
 pub use client::{ZkClient, ZkRecipeClient};
 pub use server::{Session, ZkData, ZkServer, Znode};
 
-use crate::backoff::{lock_policy, BackoffParams, BackoffPolicy};
+use crate::backoff::BackoffPolicy;
 use crate::resource::{FencingMode, Resource, ResourceMsg};
-use crate::workload::{WorkloadConfig, WorkloadTimer};
+use crate::workload::{lock_client_params, LockRole, WorkloadConfig, WorkloadTimer};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tenure_core::{
@@ -272,52 +272,26 @@ pub struct ZkConfig {
     /// Election recipe: how a client whose session expired spaces its reconnects
     /// (`None`: at once, then every third of the session timeout).
     pub reconnect: Option<BackoffPolicy>,
+    pub roles: tenure_core::Roles<LockRole>,
 }
 
-/// Scenario parameters (`[protocol.params]`). The workload fields matter only to the
-/// lock recipe and have the same names and defaults as the other lock protocols'.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ZooKeeperParams {
-    pub recipe: Recipe,
-    /// Requested by every client; the server expires a session this long after it
-    /// last heard from it (its monotonic clock).
-    pub session_timeout: HumanDuration,
-    /// Whether the storage checks the tokens (czxids).
-    pub resource_mode: FencingMode,
-    pub resource: String,
-    pub work_duration: HumanDuration,
-    pub think_time: [HumanDuration; 2],
-    pub retry_backoff: [HumanDuration; 2],
-    /// How a client spaces its retries after a failed acquire:
-    /// `{ policy = "full-jitter", base = "10ms", cap = "1s" }` (see
-    /// [`crate::backoff`]); absent: uniform in `retry_backoff`.
-    pub backoff: Option<BackoffParams>,
-    pub amount: i64,
-    pub request_timeout: HumanDuration,
-    pub start_stagger: HumanDuration,
-    /// At most this many acquire attempts per client process (retries included);
-    /// absent: no limit. Bounds the workload for the model explorer.
-    pub max_attempts: Option<u32>,
-}
-
-impl Default for ZooKeeperParams {
-    fn default() -> Self {
-        let ms = |n| HumanDuration(Duration::from_millis(n));
-        ZooKeeperParams {
-            recipe: Recipe::Election,
-            session_timeout: ms(2_000),
-            resource_mode: FencingMode::Fenced,
-            resource: "counter".to_string(),
-            work_duration: ms(100),
-            think_time: [ms(100), ms(300)],
-            retry_backoff: [ms(50), ms(150)],
-            backoff: None,
-            amount: 1,
-            request_timeout: ms(1_000),
-            start_stagger: ms(0),
-            max_attempts: None,
-        }
+lock_client_params! {
+    /// Scenario parameters (`[protocol.params]`): the recipe, the session timeout, the
+    /// storage's mode and the attempt limit, then the workload's (they matter only to
+    /// the lock recipe), with the same names and defaults as the other lock protocols'
+    /// (see [`WorkloadParams`](crate::workload::WorkloadParams)).
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct ZooKeeperParams {
+        pub recipe: Recipe = Recipe::Election,
+        /// Requested by every client; the server expires a session this long after it
+        /// last heard from it (its monotonic clock).
+        pub session_timeout: HumanDuration = HumanDuration(Duration::from_millis(2_000)),
+        /// Whether the storage checks the tokens (czxids).
+        pub resource_mode: FencingMode = FencingMode::Fenced,
+        /// At most this many acquire attempts per client process (retries included);
+        /// absent: no limit. Bounds the workload for the model explorer.
+        pub max_attempts: Option<u32> = None,
     }
 }
 
@@ -372,11 +346,10 @@ impl Protocol for ZooKeeper {
     type Config = ZkConfig;
 
     fn new(config: &ZkConfig, me: NodeId, cluster: &Cluster) -> ZooKeeper {
-        match cluster.role_of(me) {
-            "server" => ZooKeeper::Server(ZkServer::new()),
-            "client" => ZooKeeper::Client(Box::new(ZkClient::new(config, me, cluster))),
-            "storage" => ZooKeeper::Storage(Resource::new(config.resource_mode)),
-            other => panic!("{me} plays role `{other}`, which zookeeper does not have"),
+        match config.roles.get(me) {
+            LockRole::Server => ZooKeeper::Server(ZkServer::new()),
+            LockRole::Client => ZooKeeper::Client(Box::new(ZkClient::new(config, me, cluster))),
+            LockRole::Storage => ZooKeeper::Storage(Resource::new(config.resource_mode)),
         }
     }
 
@@ -421,28 +394,15 @@ pub(crate) fn single_node(cluster: &Cluster, role: &str) -> Result<NodeId, Param
 impl ZooKeeperParams {
     /// The lock workload's configuration (for the lock recipes of zookeeper and etcd).
     pub(crate) fn workload_config(&self, cluster: &Cluster) -> Result<WorkloadConfig, ParamError> {
-        let config = WorkloadConfig {
-            resource: self.resource.clone(),
-            storage: single_node(cluster, "storage")?,
-            work_duration: self.work_duration.0,
-            think_time: (self.think_time[0].0, self.think_time[1].0),
-            backoff: lock_policy(
-                self.backoff.as_ref(),
-                (self.retry_backoff[0].0, self.retry_backoff[1].0),
-            )?,
-            amount: self.amount,
-            request_timeout: self.request_timeout.0,
-            start_stagger: self.start_stagger.0,
-            max_attempts: self.max_attempts,
-        };
-        config.validate()?;
-        Ok(config)
+        self.workload_params()
+            .config(single_node(cluster, "storage")?, self.max_attempts)
     }
 }
 
 impl Configurable for ZooKeeper {
     type Params = ZooKeeperParams;
     type Variant = ZkVariant;
+    type Role = LockRole;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -480,6 +440,7 @@ impl Configurable for ZooKeeper {
                 _ => None,
             },
             workload,
+            roles: tenure_core::Roles::of(cluster)?,
         })
     }
 

@@ -407,6 +407,7 @@ impl std::fmt::Display for MyVariant {
 impl Configurable for MyElection {
     type Params = Params;
     type Variant = MyVariant;
+    type Role = tenure::roles::Node;
 
     fn info() -> &'static ProtocolInfo {
         &INFO

@@ -417,6 +417,7 @@ pub enum BullyVariant {
 impl Configurable for Bully {
     type Params = BullyParams;
     type Variant = BullyVariant;
+    type Role = tenure_core::roles::Node;
 
     fn info() -> &'static ProtocolInfo {
         &INFO

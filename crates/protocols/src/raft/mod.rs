@@ -652,6 +652,7 @@ impl Protocol for Raft {
 impl Configurable for Raft {
     type Params = RaftParams;
     type Variant = RaftVariant;
+    type Role = tenure_core::roles::Server;
 
     fn info() -> &'static ProtocolInfo {
         &config::INFO
