@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use tenure_fuzz::{fuzz, FuzzOptions, SeedResult, Target, WITHIN_PROFILES};
 
 /// Seeds per cell in the suite (the closing note reports the long run, made by hand).
-const SEEDS_PER_CELL: u64 = 40;
+const SEEDS_PER_CELL: u64 = 200;
 
 /// Cells where a correct variant is known to fail within its assumptions: open bugs of
 /// the models, listed so the suite says exactly what is not yet trustworthy. Runs are
