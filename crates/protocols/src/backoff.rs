@@ -4,7 +4,9 @@
 //! Every lock client (the shared [`Workload`](crate::workload::Workload) loop) and every
 //! election that retries takes a [`BackoffPolicy`] from the scenario's
 //! `backoff = { policy = "...", base = "...", cap = "..." }` parameter
-//! ([`BackoffParams`]). A [`Backoff`] is one client's state under a policy: how many
+//! ([`BackoffParams`]). The multi-lock client uses `equal-jitter` from its
+//! `backoff = [base, cap]`, the sharded-lock client `uniform` from its `retry_delay`.
+//! A [`Backoff`] is one client's state under a policy: how many
 //! attempts of the current operation failed, the previous sleep (decorrelated jitter) and
 //! the adaptive window. Randomness comes only from the node's seeded [`Rng`], so a
 //! retry schedule is a pure function of the seed.

@@ -42,14 +42,15 @@
 //! resources, a consistent acquisition order, timeouts and lease expiry that "loosen
 //! deadlock chains", backoff with jitter against "lock storms"); the Redis `SET`
 //! documentation for the lock itself; Brooker, "Exponential Backoff And Jitter" (AWS
-//! Architecture Blog, 2015) for the retry delay. The backoff here is a local equal-jitter
-//! exponential ([`backoff_delay`]) until the shared backoff module lands.
+//! Architecture Blog, 2015) for the retry delay: the shared [`crate::backoff`] module's
+//! equal-jitter exponential policy, from `backoff = [base, cap]`.
 //!
 //! Lost messages: a `SET` whose reply does not come within `request_timeout` is
 //! abandoned (a late grant of it is deleted at once) and sent again under a new owner
 //! value; without `ttl`, a grant whose reply is lost for good stays on the server, as
 //! in `redis-lock`'s `no-ttl`. The scenarios run without loss.
 
+use crate::backoff::{Backoff, BackoffPolicy};
 use crate::lock_server::{ExpiryClock, LockMsg, LockServer};
 use crate::redis_lock::{check_role_count, the_one};
 use serde::{Deserialize, Serialize};
@@ -160,12 +161,13 @@ pub struct Client {
     /// Whether `Waiting` has been observed for `request[next]` in this attempt.
     waiting: bool,
     req: u64,
-    /// Failed attempts of the current request (drives the backoff).
-    failures: u32,
+    /// The retry delay after a failed attempt of the current request.
+    backoff: Backoff,
 }
 
 impl Client {
     pub fn new(config: ClientConfig) -> Client {
+        let (base, cap) = config.backoff;
         Client {
             config,
             phase: Phase::Thinking,
@@ -176,7 +178,8 @@ impl Client {
             abandoned: BTreeMap::new(),
             waiting: false,
             req: 0,
-            failures: 0,
+            // Brooker's "Equal Jitter": uniform in the upper half of min(cap, base x 2^n).
+            backoff: Backoff::new(BackoffPolicy::EqualJitter { base, cap }),
         }
     }
 
@@ -305,10 +308,8 @@ impl Client {
             });
         }
         self.release_all(env);
-        self.failures += 1;
         self.phase = Phase::BackingOff;
-        let (base, cap) = self.config.backoff;
-        let delay = backoff_delay(env, base, cap, self.failures);
+        let delay = self.backoff.on_failure(env);
         env.set_timer(Timer::Backoff, delay);
     }
 
@@ -359,7 +360,7 @@ impl Client {
         match (timer, self.phase) {
             (Timer::Think, Phase::Thinking) => {
                 self.request = self.draw(env);
-                self.failures = 0;
+                self.backoff.reset();
                 self.start_attempt(env);
             }
             (Timer::Backoff, Phase::BackingOff) => self.start_attempt(env),
@@ -393,21 +394,6 @@ impl Client {
             _ => {}
         }
     }
-}
-
-/// The delay before retry number `failures` (1, 2, ...): exponential from `base`, capped
-/// at `cap`, with equal jitter (uniform in the upper half), so it is never zero and
-/// clients that failed together spread out. Brooker, "Exponential Backoff And Jitter"
-/// (2015), "Equal Jitter". A local stand-in for the shared backoff module.
-pub fn backoff_delay<M, T>(
-    env: &mut dyn Env<M, T>,
-    base: Duration,
-    cap: Duration,
-    failures: u32,
-) -> Duration {
-    let doublings = failures.saturating_sub(1).min(30);
-    let ceiling = base.saturating_mul(1 << doublings).min(cap);
-    env.duration_between(ceiling / 2, ceiling)
 }
 
 /// A multi-lock node.

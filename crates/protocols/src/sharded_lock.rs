@@ -54,6 +54,7 @@
 //! view of the ring (a `NotOwner` reply carries the newer ring; `Busy` means retry),
 //! hold it for `hold_time` (below `ttl`), `Release` it, repeat.
 
+use crate::backoff::{Backoff, BackoffPolicy};
 use crate::redis_lock::check_role_count;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -788,8 +789,9 @@ impl Client {
 
     fn retry_later(&mut self, env: &mut dyn Env<Msg, Timer>) {
         env.cancel_timer(&Timer::Reply);
-        let (lo, hi) = self.shared.retry_delay;
-        let delay = env.duration_between(lo, hi);
+        let (min, max) = self.shared.retry_delay;
+        // The shared backoff module's `uniform` policy (no state: every retry alike).
+        let delay = Backoff::new(BackoffPolicy::Uniform { min, max }).on_failure(env);
         env.set_timer(Timer::Retry, delay);
     }
 

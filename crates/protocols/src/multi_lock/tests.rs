@@ -294,28 +294,23 @@ fn try_lock_gives_up_at_the_first_refusal() {
 
 #[test]
 fn backoff_doubles_from_the_base_up_to_the_cap_and_is_never_zero() {
-    let cluster = cluster(1);
-    let mut unit = ();
-    for (failures, lo, hi) in [
+    use crate::backoff::{Backoff, BackoffPolicy};
+    let ranges = [
         (1, 10, 20),
         (2, 20, 40),
         (3, 40, 80),
         (7, 500, 1_000),
         (40, 500, 1_000),
-    ] {
-        for seed in 0..20 {
-            let effects = run_in(
-                &cluster,
-                &mut unit,
-                CLIENT,
-                0,
-                seed,
-                |_, env: &mut dyn Env<Msg, Timer>| {
-                    let d = backoff_delay(env, ms(20), ms(1_000), failures);
-                    assert!(d >= ms(lo) && d <= ms(hi), "{failures}: {d:?}");
-                },
-            );
-            assert!(effects.is_empty());
+    ];
+    for seed in 0..20 {
+        let (base, cap) = (ms(20), ms(1_000));
+        let mut backoff = Backoff::new(BackoffPolicy::EqualJitter { base, cap });
+        let mut rng = SplitMix64(seed);
+        for failures in 1..=40 {
+            let d = backoff.on_failure(&mut rng);
+            if let Some((_, lo, hi)) = ranges.iter().find(|(n, _, _)| *n == failures) {
+                assert!(d >= ms(*lo) && d <= ms(*hi), "{failures}: {d:?}");
+            }
         }
     }
 }
