@@ -1,20 +1,8 @@
 //! `tenure compare --updates`: one contended counter under a lock, a fenced lock,
 //! compare-and-set and idempotency keys, side by side.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn tenure(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tenure"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("tenure runs")
-}
+mod common;
+use common::tenure;
 
 const FILES: [&str; 4] = [
     "scenarios/contention/counter-redis-lock.toml",

@@ -3,23 +3,10 @@
 //! rejects bad options with exit 2, and never overwrites a file it did not write.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn tenure(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tenure"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("tenure runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+mod common;
+use common::{stdout, tenure};
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

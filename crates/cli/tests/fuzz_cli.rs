@@ -3,27 +3,10 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn tenure(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tenure"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("tenure runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", stdout(o), String::from_utf8_lossy(&o.stderr))
-}
+mod common;
+use common::{repo, stdout, tenure, text};
 
 /// A fresh scratch directory named after the test.
 fn scratch(name: &str) -> PathBuf {

@@ -4,27 +4,10 @@
 //! suggestion.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn tenure(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tenure"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("tenure runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{repo, tenure, text};
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {

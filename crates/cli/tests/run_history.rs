@@ -3,27 +3,9 @@
 //! that cannot be placed; an existing file is never overwritten.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn tenure(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tenure"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("tenure runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{repo, tenure, text};
 
 fn out_path(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("run-history-tests");

@@ -110,7 +110,7 @@ pub mod prelude {
     pub use crate::{millis, secs, Checker, Control, Outcome, Simulation, Violation};
     pub use tenure_core::{
         Catalogue, Cluster, Configurable, Env, HumanDuration, LocalTime, NodeId, Observation,
-        ParamError, Protocol, ProtocolInfo, Record, RoleInfo, RoleSpec, RunInfo, SimTime,
+        ParamError, Protocol, ProtocolInfo, Record, RoleInfo, RoleSpec, Roles, RunInfo, SimTime,
         StorageExt, Variant, VariantInfo, Visitor,
     };
 }
