@@ -301,6 +301,37 @@ impl Workload {
         }
     }
 
+    /// The lock service told the client its lock is gone (the session or lease it
+    /// rests on expired: etcd's `Session.Done()`, ZooKeeper's session expiry or
+    /// CONNECTIONLOSS past the session timeout). A careful client stops acting on it at
+    /// once, as a `select` on `Done()` does: a read in flight is abandoned (its reply
+    /// will be ignored), the work in progress is dropped before its write, and the
+    /// client releases and thinks again. A write already sent cannot be called back;
+    /// the client only stops believing it holds and waits for the reply. What is left
+    /// is the window the GC-pause lesson shows: a pause between the last check and the
+    /// write, which only fencing closes.
+    pub fn on_lost<M, T: From<WorkloadTimer>>(
+        &mut self,
+        env: &mut dyn Env<M, T>,
+        lock: &mut dyn LockApi<M, T>,
+    ) {
+        if !self.holding {
+            return;
+        }
+        match self.phase {
+            Phase::Reading => {
+                env.cancel_timer(&T::from(WorkloadTimer::Request));
+                self.complete(env, OpOutcome::Info, None);
+                self.finish(env, lock);
+            }
+            Phase::Working => {
+                env.cancel_timer(&T::from(WorkloadTimer::Work));
+                self.finish(env, lock);
+            }
+            Phase::Writing | Phase::Thinking | Phase::Acquiring => self.stop_holding(env),
+        }
+    }
+
     /// A reply from the resource. Replies to older requests are ignored.
     pub fn on_resource_reply<M, T: From<WorkloadTimer>>(
         &mut self,
@@ -1015,6 +1046,84 @@ mod tests {
                 .count(),
             0
         );
+    }
+
+    #[test]
+    fn lost_lock_while_working_drops_the_write_releases_and_thinks() {
+        let mut w = holding_after_read(40);
+        let effects = step(|env| w.on_lost(env, &mut FakeLock), 4);
+        let think =
+            SplitMix64(4).duration_between(Duration::from_millis(10), Duration::from_millis(20));
+        assert_eq!(
+            effects,
+            vec![
+                cancel(WorkloadTimer::Work),
+                send(NodeId(0), Msg::Lock("release")),
+                cancel(WorkloadTimer::Validity),
+                obs(Observation::Releases {
+                    resource: "r".into()
+                }),
+                timer(WorkloadTimer::Think, think),
+            ]
+        );
+        assert_eq!(w.phase, Phase::Thinking);
+        // Were the cancelled work timer to fire anyway, nothing is written.
+        let effects = step(|env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Work), 1);
+        assert!(effects.is_empty());
+    }
+
+    #[test]
+    fn lost_lock_while_reading_abandons_the_read() {
+        let mut w = Workload::new(config());
+        w.phase = Phase::Acquiring;
+        step(|env| w.on_acquired(env, Some(9), None), 1);
+        let effects = step(|env| w.on_lost(env, &mut FakeLock), 1);
+        assert_eq!(effects[0], cancel(WorkloadTimer::Request));
+        assert_eq!(
+            effects[1],
+            obs(Observation::Complete {
+                f: "read".into(),
+                key: "r".into(),
+                outcome: OpOutcome::Info,
+                value: OpValue::Nil
+            })
+        );
+        assert_eq!(w.phase, Phase::Thinking);
+        // The read's late reply is ignored: no work starts.
+        let effects = step(
+            |env| {
+                w.on_resource_reply(
+                    env,
+                    &mut FakeLock,
+                    ResourceMsg::ReadReply {
+                        resource: "r".into(),
+                        op: 1,
+                        value: 40,
+                    },
+                )
+            },
+            1,
+        );
+        assert!(effects.is_empty());
+    }
+
+    #[test]
+    fn lost_lock_while_writing_only_ends_the_belief() {
+        let mut w = holding_after_read(40);
+        step(|env| w.on_timer(env, &mut FakeLock, WorkloadTimer::Work), 1);
+        let effects = step(|env| w.on_lost(env, &mut FakeLock), 1);
+        assert_eq!(
+            effects,
+            vec![
+                cancel(WorkloadTimer::Validity),
+                obs(Observation::Releases {
+                    resource: "r".into()
+                }),
+            ]
+        );
+        assert_eq!(w.phase, Phase::Writing);
+        // Not holding: a second loss changes nothing.
+        assert!(step(|env| w.on_lost(env, &mut FakeLock), 1).is_empty());
     }
 
     #[test]

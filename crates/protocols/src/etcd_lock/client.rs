@@ -1,7 +1,7 @@
 //! A lock client: its lease, the etcd `Mutex` recipe, and the workload.
 
 use super::{EtcdConfig, EtcdMsg, EtcdTimer, EtcdVariant, LeaseId};
-use crate::workload::{LockApi, Workload, WorkloadTimer};
+use crate::workload::{LockApi, Workload};
 use std::time::Duration;
 use tenure_core::{Cluster, Env, LocalTime, NodeId};
 
@@ -415,13 +415,8 @@ impl EtcdClient {
             Some(Change::Acquired(revision)) => {
                 self.workload.on_acquired(env, Some(revision), None)
             }
-            // The workload ends its belief as if its validity ran out; it goes on to
-            // write (unchecked, as real clients do) and then releases.
-            Some(Change::Lost) if self.workload.holding() => {
-                self.workload
-                    .on_timer(env, &mut self.lock, WorkloadTimer::Validity)
-            }
-            Some(Change::Lost) => {}
+            // `Session.Done()` fired: stop acting on the lock (see `Workload::on_lost`).
+            Some(Change::Lost) => self.workload.on_lost(env, &mut self.lock),
             Some(Change::Failed) => self.workload.on_acquire_failed(env),
         }
     }

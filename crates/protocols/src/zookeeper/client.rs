@@ -2,7 +2,7 @@
 
 use super::{Recipe, SessionId, ZkConfig, ZkError, ZkEvent, ZkMsg, ZkTimer, ZkVariant};
 use crate::backoff::Backoff;
-use crate::workload::{LockApi, Workload, WorkloadTimer};
+use crate::workload::{LockApi, Workload};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use tenure_core::{Cluster, Env, NodeId, Observation};
@@ -855,12 +855,8 @@ impl ZkClient {
         };
         match change {
             Change::Acquired(czxid) => w.on_acquired(env, Some(czxid), None),
-            // The workload ends its belief as if its validity ran out; it goes on to
-            // write (unchecked, as real clients do) and then releases.
-            Change::Lost if w.holding() => {
-                w.on_timer(env, &mut self.recipe, WorkloadTimer::Validity)
-            }
-            Change::Lost => {}
+            // The session is gone: stop acting on the lock (see `Workload::on_lost`).
+            Change::Lost => w.on_lost(env, &mut self.recipe),
             Change::Failed => w.on_acquire_failed(env),
         }
     }

@@ -1,8 +1,8 @@
 use super::*;
 use crate::testkit::Net;
 use std::collections::BTreeMap;
-use tenure_core::OpValue;
 use tenure_core::{Effect, LocalTime, Observation, RoleSpec, SplitMix64, Step, StorageMap};
+use tenure_core::{OpOutcome, OpValue};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -784,12 +784,27 @@ fn lock_holder_gets_the_czxid_as_its_token() {
             send(SERVER, ZkMsg::Connect { timeout: ms(2000) }),
         ]
     );
+    // The read in flight is abandoned (its outcome unknown), then the hold ends.
     assert_eq!(
-        effects[3],
-        Effect::Observe(Observation::Releases {
-            resource: "counter".into()
-        })
+        effects[2..5],
+        [
+            Effect::CancelTimer {
+                timer: ZkTimer::Workload(WorkloadTimer::Request)
+            },
+            Effect::Observe(Observation::Complete {
+                f: "read".into(),
+                key: "counter".into(),
+                outcome: OpOutcome::Info,
+                value: OpValue::Nil
+            }),
+            Effect::CancelTimer {
+                timer: ZkTimer::Workload(WorkloadTimer::Validity)
+            },
+        ]
     );
+    assert!(effects.contains(&Effect::Observe(Observation::Releases {
+        resource: "counter".into()
+    })));
 }
 
 #[test]
