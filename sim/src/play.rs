@@ -64,7 +64,7 @@ pub struct Prepared {
 impl Prepared {
     /// Validates everything that can be known before running: protocol, variant,
     /// parameters, cluster, node ids, checks and their parameters.
-    pub fn new(scenario: Scenario, protocols: &Protocols) -> Result<Prepared, ScenarioError> {
+    pub fn new(mut scenario: Scenario, protocols: &Protocols) -> Result<Prepared, ScenarioError> {
         let Some(entry) = protocols.lookup(&scenario.protocol.name) else {
             let msg = format!(
                 "unknown protocol `{}`; known protocols: {}{}",
@@ -79,6 +79,25 @@ impl Prepared {
         };
         let cluster = scenario.resolve_cluster(entry.info)?;
         scenario.validate(entry.info, &cluster)?;
+        // `[network] mode` not written: the protocol's own transport.
+        if scenario.network.mode.is_none() {
+            use tenure_scenario::NetworkMode;
+            let mode = match entry.transport {
+                tenure_core::Transport::Datagram => NetworkMode::Datagram,
+                tenure_core::Transport::Stream => NetworkMode::Stream,
+            };
+            if mode == NetworkMode::Datagram && scenario.network.connection_timeout.is_some() {
+                return Err(scenario.error_at(
+                    "network.connection_timeout",
+                    format!(
+                        "{} runs on datagrams unless `mode = \"stream\"` is written, and \
+                         datagrams have no connections",
+                        entry.info.name
+                    ),
+                ));
+            }
+            scenario.network.mode = Some(mode);
+        }
         let Playing {
             runner,
             promises,

@@ -9,6 +9,8 @@ use tenure_core::{Catalogue, Configurable, ProtocolInfo, Visitor};
 /// One protocol, type-erased.
 pub struct Entry {
     pub info: &'static ProtocolInfo,
+    /// Its transport when a scenario does not set `[network] mode`.
+    pub transport: tenure_core::Transport,
     pub(crate) playable: Box<dyn Playable + Send + Sync>,
 }
 
@@ -32,6 +34,7 @@ impl Protocols {
             fn visit<P: Configurable>(&mut self) {
                 self.0.push(Entry {
                     info: P::info(),
+                    transport: P::transport(),
                     playable: Box::new(Protocolled::<P>(std::marker::PhantomData)),
                 });
             }

@@ -186,12 +186,30 @@ pub trait Configurable: Protocol {
         Err("it declares no model settings")
     }
 
+    /// How the real system's nodes talk, and so how a scenario that does not set
+    /// `[network] mode` runs it: ZooKeeper's and etcd's clients hold TCP (gRPC)
+    /// connections, so a short partition delays their messages and a long one resets
+    /// the connection; most protocols are modelled on datagrams.
+    fn transport() -> Transport {
+        Transport::Datagram
+    }
+
     /// The term a message carries, for the model's `steps-down-on-higher-term`
     /// (protocols without terms: `None`).
     fn message_term(msg: &Self::Msg) -> Option<u64> {
         let _ = msg;
         None
     }
+}
+
+/// How a protocol's messages travel when a scenario does not say (see
+/// [`Configurable::transport`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Each message on its own: lost, duplicated or reordered as the network says.
+    Datagram,
+    /// TCP-like connections (`[network] mode = "stream"`).
+    Stream,
 }
 
 /// Which role each node of a cluster plays, typed: read once (in `configure`, where an

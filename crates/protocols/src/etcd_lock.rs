@@ -294,6 +294,12 @@ impl Configurable for EtcdLock {
     type Variant = EtcdVariant;
     type Role = LockRole;
 
+    /// etcd clients talk gRPC over HTTP/2: one TCP connection per endpoint, with the
+    /// lease keep-alives and watches as streams on it.
+    fn transport() -> tenure_core::Transport {
+        tenure_core::Transport::Stream
+    }
+
     fn info() -> &'static ProtocolInfo {
         &INFO
     }

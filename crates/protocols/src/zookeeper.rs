@@ -404,6 +404,13 @@ impl Configurable for ZooKeeper {
     type Variant = ZkVariant;
     type Role = LockRole;
 
+    /// A ZooKeeper client holds one TCP connection to the ensemble (`ClientCnxn`'s
+    /// `SendThread`): FIFO, a short partition delays requests, a long one is a
+    /// connection loss.
+    fn transport() -> tenure_core::Transport {
+        tenure_core::Transport::Stream
+    }
+
     fn info() -> &'static ProtocolInfo {
         &INFO
     }

@@ -132,9 +132,11 @@ pub struct NetworkSpec {
     /// `[[network.link]]`, in the order written.
     #[serde(default, rename = "link")]
     pub links: Vec<LinkSpec>,
-    /// `mode`: datagrams (the default) or TCP-like streams.
-    #[serde(default)]
-    pub mode: NetworkMode,
+    /// `mode`: datagrams or TCP-like streams; not written: the protocol's own
+    /// transport (`Configurable::transport`: streams for zookeeper and etcd-lock,
+    /// datagrams for the rest), filled in when the scenario is prepared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<NetworkMode>,
     /// `connection_timeout` (stream mode only): how long a connection survives a broken
     /// link before both ends see it reset; [`NetworkSpec::DEFAULT_CONNECTION_TIMEOUT`]
     /// when not written.
@@ -149,7 +151,7 @@ impl Default for NetworkSpec {
             loss: 0.0,
             duplicate: 0.0,
             links: Vec::new(),
-            mode: NetworkMode::Datagram,
+            mode: None,
             connection_timeout: None,
         }
     }
@@ -161,7 +163,7 @@ impl NetworkSpec {
 
     /// Stream mode's connection timeout, `None` in datagram mode.
     pub fn stream_timeout(&self) -> Option<Duration> {
-        (self.mode == NetworkMode::Stream).then(|| {
+        (self.mode == Some(NetworkMode::Stream)).then(|| {
             self.connection_timeout
                 .map_or(Self::DEFAULT_CONNECTION_TIMEOUT, |t| t.0)
         })

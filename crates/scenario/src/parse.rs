@@ -427,7 +427,7 @@ impl Reader<'_> {
 
     fn network(&self, network: &NetworkSpec) -> Result<(), ScenarioError> {
         if let Some(timeout) = network.connection_timeout {
-            if network.mode != crate::model::NetworkMode::Stream {
+            if network.mode == Some(crate::model::NetworkMode::Datagram) {
                 return Err(self.err(
                     "network.connection_timeout",
                     "a connection timeout applies only with mode = \"stream\" (datagrams have no connections)",
@@ -936,7 +936,7 @@ mod tests {
             "ok.toml",
         )
         .unwrap();
-        assert_eq!(s.network.mode, NetworkMode::Stream);
+        assert_eq!(s.network.mode, Some(NetworkMode::Stream));
         assert_eq!(s.network.stream_timeout(), Some(Duration::from_secs(3)));
         let s = parse(&format!("{HEAD}[network]\nmode = \"stream\"\n"), "ok.toml").unwrap();
         assert_eq!(
@@ -946,13 +946,19 @@ mod tests {
         assert_eq!(NetworkSpec::default().stream_timeout(), None);
         let err = error("[network]\nmode = \"tcp\"\n");
         assert_error(&err, 5, "network.mode", "unknown variant `tcp`");
-        let err = error("[network]\nconnection_timeout = \"2s\"\n");
+        let err = error("[network]\nmode = \"datagram\"\nconnection_timeout = \"2s\"\n");
         assert_error(
             &err,
-            5,
+            6,
             "network.connection_timeout",
             "only with mode = \"stream\"",
         );
+        // Without a mode, the protocol's transport decides (checked when prepared).
+        let s = parse(
+            &format!("{HEAD}[network]\nconnection_timeout = \"2s\"\n"),
+            "ok.toml",
+        );
+        assert_eq!(s.unwrap().network.mode, None);
         let err = error("[network]\nmode = \"stream\"\nconnection_timeout = \"0s\"\n");
         assert_error(&err, 6, "network.connection_timeout", "more than zero");
     }

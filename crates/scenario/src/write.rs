@@ -126,8 +126,8 @@ fn network_table(network: &NetworkSpec) -> Table {
     t.insert("latency", value(latency_value(&network.latency)));
     t.insert("loss", value(network.loss));
     t.insert("duplicate", value(network.duplicate));
-    if network.mode != crate::model::NetworkMode::Datagram {
-        t.insert("mode", value(network.mode.as_str()));
+    if let Some(mode) = network.mode {
+        t.insert("mode", value(mode.as_str()));
     }
     if let Some(timeout) = network.connection_timeout {
         t.insert("connection_timeout", value(format_duration(timeout.0)));
@@ -461,10 +461,10 @@ mod tests {
                         duplicate: None,
                     })
                     .collect(),
-                mode: if stream {
-                    NetworkMode::Stream
-                } else {
-                    NetworkMode::Datagram
+                mode: match rng.range_inclusive(0, 2) {
+                    0 => None,
+                    _ if stream => Some(NetworkMode::Stream),
+                    _ => Some(NetworkMode::Datagram),
                 },
                 connection_timeout: (stream && rng.chance(0.5)).then(|| {
                     tenure_core::HumanDuration(Duration::from_millis(rng.range_inclusive(1, 5000)))

@@ -83,8 +83,12 @@ impl<P: Protocol> World<P> {
         let pair = self.streams().pair(from, to);
         let link = self.streams().link(from, to);
         // A connection to a machine that is down is refused; one whose link is still
-        // broken after a reset cannot be opened.
-        let refused = if self.nodes[to.index()].status == Status::Down {
+        // broken after a reset cannot be opened. A node that has not started yet is
+        // booting with the others (the engine starts the nodes of a cluster one after
+        // another at time zero, nanoseconds apart): its connection waits for it, as the
+        // scenario means every node to start together.
+        let slot = &self.nodes[to.index()];
+        let refused = if slot.status == Status::Down && slot.incarnation > 0 {
             Some(DropReason::Down)
         } else if self.streams().reset[pair] {
             Some(DropReason::Partition)
