@@ -397,7 +397,9 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
                                     o.seed, f.checker, f.time
                                 ));
                                 text.push(format!("  {}", f.message));
-                                if f.beyond.is_empty() {
+                                if let Some(why) = &f.not_promised {
+                                    text.push(format!("  {why}"));
+                                } else if f.beyond.is_empty() {
                                     text.push(
                                         "  within the protocol's declared assumptions".into(),
                                     );

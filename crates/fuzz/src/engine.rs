@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::sync::atomic::AtomicBool;
 use tenure_core::SimTime;
 use tenure_scenario::{CheckSpec, Expectation, Scenario};
-use tenure_sim::play::RunOptions;
+use tenure_sim::play::{Prepared, RunOptions};
 use tenure_sim::trace::TraceEvent;
 
 /// How to fuzz.
@@ -72,6 +72,37 @@ pub struct Failure {
     /// The declared assumptions the case's faults broke, in words (empty: the failure
     /// is within the protocol's assumptions, so a correct variant has a bug).
     pub beyond: Vec<String>,
+    /// Set when the failed check is neither promised by the protocol nor known to be
+    /// broken by the variant: the scenario checks it to show a lesson (e.g. the
+    /// GC-pause lesson on a lock that promises only fencing), so the failure is not a
+    /// bug. Says so in words.
+    pub not_promised: Option<String>,
+}
+
+/// Why `checker` failing is no bug of `prepared`'s variant, if it is not: the protocol
+/// does not promise it and the variant is not known to break it.
+fn not_promised(prepared: &Prepared, checker: &str) -> Option<String> {
+    if prepared.promises.iter().any(|p| p.check == checker) {
+        return None;
+    }
+    let variant = &prepared.scenario.protocol.variant;
+    let known_breaks = variant
+        .split('+')
+        .filter_map(|v| prepared.info.variant(v))
+        .any(|v| v.breaks.contains(&checker));
+    if known_breaks {
+        return None;
+    }
+    let promises: Vec<&str> = prepared.promises.iter().map(|p| p.check).collect();
+    let promises = if promises.is_empty() {
+        "nothing".to_string()
+    } else {
+        promises.join(", ")
+    };
+    Some(format!(
+        "not a promise of {}: it promises {promises}; the scenario checks {checker} to show a lesson, not a bug",
+        prepared.info.name
+    ))
 }
 
 /// The first trace event at which two runs of one seed differ.
@@ -96,6 +127,7 @@ impl SeedOutcome {
                 "message": f.message,
                 "faults": f.case.faults.len(),
                 "beyond_assumptions": f.beyond,
+                "promised": f.not_promised.is_none(),
             }),
             SeedResult::Nondeterministic(d) => serde_json::json!({
                 "seed": self.seed,
@@ -210,6 +242,7 @@ fn seed_result(
         message: v.message.clone(),
         case,
         beyond,
+        not_promised: not_promised(&prepared, v.checker),
     }))
 }
 
@@ -358,6 +391,27 @@ mod tests {
             Expectation::Violation {
                 checker: f.checker.to_string()
             }
+        );
+    }
+
+    #[test]
+    fn a_failed_check_that_is_neither_promised_nor_a_known_break_is_a_lesson() {
+        let prepared = |variant: &str| {
+            let zoo = crate::zoo();
+            let scenario =
+                crate::target::default_scenario(&zoo, "etcd-lock", Some(variant)).unwrap();
+            Prepared::new(scenario, &zoo).unwrap()
+        };
+        // etcd's lock promises fencing, not exclusive actions: a holder paused between
+        // its check and its write is the GC-pause lesson.
+        let correct = prepared("correct");
+        let why = not_promised(&correct, "mutual-exclusion").expect("not promised");
+        assert!(why.starts_with("not a promise of etcd-lock: it promises fencing-safety"));
+        assert_eq!(not_promised(&correct, "fencing-safety"), None);
+        // The pre-3.4.8 client is known to break mutual exclusion: a finding, no lesson.
+        assert_eq!(
+            not_promised(&prepared("no-key-check"), "mutual-exclusion"),
+            None
         );
     }
 
