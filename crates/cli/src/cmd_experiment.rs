@@ -45,10 +45,24 @@ pub struct ElectionTimeArgs {
     /// overwritten: the plot gets a new name instead.
     #[arg(long, default_value = "tenure-out/election-time")]
     out: PathBuf,
-    /// One-way message latency, drawn uniformly per message: a range in ms (5-10) or
-    /// with units (5ms-10ms).
-    #[arg(long, default_value = "5-10")]
+    /// One-way message latency, drawn uniformly per message: a range in ms (0.1-0.5)
+    /// or with units (100us-500us). Default: a LAN, as the paper's cluster was (its
+    /// 15 ms broadcast time was "mostly the disk write"). The simulator wakes a node
+    /// at least 1 ms after it last slept, so delays under 1 ms act as about 1 ms.
+    #[arg(long, default_value = "0.1-0.5")]
     latency: String,
+    /// fsync latency of every server, drawn uniformly per sync, in ms or with units.
+    /// Raft syncs its term and vote before sending anything that depends on them (a
+    /// vote, a RequestVote, a reply in a new term). Default 10-18: the paper's
+    /// broadcast time of about 15 ms is a LAN round trip plus this disk write (§9.3;
+    /// §5.6: 0.5-20 ms depending on storage).
+    #[arg(long, default_value = "10-18")]
+    fsync: String,
+    /// Processing time of every handler, drawn uniformly per handler, in ms or with
+    /// units (the node handles nothing else meanwhile). Default 0-0: the paper
+    /// states none, and the simulator rounds a node's wake to at least 1 ms.
+    #[arg(long, default_value = "0-0")]
+    processing: String,
     /// A trial with no new leader this long after the crash counts as "no leader".
     #[arg(long, default_value = "10s")]
     cap: String,
@@ -94,6 +108,14 @@ fn election_time(args: ElectionTimeArgs) -> Outcome {
         Ok(r) => r,
         Err(e) => return bad(format!("--latency: {e}")),
     };
+    let fsync = match bounded_range(&args.fsync, Duration::from_secs(1)) {
+        Ok(r) => r,
+        Err(e) => return bad(format!("--fsync: {e}")),
+    };
+    let processing = match bounded_range(&args.processing, Duration::from_secs(1)) {
+        Ok(r) => r,
+        Err(e) => return bad(format!("--processing: {e}")),
+    };
     let cap = match tenure_core::parse_duration(&args.cap) {
         Ok(d) if d >= Duration::from_millis(100) && d <= Duration::from_secs(3600) => d,
         Ok(_) => return bad(format!("--cap: `{}` is not between 100ms and 1h", args.cap)),
@@ -101,6 +123,8 @@ fn election_time(args: ElectionTimeArgs) -> Outcome {
     };
     let setup = Setup {
         latency,
+        fsync,
+        processing,
         cap,
         ..Setup::default()
     };
@@ -163,6 +187,18 @@ fn plain_range(text: &str) -> Result<(Duration, Duration), String> {
         return Err(format!("`{text}`: the minimum is above the maximum"));
     }
     Ok((lo, hi))
+}
+
+/// A range as [`plain_range`] reads it, whose maximum is at most `max`.
+fn bounded_range(text: &str, max: Duration) -> Result<(Duration, Duration), String> {
+    let range = plain_range(text)?;
+    if range.1 > max {
+        return Err(format!(
+            "`{text}`: the maximum must be at most {}",
+            tenure_core::format_duration(max)
+        ));
+    }
+    Ok(range)
 }
 
 /// Runs every range, reporting progress on stderr. Wall-clock time is read only for

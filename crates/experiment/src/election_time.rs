@@ -13,8 +13,20 @@
 //! * Servers 0, 1 and 2 have the log `[1, 2]` and servers 3 and 4 the log `[1]`, so by
 //!   the up-to-date rule (§5.4.1) only 0, 1 and 2 can win: the crashed leader is one of
 //!   them, and two of its four survivors cannot replace it.
-//! * Every one-way message latency is drawn uniformly from [`Setup::latency`] (default
-//!   5–10 ms, so a RequestVote and its reply take 10–20 ms, 15 ms on average).
+//! * The paper's setup, as it states it: five servers on a LAN with a "broadcast time
+//!   (network round trip plus disk write) of roughly 15 ms", the disk write being what
+//!   Raft persists before it answers (Figure 2: term and vote are "updated on stable
+//!   storage before responding to RPCs"; §5.6: "0.5ms to 20ms, depending on storage
+//!   technology"). So every one-way latency is drawn uniformly from
+//!   [`Setup::latency`] (default 0.1–0.5 ms, a LAN) and every `sync` of a server takes
+//!   a latency drawn uniformly from [`Setup::fsync`] (default 10–18 ms: 14 ms on
+//!   average, so a round trip plus the write is about 15 ms). tenure's Raft, like
+//!   LogCabin (the paper's implementation, whose `startNewElection` writes the log
+//!   metadata before its peer threads send RequestVote), syncs a new term and vote
+//!   before sending anything: a candidate's RequestVote waits for its own write, a
+//!   vote for the voter's, and the node handles nothing else meanwhile.
+//! * Each handler may also take processing time, [`Setup::processing`] (default none:
+//!   the paper states none).
 //! * Once a leader is steady (every other server follows it in its term, for at least
 //!   one heartbeat interval), the supervisor makes it broadcast heartbeats at once
 //!   ([`Control::fire_timer`]: the paper's "synchronized broadcast of heartbeat RPCs")
@@ -28,9 +40,16 @@
 //!   leader within the cap"; it is longer than every trial that finished.
 //!
 //! **How it can mislead.** The simulator's timers are exact and its only jitter is the
-//! drawn message latency (and madsim's 1 ms minimum sleep), while real servers also
-//! jitter in scheduling; where the paper's split votes eventually resolved by such
-//! noise, a run here may split forever (see the book page, "Election time").
+//! drawn latencies (and madsim's 1 ms minimum sleep, which makes any delay under 1 ms,
+//! such as the LAN's, act as about 1 ms), while real servers also jitter in
+//! scheduling; where the paper's split votes eventually resolved by such noise, a run
+//! here may split forever. And with the paper's stated 15 ms broadcast time the
+//! figures do not come out as the paper's: each candidate's own disk write (about
+//! 14 ms) delays its RequestVote past the other survivors' timeouts, which 5 ms of
+//! randomness spreads over only 5 ms, so 150–155 ms elections split term after term,
+//! and 12–24 ms timeouts are shorter than a vote's two disk writes (see the book page,
+//! "Election time", for the traces and for the fsync at which the paper's figures do
+//! come out).
 //!
 //! **Determinism.** Trial `i` of a range uses the seed [`trial_seed`]`(range, i)`, so
 //! the results are a pure function of (code, range, setup, trial count), whatever the
@@ -81,19 +100,31 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(60);
 /// The parts of the setup that are not the timeout range.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Setup {
-    /// One-way message latency, drawn uniformly per message.
+    /// One-way message latency, drawn uniformly per message. Default 0.1–0.5 ms: the
+    /// paper's servers were on a LAN, and its broadcast time was mostly the disk write.
     pub latency: (Duration, Duration),
+    /// Every server's fsync latency, drawn uniformly per sync (Raft syncs a new term
+    /// and vote before it sends). Default 10–18 ms: the paper's broadcast time of
+    /// "roughly 15ms" is a LAN round trip plus this write (§9.3, Figure 16; §5.6).
+    pub fsync: (Duration, Duration),
+    /// Every server's processing time per handler, drawn uniformly per handler (the
+    /// node handles nothing else meanwhile). Default zero: the paper states none.
+    pub processing: (Duration, Duration),
     /// A trial with no new leader this long after the crash counts as "no leader".
     pub cap: Duration,
-    /// The longest the cluster may take to elect its first, steady leader (it takes
-    /// one round trip: server 0 is made to stand first, alone).
+    /// The longest the cluster may take to elect its first, steady leader (server 0
+    /// is made to stand first, alone, so it usually takes one election; with disk
+    /// writes longer than the election timeout it may never come:
+    /// [`Outcome::NeverSteady`]).
     pub warmup_cap: Duration,
 }
 
 impl Default for Setup {
     fn default() -> Self {
         Setup {
-            latency: (Duration::from_millis(5), Duration::from_millis(10)),
+            latency: (Duration::from_micros(100), Duration::from_micros(500)),
+            fsync: (Duration::from_millis(10), Duration::from_millis(18)),
+            processing: (Duration::ZERO, Duration::ZERO),
             cap: Duration::from_secs(10),
             warmup_cap: Duration::from_secs(10),
         }
@@ -212,6 +243,9 @@ pub enum Outcome {
     Elected(Duration),
     /// No new leader within the cap.
     NoLeader,
+    /// The cluster never had a steady leader to crash within the warm-up cap (its
+    /// elections kept splitting): counted as "no leader".
+    NeverSteady,
 }
 
 /// One trial's result.
@@ -219,8 +253,9 @@ pub enum Outcome {
 pub struct Trial {
     pub seed: u64,
     pub outcome: Outcome,
-    /// The crashed leader and when it crashed (true time).
-    pub crash: (NodeId, SimTime),
+    /// The crashed leader and when it crashed (true time); `None` if no leader was
+    /// ever steady ([`Outcome::NeverSteady`]).
+    pub crash: Option<(NodeId, SimTime)>,
     /// How long after its synchronized heartbeat broadcast the leader crashed.
     pub crash_after: Duration,
     /// The new leader and its term.
@@ -234,7 +269,7 @@ impl Trial {
     pub fn downtime(&self) -> Option<Duration> {
         match self.outcome {
             Outcome::Elected(d) => Some(d),
-            Outcome::NoLeader => None,
+            Outcome::NoLeader | Outcome::NeverSteady => None,
         }
     }
 }
@@ -323,9 +358,18 @@ impl Tracker {
     }
 
     fn result(&self, seed: u64, crash_after: Duration, cap: Duration) -> Trial {
-        let (crashed, crash_at) = self
-            .crash
-            .expect("server 0 stands alone first, so a steady leader always comes");
+        let Some((crashed, crash_at)) = self.crash else {
+            // No leader was ever steady (the warm-up's own elections kept splitting,
+            // as when the disk write is longer than the election timeout): no crash.
+            return Trial {
+                seed,
+                outcome: Outcome::NeverSteady,
+                crash: None,
+                crash_after,
+                new_leader: None,
+                terms: None,
+            };
+        };
         let elected = self
             .elected
             .filter(|(_, _, at)| at.saturating_sub(crash_at) <= cap);
@@ -337,7 +381,7 @@ impl Tracker {
         Trial {
             seed,
             outcome,
-            crash: (crashed, crash_at),
+            crash: Some((crashed, crash_at)),
             crash_after,
             new_leader: elected.map(|(l, t, _)| (l, t)),
             terms: elected.zip(old_term).map(|((_, t, _), old)| t - old),
@@ -353,6 +397,27 @@ fn lock(tracker: &Mutex<Tracker>) -> MutexGuard<'_, Tracker> {
 
 /// Runs trial `index` of `range`.
 pub fn run_trial(range: &TimeoutRange, setup: &Setup, index: usize) -> Trial {
+    trial(range, setup, index, false).0
+}
+
+/// Runs trial `index` of `range` with the simulator's full trace (messages, timers,
+/// syncs, faults): the same trial as [`run_trial`]'s, to see why it took as long as
+/// it did.
+pub fn run_trial_traced(
+    range: &TimeoutRange,
+    setup: &Setup,
+    index: usize,
+) -> (Trial, Vec<tenure_sim::trace::TraceEvent>) {
+    let (trial, trace) = trial(range, setup, index, true);
+    (trial, trace.unwrap_or_default())
+}
+
+fn trial(
+    range: &TimeoutRange,
+    setup: &Setup,
+    index: usize,
+    trace: bool,
+) -> (Trial, Option<Vec<tenure_sim::trace::TraceEvent>>) {
     let seed = trial_seed(range, index);
     let heartbeat = heartbeat_interval(range);
     // The crash's place in the heartbeat interval: its own stream, drawn up front.
@@ -374,9 +439,18 @@ pub fn run_trial(range: &TimeoutRange, setup: &Setup, index: usize) -> Trial {
         loss: 0.0,
         duplicate: 0.0,
     };
-    let run = Sim::<Raft>::new(cluster(), raft_config(range), seed)
+    let mut sim = Sim::<Raft>::new(cluster(), raft_config(range), seed)
         .duration(duration)
         .network(network)
+        .trace(trace);
+    for node in cluster().nodes() {
+        sim = sim.fsync(node, setup.fsync.0, setup.fsync.1).processing(
+            node,
+            setup.processing.0,
+            setup.processing.1,
+        );
+    }
+    let run = sim
         // The warm-up: server 0 stands first, so each trial starts from a steady
         // leader at once (with equal timeouts all five would stand together).
         .at(WARMUP_START, |c: &mut Control<'_, Raft>| {
@@ -394,7 +468,7 @@ pub fn run_trial(range: &TimeoutRange, setup: &Setup, index: usize) -> Trial {
         "every trial ends by its own stop (new leader, cap, or warm-up cap)"
     );
     let trial = lock(&tracker).result(seed, crash_after, setup.cap);
-    trial
+    (trial, run.trace)
 }
 
 /// The timing of one trial's crash.

@@ -75,9 +75,15 @@ pub fn table(results: &[RangeResult], setup: &Setup) -> String {
     let _ = writeln!(
         out,
         "Raft election time after a leader crash, in ms ({} servers, one-way latency {}, \
-         heartbeat = min timeout / 2, cap {})",
+         fsync {}{}, heartbeat = min timeout / 2, cap {})",
         super::SERVERS,
         range_text(setup.latency),
+        range_text(setup.fsync),
+        if setup.processing.1.is_zero() {
+            String::new()
+        } else {
+            format!(", processing {}", range_text(setup.processing))
+        },
         tenure_core::format_duration(setup.cap)
     );
     let _ = write!(out, "{:<10} {:>6} {:>9}", "range", "trials", "no leader");
