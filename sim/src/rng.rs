@@ -104,7 +104,11 @@ mod tests {
             SeededRng::cpu(5, 3),
             SeededRng::order(5, 3),
         ];
-        let lazy = [LazyRng::disk(5, 3), LazyRng::cpu(5, 3), LazyRng::order(5, 3)];
+        let lazy = [
+            LazyRng::disk(5, 3),
+            LazyRng::cpu(5, 3),
+            LazyRng::order(5, 3),
+        ];
         for (mut e, mut l) in eager.into_iter().zip(lazy) {
             let a: Vec<u64> = (0..100).map(|_| e.next_u64()).collect();
             let b: Vec<u64> = (0..100).map(|_| l.next_u64()).collect();

@@ -168,6 +168,8 @@ mod tests {
         }
     }
     impl Eq for Event {}
+    // As published (the reference must compare exactly as the original does).
+    #[allow(clippy::non_canonical_partial_ord_impl)]
     impl PartialOrd for Event {
         fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
             other.deadline.partial_cmp(&self.deadline)
@@ -180,7 +182,11 @@ mod tests {
     }
 
     impl Original {
-        fn add(&mut self, deadline: Duration, callback: impl FnOnce(Duration) + Send + Sync + 'static) {
+        fn add(
+            &mut self,
+            deadline: Duration,
+            callback: impl FnOnce(Duration) + Send + Sync + 'static,
+        ) {
             self.events.push(Event {
                 deadline,
                 callback: Box::new(callback),
@@ -235,7 +241,10 @@ mod tests {
                     };
                     original.expire(now);
                     compact.expire(now);
-                    assert_eq!(*fired_original.lock().unwrap(), *fired_compact.lock().unwrap());
+                    assert_eq!(
+                        *fired_original.lock().unwrap(),
+                        *fired_compact.lock().unwrap()
+                    );
                 } else {
                     // Few distinct deadlines, so many ties; some already due.
                     let deadline = now + Duration::from_nanos(rng.below(40) * 100)
