@@ -4,7 +4,7 @@
 
 use crate::clock::NodeClock;
 use crate::net::{DropReason, Fate, Network};
-use crate::rng::SeededRng;
+use crate::rng::{LazyRng, SeededRng};
 use crate::trace::TraceEvent;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -74,7 +74,9 @@ pub struct NodeSlot<P: Protocol> {
     timers: BTreeMap<P::Timer, (LocalTime, u64)>,
     inbox: BinaryHeap<Pending<P::Msg>>,
     pub clock: NodeClock,
-    rng: SeededRng,
+    /// The protocol's stream (boxed: a ChaCha8 state would spread the slot's hot
+    /// fields over more cache lines).
+    rng: Box<SeededRng>,
     /// The node task's waker and whether it was rung since it last looked.
     waker: Option<Waker>,
     rung: bool,
@@ -95,7 +97,7 @@ pub struct NodeSlot<P: Protocol> {
     /// Each handler takes a processing time drawn uniformly from this range (zero
     /// unless set); the node handles nothing else until `cpu_busy_until`.
     pub cpu: (Duration, Duration),
-    cpu_rng: SeededRng,
+    cpu_rng: LazyRng,
     cpu_busy_until: SimTime,
     /// A `slow` fault: processing times and fsync latencies are multiplied by
     /// `slow_factor` until `slow_until`.
@@ -105,7 +107,7 @@ pub struct NodeSlot<P: Protocol> {
     /// what is due, the order of its overdue messages and timers is drawn from
     /// `order_rng` (see [`World::draw_order`]).
     stalled: bool,
-    order_rng: SeededRng,
+    order_rng: LazyRng,
     /// The drawn order still to follow: `Some(timer)` or `None` for the inbox's next
     /// (overdue messages were re-keyed to come out of the heap in the drawn order).
     forced: std::collections::VecDeque<Option<P::Timer>>,
@@ -173,7 +175,7 @@ pub struct Disk {
     pub stall_until: SimTime,
     /// Syncs before this true time fail (`disk-error`).
     pub error_until: SimTime,
-    rng: SeededRng,
+    rng: LazyRng,
 }
 
 impl Disk {
@@ -185,7 +187,7 @@ impl Disk {
             fsync: (Duration::ZERO, Duration::ZERO),
             stall_until: SimTime::ZERO,
             error_until: SimTime::ZERO,
-            rng: SeededRng::disk(seed, index),
+            rng: LazyRng::disk(seed, index),
         }
     }
 
@@ -266,8 +268,10 @@ impl Stats {
             self.sent_to_per_10ms.resize(to.index() + 1, Vec::new());
         }
         let row = &mut self.sent_to_per_10ms[to.index()];
-        if row.len() <= window {
-            row.resize(window + 1, 0);
+        // Pushed one by one: a node's row grows by a few windows at a time, and
+        // `resize` would call `memset` for each (a few percent of a large run).
+        while row.len() <= window {
+            row.push(0);
         }
         row[window] += 1;
         let ms = now.as_nanos() / 1_000_000;
@@ -341,7 +345,7 @@ impl<P: Protocol> World<P> {
                 timers: BTreeMap::new(),
                 inbox: BinaryHeap::new(),
                 clock,
-                rng: SeededRng::node(seed, i),
+                rng: Box::new(SeededRng::node(seed, i)),
                 waker: None,
                 rung: false,
                 planned_wake: SimTime::ZERO,
@@ -352,12 +356,12 @@ impl<P: Protocol> World<P> {
                 deferred: Vec::new(),
                 crash_point: None,
                 cpu: (Duration::ZERO, Duration::ZERO),
-                cpu_rng: SeededRng::cpu(seed, i),
+                cpu_rng: LazyRng::cpu(seed, i),
                 cpu_busy_until: SimTime::ZERO,
                 slow_factor: 1.0,
                 slow_until: SimTime::ZERO,
                 stalled: false,
-                order_rng: SeededRng::order(seed, i),
+                order_rng: LazyRng::order(seed, i),
                 forced: std::collections::VecDeque::new(),
             })
             .collect();
@@ -639,7 +643,7 @@ impl<P: Protocol> World<P> {
                 mono,
                 wall,
                 &mut slot.storage,
-                &mut slot.rng,
+                &mut *slot.rng,
             );
             step.effects = buffer;
             step.sync_fails = sync_fails;

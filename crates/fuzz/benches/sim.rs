@@ -9,6 +9,11 @@
 //!   a 2,001-node minute should cost about 20x a 101-node minute, not 100x). Ten
 //!   samples of one run each; the summary prints the cost per delivered message, which
 //!   stays flat when the cost is linear in the work.
+//! * `large/raft-scaled-N-60s`: N = 1001 and 2001 with the election timeout range
+//!   scaled to the cluster (150ms to 150ms + 5ms x N, as in issue 14's acceptance
+//!   scenarios): followers wait longer between elections, so madsim holds more
+//!   superseded sleeps at once. The 2,001-node run should cost at most 2.5x the
+//!   1,001-node one.
 //!
 //! Before criterion's measurements, a summary measured directly over a batch of seeds
 //! prints seeds/s, simulated seconds per wall second and the all-in wall cost per
@@ -18,17 +23,34 @@
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
-use tenure_core::{Cluster, Configurable};
+use tenure_core::{Cluster, Configurable, HumanDuration};
 use tenure_fuzz::{Draw, Profile};
-use tenure_protocols::raft::Raft;
+use tenure_protocols::raft::{Raft, RaftParams};
 use tenure_sim::{CheckedRun, Sim};
 
 const SIMULATED: Duration = Duration::from_secs(60);
 const ELECTION_CHECKERS: &[&str] = &["single-leader-per-term", "leader-liveness"];
 
+/// The election timeout range: the default, or (`scaled`) 150ms to 150ms + 5ms per node.
+fn params(nodes: u32, scaled: bool) -> RaftParams {
+    let mut params = RaftParams::default();
+    if scaled {
+        params.election_timeout = [
+            HumanDuration(Duration::from_millis(150)),
+            HumanDuration(Duration::from_millis(150 + 5 * u64::from(nodes))),
+        ];
+    }
+    params
+}
+
 fn raft(nodes: u32, seed: u64, faults: bool) -> CheckedRun {
+    raft_with(nodes, seed, faults, false)
+}
+
+fn raft_with(nodes: u32, seed: u64, faults: bool, scaled: bool) -> CheckedRun {
     let cluster = Cluster::uniform("server", nodes);
-    let config = Raft::configure_named(Default::default(), "correct", &cluster).expect("defaults");
+    let config =
+        Raft::configure_named(params(nodes, scaled), "correct", &cluster).expect("valid params");
     let checkers = ELECTION_CHECKERS
         .iter()
         .map(|n| tenure_check::build(n, &serde_json::Value::Null, &cluster).expect("known"))
@@ -45,10 +67,15 @@ fn raft(nodes: u32, seed: u64, faults: bool) -> CheckedRun {
 /// benchmark; it never affects a run.
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 fn summary(name: &str, nodes: u32, faults: bool, seeds: u64) {
+    summary_with(name, nodes, faults, false, seeds)
+}
+
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+fn summary_with(name: &str, nodes: u32, faults: bool, scaled: bool, seeds: u64) {
     let start = std::time::Instant::now();
     let (mut delivered, mut simulated) = (0u64, 0f64);
     for seed in 0..seeds {
-        let run = raft(nodes, seed, faults);
+        let run = raft_with(nodes, seed, faults, scaled);
         delivered += run.output.stats.messages_delivered;
         simulated += run.output.history.info.end.as_duration().as_secs_f64();
     }
@@ -89,6 +116,13 @@ fn benches(c: &mut Criterion) {
     group.sample_size(10);
     group.sampling_mode(criterion::SamplingMode::Flat);
     group.throughput(Throughput::Elements(SIMULATED.as_secs()));
+    for nodes in LARGE_SCALED {
+        group.bench_with_input(
+            BenchmarkId::new("raft-scaled-60s", nodes),
+            &nodes,
+            |b, &n| b.iter(|| raft_with(n, 1, false, true)),
+        );
+    }
     for nodes in LARGE {
         group.bench_with_input(BenchmarkId::new("raft-60s", nodes), &nodes, |b, &n| {
             b.iter(|| raft(n, 1, false))
@@ -99,6 +133,8 @@ fn benches(c: &mut Criterion) {
 
 /// The large clusters of the `large` group.
 const LARGE: [u32; 3] = [301, 1001, 2001];
+/// The large clusters run with the election timeout range scaled to the cluster.
+const LARGE_SCALED: [u32; 2] = [1001, 2001];
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
@@ -111,6 +147,9 @@ fn main() {
     }
     for nodes in LARGE {
         summary(&format!("raft-{nodes}-60s"), nodes, false, 1);
+    }
+    for nodes in LARGE_SCALED {
+        summary_with(&format!("raft-scaled-{nodes}-60s"), nodes, false, true, 1);
     }
     let mut c = Criterion::default().configure_from_args();
     benches(&mut c);

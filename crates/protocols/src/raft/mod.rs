@@ -233,7 +233,10 @@ impl Raft {
     }
 
     fn broadcast(&mut self, env: &mut dyn Env<RaftMsg, RaftTimer>, msg: RaftMsg) {
-        for peer in self.peers.clone() {
+        // By index: `send` needs `&mut self`, and cloning `peers` would allocate a
+        // cluster-sized vector every heartbeat.
+        for k in 0..self.peers.len() {
+            let peer = self.peers[k];
             self.send(env, peer, msg.clone());
         }
     }
