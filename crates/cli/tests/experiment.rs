@@ -132,7 +132,7 @@ fn the_table_names_its_columns() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
     assert!(
-        text.contains("one-way latency 100us-500us, fsync 10ms-18ms, heartbeat"),
+        text.contains("one-way latency 100us-500us, fsync 1ms-3ms, heartbeat"),
         "{text}"
     );
     assert!(
