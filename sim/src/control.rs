@@ -106,7 +106,11 @@ impl<P: Protocol> Control<'_, P> {
             return;
         }
         let what = if point.power { "power loss" } else { "crash" };
-        let from = if point.at_sync { " from its next sync" } else { "" };
+        let from = if point.at_sync {
+            " from its next sync"
+        } else {
+            ""
+        };
         let restart = point.restart_after.map_or(String::new(), |d| {
             format!(", restart {} later", tenure_core::format_duration(d))
         });

@@ -718,8 +718,7 @@ impl<'a> Drawer<'a> {
                     if self.chance(p.flap) {
                         let nodes: Vec<NodeId> = self.cluster.nodes().collect();
                         let node = nodes[self.rng.gen_range(0..nodes.len())];
-                        if self.power_flap(node, at, heal_at) && !restart_at_heal.contains(&node)
-                        {
+                        if self.power_flap(node, at, heal_at) && !restart_at_heal.contains(&node) {
                             restart_at_heal.push(node);
                         }
                     }

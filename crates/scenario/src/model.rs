@@ -483,11 +483,7 @@ pub enum Fault {
         at_sync: bool,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         power: bool,
-        #[serde(
-            default,
-            with = "opt_human",
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(default, with = "opt_human", skip_serializing_if = "Option::is_none")]
         restart_after: Option<Duration>,
     },
     /// The node's syncs hang for `duration`: a sync begun before its end completes no

@@ -414,7 +414,8 @@ impl Profile {
                 flap: 0.7,
                 pause: 0.5,
                 power: 0.3,
-                disk: 1.0,
+                // Disks (`disk`) stay off by default, so chaos seeds found and pinned
+                // before are unchanged; `[profile] disk = 1` turns them on.
                 clock_jump: 0.4,
                 clock_drift: 0.4,
                 clock_offset: 0.4,
