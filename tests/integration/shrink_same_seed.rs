@@ -9,8 +9,8 @@ use tenure_sim::{Prepared, RunOptions};
 /// events, most of them crashes and restarts. Re-derive with
 /// `tenure fuzz --protocol P --variant V --profile chaos` and `--print SEED`.
 const CASES: &[(&str, &str, u64, &str)] = &[
-    ("raft", "no-step-down", 34, "leader-liveness"),
-    ("raft", "no-step-down", 682, "leader-liveness"),
+    ("raft", "no-step-down", 78, "leader-liveness"),
+    ("raft", "no-step-down", 35, "leader-liveness"),
 ];
 
 #[test]
