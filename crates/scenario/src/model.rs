@@ -633,13 +633,6 @@ mod tests {
             Fault::CrashPoint {
                 node: NodeSel::Id(2),
                 at_effect: 3,
-                at_sync: false,
-                power: true,
-                restart_after: None,
-            },
-            Fault::CrashPoint {
-                node: NodeSel::Id(1),
-                at_effect: 0,
                 at_sync: true,
                 power: true,
                 restart_after: Some(Duration::from_millis(20)),
