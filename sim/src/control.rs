@@ -1,7 +1,7 @@
 //! Fault verbs: what a scenario timeline (or a test) does to a running cluster.
 //! Every verb but `request` counts as a fault: the liveness phase starts after the last.
 
-use crate::world::{Status, World};
+use crate::world::{CrashPoint, Status, World};
 use std::time::Duration;
 use tenure_core::{NodeId, Protocol, Request, SimTime};
 
@@ -87,16 +87,42 @@ impl<P: Protocol> Control<'_, P> {
     /// of one handler if that is where the count ends (after the send, before the
     /// sync). The crash itself is traced when it happens. No-op on a node that is down.
     pub fn crash_point(&mut self, node: NodeId, after_effects: u32, power: bool) {
+        self.arm_crash_point(
+            node,
+            CrashPoint {
+                remaining: after_effects,
+                at_sync: false,
+                power,
+                restart_after: None,
+            },
+        );
+    }
+
+    /// Arms a crash point (see [`Control::crash_point`]); with `at_sync` the count
+    /// starts at the node's next sync (0: right before it), and with `restart_after`
+    /// the node boots again that long after the crash. No-op on a node that is down.
+    pub fn arm_crash_point(&mut self, node: NodeId, point: CrashPoint) {
         if self.status(node) == Status::Down {
             return;
         }
-        let what = if power { "power loss" } else { "crash" };
+        let what = if point.power { "power loss" } else { "crash" };
+        let from = if point.at_sync {
+            " from its next sync"
+        } else {
+            ""
+        };
+        let restart = point.restart_after.map_or(String::new(), |d| {
+            format!(", restart {} later", tenure_core::format_duration(d))
+        });
         self.fault(
             "crash-point",
             vec![node],
-            format!("{what} after {after_effects} more effects"),
+            format!(
+                "{what} after {} more effects{from}{restart}",
+                point.remaining
+            ),
         );
-        self.world.arm_crash_point(node, after_effects, power);
+        self.world.arm_crash_point(node, point);
     }
 
     /// The node's syncs hang for `duration`: a sync begun before it ends completes

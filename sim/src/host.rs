@@ -113,7 +113,7 @@ impl<P: Protocol> Future for Doorbell<'_, P> {
                     }
                 }
                 None => {
-                    if w.stop_requested {
+                    if w.stop_requested || w.restarts_pending() {
                         return Poll::Ready(());
                     }
                     w.supervisor_waker = Some(cx.waker().clone());

@@ -363,8 +363,20 @@ pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
         } => c.network(latency.map(|l| (l.min, l.max)), *loss, *duplicate),
         Fault::PowerLoss { .. } => c.power_loss(n()),
         Fault::CrashPoint {
-            at_effect, power, ..
-        } => c.crash_point(n(), *at_effect, *power),
+            at_effect,
+            at_sync,
+            power,
+            restart_after,
+            ..
+        } => c.arm_crash_point(
+            n(),
+            crate::CrashPoint {
+                remaining: *at_effect,
+                at_sync: *at_sync,
+                power: *power,
+                restart_after: *restart_after,
+            },
+        ),
         Fault::DiskStall { duration, .. } => c.disk_stall(n(), *duration),
         Fault::DiskError { duration, .. } => c.disk_error(n(), *duration),
         Fault::Slow {

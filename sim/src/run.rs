@@ -291,6 +291,12 @@ async fn supervise<P: Protocol>(
         if t >= end {
             return false;
         }
+        for (at, node) in w.take_restarts() {
+            let restart: Action<P> = Box::new(move |c: &mut Control<'_, P>| c.restart(node));
+            queue.push((at, next_order, restart));
+            next_order += 1;
+            queue.sort_by_key(|(at, order, _)| std::cmp::Reverse((*at, *order)));
+        }
         while queue.last().is_some_and(|(at, _, _)| *at <= t) {
             let (_, _, action) = queue.pop().expect("peeked");
             let mut control = Control {

@@ -136,8 +136,14 @@ fn scale(d: Duration, factor: f64) -> Duration {
 /// An armed crash point (see [`World::arm_crash_point`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CrashPoint {
+    /// Effects still to apply before the crash.
     pub remaining: u32,
+    /// The count waits for the node's next sync (then counts from it, the sync
+    /// included: `remaining = 0` crashes right before the sync).
+    pub at_sync: bool,
     pub power: bool,
+    /// The node boots again this long after the crash.
+    pub restart_after: Option<std::time::Duration>,
 }
 
 /// An item overdue after a stall: its due time, scheduling order, and the timer (`Ok`)
@@ -309,8 +315,11 @@ pub struct World<P: Protocol> {
     pub calm_from: SimTime,
     hook: Option<RecordHook>,
     pub stop_requested: bool,
-    /// The supervisor's doorbell (rung when a hook asks to stop).
+    /// The supervisor's doorbell (rung when a hook asks to stop, or a crash point
+    /// asks for a restart).
     pub supervisor_waker: Option<Waker>,
+    /// Restarts asked for by fired crash points (`restart_after`), not yet scheduled.
+    restarts: Vec<(SimTime, NodeId)>,
     /// An empty effect buffer, reused by every handler call (no allocation per call).
     effects: Vec<Effect<P::Msg, P::Timer>>,
     /// Items in every node's inbox together (messages and requests), and its limit.
@@ -382,6 +391,7 @@ impl<P: Protocol> World<P> {
             hook: None,
             stop_requested: false,
             supervisor_waker: None,
+            restarts: Vec::new(),
             effects: Vec::new(),
             in_flight: 0,
             max_in_flight: tenure_scenario::limits().max_in_flight,
@@ -612,11 +622,18 @@ impl<P: Protocol> World<P> {
         }
     }
 
-    pub fn arm_crash_point(&mut self, node: NodeId, after_effects: u32, power: bool) {
-        self.nodes[node.index()].crash_point = Some(CrashPoint {
-            remaining: after_effects,
-            power,
-        });
+    pub fn arm_crash_point(&mut self, node: NodeId, point: CrashPoint) {
+        self.nodes[node.index()].crash_point = Some(point);
+    }
+
+    /// Restarts that fired crash points asked for, `(when, node)`, for the supervisor
+    /// to schedule (it is woken when one is added).
+    pub fn take_restarts(&mut self) -> Vec<(SimTime, NodeId)> {
+        std::mem::take(&mut self.restarts)
+    }
+
+    pub fn restarts_pending(&self) -> bool {
+        !self.restarts.is_empty()
     }
 
     /// Runs one handler on `node` and applies its effects.
@@ -774,14 +791,25 @@ impl<P: Protocol> World<P> {
         let mut iter = effects.drain(..);
         while let Some(effect) = iter.next() {
             if let Some(point) = &mut self.nodes[node.index()].crash_point {
-                if point.remaining == 0 {
-                    let power = point.power;
-                    let detail = format!("crash point, before {}", effect_name(&effect));
-                    drop(iter);
-                    self.crash_here(node, now, power, detail);
-                    return;
+                if point.at_sync && matches!(effect, Effect::Sync { .. }) {
+                    point.at_sync = false;
                 }
-                point.remaining -= 1;
+                if !point.at_sync {
+                    if point.remaining == 0 {
+                        let point = *point;
+                        let detail = format!("crash point, before {}", effect_name(&effect));
+                        drop(iter);
+                        self.crash_here(node, now, point.power, detail);
+                        if let Some(after) = point.restart_after {
+                            self.restarts.push((now + after, node));
+                            if let Some(w) = self.supervisor_waker.take() {
+                                w.wake();
+                            }
+                        }
+                        return;
+                    }
+                    point.remaining -= 1;
+                }
             }
             match effect {
                 Effect::Send { to, msg } => self.send(node, to, now, msg),

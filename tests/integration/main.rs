@@ -6,6 +6,7 @@ mod determinism;
 mod fuzz;
 mod redis_expiry;
 mod scenarios;
+mod shrink_same_seed;
 mod support;
 mod timeline;
 mod trust;

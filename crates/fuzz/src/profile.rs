@@ -34,7 +34,9 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap; // the tests' bookkeeping
 use std::time::Duration;
 use tenure_core::{Cluster, NodeId, SignedDuration};
-use tenure_scenario::{ClockSpec, Fault, FaultEvent, Latency, LinkSpec, NodeSel, Scenario};
+use tenure_scenario::{
+    ClockSpec, Fault, FaultEvent, Latency, LinkSpec, NodeDiskSpec, NodeSel, Scenario,
+};
 use tenure_sim::Sim;
 
 /// The spec (built-in profiles, knobs, validation of `[profile]`) is the scenario
@@ -59,6 +61,22 @@ fn power_rng(seed: u64) -> ChaCha8Rng {
     rng.set_stream(u64::MAX - 1);
     rng
 }
+
+/// The stream power losses inside an fsync are drawn from (see `sync_power_losses`):
+/// neither [`fuzz_rng`] nor [`power_rng`], so adding them changed no other draw.
+fn sync_rng(seed: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(u64::MAX - 2);
+    rng
+}
+
+/// The range each node's slowest fsync is drawn from (log-uniformly) on seeds with
+/// power losses inside an fsync: from 1 ms, a fast SSD's flush, to 100 ms, a loaded
+/// spinning disk or a network block device's tail (etcd warns of fsyncs over 10 ms and
+/// logs "slow fdatasync" past 1 s), the scale of an election timeout's randomness
+/// (150 ms over 150-300 ms in the Raft paper's LAN setup), so a slow disk can reorder
+/// an election as a slow link can.
+const FSYNC_RANGE: [Duration; 2] = [Duration::from_millis(1), Duration::from_millis(100)];
 
 /// Drawing a seed's fault schedule from a [`Profile`].
 pub trait Draw {
@@ -92,6 +110,8 @@ pub struct Drawn {
     pub clocks: Vec<ClockSpec>,
     /// Slow links (`[[network.link]]`, both ways), for the whole run.
     pub links: Vec<LinkSpec>,
+    /// Per-node fsync latencies (`[[disk.node]]`), for the whole run.
+    pub disks: Vec<NodeDiskSpec>,
     /// The timeline, in time order, every event before `duration`. Network
     /// degradations are `network` events; the one at the heal has no fields here and
     /// means "back to the scenario's own network" ([`Drawn::apply_to`] fills it in).
@@ -108,6 +128,9 @@ impl Drawn {
         }
         for c in &self.clocks {
             sim = sim.clock(c.node, c.offset.0, c.drift);
+        }
+        for d in &self.disks {
+            sim = sim.fsync(d.node, d.fsync.min, d.fsync.max);
         }
         let calm = sim.default_network().clone();
         let events: Vec<FaultEvent> = self
@@ -152,6 +175,11 @@ impl Drawn {
             }
         }
         s.clocks.sort_by_key(|c| c.node);
+        for d in &self.disks {
+            if !s.disk.nodes.iter().any(|own| own.node == d.node) {
+                s.disk.nodes.push(d.clone());
+            }
+        }
         s.network.links.extend(self.links.iter().cloned());
         let calm = &scenario.network;
         s.faults.extend(self.faults.iter().map(|e| match &e.fault {
@@ -526,7 +554,9 @@ impl<'a> Drawer<'a> {
                                 Fault::CrashPoint {
                                     node: NodeSel::Id(node.0),
                                     at_effect,
+                                    at_sync: false,
                                     power,
+                                    restart_after: None,
                                 },
                             );
                             restart_at_heal.push(node);
@@ -556,6 +586,8 @@ impl<'a> Drawer<'a> {
             }
             self.rng = main;
         }
+        let (more, disks) = self.disks();
+        restart_at_heal.extend(more);
 
         // 4. The heal, then the liveness phase: every fault undone, clocks back to the
         // rate they started the run with (a drift drawn in the window must not linger
@@ -608,8 +640,125 @@ impl<'a> Drawer<'a> {
             heal_at: any.then_some(heal_at),
             clocks,
             links,
+            disks,
             faults,
         }
+    }
+
+    /// Disks as the field has them, drawn from their own stream ([`sync_rng`]) for
+    /// seeds with `disk`: fsync latencies, power losses inside an fsync, and power
+    /// flapping through an election. Returns the nodes the heal must restart and the
+    /// disks. What real systems see, and why each draw is what it is:
+    ///
+    /// * *fsync latency:* each node's disk (but the protected resource's, `storage`)
+    ///   draws its slowest fsync log-uniformly from [`FSYNC_RANGE`] (most disks fast,
+    ///   some slow), each sync uniform from 1 ms up to it. A handler's effects after a sync wait for it, so a slow disk delays a
+    ///   candidate's later RequestVotes as a slow link would.
+    /// * *Where a power loss strikes:* right before a sync (`at_sync`, `at_effect = 0`),
+    ///   with the writes it would make durable still in the page cache. An fsync takes
+    ///   milliseconds while the effects around it take microseconds, so a power loss
+    ///   that hits a handler at all hits it, overwhelmingly, inside its fsync; and only
+    ///   there does a power loss differ from a process crash (ALICE, Pillai et al.
+    ///   OSDI 2014, and CrashMonkey, Mohan et al. OSDI 2018, crash at exactly these
+    ///   persistence points for that reason). A handler that sends and then syncs has
+    ///   sent by then. Armed at a time in the fault window, like every other fault, it
+    ///   fires at the node's next sync (in a consensus protocol, the next term or vote
+    ///   it records), and the heal disarms it if none came.
+    /// * *Restart:* after an outage drawn log-uniformly from `outage_range`, as crash
+    ///   outages are: mostly quick restarts (an orchestrator restarting the machine; a
+    ///   microVM boots in about 125 ms, Firecracker, Agache et al. NSDI 2020), some
+    ///   long ones; the heal restarts the node at the latest.
+    /// * *Power flapping:* with chance `flap`, after a leader crash, one node's power
+    ///   fails again and again (4 to 20 cycles, 1-10 ms outages 5-50 ms apart, the
+    ///   shape of the process flaps): a failing supply or a host resetting its guest,
+    ///   the storm the election after a crash runs into. Each cycle is a power loss at
+    ///   the node's next sync.
+    fn disks(&mut self) -> (Vec<NodeId>, Vec<NodeDiskSpec>) {
+        let p = self.p.clone();
+        let mut restart_at_heal = Vec::new();
+        let mut disks = Vec::new();
+        let (_, heal_at) = self.window;
+        let main = std::mem::replace(&mut self.rng, sync_rng(self.seed));
+        if self.chance(p.disk) {
+            let nodes: Vec<NodeId> = self.cluster.nodes().collect();
+            for node in nodes {
+                let max = self.log_between(FSYNC_RANGE);
+                // The protected resource is judged, not a participant: its disk is
+                // the storage system's promise (as its power is, above).
+                if self.cluster.role_of(node) == "storage" {
+                    continue;
+                }
+                disks.push(NodeDiskSpec {
+                    node,
+                    fsync: Latency::new(ms(1).min(max), max),
+                });
+            }
+            // A crash point's restart comes after its crash, whenever that is: targets
+            // that declare a minimum restart delay get none (see `Profile::within`).
+            if p.crash_points {
+                for _ in 0..self.count() {
+                    let at = self.when();
+                    let node = self.pick(|role| {
+                        if role == "storage" {
+                            0
+                        } else {
+                            client_weight(role)
+                        }
+                    });
+                    let restart_after = self.log_between(p.outage_range);
+                    // The node counts as down until the heal: when it crashes is not
+                    // known here.
+                    if at < heal_at && self.may_go_down(node, at, heal_at) {
+                        self.down.push((node, at, heal_at));
+                        self.push(at, sync_power_loss(node, restart_after));
+                        restart_at_heal.push(node);
+                    }
+                }
+                for (at, _) in self.leader_down.clone() {
+                    if self.chance(p.flap) {
+                        let nodes: Vec<NodeId> = self.cluster.nodes().collect();
+                        let node = nodes[self.rng.gen_range(0..nodes.len())];
+                        if self.power_flap(node, at, heal_at) && !restart_at_heal.contains(&node) {
+                            restart_at_heal.push(node);
+                        }
+                    }
+                }
+            }
+        }
+        self.rng = main;
+        (restart_at_heal, disks)
+    }
+
+    /// Power losses at the node's next sync, again and again from `at` (see
+    /// [`Drawer::disks`]); true if drawn (within the role's budget).
+    fn power_flap(&mut self, node: NodeId, at: Duration, heal_at: Duration) -> bool {
+        let cycles = self.rng.gen_range(4..=20u32);
+        let mut t = at;
+        let mut spans = Vec::new();
+        for _ in 0..cycles {
+            let outage = ms(self.rng.gen_range(1..=10));
+            let gap = ms(self.rng.gen_range(5..=50));
+            if t + outage >= heal_at {
+                break;
+            }
+            spans.push((t, outage));
+            t += outage + gap;
+        }
+        // Each point is re-armed by the next cycle, so the node is down within the
+        // flap's span; only the last point may fire later (at the node's next sync
+        // before the heal, which disarms it), for one outage of at most 10 ms.
+        let Some(&(last, outage)) = spans.last() else {
+            return false;
+        };
+        let until = last + outage;
+        if !self.may_go_down(node, at, until) {
+            return false;
+        }
+        self.down.push((node, at, until));
+        for (a, outage) in spans {
+            self.push(a, sync_power_loss(node, outage));
+        }
+        true
     }
 
     fn crash_restart(&mut self, node: NodeId, at: Duration, end: Duration) {
@@ -751,6 +900,17 @@ impl<'a> Drawer<'a> {
                 }
             }
         }
+    }
+}
+
+/// A power loss at `node`'s next sync, booting again `restart_after` later.
+fn sync_power_loss(node: NodeId, restart_after: Duration) -> Fault {
+    Fault::CrashPoint {
+        node: NodeSel::Id(node.0),
+        at_effect: 0,
+        at_sync: true,
+        power: true,
+        restart_after: Some(restart_after),
     }
 }
 

@@ -146,10 +146,11 @@ pub fn shrink(
     loop {
         let start = best.clone();
         best = s.cut_after_violation(best);
+        best = s.keep_recent(best);
         best = s.drop_time_windows(best);
         best = s.drop_crash_cycles(best);
         best = s.collapse_crash_cycles(best);
-        best = s.drop_events(best);
+        best = s.ddmin(best);
         best = s.drop_node_events(best);
         best = s.shorten_pauses(best);
         best = s.cut_lead_time(best);
@@ -334,26 +335,75 @@ impl Shrinker {
         best
     }
 
-    /// ddmin over the fault events: remove chunks of halving size while that still fails.
-    fn drop_events(&mut self, mut best: Scenario) -> Scenario {
-        let mut chunk = best.faults.len().div_ceil(2).max(1);
-        loop {
-            let mut i = 0;
-            while i < best.faults.len() {
+    /// Keeps only the faults of the last stretch before the violation: the last 1/64
+    /// of the time up to it, then 1/32, ..., until the run still fails. A failure
+    /// under a storm of faults is most often made by the few just before it; this finds
+    /// them in a handful of runs, where dropping events from the front takes many.
+    fn keep_recent(&mut self, best: Scenario) -> Scenario {
+        let Some(v) = self.violation_time(&best) else {
+            return best;
+        };
+        let mut w = (v / 64).max(Duration::from_millis(1));
+        while w < v {
+            let mut candidate = best.clone();
+            candidate.faults.retain(|e| e.at + w >= v);
+            if candidate.faults.len() < best.faults.len() && self.fails(&candidate) {
+                return candidate;
+            }
+            w *= 2;
+        }
+        best
+    }
+
+    /// ddmin over the fault events (Zeller & Hildebrandt): split them into `n` chunks
+    /// in time order; keep one chunk alone if that still fails, else drop one chunk,
+    /// else split finer, down to single events.
+    fn ddmin(&mut self, mut best: Scenario) -> Scenario {
+        if !best.faults.is_empty() {
+            let mut none = best.clone();
+            none.faults.clear();
+            if self.fails(&none) {
+                return none;
+            }
+        }
+        let mut n = 2usize;
+        while best.faults.len() >= 2 && self.runs < MAX_RUNS {
+            let len = best.faults.len();
+            let n_eff = n.min(len);
+            let chunks: Vec<std::ops::Range<usize>> = (0..n_eff)
+                .map(|i| i * len / n_eff..(i + 1) * len / n_eff)
+                .collect();
+            let mut reduced = false;
+            for r in &chunks {
                 let mut candidate = best.clone();
-                let end = (i + chunk).min(candidate.faults.len());
-                candidate.faults.drain(i..end);
+                candidate.faults = best.faults[r.clone()].to_vec();
                 if self.fails(&candidate) {
-                    best = candidate; // the same `i` now names the next chunk
-                } else {
-                    i += chunk;
+                    best = candidate;
+                    n = 2;
+                    reduced = true;
+                    break;
                 }
             }
-            if chunk == 1 {
-                return best;
+            if !reduced && n_eff > 2 {
+                for r in &chunks {
+                    let mut candidate = best.clone();
+                    candidate.faults.drain(r.clone());
+                    if self.fails(&candidate) {
+                        best = candidate;
+                        n = (n_eff - 1).max(2);
+                        reduced = true;
+                        break;
+                    }
+                }
             }
-            chunk = chunk.div_ceil(2);
+            if !reduced {
+                if n_eff >= len {
+                    break;
+                }
+                n = (2 * n_eff).min(len);
+            }
         }
+        best
     }
 
     /// Drops single events, letting the seed move to a nearby one when only that makes
@@ -570,11 +620,15 @@ fn without_node(s: &Scenario, cluster: &Cluster, r: usize, removed: NodeId) -> O
             Fault::CrashPoint {
                 node,
                 at_effect,
+                at_sync,
                 power,
+                restart_after,
             } => Fault::CrashPoint {
                 node: sel(*node)?,
                 at_effect: *at_effect,
+                at_sync: *at_sync,
                 power: *power,
+                restart_after: *restart_after,
             },
             Fault::DiskStall { node, duration } => Fault::DiskStall {
                 node: sel(*node)?,

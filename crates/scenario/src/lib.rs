@@ -60,7 +60,7 @@ pub use error::{locate, ScenarioError};
 pub use limits::{limits, set_limits, Exceeded, Limits};
 pub use model::{
     CheckSpec, ClockSpec, ClusterSpec, Expectation, Fault, FaultEvent, Latency, LinkSpec,
-    NetworkMode, NetworkSpec, NodeSel, ProcessingSpec, ProtocolSpec, Scenario,
+    NetworkMode, NetworkSpec, NodeDiskSpec, NodeSel, ProcessingSpec, ProtocolSpec, Scenario,
 };
 pub use parse::{load, parse, parse_with, text};
 

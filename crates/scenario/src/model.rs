@@ -5,7 +5,7 @@
 //! denied), so parsing and error paths follow the file; [`Scenario`] itself is assembled
 //! by [`crate::parse`].
 
-use crate::serde_util::{drift, human, opt_probability, probability};
+use crate::serde_util::{drift, human, opt_human, opt_probability, probability};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
@@ -473,12 +473,20 @@ pub enum Fault {
     /// A crash inside the node's handling: it keeps running and crashes right after
     /// applying `at_effect` more effects (sends, timer changes, writes, syncs,
     /// observations), before the next one: between two effects of one handler if
-    /// that is where the count ends. With `power = true` it is a power loss.
+    /// that is where the count ends. With `power = true` it is a power loss. With
+    /// `at_sync = true` the count starts at the node's next sync (`at_effect = 0`:
+    /// right before it, the writes it would have made durable still unsynced). With
+    /// `restart_after` the node boots again that long after the crash (else a
+    /// `restart` event or the heal's restart boots it).
     CrashPoint {
         node: NodeSel,
         at_effect: u32,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        at_sync: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         power: bool,
+        #[serde(default, with = "opt_human", skip_serializing_if = "Option::is_none")]
+        restart_after: Option<Duration>,
     },
     /// The node's syncs hang for `duration`: a sync begun before its end completes no
     /// earlier than that (plus the node's fsync latency).
@@ -627,7 +635,9 @@ mod tests {
             Fault::CrashPoint {
                 node: NodeSel::Id(2),
                 at_effect: 3,
+                at_sync: true,
                 power: true,
+                restart_after: Some(Duration::from_millis(20)),
             },
             Fault::DiskStall {
                 node: NodeSel::Id(0),

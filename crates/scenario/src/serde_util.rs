@@ -19,6 +19,21 @@ pub mod human {
     }
 }
 
+/// An optional `std::time::Duration` written as a human string (`"150ms"`).
+pub mod opt_human {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::time::Duration;
+    use tenure_core::HumanDuration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        d.map(HumanDuration).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        HumanDuration::deserialize(d).map(|h| Some(h.0))
+    }
+}
+
 fn check_probability<E: serde::de::Error>(p: f64) -> Result<f64, E> {
     if (0.0..=1.0).contains(&p) {
         Ok(p)

@@ -364,7 +364,9 @@ mod tests {
             13 => Fault::CrashPoint {
                 node: sel(rng, n),
                 at_effect: rng.range_inclusive(0, 9) as u32,
+                at_sync: rng.chance(0.5),
                 power: rng.chance(0.5),
+                restart_after: rng.chance(0.5).then(|| millis(rng, 3000)),
             },
             14 => Fault::DiskStall {
                 node: sel(rng, n),
