@@ -32,12 +32,12 @@ fn first_find(target: &Target, breaks: &[&str]) -> Option<SeedOutcome> {
 /// test fails if one of them starts being found (then take it off this list).
 /// * `raft/reply-before-sync`: a voter must lose power between its vote's send and its
 ///   sync, boot again before a second candidate of the same term asks it, and in a
-///   five-node cluster both candidates must then have a third vote. `crashes` draws
-///   that power loss (`disk`: crash points at a node's next sync, power flapping
+///   five-node cluster both candidates must then have a third vote. The `disk` knob
+///   draws that power loss (crash points at a node's next sync, power flapping
 ///   through the election after a leader crash, fsync latencies that spread a
-///   candidate's RequestVotes) but has no slow links, and finds it in none of 2000
-///   seeds; `chaos` with `disk = 1` first finds it at seed 1337 (1 of 3000), past the
-///   1000 this test runs. Its scenarios place it.
+///   candidate's RequestVotes) but is off in the built-in profiles; `crashes` with
+///   `disk = 1` finds it in none of 2000 seeds, `chaos` with `disk = 1` first at seed
+///   1337 (1 of 3000), past the 1000 this test runs. Its scenarios place it.
 const NOT_YET_FOUND: &[&str] = &["raft/reply-before-sync"];
 
 /// Broken variants whose first fuzz find does not yet shrink to 3 fault events, each with
