@@ -173,6 +173,12 @@ pub struct Disk {
     pub stall_until: SimTime,
     /// Syncs before this true time fail (`disk-error`).
     pub error_until: SimTime,
+    /// The key of the latest write (to tear it on a torn power loss).
+    last_write: Option<String>,
+    /// Torn records: the prefix of a write a power loss tore (see
+    /// [`Disk::tear_last_write`]), kept until the key is written again. Each fails its
+    /// checksum, so reads never see it: the key reads as its last synced value.
+    pub torn: BTreeMap<String, String>,
     rng: SeededRng,
 }
 
@@ -185,8 +191,34 @@ impl Disk {
             fsync: (Duration::ZERO, Duration::ZERO),
             stall_until: SimTime::ZERO,
             error_until: SimTime::ZERO,
+            last_write: None,
+            torn: BTreeMap::new(),
             rng: SeededRng::disk(seed, index),
         }
+    }
+
+    /// A power loss tears the latest write if it is not yet durable: the disk keeps a
+    /// prefix of its value, of a length drawn from the disk's stream (from none of it
+    /// to all but its last byte, cut back to a character boundary), as a record whose
+    /// checksum fails. Returns `(key, bytes kept, bytes written)`; `None` when the
+    /// latest write is durable, is a delete, or is empty. Call it before the power
+    /// loss drops the unsynced writes.
+    pub fn tear_last_write(&mut self) -> Option<(String, usize, usize)> {
+        use tenure_core::Rng;
+        let key = self.last_write.clone()?;
+        let value = match self.unsynced.get(&key) {
+            Some(v) => v.clone(),
+            None => self.syncing.get(&key)?.clone(),
+        }?;
+        if value.is_empty() {
+            return None;
+        }
+        let mut keep = self.rng.range_inclusive(0, value.len() as u64 - 1) as usize;
+        while !value.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        self.torn.insert(key.clone(), value[..keep].to_string());
+        Some((key, keep, value.len()))
     }
 
     /// The writes not yet durable, in the order a power loss would lose them.
@@ -792,7 +824,10 @@ impl<P: Protocol> World<P> {
                 }
                 // Already in `storage` (the Step wrote it); the disk learns of it now.
                 Effect::Store { key, value } => {
-                    self.nodes[node.index()].disk.unsynced.insert(key, value);
+                    let disk = &mut self.nodes[node.index()].disk;
+                    disk.torn.remove(&key);
+                    disk.last_write = Some(key.clone());
+                    disk.unsynced.insert(key, value);
                 }
                 Effect::Sync { ok: false } => {}
                 Effect::Sync { ok: true } => {

@@ -121,10 +121,7 @@ impl Drawn {
                 } => FaultEvent {
                     at: e.at,
                     fault: Fault::Network {
-                        latency: Some(Latency {
-                            min: calm.latency.0,
-                            max: calm.latency.1,
-                        }),
+                        latency: Some(calm.latency.clone()),
                         loss: Some(calm.loss),
                         duplicate: Some(calm.duplicate),
                     },
@@ -162,7 +159,7 @@ impl Drawn {
             } => FaultEvent {
                 at: e.at,
                 fault: Fault::Network {
-                    latency: Some(calm.latency),
+                    latency: Some(calm.latency.clone()),
                     loss: Some(calm.loss),
                     duplicate: Some(calm.duplicate),
                 },
@@ -365,7 +362,7 @@ impl<'a> Drawer<'a> {
                                 from: *a,
                                 to: *b,
                                 both: true,
-                                latency: Some(latency),
+                                latency: Some(latency.into()),
                                 loss: None,
                                 duplicate: None,
                             });
@@ -401,7 +398,7 @@ impl<'a> Drawer<'a> {
             self.push(
                 at,
                 Fault::Network {
-                    latency: slow,
+                    latency: slow.map(Into::into),
                     loss,
                     duplicate,
                 },
@@ -542,6 +539,7 @@ impl<'a> Drawer<'a> {
                                 at,
                                 Fault::PowerLoss {
                                     node: NodeSel::Id(node.0),
+                                    torn: false,
                                 },
                             );
                             self.push(
