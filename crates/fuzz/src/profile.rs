@@ -555,6 +555,9 @@ impl<'a> Drawer<'a> {
             self.rng = main;
         }
 
+        // The field profile's faults, from their own stream (see `field`).
+        links.extend(self.draw_field(heal_at));
+
         // 4. The heal, then the liveness phase: every fault undone, clocks back to the
         // rate they started the run with (a drift drawn in the window must not linger
         // into the phase that judges liveness).
@@ -769,6 +772,8 @@ fn round_ms(d: Duration) -> Duration {
 fn round_to(x: f64, scale: f64) -> f64 {
     (x * scale).round() / scale
 }
+
+mod field;
 
 #[cfg(test)]
 mod tests;

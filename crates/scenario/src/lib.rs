@@ -64,7 +64,7 @@ pub use error::{locate, ScenarioError};
 pub use limits::{limits, set_limits, Exceeded, Limits};
 pub use model::{
     CheckSpec, ClockSpec, ClusterSpec, Delay, Expectation, Fault, FaultEvent, Latency, LinkSpec,
-    NetworkMode, NetworkSpec, NodeSel, ProcessingSpec, ProtocolSpec, Scenario,
+    NetworkMode, NetworkSpec, NodeSel, ProcessingSpec, ProtocolSpec, Scenario, DEFAULT_SLEW_PPM,
 };
 pub use parse::{load, parse, parse_with, text};
 
