@@ -1,6 +1,12 @@
 //! A node's clock: `local = offset + (1 + drift) * true_time + jumps`, kept piecewise
 //! linear so drift can change mid-run. Monotonic and wall readings are separate: wall
-//! jumps move only the wall reading, and timers run on the monotonic one.
+//! jumps and slews move only the wall reading, and timers run on the monotonic one.
+//!
+//! A *stall* (a VM freeze seen from the clock) holds both readings still until its end,
+//! then lets them run on from where they stopped: the piece's start is moved into the
+//! future, and a reading before it is the piece's first. A *slew* (NTP's `adjtime`)
+//! moves the wall reading by a signed amount gradually, at a bounded rate measured on
+//! the monotonic clock (so a stall holds it too), instead of in one step.
 
 use tenure_core::{LocalTime, SimTime};
 
@@ -12,8 +18,28 @@ pub struct NodeClock {
     base_mono: i64,
     /// Local nanoseconds per true nanosecond: `1 + drift`.
     rate: f64,
-    /// Wall minus monotonic: the initial offset plus every jump.
+    /// Wall minus monotonic: the initial offset plus every jump (and every slew done).
     wall_offset: i64,
+    /// A slew in progress, if any.
+    slew: Option<Slew>,
+}
+
+/// A wall-clock slew: `by` nanoseconds spread over the monotonic time from `start`, at
+/// `rate` wall nanoseconds per monotonic nanosecond.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Slew {
+    start: i64,
+    by: i64,
+    rate: f64,
+}
+
+impl Slew {
+    /// How far it has moved the wall clock when the monotonic clock reads `mono`.
+    fn done(&self, mono: i64) -> i64 {
+        let elapsed = mono.saturating_sub(self.start).max(0) as f64;
+        let moved = (elapsed * self.rate).min(self.by.unsigned_abs() as f64) as i64;
+        moved * self.by.signum()
+    }
 }
 
 impl NodeClock {
@@ -28,6 +54,7 @@ impl NodeClock {
             base_mono: offset_ns,
             rate: 1.0 + drift,
             wall_offset: 0,
+            slew: None,
         }
     }
 
@@ -37,7 +64,61 @@ impl NodeClock {
     }
 
     pub fn wall(&self, now: SimTime) -> LocalTime {
-        LocalTime(self.monotonic(now).0.saturating_add(self.wall_offset))
+        let mono = self.monotonic(now).0;
+        let slewed = self.slew.map_or(0, |s| s.done(mono));
+        LocalTime(mono.saturating_add(self.wall_offset).saturating_add(slewed))
+    }
+
+    /// The clock stands still from `now` for `duration` of true time, then runs on at
+    /// its rate from the reading it stopped at (no jump: it ends `duration * (1 +
+    /// drift)` behind where it would have been). Both readings stall; a slew in progress
+    /// waits too (it is measured on the monotonic clock). A stall during a stall ends
+    /// at the later of the two ends.
+    pub fn stall(&mut self, now: SimTime, duration: std::time::Duration) {
+        let until = now.0.saturating_add(duration.as_nanos() as u64);
+        self.base_mono = self.monotonic(now).0;
+        self.base_true = self.base_true.max(until);
+    }
+
+    /// Whether the clock is stalled at `now`.
+    pub fn stalled(&self, now: SimTime) -> bool {
+        now.0 < self.base_true
+    }
+
+    /// NTP slewing: from `now` the wall clock moves by `by_ns` gradually, `ppm`
+    /// millionths of the monotonic time elapsed, until it has moved by all of it. A
+    /// slew still in progress is cut where it is and replaced (as `adjtime(3)`
+    /// replaces the outstanding adjustment). The monotonic reading is not slewed.
+    pub fn slew(&mut self, now: SimTime, by_ns: i64, ppm: f64) {
+        assert!(ppm > 0.0, "a slew moves at a positive rate");
+        self.settle_slew(now);
+        self.slew = (by_ns != 0).then(|| Slew {
+            start: self.monotonic(now).0,
+            by: by_ns,
+            rate: ppm / 1e6,
+        });
+    }
+
+    /// Folds the part of the slew done by `now` into the wall offset and keeps the
+    /// rest going from `now`.
+    fn settle_slew(&mut self, now: SimTime) {
+        if let Some(s) = self.slew.take() {
+            let mono = self.monotonic(now).0;
+            let done = s.done(mono);
+            self.wall_offset = self.wall_offset.saturating_add(done);
+            let rest = s.by - done;
+            self.slew = (rest != 0).then_some(Slew {
+                start: mono,
+                by: rest,
+                rate: s.rate,
+            });
+        }
+    }
+
+    /// How much of the slew in progress is still to come at `now` (0 if none).
+    pub fn slew_remaining(&self, now: SimTime) -> i64 {
+        self.slew
+            .map_or(0, |s| s.by - s.done(self.monotonic(now).0))
     }
 
     /// Steps the wall clock by `by_ns` (forward if positive). Monotonic is untouched.
@@ -51,18 +132,21 @@ impl NodeClock {
             drift > -1.0,
             "a clock must move forward (drift {drift} <= -1)"
         );
+        // A stall in progress keeps its end: the new rate applies from there.
         self.base_mono = self.monotonic(now).0;
-        self.base_true = now.0;
+        self.base_true = self.base_true.max(now.0);
         self.rate = 1.0 + drift;
     }
 
     /// The machine reboots at `now`: the monotonic clock starts again from zero (a new
-    /// origin), the wall clock reads on as before.
+    /// origin), the wall clock reads on as before. A stall or slew in progress ends
+    /// there (the kernel's outstanding `adjtime` adjustment is lost with it).
     pub fn reboot(&mut self, now: SimTime) {
         let wall = self.wall(now).0;
         self.base_true = now.0;
         self.base_mono = 0;
         self.wall_offset = wall;
+        self.slew = None;
     }
 
     pub fn drift(&self) -> f64 {
@@ -158,5 +242,87 @@ mod tests {
     fn deadlines_in_the_past_fire_now() {
         let c = NodeClock::new(0, 0.0);
         assert_eq!(c.true_time_at(SimTime(7), LocalTime(3)), SimTime(7));
+    }
+
+    #[test]
+    fn a_stall_freezes_both_readings_then_resumes_without_a_jump() {
+        let mut c = NodeClock::new(0, 0.0);
+        c.jump(7 * MS as i64);
+        c.stall(SimTime(100 * MS), std::time::Duration::from_millis(300));
+        for t in [100, 150, 399, 400] {
+            assert_eq!(
+                c.monotonic(SimTime(t * MS)),
+                LocalTime(100 * MS as i64),
+                "{t}"
+            );
+            assert_eq!(c.wall(SimTime(t * MS)), LocalTime(107 * MS as i64), "{t}");
+        }
+        assert!(c.stalled(SimTime(399 * MS)) && !c.stalled(SimTime(400 * MS)));
+        // Then it runs on from where it stopped, 300ms behind.
+        assert_eq!(c.monotonic(SimTime(450 * MS)), LocalTime(150 * MS as i64));
+        // A timer due at 120ms of monotonic time fires 300ms late in true time.
+        assert_eq!(
+            c.true_time_at(SimTime(200 * MS), LocalTime(120 * MS as i64)),
+            SimTime(420 * MS)
+        );
+        // A drift change inside the stall does not end it.
+        c.stall(SimTime(500 * MS), std::time::Duration::from_millis(100));
+        c.set_drift(SimTime(550 * MS), 1.0);
+        assert_eq!(c.monotonic(SimTime(600 * MS)), LocalTime(200 * MS as i64));
+        assert_eq!(c.monotonic(SimTime(610 * MS)), LocalTime(220 * MS as i64));
+    }
+
+    #[test]
+    fn a_slew_converges_at_its_rate_and_leaves_monotonic_alone() {
+        let mut c = NodeClock::new(0, 0.0);
+        // -200ms at ntpd's 500ppm takes 400s of clock time.
+        c.slew(SimTime(0), -200 * MS as i64, 500.0);
+        let s = 1_000 * MS;
+        assert_eq!(
+            c.wall(SimTime(100 * s)).0,
+            (100 * s) as i64 - 50 * MS as i64
+        );
+        assert_eq!(c.monotonic(SimTime(100 * s)).0, (100 * s) as i64);
+        assert_eq!(c.slew_remaining(SimTime(100 * s)), -150 * MS as i64);
+        assert_eq!(
+            c.wall(SimTime(400 * s)).0,
+            (400 * s) as i64 - 200 * MS as i64
+        );
+        assert_eq!(
+            c.wall(SimTime(900 * s)).0,
+            (900 * s) as i64 - 200 * MS as i64
+        );
+        assert_eq!(c.slew_remaining(SimTime(900 * s)), 0);
+        // Never faster than the rate: between any two readings the wall clock moves
+        // within 500ppm of the monotonic clock.
+        let mut c = NodeClock::new(0, 0.01);
+        c.slew(SimTime(0), 30 * MS as i64, 500.0);
+        let mut last = (c.monotonic(SimTime(0)).0, c.wall(SimTime(0)).0);
+        for k in 1..200u64 {
+            let t = SimTime(k * 337 * MS);
+            let (m, w) = (c.monotonic(t).0, c.wall(t).0);
+            let (dm, dw) = ((m - last.0) as f64, (w - last.1) as f64);
+            assert!(dw >= dm && dw <= dm * 1.0005 + 1.0, "{k}: {dm} {dw}");
+            last = (m, w);
+        }
+        assert_eq!(c.slew_remaining(SimTime(200 * 337 * MS)), 0);
+    }
+
+    #[test]
+    fn a_new_slew_replaces_the_rest_and_a_stall_holds_a_slew() {
+        let s = 1_000 * MS;
+        let mut c = NodeClock::new(0, 0.0);
+        c.slew(SimTime(0), 100 * MS as i64, 1000.0);
+        c.slew(SimTime(50 * s), -10 * MS as i64, 1000.0);
+        // 50ms done by 50s; then -10ms over 10s.
+        assert_eq!(c.wall(SimTime(70 * s)).0, (70 * s) as i64 + 40 * MS as i64);
+        let mut c = NodeClock::new(0, 0.0);
+        c.slew(SimTime(0), 100 * MS as i64, 1000.0);
+        c.stall(SimTime(10 * s), std::time::Duration::from_secs(10));
+        assert_eq!(c.wall(SimTime(20 * s)).0, (10 * s) as i64 + 10 * MS as i64);
+        assert_eq!(c.wall(SimTime(30 * s)).0, (20 * s) as i64 + 20 * MS as i64);
+        // A reboot ends the slew where it is.
+        c.reboot(SimTime(30 * s));
+        assert_eq!(c.wall(SimTime(40 * s)).0, (30 * s) as i64 + 20 * MS as i64);
     }
 }

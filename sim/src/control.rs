@@ -54,17 +54,25 @@ impl<P: Protocol> Control<'_, P> {
     /// (written data reached the operating system, synced or not). No-op on a node
     /// that is already down.
     pub fn crash(&mut self, node: NodeId) {
-        self.kill(node, false);
+        self.kill(node, false, false);
     }
 
     /// The node's machine loses power: like a crash, and every write it had not
     /// synced is lost; its monotonic clock restarts from a new origin. No-op on a
     /// node that is already down. `restart` boots it again.
     pub fn power_loss(&mut self, node: NodeId) {
-        self.kill(node, true);
+        self.kill(node, true, false);
     }
 
-    fn kill(&mut self, node: NodeId, power: bool) {
+    /// A power loss that tears the node's last write if it was not synced: the disk
+    /// keeps a seeded prefix of it, a record that fails its checksum, so the key reads
+    /// as its last synced value (as if the write were lost whole). See
+    /// `Disk::tear_last_write`.
+    pub fn power_loss_torn(&mut self, node: NodeId) {
+        self.kill(node, true, true);
+    }
+
+    fn kill(&mut self, node: NodeId, power: bool, torn: bool) {
         if self.status(node) == Status::Down {
             return;
         }
@@ -72,8 +80,18 @@ impl<P: Protocol> Control<'_, P> {
             self.handle.resume(self.madsim_ids[node.index()]);
         }
         let (kind, detail) = if power {
-            let lost = self.world.nodes[node.index()].disk.unsynced_keys();
-            ("power-loss", format!("unsynced writes lost: {lost:?}"))
+            let disk = &mut self.world.nodes[node.index()].disk;
+            let lost = disk.unsynced_keys();
+            let mut detail = format!("unsynced writes lost: {lost:?}");
+            if torn {
+                match disk.tear_last_write() {
+                    Some((key, kept, of)) => detail.push_str(&format!(
+                        "; the last write, `{key}`, torn: {kept} of {of} bytes on disk (its checksum fails: it reads as its last synced value)"
+                    )),
+                    None => detail.push_str("; no unsynced write to tear"),
+                }
+            }
+            ("power-loss", detail)
         } else {
             ("crash", String::new())
         };
@@ -263,6 +281,45 @@ impl<P: Protocol> Control<'_, P> {
         self.world.ring(node);
     }
 
+    /// The node's clocks, wall and monotonic, stand still for `duration` of true time,
+    /// then run on from where they stopped (a VM freeze seen from the clock). The node
+    /// keeps running meanwhile: it handles messages, reading the frozen clock, and its
+    /// timers (deadlines on the monotonic clock) do not fire until the clock moves
+    /// again, so each fires `duration` late.
+    pub fn clock_stall(&mut self, node: NodeId, duration: Duration) {
+        self.fault(
+            "clock-stall",
+            vec![node],
+            tenure_core::format_duration(duration),
+        );
+        let now = self.now;
+        self.world.nodes[node.index()].clock.stall(now, duration);
+        self.world.ring(node);
+        // Its end is traced (and counts as a fault, so the calm starts after it).
+        self.after(
+            duration,
+            Box::new(move |c: &mut Control<'_, P>| {
+                if !c.world.nodes[node.index()].clock.stalled(c.now) {
+                    c.fault("clock-stall-end", vec![node], String::new());
+                }
+            }),
+        );
+    }
+
+    /// NTP slewing: the node's wall clock moves by `by_ns` gradually, at `ppm` parts
+    /// per million of its monotonic time, instead of stepping; the monotonic clock is
+    /// not slewed.
+    pub fn clock_slew(&mut self, node: NodeId, by_ns: i64, ppm: f64) {
+        self.fault(
+            "clock-slew",
+            vec![node],
+            format!("{} at {ppm}ppm", tenure_core::SignedDuration(by_ns)),
+        );
+        let now = self.now;
+        self.world.nodes[node.index()].clock.slew(now, by_ns, ppm);
+        self.world.ring(node);
+    }
+
     /// From now on the node's clock runs at `1 + drift`; its timers move with it.
     pub fn clock_drift(&mut self, node: NodeId, drift: f64) {
         self.fault("clock-drift", vec![node], format!("{drift}"));
@@ -274,7 +331,7 @@ impl<P: Protocol> Control<'_, P> {
     /// Changes the network-wide defaults from now on.
     pub fn network(
         &mut self,
-        latency: Option<(Duration, Duration)>,
+        latency: Option<crate::net::Delay>,
         loss: Option<f64>,
         duplicate: Option<f64>,
     ) {
@@ -289,12 +346,17 @@ impl<P: Protocol> Control<'_, P> {
             d.duplicate = x;
         }
         let d = &self.world.net.defaults;
+        let latency = match d.latency.as_uniform() {
+            Some(l) => format!(
+                "[\"{}\", \"{}\"]",
+                tenure_core::format_duration(l.min),
+                tenure_core::format_duration(l.max)
+            ),
+            None => serde_json::to_string(&d.latency).expect("a delay serializes"),
+        };
         let detail = format!(
-            "latency = [\"{}\", \"{}\"], loss = {}, duplicate = {}",
-            tenure_core::format_duration(d.latency.0),
-            tenure_core::format_duration(d.latency.1),
-            d.loss,
-            d.duplicate
+            "latency = {latency}, loss = {}, duplicate = {}",
+            d.loss, d.duplicate
         );
         self.fault("network", Vec::new(), detail);
     }

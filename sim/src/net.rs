@@ -2,17 +2,20 @@
 //! blocked links that partitions, cuts, one-way splits and bridges leave behind.
 //!
 //! A message's fate is decided when it is sent: dropped by a partition, lost, or
-//! delivered once or twice after a latency drawn from its link's range. Random latencies
-//! reorder messages. A partition made while a message is in flight does not recall it.
+//! delivered once or twice after a latency drawn from its link's delay distribution
+//! ([`sample`]). Random latencies reorder messages. A partition made while a message is
+//! in flight does not recall it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tenure_core::{NodeId, Rng, SimTime};
+pub use tenure_scenario::Delay;
 
 /// Network settings for a link or the whole network.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkSettings {
-    pub latency: (Duration, Duration),
+    /// The delay distribution (uniform `1ms..=5ms` by default).
+    pub latency: Delay,
     pub loss: f64,
     pub duplicate: f64,
 }
@@ -20,9 +23,60 @@ pub struct LinkSettings {
 impl Default for LinkSettings {
     fn default() -> Self {
         LinkSettings {
-            latency: (Duration::from_millis(1), Duration::from_millis(5)),
+            latency: Delay::uniform(Duration::from_millis(1), Duration::from_millis(5)),
             loss: 0.0,
             duplicate: 0.0,
+        }
+    }
+}
+
+/// One delay drawn from `delay` with `rng`.
+///
+/// A uniform delay is one `duration_between` draw, exactly what a `[min, max]` range
+/// drew before distributions existed, so every existing run is unchanged. The others
+/// turn uniforms into their shape (`U` is uniform in `(0, 1]`, from 53 random bits):
+/// exponential `min - mean * ln U`; log-normal `min + median * e^(sigma * Z)` with `Z`
+/// from Box-Muller (two draws); Pareto `scale / U^(1 / shape)`; each capped at `max`.
+/// Spikes draw their base, then a `chance(probability)`, then (when it strikes) the
+/// spike's extra delay.
+pub fn sample(delay: &Delay, rng: &mut dyn Rng) -> Duration {
+    fn unit(rng: &mut dyn Rng) -> f64 {
+        ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+    fn capped(floor: Duration, extra_secs: f64, max: Duration) -> Duration {
+        let extra = Duration::try_from_secs_f64(extra_secs.max(0.0)).unwrap_or(max);
+        floor.saturating_add(extra).min(max)
+    }
+    match delay {
+        Delay::Uniform(l) => rng.duration_between(l.min, l.max),
+        Delay::Exponential { min, mean, max } => {
+            capped(*min, -unit(rng).ln() * mean.as_secs_f64(), *max)
+        }
+        Delay::LogNormal {
+            min,
+            median,
+            sigma,
+            max,
+        } => {
+            let (u1, u2) = (unit(rng), unit(rng));
+            let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+            capped(*min, median.as_secs_f64() * (sigma * z).exp(), *max)
+        }
+        Delay::Pareto { scale, shape, max } => {
+            let x = scale.as_secs_f64() / unit(rng).powf(1.0 / shape);
+            capped(Duration::ZERO, x, *max).max(*scale)
+        }
+        Delay::Spikes {
+            base,
+            probability,
+            spike,
+        } => {
+            let d = sample(base, rng);
+            if rng.chance(*probability) {
+                d.saturating_add(rng.duration_between(spike.min, spike.max))
+            } else {
+                d
+            }
         }
     }
 }
@@ -30,7 +84,7 @@ impl Default for LinkSettings {
 /// A per-link override: each field replaces the default when set.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LinkOverride {
-    pub latency: Option<(Duration, Duration)>,
+    pub latency: Option<Delay>,
     pub loss: Option<f64>,
     pub duplicate: Option<f64>,
 }
@@ -160,8 +214,8 @@ impl Network {
     pub fn settings(&self, from: NodeId, to: NodeId) -> LinkSettings {
         let mut s = self.defaults.clone();
         if let Some(o) = self.overrides.get(&(from, to)) {
-            if let Some(l) = o.latency {
-                s.latency = l;
+            if let Some(l) = &o.latency {
+                s.latency = l.clone();
             }
             if let Some(l) = o.loss {
                 s.loss = l;
@@ -174,7 +228,7 @@ impl Network {
     }
 
     /// Stream mode: when a message sent at `now` on an open link arrives, before FIFO
-    /// ordering: a latency from the link's range, plus [`STREAM_RETRANSMIT`] when the
+    /// ordering: a latency from the link's distribution, plus [`STREAM_RETRANSMIT`] when the
     /// link's `loss` strikes (TCP resends; it neither loses nor duplicates).
     pub fn stream_arrival(
         &self,
@@ -184,7 +238,7 @@ impl Network {
         rng: &mut dyn Rng,
     ) -> SimTime {
         let s = self.settings(from, to);
-        let mut at = now + rng.duration_between(s.latency.0, s.latency.1);
+        let mut at = now + sample(&s.latency, rng);
         if rng.chance(s.loss) {
             at = at + STREAM_RETRANSMIT;
         }
@@ -200,9 +254,9 @@ impl Network {
         if rng.chance(s.loss) {
             return Fate::Dropped(DropReason::Loss);
         }
-        let mut at = vec![now + rng.duration_between(s.latency.0, s.latency.1)];
+        let mut at = vec![now + sample(&s.latency, rng)];
         if rng.chance(s.duplicate) {
-            at.push(now + rng.duration_between(s.latency.0, s.latency.1));
+            at.push(now + sample(&s.latency, rng));
         }
         Fate::Delivered(at)
     }
@@ -276,12 +330,12 @@ mod tests {
     #[test]
     fn overrides_replace_only_what_they_set() {
         let mut net = Network::new(2, LinkSettings::default());
-        let slow = (Duration::from_millis(20), Duration::from_millis(20));
+        let slow = Delay::uniform(Duration::from_millis(20), Duration::from_millis(20));
         net.set_override(
             n(0),
             n(1),
             LinkOverride {
-                latency: Some(slow),
+                latency: Some(slow.clone()),
                 ..Default::default()
             },
         );
@@ -290,5 +344,120 @@ mod tests {
             net.settings(n(1), n(0)).latency,
             LinkSettings::default().latency
         );
+    }
+
+    /// `count` draws of `delay` from one seeded stream, sorted, in milliseconds.
+    fn draws(delay: &Delay, count: usize) -> Vec<f64> {
+        let mut rng = crate::rng::SeededRng::network(42);
+        let mut v: Vec<f64> = (0..count)
+            .map(|_| sample(delay, &mut rng).as_secs_f64() * 1e3)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v
+    }
+
+    fn mean(v: &[f64]) -> f64 {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+
+    fn quantile(v: &[f64], q: f64) -> f64 {
+        v[((v.len() - 1) as f64 * q) as usize]
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_uniform_delay_draws_exactly_what_the_range_drew() {
+        let (mut a, mut b) = (SplitMix64(9), SplitMix64(9));
+        for _ in 0..1000 {
+            assert_eq!(
+                sample(&Delay::uniform(ms(1), ms(150)), &mut a),
+                b.duration_between(ms(1), ms(150))
+            );
+        }
+    }
+
+    #[test]
+    fn exponential_delays_have_their_mean_and_median() {
+        let d = Delay::Exponential {
+            min: ms(1),
+            mean: ms(4),
+            max: ms(10_000),
+        };
+        let v = draws(&d, 100_000);
+        assert!(v[0] >= 1.0);
+        assert!((mean(&v) - 5.0).abs() < 0.1, "mean {}", mean(&v));
+        // The median of an exponential is mean * ln 2.
+        let median = quantile(&v, 0.5);
+        assert!((median - (1.0 + 4.0 * 2f64.ln())).abs() < 0.1, "{median}");
+    }
+
+    #[test]
+    fn log_normal_delays_have_their_median_and_spread() {
+        let d = Delay::LogNormal {
+            min: Duration::ZERO,
+            median: ms(5),
+            sigma: 1.0,
+            max: ms(100_000),
+        };
+        let v = draws(&d, 100_000);
+        assert!(
+            (quantile(&v, 0.5) - 5.0).abs() < 0.15,
+            "{}",
+            quantile(&v, 0.5)
+        );
+        // One sigma up: the 84.13th percentile is median * e.
+        let q = quantile(&v, 0.8413);
+        assert!((q - 5.0 * std::f64::consts::E).abs() < 0.5, "{q}");
+    }
+
+    #[test]
+    fn pareto_delays_have_a_power_law_tail_and_a_cap() {
+        let d = Delay::Pareto {
+            scale: ms(2),
+            shape: 1.5,
+            max: ms(2_000),
+        };
+        let v = draws(&d, 100_000);
+        assert!(v[0] >= 2.0, "scale is the shortest delay");
+        assert!(*v.last().unwrap() <= 2_000.0, "capped");
+        // P(X > x) = (scale / x)^shape: 1% of delays are above 2ms * 100^(1/1.5).
+        let q99 = quantile(&v, 0.99);
+        let expected = 2.0 * 100f64.powf(1.0 / 1.5);
+        assert!((q99 / expected - 1.0).abs() < 0.1, "{q99} vs {expected}");
+        let median = quantile(&v, 0.5);
+        let expected = 2.0 * 2f64.powf(1.0 / 1.5);
+        assert!(
+            (median / expected - 1.0).abs() < 0.02,
+            "{median} vs {expected}"
+        );
+        // The cap holds some of the tail: (2 / 2000)^1.5 of the draws, about 3 in 100,000.
+        assert!(v.iter().filter(|x| **x == 2_000.0).count() < 20);
+    }
+
+    #[test]
+    fn spikes_add_a_large_delay_at_their_rate() {
+        let d = Delay::Spikes {
+            base: Box::new(Delay::uniform(ms(1), ms(5))),
+            probability: 0.02,
+            spike: tenure_scenario::Latency::new(ms(200), ms(400)),
+        };
+        let v = draws(&d, 100_000);
+        let spiked = v.iter().filter(|x| **x >= 200.0).count() as f64 / v.len() as f64;
+        assert!((spiked - 0.02).abs() < 0.003, "{spiked}");
+        assert!(v.iter().all(|x| *x <= 5.0 || (201.0..=405.0).contains(x)));
+        assert_eq!(d.max(), ms(405));
+    }
+
+    #[test]
+    fn draws_are_a_function_of_the_seed() {
+        let d = Delay::Pareto {
+            scale: ms(1),
+            shape: 1.2,
+            max: ms(500),
+        };
+        assert_eq!(draws(&d, 1000), draws(&d, 1000));
     }
 }

@@ -232,13 +232,13 @@ pub fn simulation<P: Protocol>(
     let mut sim = Sim::<P>::new(cluster.clone(), config, seed)
         .duration(scenario.duration)
         .network(LinkSettings {
-            latency: (net.latency.min, net.latency.max),
+            latency: net.latency.clone(),
             loss: net.loss,
             duplicate: net.duplicate,
         });
     for link in &net.links {
         let o = LinkOverride {
-            latency: link.latency.map(|l| (l.min, l.max)),
+            latency: link.latency.clone(),
             loss: link.loss,
             duplicate: link.duplicate,
         };
@@ -330,7 +330,9 @@ pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
         | Fault::ClockJump { node, .. }
         | Fault::ClockDrift { node, .. }
         | Fault::Request { node, .. }
-        | Fault::PowerLoss { node }
+        | Fault::PowerLoss { node, .. }
+        | Fault::ClockStall { node, .. }
+        | Fault::ClockSlew { node, .. }
         | Fault::CrashPoint { node, .. }
         | Fault::DiskStall { node, .. }
         | Fault::DiskError { node, .. }
@@ -360,8 +362,11 @@ pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
             latency,
             loss,
             duplicate,
-        } => c.network(latency.map(|l| (l.min, l.max)), *loss, *duplicate),
-        Fault::PowerLoss { .. } => c.power_loss(n()),
+        } => c.network(latency.clone(), *loss, *duplicate),
+        Fault::PowerLoss { torn: false, .. } => c.power_loss(n()),
+        Fault::PowerLoss { torn: true, .. } => c.power_loss_torn(n()),
+        Fault::ClockStall { duration, .. } => c.clock_stall(n(), *duration),
+        Fault::ClockSlew { by, ppm, .. } => c.clock_slew(n(), by.0, *ppm),
         Fault::CrashPoint {
             at_effect,
             at_sync,

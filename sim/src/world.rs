@@ -181,6 +181,12 @@ pub struct Disk {
     pub stall_until: SimTime,
     /// Syncs before this true time fail (`disk-error`).
     pub error_until: SimTime,
+    /// The key of the latest write (to tear it on a torn power loss).
+    last_write: Option<String>,
+    /// Torn records: the prefix of a write a power loss tore (see
+    /// [`Disk::tear_last_write`]), kept until the key is written again. Each fails its
+    /// checksum, so reads never see it: the key reads as its last synced value.
+    pub torn: BTreeMap<String, String>,
     rng: LazyRng,
 }
 
@@ -193,8 +199,34 @@ impl Disk {
             fsync: (Duration::ZERO, Duration::ZERO),
             stall_until: SimTime::ZERO,
             error_until: SimTime::ZERO,
+            last_write: None,
+            torn: BTreeMap::new(),
             rng: LazyRng::disk(seed, index),
         }
+    }
+
+    /// A power loss tears the latest write if it is not yet durable: the disk keeps a
+    /// prefix of its value, of a length drawn from the disk's stream (from none of it
+    /// to all but its last byte, cut back to a character boundary), as a record whose
+    /// checksum fails. Returns `(key, bytes kept, bytes written)`; `None` when the
+    /// latest write is durable, is a delete, or is empty. Call it before the power
+    /// loss drops the unsynced writes.
+    pub fn tear_last_write(&mut self) -> Option<(String, usize, usize)> {
+        use tenure_core::Rng;
+        let key = self.last_write.clone()?;
+        let value = match self.unsynced.get(&key) {
+            Some(v) => v.clone(),
+            None => self.syncing.get(&key)?.clone(),
+        }?;
+        if value.is_empty() {
+            return None;
+        }
+        let mut keep = self.rng.range_inclusive(0, value.len() as u64 - 1) as usize;
+        while !value.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        self.torn.insert(key.clone(), value[..keep].to_string());
+        Some((key, keep, value.len()))
     }
 
     /// The writes not yet durable, in the order a power loss would lose them.
@@ -824,7 +856,10 @@ impl<P: Protocol> World<P> {
                 }
                 // Already in `storage` (the Step wrote it); the disk learns of it now.
                 Effect::Store { key, value } => {
-                    self.nodes[node.index()].disk.unsynced.insert(key, value);
+                    let disk = &mut self.nodes[node.index()].disk;
+                    disk.torn.remove(&key);
+                    disk.last_write = Some(key.clone());
+                    disk.unsynced.insert(key, value);
                 }
                 Effect::Sync { ok: false } => {}
                 Effect::Sync { ok: true } => {
@@ -1101,5 +1136,67 @@ fn effect_name<M, T>(effect: &Effect<M, T>) -> &'static str {
         Effect::Store { .. } => "a write",
         Effect::Sync { .. } => "a sync",
         Effect::Observe(_) => "an observation",
+    }
+}
+
+#[cfg(test)]
+mod torn_tests {
+    use super::*;
+
+    fn write(disk: &mut Disk, key: &str, value: &str) {
+        disk.last_write = Some(key.to_string());
+        disk.unsynced
+            .insert(key.to_string(), Some(value.to_string()));
+    }
+
+    #[test]
+    fn a_torn_write_keeps_a_prefix_of_the_last_unsynced_write_only() {
+        let mut seen = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let mut disk = Disk::new(seed, 0);
+            write(&mut disk, "term", "41");
+            disk.durable = std::mem::take(&mut disk.unsynced)
+                .into_iter()
+                .map(|(k, v)| (k, v.unwrap()))
+                .collect();
+            write(&mut disk, "log", "{\"entries\":[1,2,3]}");
+            write(&mut disk, "term", "{\"term\":42,\"vote\":2}");
+            let (key, kept, of) = disk.tear_last_write().expect("the last write is unsynced");
+            assert_eq!((key.as_str(), of), ("term", 20));
+            assert!(kept < of, "a strict prefix");
+            assert_eq!(disk.torn["term"], "{\"term\":42,\"vote\":2}"[..kept]);
+            seen.insert(kept);
+            // After the power loss, reads see what was synced: the torn record fails
+            // its checksum, and the other unsynced write is lost whole.
+            let storage = disk.after_power_loss();
+            assert_eq!(storage.get("term").map(String::as_str), Some("41"));
+            assert_eq!(storage.get("log"), None);
+            // The same seed tears the same way.
+            let mut again = Disk::new(seed, 0);
+            write(&mut again, "term", "{\"term\":42,\"vote\":2}");
+            assert_eq!(again.tear_last_write().unwrap().1, kept);
+        }
+        assert!(seen.len() > 10, "prefix lengths are drawn: {seen:?}");
+    }
+
+    #[test]
+    fn a_synced_last_write_a_delete_or_nothing_is_not_torn() {
+        let mut disk = Disk::new(1, 0);
+        assert_eq!(disk.tear_last_write(), None);
+        write(&mut disk, "k", "v1");
+        let writes = std::mem::take(&mut disk.unsynced);
+        apply_writes(&mut disk.durable, writes);
+        assert_eq!(disk.tear_last_write(), None, "durable: nothing to tear");
+        disk.last_write = Some("k".into());
+        disk.unsynced.insert("k".into(), None);
+        assert_eq!(
+            disk.tear_last_write(),
+            None,
+            "a delete has no bytes to tear"
+        );
+        // A write whose sync is in progress is not durable yet: it can be torn.
+        write(&mut disk, "k", "v2");
+        disk.syncing = std::mem::take(&mut disk.unsynced);
+        assert_eq!(disk.tear_last_write().map(|t| t.2), Some(2));
     }
 }

@@ -59,7 +59,7 @@ fn burst(sync: bool) -> Sim<Burst> {
     Sim::<Burst>::new(Cluster::uniform("node", 2), sync, 3)
         .duration(ms(1000))
         .network(tenure_sim::LinkSettings {
-            latency: (ms(2), ms(2)),
+            latency: tenure_sim::net::Delay::uniform(ms(2), ms(2)),
             ..Default::default()
         })
         .trace(true)

@@ -61,7 +61,7 @@ fn ticker(seed: u64) -> Sim<Ticker> {
     Sim::<Ticker>::new(Cluster::uniform("node", 2), (), seed)
         .duration(ms(1000))
         .network(LinkSettings {
-            latency: (ms(1), ms(40)),
+            latency: tenure_sim::net::Delay::uniform(ms(1), ms(40)),
             ..LinkSettings::default()
         })
         .trace(true)

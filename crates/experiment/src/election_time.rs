@@ -437,7 +437,7 @@ fn trial(
     let watch_tracker = tracker.clone();
     let duration = setup.warmup_cap + heartbeat + setup.cap + Duration::from_secs(1);
     let network = LinkSettings {
-        latency: setup.latency,
+        latency: tenure_sim::net::Delay::uniform(setup.latency.0, setup.latency.1),
         loss: 0.0,
         duplicate: 0.0,
     };

@@ -144,10 +144,7 @@ impl Drawn {
                 } => FaultEvent {
                     at: e.at,
                     fault: Fault::Network {
-                        latency: Some(Latency {
-                            min: calm.latency.0,
-                            max: calm.latency.1,
-                        }),
+                        latency: Some(calm.latency.clone()),
                         loss: Some(calm.loss),
                         duplicate: Some(calm.duplicate),
                     },
@@ -190,7 +187,7 @@ impl Drawn {
             } => FaultEvent {
                 at: e.at,
                 fault: Fault::Network {
-                    latency: Some(calm.latency),
+                    latency: Some(calm.latency.clone()),
                     loss: Some(calm.loss),
                     duplicate: Some(calm.duplicate),
                 },
@@ -393,7 +390,7 @@ impl<'a> Drawer<'a> {
                                 from: *a,
                                 to: *b,
                                 both: true,
-                                latency: Some(latency),
+                                latency: Some(latency.into()),
                                 loss: None,
                                 duplicate: None,
                             });
@@ -429,7 +426,7 @@ impl<'a> Drawer<'a> {
             self.push(
                 at,
                 Fault::Network {
-                    latency: slow,
+                    latency: slow.map(Into::into),
                     loss,
                     duplicate,
                 },
@@ -572,6 +569,7 @@ impl<'a> Drawer<'a> {
                                 at,
                                 Fault::PowerLoss {
                                     node: NodeSel::Id(node.0),
+                                    torn: false,
                                 },
                             );
                             self.push(
@@ -588,6 +586,9 @@ impl<'a> Drawer<'a> {
         }
         let (more, disks) = self.disks();
         restart_at_heal.extend(more);
+
+        // The field profile's faults, from their own stream (see `field`).
+        links.extend(self.draw_field(heal_at));
 
         // 4. The heal, then the liveness phase: every fault undone, clocks back to the
         // rate they started the run with (a drift drawn in the window must not linger
@@ -931,6 +932,8 @@ fn round_ms(d: Duration) -> Duration {
 fn round_to(x: f64, scale: f64) -> f64 {
     (x * scale).round() / scale
 }
+
+mod field;
 
 #[cfg(test)]
 mod tests;

@@ -616,7 +616,19 @@ fn without_node(s: &Scenario, cluster: &Cluster, r: usize, removed: NodeId) -> O
                 name: name.clone(),
                 arg: *arg,
             },
-            Fault::PowerLoss { node } => Fault::PowerLoss { node: sel(*node)? },
+            Fault::PowerLoss { node, torn } => Fault::PowerLoss {
+                node: sel(*node)?,
+                torn: *torn,
+            },
+            Fault::ClockStall { node, duration } => Fault::ClockStall {
+                node: sel(*node)?,
+                duration: *duration,
+            },
+            Fault::ClockSlew { node, by, ppm } => Fault::ClockSlew {
+                node: sel(*node)?,
+                by: *by,
+                ppm: *ppm,
+            },
             Fault::CrashPoint {
                 node,
                 at_effect,
@@ -666,7 +678,7 @@ fn healed(faults: &[FaultEvent]) -> bool {
             | Fault::OneWay { .. }
             | Fault::Bridge { .. } => split = true,
             Fault::Heal {} => split = false,
-            Fault::Crash { node } | Fault::PowerLoss { node } => down.push(*node),
+            Fault::Crash { node } | Fault::PowerLoss { node, .. } => down.push(*node),
             // A crashed leader is whichever node led: any restart may be its own.
             Fault::Restart { node } => down.retain(|n| n != node && *n != NodeSel::Leader),
             _ => {}
@@ -680,7 +692,7 @@ fn healed(faults: &[FaultEvent]) -> bool {
 fn crash_cycles(faults: &[FaultEvent]) -> Vec<(usize, Option<usize>)> {
     let mut out = Vec::new();
     for (i, e) in faults.iter().enumerate() {
-        let (Fault::Crash { node } | Fault::PowerLoss { node }) = &e.fault else {
+        let (Fault::Crash { node } | Fault::PowerLoss { node, .. }) = &e.fault else {
             continue;
         };
         if node.id().is_none() {
@@ -705,7 +717,9 @@ fn fault_node(fault: &Fault) -> Option<u32> {
         | Fault::Pause { node, .. }
         | Fault::ClockJump { node, .. }
         | Fault::ClockDrift { node, .. }
-        | Fault::PowerLoss { node }
+        | Fault::PowerLoss { node, .. }
+        | Fault::ClockStall { node, .. }
+        | Fault::ClockSlew { node, .. }
         | Fault::CrashPoint { node, .. }
         | Fault::DiskStall { node, .. }
         | Fault::DiskError { node, .. }

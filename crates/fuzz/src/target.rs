@@ -317,19 +317,19 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
         out.extend(assumptions.drift(c.drift, format!("drift {} of {}", c.drift, c.node)));
     }
     out.extend(assumptions.latency(
-        case.network.latency.max,
+        case.network.latency.max(),
         format!(
             "message delay up to {}",
-            format_duration(case.network.latency.max)
+            format_duration(case.network.latency.max())
         ),
     ));
     for l in &case.network.links {
         if let Some(latency) = &l.latency {
             out.extend(assumptions.latency(
-                latency.max,
+                latency.max(),
                 format!(
                     "delay up to {} on the link {} -> {}",
-                    format_duration(latency.max),
+                    format_duration(latency.max()),
                     l.from,
                     l.to
                 ),
@@ -343,10 +343,10 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
         } = &e.fault
         {
             out.extend(assumptions.latency(
-                latency.max,
+                latency.max(),
                 format!(
                     "message delay up to {} from {}",
-                    format_duration(latency.max),
+                    format_duration(latency.max()),
                     format_duration(e.at)
                 ),
             ));
@@ -375,6 +375,39 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
                         format_duration(e.at)
                     ),
                 ))
+            }
+            // A stalled clock stands still while true time runs: for its length, a rate
+            // error of 100%, past any declared drift bound.
+            Fault::ClockStall { node, duration } => out.extend(assumptions.drift(
+                1.0,
+                format!(
+                    "clock stall {} of {} at {} (its clock stands still: a rate error of 100% for that long)",
+                    format_duration(*duration),
+                    who(node),
+                    format_duration(e.at)
+                ),
+            )),
+            // A slew changes the wall clock's rate by `ppm` and moves it by `by` in all.
+            Fault::ClockSlew { node, by, ppm } => {
+                let size = std::time::Duration::from_nanos(by.0.unsigned_abs());
+                out.extend(assumptions.wall_jump(
+                    size,
+                    format!(
+                        "wall-clock slew {}{} of {} at {}",
+                        if by.0 < 0 { "-" } else { "+" },
+                        format_duration(size),
+                        who(node),
+                        format_duration(e.at)
+                    ),
+                ));
+                out.extend(assumptions.drift(
+                    ppm / 1e6,
+                    format!(
+                        "wall-clock slew rate {ppm}ppm of {} at {}",
+                        who(node),
+                        format_duration(e.at)
+                    ),
+                ));
             }
             Fault::Pause { node, duration } => out.extend(assumptions.pause(
                 *duration,

@@ -29,8 +29,11 @@
 //! | `pause` | `node`, `duration` | a GC/VM stall; resumes by itself |
 //! | `clock-jump` | `node`, `by = "-3s"` | the wall clock steps |
 //! | `clock-drift` | `node`, `drift = 0.01` | the clock runs at `drift` from then on |
+//! | `clock-stall` | `node`, `duration` | the clocks stand still, then run on without a jump |
+//! | `clock-slew` | `node`, `by = "-200ms"`, `ppm = 500` | the wall clock moves by `by` gradually |
 //! | `network` | `latency?`, `loss?`, `duplicate?` | change the global defaults from then on |
 //! | `request` | `node`, `name`, `arg = 0` | a client request to `node` |
+//! | `power-loss` | `node`, `torn = false` | a machine crash: unsynced writes lost (the last one torn) |
 //!
 //! `node` fields take an id or `"leader"` ([`NodeSel`]); node lists take ids.
 //!
@@ -46,6 +49,7 @@
 //!
 #![doc = concat!("```toml\n", include_str!("example.toml"), "```")]
 
+mod delay;
 mod error;
 pub mod limits;
 mod model;
@@ -59,8 +63,9 @@ mod write;
 pub use error::{locate, ScenarioError};
 pub use limits::{limits, set_limits, Exceeded, Limits};
 pub use model::{
-    CheckSpec, ClockSpec, ClusterSpec, Expectation, Fault, FaultEvent, Latency, LinkSpec,
+    CheckSpec, ClockSpec, ClusterSpec, Delay, Expectation, Fault, FaultEvent, Latency, LinkSpec,
     NetworkMode, NetworkSpec, NodeDiskSpec, NodeSel, ProcessingSpec, ProtocolSpec, Scenario,
+    DEFAULT_SLEW_PPM,
 };
 pub use parse::{load, parse, parse_with, text};
 

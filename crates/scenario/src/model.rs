@@ -11,6 +11,8 @@ use std::fmt;
 use std::time::Duration;
 use tenure_core::{NodeId, RoleSpec, SignedDuration};
 
+pub use crate::delay::Delay;
+
 /// One scenario file, parsed. Fields are public: the simulator reads them, and fuzz and
 /// shrink build or edit them and write them back with [`Scenario::to_toml`].
 #[derive(Clone, Debug, PartialEq)]
@@ -121,8 +123,9 @@ impl<'de> Deserialize<'de> for Latency {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkSpec {
+    /// The delay distribution (a `["1ms", "5ms"]` range is uniform; see [`Delay`]).
     #[serde(default)]
-    pub latency: Latency,
+    pub latency: Delay,
     /// Probability that a message is lost, `0..=1`.
     #[serde(default, deserialize_with = "probability")]
     pub loss: f64,
@@ -147,7 +150,7 @@ pub struct NetworkSpec {
 impl Default for NetworkSpec {
     fn default() -> Self {
         NetworkSpec {
-            latency: Latency::default(),
+            latency: Delay::default(),
             loss: 0.0,
             duplicate: 0.0,
             links: Vec::new(),
@@ -202,7 +205,7 @@ pub struct LinkSpec {
     #[serde(default)]
     pub both: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency: Option<Latency>,
+    pub latency: Option<Delay>,
     #[serde(
         default,
         deserialize_with = "opt_probability",
@@ -316,6 +319,31 @@ impl Default for ProcessingSpec {
             time: zero_latency(),
             nodes: Vec::new(),
         }
+    }
+}
+
+/// ntpd's slew rate limit, in parts per million: `clock-slew`'s default `ppm`.
+pub const DEFAULT_SLEW_PPM: f64 = 500.0;
+
+/// The fastest slew a scenario may ask for (chrony's default `maxslewrate` is 83,333).
+pub const MAX_SLEW_PPM: f64 = 100_000.0;
+
+fn default_slew_ppm() -> f64 {
+    DEFAULT_SLEW_PPM
+}
+
+fn is_default_slew_ppm(ppm: &f64) -> bool {
+    *ppm == DEFAULT_SLEW_PPM
+}
+
+fn slew_ppm<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if v > 0.0 && v <= MAX_SLEW_PPM {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "slew rate {v} ppm is out of range; write a number above 0, at most {MAX_SLEW_PPM} (ntpd slews at 500)"
+        )))
     }
 }
 
@@ -443,10 +471,31 @@ pub enum Fault {
         #[serde(deserialize_with = "drift")]
         drift: f64,
     },
+    /// The node's clocks (wall and monotonic) stand still for `duration` of true time,
+    /// then run on from where they stopped (no jump): a VM freeze seen from its clock.
+    /// The process keeps running; its timers fire `duration` late.
+    ClockStall {
+        node: NodeSel,
+        #[serde(with = "human")]
+        duration: Duration,
+    },
+    /// NTP slewing: the node's wall clock moves by `by` gradually, at `ppm` parts per
+    /// million of its own rate (500 by default, ntpd's limit), instead of stepping.
+    /// The monotonic clock is not slewed (see the book's clocks page).
+    ClockSlew {
+        node: NodeSel,
+        by: SignedDuration,
+        #[serde(
+            default = "default_slew_ppm",
+            deserialize_with = "slew_ppm",
+            skip_serializing_if = "is_default_slew_ppm"
+        )]
+        ppm: f64,
+    },
     /// Change the global network defaults from now on (fields not written keep theirs).
     Network {
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        latency: Option<Latency>,
+        latency: Option<Delay>,
         #[serde(
             default,
             deserialize_with = "opt_probability",
@@ -469,7 +518,14 @@ pub enum Fault {
     },
     /// The node's machine loses power: like `crash`, and every write it had not synced
     /// is lost; its monotonic clock restarts from a new origin. `restart` boots it.
-    PowerLoss { node: NodeSel },
+    /// With `torn = true` the last unsynced write is torn instead of lost whole: the
+    /// disk keeps a seeded prefix of it, which fails its checksum, so a read of that
+    /// key gives what was synced before it.
+    PowerLoss {
+        node: NodeSel,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        torn: bool,
+    },
     /// A crash inside the node's handling: it keeps running and crashes right after
     /// applying `at_effect` more effects (sends, timer changes, writes, syncs,
     /// observations), before the next one: between two effects of one handler if
@@ -533,6 +589,8 @@ impl Fault {
         "disk-stall",
         "disk-error",
         "slow",
+        "clock-stall",
+        "clock-slew",
     ];
 
     /// This fault's `kind`, as written in files.
@@ -556,6 +614,8 @@ impl Fault {
             Fault::DiskStall { .. } => "disk-stall",
             Fault::DiskError { .. } => "disk-error",
             Fault::Slow { .. } => "slow",
+            Fault::ClockStall { .. } => "clock-stall",
+            Fault::ClockSlew { .. } => "clock-slew",
         }
     }
 }
@@ -631,6 +691,7 @@ mod tests {
             },
             Fault::PowerLoss {
                 node: NodeSel::Leader,
+                torn: true,
             },
             Fault::CrashPoint {
                 node: NodeSel::Id(2),
@@ -651,6 +712,15 @@ mod tests {
                 node: NodeSel::Id(1),
                 factor: 10.0,
                 duration: Duration::from_secs(1),
+            },
+            Fault::ClockStall {
+                node: NodeSel::Id(1),
+                duration: Duration::from_millis(300),
+            },
+            Fault::ClockSlew {
+                node: NodeSel::Leader,
+                by: SignedDuration(-200_000_000),
+                ppm: 500.0,
             },
         ];
         let kinds: Vec<&str> = faults.iter().map(Fault::kind).collect();

@@ -527,7 +527,13 @@ impl Reader<'_> {
     /// Checks of one fault that need no cluster: lists non-empty, groups disjoint.
     fn fault_shape(&self, prefix: &str, fault: &Fault) -> Result<(), ScenarioError> {
         match fault {
-            Fault::ClockJump { by, .. } => self.clock_step(&format!("{prefix}.by"), by.0),
+            Fault::ClockJump { by, .. } | Fault::ClockSlew { by, .. } => {
+                self.clock_step(&format!("{prefix}.by"), by.0)
+            }
+            Fault::ClockStall { duration, .. } if duration.is_zero() => Err(self.err(
+                &format!("{prefix}.duration"),
+                "a clock stall lasts more than zero",
+            )),
             Fault::Partition { groups } => {
                 self.groups(&format!("{prefix}.groups"), groups, 1, None)
             }
@@ -724,7 +730,7 @@ mod tests {
                 from: NodeId(1),
                 to: NodeId(2),
                 both: true,
-                latency: Some(Latency::new(
+                latency: Some(Delay::uniform(
                     Duration::from_millis(20),
                     Duration::from_millis(20)
                 )),

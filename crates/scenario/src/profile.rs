@@ -33,12 +33,20 @@ pub const PROFILE_NAMES: &[&str] = &[
     "crashes",
     "chaos",
     "beyond",
+    "field",
 ];
 
 /// The profiles that draw within the target's declared assumptions: a correct variant
 /// must pass every one of them on every seed. (`beyond` draws past the assumptions.)
-pub const WITHIN_PROFILES: &[&str] =
-    &["calm", "partitions", "clocks", "pauses", "crashes", "chaos"];
+pub const WITHIN_PROFILES: &[&str] = &[
+    "calm",
+    "partitions",
+    "clocks",
+    "pauses",
+    "crashes",
+    "chaos",
+    "field",
+];
 
 /// The profile `tenure fuzz` uses when neither the scenario nor `--profile` names one.
 pub const DEFAULT_PROFILE: &str = "chaos";
@@ -160,6 +168,30 @@ pub struct Profile {
     /// time is not known when its restart is scheduled).
     #[serde(skip, default = "yes")]
     pub crash_points: bool,
+    /// Chance that a seed's links get heavy-tailed delays for the whole run: each link
+    /// (both ways) an exponential, log-normal, Pareto or spiky distribution, capped at
+    /// `latency_range`'s maximum (so within a declared `max_latency`).
+    #[serde(deserialize_with = "de::probability")]
+    pub heavy_tail: f64,
+    /// Chance that a seed has clock stalls (a node's clocks stand still, then run on).
+    /// Off for targets that declare a maximum drift: a stall is a rate error of 100%
+    /// for its length.
+    #[serde(deserialize_with = "de::probability")]
+    pub clock_stall: f64,
+    /// Chance that a seed has NTP slews (a wall clock moved gradually at 500 ppm).
+    #[serde(deserialize_with = "de::probability")]
+    pub clock_slew: f64,
+    /// Chance that a seed has torn power losses (the last unsynced write torn, see
+    /// the `power-loss` fault's `torn`), each followed by a restart.
+    #[serde(deserialize_with = "de::probability")]
+    pub torn: f64,
+    /// Clock stall lengths.
+    #[serde(with = "duration_range")]
+    pub stall_range: [Duration; 2],
+    /// Slew amounts (log-uniform, either direction); capped by a declared maximum
+    /// wall-clock step.
+    #[serde(with = "duration_range")]
+    pub slew_range: [Duration; 2],
 }
 
 fn yes() -> bool {
@@ -250,6 +282,24 @@ pub struct ProfileTable {
     #[serde(default, deserialize_with = "de::opt_boolean")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub beyond_assumptions: Option<bool>,
+    #[serde(default, deserialize_with = "de::opt_probability")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heavy_tail: Option<f64>,
+    #[serde(default, deserialize_with = "de::opt_probability")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock_stall: Option<f64>,
+    #[serde(default, deserialize_with = "de::opt_probability")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock_slew: Option<f64>,
+    #[serde(default, deserialize_with = "de::opt_probability")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub torn: Option<f64>,
+    #[serde(default, with = "opt_duration_range")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stall_range: Option<[Duration; 2]>,
+    #[serde(default, with = "opt_duration_range")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slew_range: Option<[Duration; 2]>,
 }
 
 impl ProfileTable {
@@ -315,6 +365,17 @@ impl Profile {
         if let Some(l) = &assumptions.max_latency {
             cap(&mut p.latency_range, l.value);
         }
+        if let Some(l) = &assumptions.max_drift {
+            // A stalled clock stands still: past any drift bound while it lasts.
+            p.clock_stall = 0.0;
+            // A slew changes the wall clock's rate by 500ppm.
+            if l.value < 500e-6 {
+                p.clock_slew = 0.0;
+            }
+        }
+        if let Some(l) = &assumptions.max_wall_jump {
+            cap(&mut p.slew_range, l.value);
+        }
         if let Some(l) = &assumptions.min_restart_delay {
             p.crash_points = false;
             p.outage_range[0] = p.outage_range[0].max(l.value);
@@ -353,6 +414,13 @@ impl Profile {
             liveness: Duration::from_secs(8),
             beyond_assumptions: false,
             crash_points: true,
+            heavy_tail: 0.0,
+            clock_stall: 0.0,
+            clock_slew: 0.0,
+            torn: 0.0,
+            stall_range: [ms(50), Duration::from_secs(2)],
+            // ntpd slews offsets below 128ms and steps larger ones
+            slew_range: [ms(1), ms(128)],
         }
     }
 
@@ -434,6 +502,23 @@ impl Profile {
                 beyond_assumptions: true,
                 ..Profile::named("chaos").expect("chaos exists")
             },
+            // faults as production has them: heavy-tailed and spiky links, clock stalls
+            // and NTP slews, torn power losses, besides some of everything else
+            "field" => Profile {
+                heavy_tail: 0.8,
+                clock_stall: 0.5,
+                clock_slew: 0.5,
+                torn: 0.5,
+                partition: 0.3,
+                crash: 0.3,
+                pause: 0.3,
+                clock_offset: 0.3,
+                loss: 0.2,
+                duplicate: 0.2,
+                events: [1, 4],
+                window: [0.0, 0.6],
+                ..base
+            },
             _ => return None,
         };
         Some(Profile {
@@ -503,6 +588,12 @@ impl Profile {
         "window",
         "liveness",
         "beyond_assumptions",
+        "heavy_tail",
+        "clock_stall",
+        "clock_slew",
+        "torn",
+        "stall_range",
+        "slew_range",
     ];
 
     /// What a field's own check cannot see (a profile built in code is checked only
@@ -522,6 +613,10 @@ impl Profile {
             ("duplicate", self.duplicate),
             ("slow", self.slow),
             ("leader", self.leader),
+            ("heavy_tail", self.heavy_tail),
+            ("clock_stall", self.clock_stall),
+            ("clock_slew", self.clock_slew),
+            ("torn", self.torn),
         ];
         for (knob, p) in probabilities {
             if !(0.0..=1.0).contains(&p) {
@@ -579,6 +674,8 @@ impl Profile {
             ("offset_range", self.offset_range),
             ("pause_range", self.pause_range),
             ("outage_range", self.outage_range),
+            ("stall_range", self.stall_range),
+            ("slew_range", self.slew_range),
         ];
         for (knob, [a, b]) in durations {
             if a > b {

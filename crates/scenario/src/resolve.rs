@@ -221,7 +221,9 @@ fn fault_nodes(fault: &Fault) -> Vec<(String, NodeId)> {
         | Fault::ClockJump { node, .. }
         | Fault::ClockDrift { node, .. }
         | Fault::Request { node, .. }
-        | Fault::PowerLoss { node }
+        | Fault::PowerLoss { node, .. }
+        | Fault::ClockStall { node, .. }
+        | Fault::ClockSlew { node, .. }
         | Fault::CrashPoint { node, .. }
         | Fault::DiskStall { node, .. }
         | Fault::DiskError { node, .. }

@@ -121,9 +121,19 @@ fn latency_value(latency: &Latency) -> Value {
     Value::Array(a)
 }
 
+/// A delay: its range for a uniform one (as every scenario wrote it before
+/// distributions), else an inline table naming its `dist`.
+fn delay_value(delay: &crate::Delay) -> Value {
+    match delay.as_uniform() {
+        Some(l) => latency_value(&l),
+        None => json_to_toml(&serde_json::to_value(delay).expect("a delay serializes"))
+            .expect("a delay is never null"),
+    }
+}
+
 fn network_table(network: &NetworkSpec) -> Table {
     let mut t = Table::new();
-    t.insert("latency", value(latency_value(&network.latency)));
+    t.insert("latency", value(delay_value(&network.latency)));
     t.insert("loss", value(network.loss));
     t.insert("duplicate", value(network.duplicate));
     if let Some(mode) = network.mode {
@@ -144,7 +154,7 @@ fn network_table(network: &NetworkSpec) -> Table {
                     l.insert("both", value(true));
                 }
                 if let Some(latency) = &link.latency {
-                    l.insert("latency", value(latency_value(latency)));
+                    l.insert("latency", value(delay_value(latency)));
                 }
                 if let Some(loss) = link.loss {
                     l.insert("loss", value(loss));
@@ -306,6 +316,36 @@ mod tests {
         Latency::new(a.min(b), a.max(b))
     }
 
+    /// Any delay distribution, each field in range (for round trips).
+    fn delay(rng: &mut SplitMix64) -> crate::Delay {
+        use crate::Delay;
+        let cap = Duration::from_millis(500);
+        match rng.range_inclusive(0, 4) {
+            0 => latency(rng).into(),
+            1 => Delay::Exponential {
+                min: millis(rng, 5),
+                mean: millis(rng, 50),
+                max: cap,
+            },
+            2 => Delay::LogNormal {
+                min: Duration::ZERO,
+                median: millis(rng, 20),
+                sigma: probability(rng) * 2.0,
+                max: cap,
+            },
+            3 => Delay::Pareto {
+                scale: millis(rng, 10),
+                shape: 0.5 + probability(rng) * 2.0,
+                max: cap,
+            },
+            _ => Delay::Spikes {
+                base: Box::new(latency(rng).into()),
+                probability: probability(rng),
+                spike: latency(rng),
+            },
+        }
+    }
+
     fn probability(rng: &mut SplitMix64) -> f64 {
         rng.range_inclusive(0, 1000) as f64 / 1000.0
     }
@@ -318,7 +358,7 @@ mod tests {
     }
 
     fn fault(rng: &mut SplitMix64, n: u32) -> Fault {
-        match rng.range_inclusive(0, 17) {
+        match rng.range_inclusive(0, 19) {
             0 => Fault::Partition {
                 groups: two_groups(rng, n, None),
             },
@@ -356,11 +396,14 @@ mod tests {
                 drift: probability(rng) - 0.5,
             },
             11 => Fault::Network {
-                latency: rng.chance(0.5).then(|| latency(rng)),
+                latency: rng.chance(0.5).then(|| delay(rng)),
                 loss: rng.chance(0.5).then(|| probability(rng)),
                 duplicate: rng.chance(0.5).then(|| probability(rng)),
             },
-            12 => Fault::PowerLoss { node: sel(rng, n) },
+            12 => Fault::PowerLoss {
+                node: sel(rng, n),
+                torn: rng.chance(0.5),
+            },
             13 => Fault::CrashPoint {
                 node: sel(rng, n),
                 at_effect: rng.range_inclusive(0, 9) as u32,
@@ -380,6 +423,15 @@ mod tests {
                 node: sel(rng, n),
                 factor: 1.0 + rng.range_inclusive(0, 99) as f64 / 4.0,
                 duration: millis(rng, 3000),
+            },
+            18 => Fault::ClockStall {
+                node: sel(rng, n),
+                duration: millis(rng, 3000),
+            },
+            19 => Fault::ClockSlew {
+                node: sel(rng, n),
+                by: SignedDuration(rng.range_inclusive(0, 400_000_000) as i64 - 200_000_000),
+                ppm: [500.0, 83_333.0][rng.range_inclusive(0, 1) as usize],
             },
             _ => Fault::Request {
                 node: sel(rng, n),
@@ -450,7 +502,7 @@ mod tests {
                 }])
             },
             network: NetworkSpec {
-                latency: latency(&mut rng),
+                latency: delay(&mut rng),
                 loss: probability(&mut rng),
                 duplicate: probability(&mut rng),
                 links: (0..rng.range_inclusive(0, 2))
@@ -458,7 +510,7 @@ mod tests {
                         from: NodeId(0),
                         to: NodeId(1),
                         both: rng.chance(0.5),
-                        latency: rng.chance(0.5).then(|| latency(&mut rng)),
+                        latency: rng.chance(0.5).then(|| delay(&mut rng)),
                         loss: rng.chance(0.5).then(|| probability(&mut rng)),
                         duplicate: None,
                     })

@@ -68,7 +68,7 @@ fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Prof
                     "every node restarts after it"
                 );
             }
-            Fault::Crash { node } | Fault::PowerLoss { node } => {
+            Fault::Crash { node } | Fault::PowerLoss { node, .. } => {
                 let n = id(node).unwrap();
                 assert!(cluster.contains(NodeId(n)));
                 assert!(

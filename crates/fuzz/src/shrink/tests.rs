@@ -168,6 +168,7 @@ fn crash_cycles_pair_each_crash_with_the_next_restart_of_its_node() {
     };
     let power = |n| Fault::PowerLoss {
         node: NodeSel::Id(n),
+        torn: false,
     };
     let restart = |n| Fault::Restart {
         node: NodeSel::Id(n),
