@@ -4,7 +4,7 @@
 //!
 //! The suite runs `SEEDS_PER_CELL` seeds per (protocol, profile) cell. The long run is a
 //! command, not a test:
-//! `for p in $(tenure list --names); do for x in calm partitions clocks pauses crashes chaos; do
+//! `for p in $(tenure list --names); do for x in calm partitions clocks pauses crashes chaos field power; do
 //! tenure fuzz --protocol $p --profile $x --seeds 0..2000; done; done`.
 
 use std::sync::atomic::AtomicBool;

@@ -715,13 +715,51 @@ impl<'a> Drawer<'a> {
                         restart_at_heal.push(node);
                     }
                 }
+                // Each node may flap through the election that follows a leader crash
+                // (within the role's down budget): a vote is lost only if the voter
+                // that gave it loses power before its sync, and a second candidate of
+                // the same term then needs voters that forgot theirs too.
                 for (at, _) in self.leader_down.clone() {
-                    if self.chance(p.flap) {
-                        let nodes: Vec<NodeId> = self.cluster.nodes().collect();
-                        let node = nodes[self.rng.gen_range(0..nodes.len())];
-                        if self.power_flap(node, at, heal_at) && !restart_at_heal.contains(&node) {
+                    let nodes: Vec<NodeId> = self.cluster.nodes().collect();
+                    for node in nodes {
+                        if self.chance(p.flap)
+                            && self.power_flap(node, at, heal_at)
+                            && !restart_at_heal.contains(&node)
+                        {
                             restart_at_heal.push(node);
                         }
+                    }
+                }
+            }
+            // Gray disks and nodes: fsyncs that hang for a while (a disk stall), and a
+            // node that stays up but slow (its processing and fsyncs take `factor` times
+            // longer), each over before the heal.
+            for _ in 0..self.count() {
+                let at = self.when();
+                let node = self.pick(|role| u32::from(role != "storage"));
+                if self.rng.gen_bool(0.5) {
+                    let duration = self.log_between(p.stall_range);
+                    if at + duration < heal_at {
+                        self.push(
+                            at,
+                            Fault::DiskStall {
+                                node: NodeSel::Id(node.0),
+                                duration,
+                            },
+                        );
+                    }
+                } else {
+                    let factor = f64::from(self.rng.gen_range(2..=50u32));
+                    let duration = self.log_between([ms(100), Duration::from_secs(3)]);
+                    if at + duration < heal_at {
+                        self.push(
+                            at,
+                            Fault::Slow {
+                                node: NodeSel::Id(node.0),
+                                factor,
+                                duration,
+                            },
+                        );
                     }
                 }
             }
