@@ -476,8 +476,8 @@ impl Profile {
                 power: 0.5,
                 // Disks (`disk`) are opt-in here (`[profile] disk = 1`; the `power`
                 // profile has them), so crashes seeds found and pinned before are
-                // unchanged. With them on here, sharded-lock failed lock-liveness at
-                // crashes seed 1307 (open: not seen under `power` in 2000 seeds).
+                // unchanged. (With them on here, seed 1307 found a sharded-lock bug: a
+                // restarted coordinator acted on a ring it had read back unsynced.)
                 loss: 0.2,
                 duplicate: 0.2,
                 ..base
