@@ -41,11 +41,8 @@ fn first_find(target: &Target, breaks: &[&str]) -> Option<SeedOutcome> {
 const NOT_YET_FOUND: &[&str] = &["raft/reply-before-sync"];
 
 /// Broken variants whose first fuzz find does not yet shrink to 3 fault events, each with
-/// why (issue 11, item 7: shrinking by time windows and per-event random streams). The
-/// test fails if one of them starts shrinking to 3 (then take it off this list).
-/// * `leader-lease/no-drift-margin`: found only beyond its 1% drift bound, where clock
-///   drifts, a leader pause and the election that follows all matter (14 -> 5 events).
-const SHRINKS_TO_MORE: &[&str] = &["leader-lease/no-drift-margin"];
+/// why. The test fails if one of them starts shrinking to 3 (then take it off this list).
+const SHRINKS_TO_MORE: &[&str] = &[];
 
 #[test]
 fn fuzz_finds_every_broken_variant_within_1000_seeds_and_shrinks_it_to_3_faults() {
