@@ -34,17 +34,14 @@ fn first_find(target: &Target, breaks: &[&str]) -> Option<SeedOutcome> {
 const NOT_YET_FOUND: &[&str] = &[];
 
 /// Broken variants whose first fuzz find does not yet shrink to 3 fault events, each with
-/// why (issue 11, item 7: shrinking by time windows and per-event random streams). The
-/// test fails if one of them starts shrinking to 3 (then take it off this list).
-/// * `leader-lease/no-drift-margin`: found only beyond its 1% drift bound, where clock
-///   drifts, a leader pause and the election that follows all matter (14 -> 5 events).
+/// why. The test fails if one of them starts shrinking to 3 (then take it off this list).
 /// * `raft/reply-before-sync`: found by `power` (seed 127); in a five-node cluster the
 ///   second candidate of a term needs a third vote, so the shrunk run keeps a leader
 ///   crash, the crashed leader's restart (it votes for the second candidate), a voter's
 ///   power loss at its next sync, and the slow network whose spread lets one
 ///   RequestVote overtake another (98 -> 7 events). The three-node scenarios
 ///   `raft/reply-before-sync-*.toml` show it with three events.
-const SHRINKS_TO_MORE: &[&str] = &["leader-lease/no-drift-margin", "raft/reply-before-sync"];
+const SHRINKS_TO_MORE: &[&str] = &["raft/reply-before-sync"];
 
 #[test]
 fn fuzz_finds_every_broken_variant_within_1000_seeds_and_shrinks_it_to_3_faults() {

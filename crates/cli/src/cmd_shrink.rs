@@ -12,8 +12,9 @@ const AFTER_HELP: &str = "\
 The result fails the same checker with the same seed: the scenario's expected violation
 if it has one, else the first checker that fails. Shrinking tries, until nothing helps:
 dropping fault events (halves, quarters, ... then one at a time), dropping every event of
-one node, shortening pauses, moving the timeline earlier, shortening the run, and taking
-the last node off a role. Every candidate is run and kept only if it still fails that
+one node, merging two faults of one kind on one node into one, aiming a fault at the
+leader when that lets another go, shortening pauses, moving the timeline earlier,
+shortening the run, and taking the last node off a role. Every candidate is run and kept only if it still fails that
 checker. The result checks only that checker and expects it to fail. Same input, same
 output.
 

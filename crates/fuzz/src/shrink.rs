@@ -7,9 +7,12 @@
 //! until none helps: drop whole time windows of the run (halves, quarters, ... of its
 //! duration), drop each crash or power loss together with its restart, collapse a
 //! node's repeated crash-restart cycles to its last (or first) one, drop fault events
-//! (delta debugging: halves, quarters, ... then one at a time), shorten pauses, cut the time before the first fault, shorten the run,
-//! and take the last node off a role when the protocol accepts the smaller cluster and
-//! the timeline does not name that node (later ids move down by one).
+//! (delta debugging: halves, quarters, ... then one at a time), merge two faults of one
+//! kind on one node into one (a clock drift set twice, two jumps, two pauses), aim a
+//! fault at `"leader"` instead of a fixed node when that lets another event go, shorten
+//! pauses, cut the time before the first fault, shorten the run, and take the last node
+//! off a role when the protocol accepts the smaller cluster and the timeline does not
+//! name that node (later ids move down by one).
 //!
 //! For a liveness checker a candidate must leave the cluster healed (no partition
 //! without a later heal, no crash without a later restart): otherwise "the cluster never
@@ -24,7 +27,7 @@
 
 use super::engine::only_check;
 use std::time::Duration;
-use tenure_core::{Cluster, NodeId, RoleSpec};
+use tenure_core::{Cluster, NodeId, RoleSpec, SignedDuration};
 use tenure_scenario::{
     ClusterSpec, Expectation, Fault, FaultEvent, NodeSel, Scenario, ScenarioError,
 };
@@ -82,7 +85,7 @@ const MAX_RUNS: usize = 2_000;
 /// Above this many fault events, shrinking may move to a nearby seed (see [`shrink`]).
 const TARGET_FAULTS: usize = 3;
 
-/// How many nearby seeds (`seed + 1 ..= seed + SEED_NEIGHBOURS`) an event drop may try.
+/// How many nearby seeds (`seed + 1 ..= seed + SEED_NEIGHBOURS`) a reseeding step may try.
 const SEED_NEIGHBOURS: u64 = 16;
 
 /// Shrinks `scenario` run with `seed`. The checker kept is the scenario's expected
@@ -90,9 +93,12 @@ const SEED_NEIGHBOURS: u64 = 16;
 ///
 /// Every step keeps the seed while it can. But dropping an early event reshuffles every
 /// random draw after it (message fates, latencies), so some failures need all their
-/// events under their own seed. When more than three events remain, shrinking also
-/// tries dropping each under a few nearby seeds: a smaller scenario that fails the same
-/// checker with another seed is as good a reproduction, and the result records it.
+/// events under their own seed. When more than three events remain and no step that
+/// keeps the seed helps any more, shrinking also tries, under a few nearby seeds,
+/// dropping each event (or a crash with its restart), merging it with the next of its
+/// kind on its node, and (on short timelines) aiming it at the leader with another event
+/// dropped: a smaller scenario that fails the same checker with another seed is as good
+/// a reproduction, and the result records it.
 pub fn shrink(
     protocols: &Protocols,
     scenario: &Scenario,
@@ -152,12 +158,15 @@ pub fn shrink(
         best = s.collapse_crash_cycles(best);
         best = s.ddmin(best);
         best = s.drop_node_events(best);
+        best = s.merge_pairs(best);
+        best = s.aim_at_leader(best);
         best = s.shorten_pauses(best);
         best = s.cut_lead_time(best);
         best = s.shorten_run(best);
         best = s.drop_nodes(best);
-        if best.faults.len() > TARGET_FAULTS {
-            best = s.drop_events_reseeding(best);
+        // Moving the seed is the last resort: only when no pass that keeps it helps.
+        if best == start && best.faults.len() > TARGET_FAULTS {
+            best = s.reduce_reseeding(best);
         }
         if best == start || s.runs >= MAX_RUNS {
             break;
@@ -406,22 +415,53 @@ impl Shrinker {
         best
     }
 
-    /// Drops single events, letting the seed move to a nearby one when only that makes
-    /// the smaller scenario fail the same checker.
-    fn drop_events_reseeding(&mut self, mut best: Scenario) -> Scenario {
+    /// Drops single events (or a crash with its restart), merges an event with the next
+    /// of its kind on its node (see [`merge_pairs`](Self::merge_pairs)), or aims it at
+    /// the leader with another event dropped (see [`aim_at_leader`](Self::aim_at_leader)),
+    /// letting the seed move to a nearby one when only that makes the smaller scenario
+    /// fail the same checker.
+    fn reduce_reseeding(&mut self, mut best: Scenario) -> Scenario {
         let mut i = 0;
         while i < best.faults.len() && best.faults.len() > TARGET_FAULTS {
-            let mut candidate = best.clone();
-            candidate.faults.remove(i);
+            let mut dropped = best.clone();
+            dropped.faults.remove(i);
+            let mut candidates = vec![dropped];
+            // A crash (or power loss) goes with its restart: dropping either alone
+            // leaves a node down, or a restart of a running node.
+            if let Some(&(down, Some(up))) = crash_cycles(&best.faults)
+                .iter()
+                .find(|(down, up)| *down == i || *up == Some(i))
+            {
+                let mut cycle = best.clone();
+                cycle.faults.remove(up);
+                cycle.faults.remove(down);
+                candidates.push(cycle);
+            }
+            candidates.extend(merge_at(&best, i));
+            // Aimed at the leader with another event dropped (see `aim_at_leader`): a
+            // pair per other event, so only on short timelines.
+            if best.faults.len() <= 2 * TARGET_FAULTS {
+                if let Some(fault) = at_leader(&best.faults[i].fault) {
+                    for j in (0..best.faults.len()).filter(|&j| j != i) {
+                        let mut aimed = best.clone();
+                        aimed.faults[i].fault = fault.clone();
+                        aimed.faults.remove(j);
+                        candidates.push(aimed);
+                    }
+                }
+            }
             let original = self.seed;
-            let found = (1..=SEED_NEIGHBOURS)
-                .map(|k| original.wrapping_add(k))
-                .find(|&seed| {
-                    self.seed = seed;
-                    self.fails(&candidate)
-                });
+            let found = candidates.into_iter().find_map(|candidate| {
+                (1..=SEED_NEIGHBOURS)
+                    .map(|k| original.wrapping_add(k))
+                    .find(|&seed| {
+                        self.seed = seed;
+                        self.fails(&candidate)
+                    })
+                    .map(|seed| (seed, candidate))
+            });
             match found {
-                Some(seed) => {
+                Some((seed, candidate)) => {
                     self.seed = seed;
                     best = candidate;
                 }
@@ -451,6 +491,59 @@ impl Shrinker {
                 .retain(|e| fault_node(&e.fault) != Some(node));
             if candidate.faults.len() < best.faults.len() && self.fails(&candidate) {
                 best = candidate;
+            }
+        }
+        best
+    }
+
+    /// Replaces two faults of one kind on one node by one that does what both did
+    /// (see [`merged`]): a node whose clock a failure needs slow by the time it matters
+    /// is often drawn fast first and slow later, and one event says it as well. Each
+    /// event is tried with the next event of its kind on its node.
+    fn merge_pairs(&mut self, mut best: Scenario) -> Scenario {
+        let mut i = 0;
+        while i < best.faults.len() {
+            match merge_at(&best, i) {
+                // event `i` may merge with the next one again
+                Some(candidate) if self.fails(&candidate) => best = candidate,
+                _ => i += 1,
+            }
+        }
+        best
+    }
+
+    /// Aims a fault at a fixed node at whichever node leads at that instant instead,
+    /// when that lets another event go: a clock drawn slow on a node that later became
+    /// the leader, or a pause of the node that happened to lead, often needed other
+    /// faults to make that node lead at the right time, and `"leader"` says it without
+    /// them. Kept only if some other event can then be dropped (so every accepted step
+    /// makes the timeline shorter); a fault aimed at the leader is never aimed back.
+    fn aim_at_leader(&mut self, best: Scenario) -> Scenario {
+        let mut i = 0;
+        while i < best.faults.len() && best.faults.len() > 1 {
+            let Some(fault) = at_leader(&best.faults[i].fault) else {
+                i += 1;
+                continue;
+            };
+            let mut aimed = best.clone();
+            aimed.faults[i].fault = fault;
+            if !self.fails(&aimed) {
+                i += 1;
+                continue;
+            }
+            let mut reduced = None;
+            for j in (0..aimed.faults.len()).filter(|&j| j != i) {
+                let mut candidate = aimed.clone();
+                candidate.faults.remove(j);
+                if self.fails(&candidate) {
+                    reduced = Some(candidate);
+                    break;
+                }
+            }
+            match reduced {
+                // The next pass (ddmin) drops whatever else can go.
+                Some(candidate) => return candidate,
+                None => i += 1,
             }
         }
         best
@@ -705,6 +798,80 @@ fn crash_cycles(faults: &[FaultEvent]) -> Vec<(usize, Option<usize>)> {
         out.push((i, up));
     }
     out
+}
+
+/// `s` with event `i` merged with the next event of its kind on its node (see
+/// [`merged`]), if there is one.
+fn merge_at(s: &Scenario, i: usize) -> Option<Scenario> {
+    let (j, fault) =
+        (i + 1..s.faults.len()).find_map(|j| merged(&s.faults[i], &s.faults[j]).map(|f| (j, f)))?;
+    let mut out = s.clone();
+    out.faults[i].fault = fault;
+    out.faults.remove(j);
+    Some(out)
+}
+
+/// One fault, at `a`'s time, standing for `a` followed by `b` when both are of one kind
+/// on one node: a drift set twice is `b`'s rate from `a`'s time on, two clock jumps are
+/// one jump by their sum, two pauses are one pause from `a`'s start to the later end.
+/// `None` for any other pair.
+fn merged(a: &FaultEvent, b: &FaultEvent) -> Option<Fault> {
+    match (&a.fault, &b.fault) {
+        (Fault::ClockDrift { node, .. }, Fault::ClockDrift { node: other, drift })
+            if node == other =>
+        {
+            Some(Fault::ClockDrift {
+                node: *node,
+                drift: *drift,
+            })
+        }
+        (
+            Fault::ClockJump { node, by },
+            Fault::ClockJump {
+                node: other,
+                by: more,
+            },
+        ) if node == other => Some(Fault::ClockJump {
+            node: *node,
+            by: SignedDuration(by.0.saturating_add(more.0)),
+        }),
+        (
+            Fault::Pause { node, duration },
+            Fault::Pause {
+                node: other,
+                duration: more,
+            },
+        ) if node == other => Some(Fault::Pause {
+            node: *node,
+            duration: (a.at + *duration).max(b.at + *more) - a.at,
+        }),
+        _ => None,
+    }
+}
+
+/// `fault` aimed at `"leader"` instead of the fixed node it names, for the faults that
+/// undo themselves or need no undoing (a pause, a clock fault, an isolation until the
+/// next heal, a slow or failing disk or processor for a while); `None` for any other,
+/// and for a fault already aimed at the leader.
+fn at_leader(fault: &Fault) -> Option<Fault> {
+    let mut out = fault.clone();
+    let node = match &mut out {
+        Fault::Isolate { node }
+        | Fault::Pause { node, .. }
+        | Fault::ClockJump { node, .. }
+        | Fault::ClockDrift { node, .. }
+        | Fault::ClockStall { node, .. }
+        | Fault::ClockSlew { node, .. }
+        | Fault::DiskStall { node, .. }
+        | Fault::DiskError { node, .. }
+        | Fault::Slow { node, .. } => node,
+        _ => return None,
+    };
+    if *node == NodeSel::Leader {
+        return None;
+    }
+    *node = NodeSel::Leader;
+    Some(out)
 }
 
 /// The fixed node a single-node fault names.

@@ -193,3 +193,64 @@ fn crash_cycles_pair_each_crash_with_the_next_restart_of_its_node() {
         vec![(0, Some(3)), (1, Some(2)), (4, Some(5)), (7, None)]
     );
 }
+
+#[test]
+fn two_faults_of_one_kind_on_one_node_merge_into_one() {
+    let drift = |n, d| Fault::ClockDrift {
+        node: NodeSel::Id(n),
+        drift: d,
+    };
+    // A drift set twice: the later rate, from the earlier time (the event keeps `a.at`).
+    assert_eq!(
+        merged(&ev(100, drift(3, 0.12)), &ev(900, drift(3, -0.66))),
+        Some(drift(3, -0.66))
+    );
+    assert_eq!(
+        merged(&ev(100, drift(3, 0.12)), &ev(900, drift(2, -0.66))),
+        None
+    );
+    let jump = |n, ms: i64| Fault::ClockJump {
+        node: NodeSel::Id(n),
+        by: SignedDuration(ms * 1_000_000),
+    };
+    assert_eq!(
+        merged(&ev(100, jump(1, 500)), &ev(200, jump(1, -200))),
+        Some(jump(1, 300))
+    );
+    let pause = |ms| Fault::Pause {
+        node: NodeSel::Leader,
+        duration: Duration::from_millis(ms),
+    };
+    // From the first start to the later end, whether they overlap or not.
+    assert_eq!(
+        merged(&ev(1000, pause(300)), &ev(2000, pause(500))),
+        Some(pause(1500))
+    );
+    assert_eq!(
+        merged(&ev(1000, pause(3000)), &ev(2000, pause(500))),
+        Some(pause(3000))
+    );
+    assert_eq!(merged(&ev(100, pause(300)), &ev(200, drift(0, 0.1))), None);
+}
+
+#[test]
+fn only_faults_that_need_no_undoing_are_aimed_at_the_leader() {
+    let pause = |node| Fault::Pause {
+        node,
+        duration: Duration::from_millis(500),
+    };
+    assert_eq!(
+        at_leader(&pause(NodeSel::Id(2))),
+        Some(pause(NodeSel::Leader))
+    );
+    assert_eq!(at_leader(&pause(NodeSel::Leader)), None, "never aimed back");
+    // A crash goes with its restart (of that node): aiming one of them elsewhere breaks
+    // the pair.
+    assert_eq!(
+        at_leader(&Fault::Crash {
+            node: NodeSel::Id(2)
+        }),
+        None
+    );
+    assert_eq!(at_leader(&Fault::Heal {}), None);
+}
