@@ -38,7 +38,8 @@
 //! being responsible.
 //!
 //! A coordinator keeps on disk the ring it knows, the resources it serves and the
-//! hand-overs it awaits. A restarted one reads them back and waits one lease (`ttl`)
+//! hand-overs it awaits. A restarted one reads them back, syncs them (a crash inside an
+//! fsync leaves them in the page cache, not yet durable) and waits one lease (`ttl`)
 //! before serving again, so locks it granted before its crash (its lock table is in
 //! memory) have expired: the delayed restart of the Redis lock documentation. It never
 //! serves a resource whose hand-over it did not receive.
@@ -418,6 +419,14 @@ impl Coordinator {
                     self.expect_acks(env);
                 }
                 env.set_timer(Timer::Recovered, self.shared.ttl);
+                // What a restarted process reads back may not be durable: a process
+                // that crashed inside its fsync left the write in the page cache,
+                // unsynced. Acting on it (acknowledging its epoch, which stops the
+                // resends) and then losing power would bring the node back on an
+                // older ring that nobody sends it again. So sync it before acting on
+                // it, as PostgreSQL fsyncs its data directory before crash recovery
+                // (`SyncDataDirectory`). The node handles nothing until the sync is done.
+                self.persist(env);
             }
             None => {
                 let me = env.me();

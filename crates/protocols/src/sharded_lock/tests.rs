@@ -546,13 +546,20 @@ fn a_restarted_coordinator_waits_one_lease_before_serving_what_its_stored_ring_g
         &mut rng,
     );
     restarted.on_start(&mut env);
+    let effects = env.take_effects();
     assert_eq!(
-        env.take_effects(),
-        vec![Effect::SetTimer {
+        effects[0],
+        Effect::SetTimer {
             timer: Timer::Recovered,
             after: ms(1_000)
-        }]
+        }
     );
+    // What it read back is synced before it acts on it (it may be unsynced writes a
+    // crash inside an fsync left behind).
+    assert!(matches!(
+        &effects[1..],
+        [Effect::Store { key, .. }, Effect::Sync { ok: true }] if key == RING_KEY
+    ));
     restarted.on_acquire(&mut env, NodeId(3), 1, owned[0].clone());
     assert_eq!(
         env.take_effects(),
