@@ -669,11 +669,12 @@ impl<'a> Drawer<'a> {
     ///   outages are: mostly quick restarts (an orchestrator restarting the machine; a
     ///   microVM boots in about 125 ms, Firecracker, Agache et al. NSDI 2020), some
     ///   long ones; the heal restarts the node at the latest.
-    /// * *Power flapping:* with chance `flap`, after a leader crash, one node's power
-    ///   fails again and again (4 to 20 cycles, 1-10 ms outages 5-50 ms apart, the
-    ///   shape of the process flaps): a failing supply or a host resetting its guest,
-    ///   the storm the election after a crash runs into. Each cycle is a power loss at
-    ///   the node's next sync.
+    /// * *Power flapping:* with chance `flap`, as the fault window opens and after each
+    ///   leader crash, one node's power fails again and again (4 to 20 cycles, 1-10 ms
+    ///   outages 5-50 ms apart, the shape of the process flaps): a failing supply or a
+    ///   host resetting its guest, the storm an election runs into (the first one, for
+    ///   a window that opens at the start, or the one after a crash). Each cycle is a
+    ///   power loss at the node's next sync.
     fn disks(&mut self) -> (Vec<NodeId>, Vec<NodeDiskSpec>) {
         let p = self.p.clone();
         let mut restart_at_heal = Vec::new();
@@ -712,6 +713,17 @@ impl<'a> Drawer<'a> {
                     if at < heal_at && self.may_go_down(node, at, heal_at) {
                         self.down.push((node, at, heal_at));
                         self.push(at, sync_power_loss(node, restart_after));
+                        restart_at_heal.push(node);
+                    }
+                }
+                // Power flapping as the window opens: through the first election, for a
+                // window that opens at the start (a failing supply at boot). Syncs
+                // bunch up in elections, and the first one has every node voting.
+                if self.chance(p.flap) {
+                    let node = self.pick(|role| u32::from(role != "storage"));
+                    if self.power_flap(node, self.window.0, heal_at)
+                        && !restart_at_heal.contains(&node)
+                    {
                         restart_at_heal.push(node);
                     }
                 }

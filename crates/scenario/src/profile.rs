@@ -34,6 +34,7 @@ pub const PROFILE_NAMES: &[&str] = &[
     "chaos",
     "beyond",
     "field",
+    "power",
 ];
 
 /// The profiles that draw within the target's declared assumptions: a correct variant
@@ -46,6 +47,7 @@ pub const WITHIN_PROFILES: &[&str] = &[
     "crashes",
     "chaos",
     "field",
+    "power",
 ];
 
 /// The profile `tenure fuzz` uses when neither the scenario nor `--profile` names one.
@@ -98,8 +100,10 @@ pub struct Profile {
     /// Chance that a seed has disks as the field has them: each node's fsync takes
     /// time (its slowest drawn from 1 to 100 ms), power losses strike inside an fsync
     /// (crash points at a node's next sync, restarting after an outage), and with
-    /// chance `flap` a node's power keeps failing through the election that follows a
-    /// leader crash. Drawn from a stream of its own, so it changes no other draw.
+    /// chance `flap` a node's power keeps failing as the fault window opens (through
+    /// the first election, for a window that opens at the start) and through the
+    /// election that follows a leader crash. Drawn from a stream of its own, so it
+    /// changes no other draw.
     #[serde(deserialize_with = "de::probability")]
     pub disk: f64,
     /// Chance that a seed has wall-clock jumps.
@@ -471,9 +475,8 @@ impl Profile {
             "crashes" => Profile {
                 crash: 1.0,
                 power: 0.5,
-                // Disks (`disk`) are opt-in (`[profile] disk = 1`) until every correct
-                // variant passes them: with them on, sharded-lock fails lock-liveness at
-                // crashes seed 1307 (open).
+                // Disks (`disk`) are `power`'s; off here, so crashes seeds found and pinned
+                // before are unchanged (`[profile] disk = 1` turns them on).
                 loss: 0.2,
                 duplicate: 0.2,
                 ..base
@@ -516,6 +519,23 @@ impl Profile {
                 loss: 0.2,
                 duplicate: 0.2,
                 events: [1, 4],
+                window: [0.0, 0.6],
+                ..base
+            },
+            // durability faults: power losses inside fsyncs (disks), slow disks, power
+            // flapping through the election after a leader crash, with crashes aimed at
+            // the leader to start elections and slow links to split them
+            "power" => Profile {
+                disk: 1.0,
+                crash: 1.0,
+                leader: 1.0,
+                flap: 0.9,
+                slow: 0.8,
+                events: [1, 4],
+                // quick reboots (a voter back before the election it voted in is over)
+                // as well as long outages
+                outage_range: [ms(5), Duration::from_secs(1)],
+                // from the start: the first election is the busiest moment
                 window: [0.0, 0.6],
                 ..base
             },
