@@ -85,3 +85,40 @@ fn a_failure_beyond_the_assumptions_names_the_assumption_it_broke() {
         assert!(f.contains("beyond assumption"), "{f}");
     }
 }
+
+/// Regression (sharded-lock under `crashes` with `disk = 1`, seed 1307): a coordinator
+/// crashed inside the fsync of a new epoch, read it back from the page cache when it
+/// restarted, acknowledged it unsynced (so nobody resent it), then lost power at its next
+/// sync and came back on the older ring for good: lock-liveness failed. A restarted
+/// coordinator now syncs what it read back before acting on it. The seed's case still
+/// holds that crash and that power loss; the correct variant passes it. The same three
+/// faults, hand-placed: `scenarios/sharded-lock/power-loss-after-restart.toml`.
+#[test]
+fn sharded_lock_acknowledged_an_epoch_it_read_back_unsynced_crashes_disk_seed_1307() {
+    let text = r#"
+name = "sharded-lock-crashes-disk"
+duration = "10s"
+checks = ["single-owner", "lock-liveness"]
+
+[protocol]
+name = "sharded-lock"
+variant = "correct"
+
+[network]
+latency = ["1ms", "5ms"]
+
+[profile]
+name = "crashes"
+disk = 1
+"#;
+    let scenario = tenure_scenario::parse(text, "sharded-lock-crashes-disk.toml").unwrap();
+    let target = Target::from_scenario(&crate::support::zoo(), scenario, None).unwrap();
+    let case = target.case(1307).to_toml();
+    for fault in [
+        "kind = \"crash\"\nnode = 2",
+        "kind = \"crash-point\"\nnode = 2\nat_effect = 0\nat_sync = true\npower = true",
+    ] {
+        assert!(case.contains(fault), "seed 1307 draws {fault:?}:\n{case}");
+    }
+    assert_eq!(failures(&target, 1307..1308), Vec::<String>::new());
+}

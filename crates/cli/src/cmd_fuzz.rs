@@ -19,9 +19,8 @@ use tenure_fuzz::{
 const AFTER_HELP: &str = "\
 Each seed draws its own fault rates from the profile (swarm testing), then an explicit
 timeline of faults inside the fault window, a heal, and a liveness phase. Profiles: calm,
-partitions, clocks, pauses, crashes, chaos (the default), field and power draw within the
-target's declared assumptions; beyond draws past them. A scenario's [profile] table
-(name = \"chaos\" plus any knob) overrides the profile's knobs.
+partitions, clocks, pauses, crashes, chaos (the default), beyond, field, power. A
+scenario's [profile] table (name = \"chaos\" plus any knob) overrides the profile's knobs.
 
 Outcomes are reported in seed order, so they are the same whatever --jobs is, and the
 JSON lines of --shard 1/N ... N/N concatenated are those of the whole range.
@@ -56,7 +55,8 @@ pub struct FuzzArgs {
     /// The variant to fuzz (default: the protocol's `correct`, or the scenario's).
     #[arg(long, value_name = "V")]
     variant: Option<String>,
-    /// The fault profile: calm, partitions, clocks, pauses, crashes, chaos, field, power or beyond.
+    /// The fault profile: calm, partitions, clocks, pauses, crashes, chaos, beyond, field
+    /// or power.
     #[arg(long, value_name = "P")]
     profile: Option<String>,
     /// The seeds to run, A..B (B excluded). Default 0..1000, or 0.. with --time.

@@ -669,11 +669,12 @@ impl<'a> Drawer<'a> {
     ///   outages are: mostly quick restarts (an orchestrator restarting the machine; a
     ///   microVM boots in about 125 ms, Firecracker, Agache et al. NSDI 2020), some
     ///   long ones; the heal restarts the node at the latest.
-    /// * *Power flapping:* with chance `flap`, after a leader crash, one node's power
-    ///   fails again and again (4 to 20 cycles, 1-10 ms outages 5-50 ms apart, the
-    ///   shape of the process flaps): a failing supply or a host resetting its guest,
-    ///   the storm the election after a crash runs into. Each cycle is a power loss at
-    ///   the node's next sync.
+    /// * *Power flapping:* with chance `flap`, as the fault window opens and after each
+    ///   leader crash, one node's power fails again and again (4 to 20 cycles, 1-10 ms
+    ///   outages 5-50 ms apart, the shape of the process flaps): a failing supply or a
+    ///   host resetting its guest, the storm an election runs into (the first one, for
+    ///   a window that opens at the start, or the one after a crash). Each cycle is a
+    ///   power loss at the node's next sync.
     fn disks(&mut self) -> (Vec<NodeId>, Vec<NodeDiskSpec>) {
         let p = self.p.clone();
         let mut restart_at_heal = Vec::new();
@@ -715,51 +716,24 @@ impl<'a> Drawer<'a> {
                         restart_at_heal.push(node);
                     }
                 }
-                // Each node may flap through the election that follows a leader crash
-                // (within the role's down budget): a vote is lost only if the voter
-                // that gave it loses power before its sync, and a second candidate of
-                // the same term then needs voters that forgot theirs too.
-                for (at, _) in self.leader_down.clone() {
-                    let nodes: Vec<NodeId> = self.cluster.nodes().collect();
-                    for node in nodes {
-                        if self.chance(p.flap)
-                            && self.power_flap(node, at, heal_at)
-                            && !restart_at_heal.contains(&node)
-                        {
-                            restart_at_heal.push(node);
-                        }
+                // Power flapping as the window opens: through the first election, for a
+                // window that opens at the start (a failing supply at boot). Syncs
+                // bunch up in elections, and the first one has every node voting.
+                if self.chance(p.flap) {
+                    let node = self.pick(|role| u32::from(role != "storage"));
+                    if self.power_flap(node, self.window.0, heal_at)
+                        && !restart_at_heal.contains(&node)
+                    {
+                        restart_at_heal.push(node);
                     }
                 }
-            }
-            // Gray disks and nodes: fsyncs that hang for a while (a disk stall), and a
-            // node that stays up but slow (its processing and fsyncs take `factor` times
-            // longer), each over before the heal.
-            for _ in 0..self.count() {
-                let at = self.when();
-                let node = self.pick(|role| u32::from(role != "storage"));
-                if self.rng.gen_bool(0.5) {
-                    let duration = self.log_between(p.stall_range);
-                    if at + duration < heal_at {
-                        self.push(
-                            at,
-                            Fault::DiskStall {
-                                node: NodeSel::Id(node.0),
-                                duration,
-                            },
-                        );
-                    }
-                } else {
-                    let factor = f64::from(self.rng.gen_range(2..=50u32));
-                    let duration = self.log_between([ms(100), Duration::from_secs(3)]);
-                    if at + duration < heal_at {
-                        self.push(
-                            at,
-                            Fault::Slow {
-                                node: NodeSel::Id(node.0),
-                                factor,
-                                duration,
-                            },
-                        );
+                for (at, _) in self.leader_down.clone() {
+                    if self.chance(p.flap) {
+                        let nodes: Vec<NodeId> = self.cluster.nodes().collect();
+                        let node = nodes[self.rng.gen_range(0..nodes.len())];
+                        if self.power_flap(node, at, heal_at) && !restart_at_heal.contains(&node) {
+                            restart_at_heal.push(node);
+                        }
                     }
                 }
             }

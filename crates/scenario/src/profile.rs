@@ -99,10 +99,11 @@ pub struct Profile {
     pub power: f64,
     /// Chance that a seed has disks as the field has them: each node's fsync takes
     /// time (its slowest drawn from 1 to 100 ms), power losses strike inside an fsync
-    /// (crash points at a node's next sync, restarting after an outage), with chance
-    /// `flap` each node's power keeps failing through the election that follows a
-    /// leader crash, and some disks stall and some nodes turn slow for a while. Drawn
-    /// from a stream of its own, so it changes no other draw.
+    /// (crash points at a node's next sync, restarting after an outage), and with
+    /// chance `flap` a node's power keeps failing as the fault window opens (through
+    /// the first election, for a window that opens at the start) and through the
+    /// election that follows a leader crash. Drawn from a stream of its own, so it
+    /// changes no other draw.
     #[serde(deserialize_with = "de::probability")]
     pub disk: f64,
     /// Chance that a seed has wall-clock jumps.
@@ -474,10 +475,8 @@ impl Profile {
             "crashes" => Profile {
                 crash: 1.0,
                 power: 0.5,
-                // Disks (`disk`) are opt-in here (`[profile] disk = 1`; the `power`
-                // profile has them), so crashes seeds found and pinned before are
-                // unchanged. (With them on here, seed 1307 found a sharded-lock bug: a
-                // restarted coordinator acted on a ring it had read back unsynced.)
+                // Disks (`disk`) are `power`'s; off here, so crashes seeds found and pinned
+                // before are unchanged (`[profile] disk = 1` turns them on).
                 loss: 0.2,
                 duplicate: 0.2,
                 ..base
@@ -523,17 +522,20 @@ impl Profile {
                 window: [0.0, 0.6],
                 ..base
             },
-            // durability: disks as the field has them (per-node fsync latency), the
-            // leader crashed again and again, and nodes losing power at their next sync
-            // through the elections that follow, on a slow network whose spread lets a
-            // request overtake another: where a vote sent before it is synced is lost
+            // durability faults: power losses inside fsyncs (disks), slow disks, power
+            // flapping through the election after a leader crash, with crashes aimed at
+            // the leader to start elections and slow links to split them
             "power" => Profile {
+                disk: 1.0,
                 crash: 1.0,
                 leader: 1.0,
-                disk: 1.0,
-                flap: 0.3,
-                slow: 1.0,
-                events: [2, 8],
+                flap: 0.9,
+                slow: 0.8,
+                events: [1, 4],
+                // quick reboots (a voter back before the election it voted in is over)
+                // as well as long outages
+                outage_range: [ms(5), Duration::from_secs(1)],
+                // from the start: the first election is the busiest moment
                 window: [0.0, 0.6],
                 ..base
             },
