@@ -742,9 +742,10 @@ impl<'a> Drawer<'a> {
         (restart_at_heal, disks)
     }
 
-    /// Power losses at the node's next sync, again and again from `at` (see
-    /// [`Drawer::disks`]); true if drawn (within the role's budget).
-    fn power_flap(&mut self, node: NodeId, at: Duration, heal_at: Duration) -> bool {
+    /// The outages of a flapping node from `at`: 4 to 20 cycles of an outage of 1 to 10 ms
+    /// and a gap of 5 to 50 ms, each `(start, outage)`, all over before `heal_at`. Shared
+    /// by process flaps ([`Drawer::flap`]) and power flaps ([`Drawer::power_flap`]).
+    fn flap_cycles(&mut self, at: Duration, heal_at: Duration) -> Vec<(Duration, Duration)> {
         let cycles = self.rng.gen_range(4..=20u32);
         let mut t = at;
         let mut spans = Vec::new();
@@ -757,6 +758,13 @@ impl<'a> Drawer<'a> {
             spans.push((t, outage));
             t += outage + gap;
         }
+        spans
+    }
+
+    /// Power losses at the node's next sync, again and again from `at` (see
+    /// [`Drawer::disks`]); true if drawn (within the role's budget).
+    fn power_flap(&mut self, node: NodeId, at: Duration, heal_at: Duration) -> bool {
+        let spans = self.flap_cycles(at, heal_at);
         // Each point is re-armed by the next cycle, so the node is down within the
         // flap's span; only the last point may fire later (at the node's next sync
         // before the heal, which disarms it), for one outage of at most 10 ms.
@@ -829,18 +837,11 @@ impl<'a> Drawer<'a> {
     /// It forgets whatever it did not persist between two messages of one exchange,
     /// the way a vote that is not written down is given twice.
     fn flap(&mut self, node: NodeId, at: Duration, heal_at: Duration) {
-        let cycles = self.rng.gen_range(4..=20u32);
-        let mut t = at;
-        let mut spans = Vec::new();
-        for _ in 0..cycles {
-            let outage = ms(self.rng.gen_range(1..=10));
-            let gap = ms(self.rng.gen_range(5..=50));
-            if t + outage >= heal_at {
-                break;
-            }
-            spans.push((t, t + outage));
-            t += outage + gap;
-        }
+        let spans: Vec<(Duration, Duration)> = self
+            .flap_cycles(at, heal_at)
+            .into_iter()
+            .map(|(t, outage)| (t, t + outage))
+            .collect();
         let Some(last) = spans.last().map(|s| s.1) else {
             return;
         };
