@@ -5,7 +5,7 @@ use crate::world::World;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tenure_core::{NodeId, Protocol, SimTime};
 
@@ -28,75 +28,119 @@ pub async fn node_main<P: Protocol>(world: Arc<Mutex<World<P>>>, node: NodeId) {
     // thread-local on every call, which the hot loop below would pay twice a wake.
     let time = madsim::time::TimeHandle::current();
     let now = || SimTime::from_duration(time.elapsed());
-    lock(&world).start_node(node, now());
-    let mut alarm = Alarm::default();
+    {
+        let mut w = lock(&world);
+        w.set_time(&time);
+        w.start_node(node, now());
+    }
     loop {
         let t = now();
-        let next = lock(&world).process_due(node, t);
-        alarm.set(&time, t, next);
-        Doorbell {
+        lock(&world).process_due(node, t);
+        NodeWait {
             world: &world,
-            node: Some(node),
-            alarm: &mut alarm,
+            node,
+            time: &time,
         }
         .await;
     }
 }
 
-/// A madsim sleep until the next due item, kept across wakes while its deadline holds.
+/// Waits until the node's doorbell rings or what it planned to wake for is due (see
+/// [`World::node_waits`]: the world keeps the plan and sets the timers, so a message
+/// sent to the node sets the timer for its arrival without running the node first).
+pub struct NodeWait<'a, P: Protocol> {
+    pub world: &'a Mutex<World<P>>,
+    pub node: NodeId,
+    pub time: &'a madsim::time::TimeHandle,
+}
+
+impl<P: Protocol> Future for NodeWait<'_, P> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let now = SimTime::from_duration(self.time.elapsed());
+        if lock(self.world).node_waits(self.node, now, cx.waker()) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// The deadlines of the madsim timers set to wake one task that had not gone off when
+/// last looked at. Kept inline (a node's hot fields in one place); when all four are
+/// pending, the latest is forgotten, which at worst sets one timer more later.
+pub type Wakeups = [SimTime; 4];
+
+/// Makes sure a madsim timer wakes the task of `waker` by `at`: unless one of `set`
+/// (those already set for the task) does, sets one, at least 1 ms from now (madsim
+/// sleeps at least 1 ms).
 ///
-/// madsim's `Sleep` registers a new timer each time it is polled while pending, and a
-/// dropped `Sleep` leaves its timer behind to wake the task anyway. So the alarm polls
-/// its sleep once (which registers the timer) and afterwards only looks at the clock,
-/// and a loop whose next deadline did not change (a message arrived and was handled,
-/// the same timer is next) keeps the sleep and its timer instead of making another.
-#[derive(Default)]
+/// madsim's timers cannot be cancelled: a `Sleep` polled once sets a timer that wakes
+/// its task at its deadline even if the `Sleep` is dropped. So the caller keeps the
+/// deadlines it set that have not gone off, and a new timer is set only when none of
+/// them wakes the task in time. A follower whose election deadline moves on at every
+/// heartbeat then sets one timer per timeout, not one per heartbeat (on a 2,001-node
+/// cluster with 10 s timeouts madsim's timer heap held hundreds of thousands of stale
+/// timers). A timer that goes off before the task is due wakes it for nothing: it
+/// looks at its plan, which is not due, and sleeps again without running its loop.
+pub fn wake_by(time: &madsim::time::TimeHandle, set: &mut Wakeups, waker: &Waker, at: SimTime) {
+    let now = SimTime::from_duration(time.elapsed());
+    let deadline = at.max(now + Duration::from_millis(1));
+    // madsim fires a timer as soon as its deadline is reached: those at or before
+    // `now` are gone.
+    if set.iter().any(|d| *d > now && *d <= deadline) {
+        return;
+    }
+    let mut sleep = time.sleep(deadline.saturating_sub(now));
+    // The first poll sets the timer (the sleep is not due: its deadline is ahead);
+    // dropping the sleep leaves the timer in place.
+    let _ = Pin::new(&mut sleep).poll(&mut Context::from_waker(waker));
+    let slot = match set.iter().position(|d| *d <= now) {
+        Some(gone) => gone,
+        None => (0..set.len()).max_by_key(|&i| set[i]).unwrap_or(0),
+    };
+    set[slot] = deadline;
+}
+
+/// When the supervisor wants to be woken, and the timers set to wake it.
 pub struct Alarm {
-    /// The true time the sleep ends (madsim sleeps at least 1 ms) and the sleep.
-    sleep: Option<(SimTime, Pin<Box<madsim::time::Sleep>>)>,
-    /// Whether the sleep's timer is registered.
-    armed: bool,
+    time: madsim::time::TimeHandle,
+    /// When to wake (`SimTime::MAX`: only the doorbell wakes the task).
+    wake_at: SimTime,
+    set: Wakeups,
 }
 
 impl Alarm {
-    /// Sleep from `now` until `next` (`SimTime::MAX`: until the doorbell rings).
-    pub fn set(&mut self, time: &madsim::time::TimeHandle, now: SimTime, next: SimTime) {
-        if next == SimTime::MAX {
-            *self = Alarm::default();
-            return;
+    pub fn new(time: madsim::time::TimeHandle) -> Alarm {
+        Alarm {
+            time,
+            wake_at: SimTime::MAX,
+            set: Wakeups::default(),
         }
-        let wake_at = next.max(now + Duration::from_millis(1));
-        if matches!(&self.sleep, Some((at, _)) if *at == wake_at) {
-            return;
-        }
-        let sleep = Box::pin(time.sleep(next.saturating_sub(now)));
-        *self = Alarm {
-            sleep: Some((wake_at, sleep)),
-            armed: false,
-        };
+    }
+
+    /// Sleep until `next` (`SimTime::MAX`: until the doorbell rings).
+    pub fn set(&mut self, next: SimTime) {
+        self.wake_at = next;
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        let Some((_, sleep)) = &mut self.sleep else {
+        if self.wake_at == SimTime::MAX {
             return Poll::Pending;
-        };
-        if std::mem::replace(&mut self.armed, true) {
-            if sleep.is_elapsed() {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        } else {
-            sleep.as_mut().poll(cx)
         }
+        let now = SimTime::from_duration(self.time.elapsed());
+        if now >= self.wake_at {
+            return Poll::Ready(());
+        }
+        wake_by(&self.time, &mut self.set, cx.waker(), self.wake_at);
+        Poll::Pending
     }
 }
 
-/// Waits until the alarm goes off or the doorbell rings. `node: None` is the
-/// supervisor's.
+/// The supervisor waits until its alarm goes off or its doorbell rings.
 pub struct Doorbell<'a, P: Protocol> {
     pub world: &'a Mutex<World<P>>,
-    pub node: Option<NodeId>,
     pub alarm: &'a mut Alarm,
 }
 
@@ -106,19 +150,10 @@ impl<P: Protocol> Future for Doorbell<'_, P> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         {
             let mut w = lock(self.world);
-            match self.node {
-                Some(node) => {
-                    if w.check_doorbell(node, cx.waker()) {
-                        return Poll::Ready(());
-                    }
-                }
-                None => {
-                    if w.stop_requested || w.restarts_pending() {
-                        return Poll::Ready(());
-                    }
-                    w.supervisor_waker = Some(cx.waker().clone());
-                }
+            if w.stop_requested || w.restarts_pending() {
+                return Poll::Ready(());
             }
+            w.supervisor_waker = Some(cx.waker().clone());
         }
         self.alarm.poll(cx)
     }

@@ -123,8 +123,9 @@ pub struct Network {
     n: usize,
     pub defaults: LinkSettings,
     overrides: BTreeMap<(NodeId, NodeId), LinkOverride>,
-    /// `blocked[from * n + to]`.
-    blocked: Vec<bool>,
+    /// Bit `from * n + to`: the link is blocked (one bit a link: 10,000 nodes take
+    /// 12.5 MB, not 100 MB).
+    blocked: Vec<u64>,
 }
 
 impl Network {
@@ -133,7 +134,7 @@ impl Network {
             n,
             defaults,
             overrides: BTreeMap::new(),
-            blocked: vec![false; n * n],
+            blocked: vec![0; (n * n).div_ceil(64)],
         }
     }
 
@@ -142,18 +143,20 @@ impl Network {
     }
 
     pub fn is_blocked(&self, from: NodeId, to: NodeId) -> bool {
-        self.blocked[from.index() * self.n + to.index()]
+        let bit = from.index() * self.n + to.index();
+        self.blocked[bit / 64] & (1 << (bit % 64)) != 0
     }
 
     fn block(&mut self, from: NodeId, to: NodeId) {
         if from != to {
-            self.blocked[from.index() * self.n + to.index()] = true;
+            let bit = from.index() * self.n + to.index();
+            self.blocked[bit / 64] |= 1 << (bit % 64);
         }
     }
 
     /// Any partition at all in force?
     pub fn is_partitioned(&self) -> bool {
-        self.blocked.iter().any(|b| *b)
+        self.blocked.iter().any(|b| *b != 0)
     }
 
     /// Splits the cluster into `groups`; nodes in no group form one more group. Adds to
@@ -208,7 +211,7 @@ impl Network {
     }
 
     pub fn heal(&mut self) {
-        self.blocked.iter_mut().for_each(|b| *b = false);
+        self.blocked.iter_mut().for_each(|b| *b = 0);
     }
 
     pub fn settings(&self, from: NodeId, to: NodeId) -> LinkSettings {

@@ -274,11 +274,10 @@ async fn supervise<P: Protocol>(
         let next_at = queue.last().map_or(end, |(at, _, _)| (*at).min(end));
         let t = now();
         if next_at > t {
-            let mut alarm = Alarm::default();
-            alarm.set(&madsim::time::TimeHandle::current(), t, next_at);
+            let mut alarm = Alarm::new(madsim::time::TimeHandle::current());
+            alarm.set(next_at);
             Doorbell {
                 world: &world,
-                node: None,
                 alarm: &mut alarm,
             }
             .await;

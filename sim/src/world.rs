@@ -80,8 +80,12 @@ pub struct NodeSlot<P: Protocol> {
     /// The node task's waker and whether it was rung since it last looked.
     waker: Option<Waker>,
     rung: bool,
-    /// When the node task plans to wake next; earlier arrivals ring the doorbell.
+    /// When the node task plans to wake next (what `process_due` returned, or an
+    /// earlier arrival since).
     planned_wake: SimTime,
+    /// The deadlines of the madsim timers set to wake the node task that had not gone
+    /// off when last looked at (see [`crate::host::wake_by`]).
+    wakeups: crate::host::Wakeups,
     pub incarnation: u32,
     /// What is on the node's disk and how its syncs behave.
     pub disk: Disk,
@@ -275,10 +279,12 @@ pub struct Stats {
     pub messages_dropped: u64,
     pub timers_fired: u64,
     pub handler_calls: u64,
-    /// Messages sent to each node in each 10ms of true time (`[node][window]`), for
-    /// the coordinator-load metric.
+    /// Messages sent to the nodes of each role in each 10ms of true time
+    /// (`[role][window]`, roles in the cluster's order), for the coordinator-load
+    /// metric. Per role, not per node: a large cluster's heartbeat round would touch
+    /// one row per node, and a minute of 2,001 nodes would keep 48 MB of counts.
     #[serde(skip)]
-    pub sent_to_per_10ms: Vec<Vec<u32>>,
+    pub sent_to_role_per_10ms: Vec<Vec<u32>>,
     /// The most messages sent to each node within one millisecond of true time (how
     /// bursty its load is: retries in lockstep arrive together).
     #[serde(skip)]
@@ -300,14 +306,24 @@ pub struct Stats {
 }
 
 impl Stats {
-    fn count_sent_to(&mut self, to: NodeId, now: SimTime) {
+    /// Messages sent to the nodes of role `role` in each 10ms of true time (empty when
+    /// no node plays it or none was sent any).
+    pub fn sent_to_role(&self, cluster: &tenure_core::Cluster, role: &str) -> Vec<u32> {
+        cluster
+            .role_index(role)
+            .and_then(|i| self.sent_to_role_per_10ms.get(i))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn count_sent_to(&mut self, to: NodeId, role: usize, now: SimTime) {
         let window = (now.as_nanos() / 10_000_000) as usize;
-        if self.sent_to_per_10ms.len() <= to.index() {
-            self.sent_to_per_10ms.resize(to.index() + 1, Vec::new());
+        if self.sent_to_role_per_10ms.len() <= role {
+            self.sent_to_role_per_10ms.resize(role + 1, Vec::new());
         }
-        let row = &mut self.sent_to_per_10ms[to.index()];
-        // Pushed one by one: a node's row grows by a few windows at a time, and
-        // `resize` would call `memset` for each (a few percent of a large run).
+        let row = &mut self.sent_to_role_per_10ms[role];
+        // Pushed one by one: a row grows by a few windows at a time, and `resize`
+        // would call `memset` for each.
         while row.len() <= window {
             row.push(0);
         }
@@ -364,6 +380,9 @@ pub struct World<P: Protocol> {
     /// Draw the order of a node's overdue items after a stall from the seed (off:
     /// by due time, then scheduling order). See [`World::draw_order`].
     pub order_after_stall: bool,
+    /// madsim's clock, to set the timers that wake node tasks (`None` until a node
+    /// task starts: outside a run an arrival rings the doorbell instead).
+    time: Option<madsim::time::TimeHandle>,
 }
 
 impl<P: Protocol> World<P> {
@@ -390,6 +409,7 @@ impl<P: Protocol> World<P> {
                 waker: None,
                 rung: false,
                 planned_wake: SimTime::ZERO,
+                wakeups: Default::default(),
                 incarnation: 0,
                 disk: Disk::new(seed, i),
                 sync_pending: false,
@@ -430,6 +450,7 @@ impl<P: Protocol> World<P> {
             max_trace_events: tenure_scenario::limits().max_trace_events,
             streams: None,
             order_after_stall: false,
+            time: None,
         }
     }
 
@@ -562,16 +583,55 @@ impl<P: Protocol> World<P> {
         }
     }
 
-    /// The node task looks at its doorbell: true if it was rung (and clears it);
-    /// otherwise keeps `waker` to be woken later.
-    pub fn check_doorbell(&mut self, node: NodeId, waker: &Waker) -> bool {
+    /// The clock node tasks' timers are set on (the first node task to start sets it).
+    pub fn set_time(&mut self, time: &madsim::time::TimeHandle) {
+        if self.time.is_none() {
+            self.time = Some(time.clone());
+        }
+    }
+
+    /// The node task looks at its doorbell and its plan at `now`: true if the doorbell
+    /// was rung (it is cleared) or what the node planned to wake for is due; otherwise
+    /// keeps `waker` and makes sure a timer wakes the task when planned.
+    pub fn node_waits(&mut self, node: NodeId, now: SimTime, waker: &Waker) -> bool {
         let slot = &mut self.nodes[node.index()];
         if slot.rung {
             slot.rung = false;
             return true;
         }
-        slot.waker = Some(waker.clone());
+        if slot.planned_wake <= now {
+            return true;
+        }
+        if !slot.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            // A new task (a restart; or the old one after a crash point, before the
+            // supervisor replaces it): the timers set so far wake another task.
+            slot.waker = Some(waker.clone());
+            slot.wakeups = Default::default();
+        }
+        if let (Some(time), true) = (&self.time, slot.planned_wake != SimTime::MAX) {
+            crate::host::wake_by(time, &mut slot.wakeups, waker, slot.planned_wake);
+        }
         false
+    }
+
+    /// Something is due at `node` at `at` (a message arrives): if that is before the
+    /// node task planned to wake, it wakes then instead. A timer is set for it, so the
+    /// task does not run before anything is due (a doorbell would run it at once, only
+    /// to set that timer).
+    fn due_at(&mut self, node: NodeId, at: SimTime, now: SimTime) {
+        let slot = &mut self.nodes[node.index()];
+        if at >= slot.planned_wake {
+            return;
+        }
+        match (&self.time, &slot.waker) {
+            (Some(time), Some(waker)) if at > now && !slot.rung => {
+                slot.planned_wake = at;
+                crate::host::wake_by(time, &mut slot.wakeups, waker, at);
+            }
+            // Due at once, or the task is about to run (or not running): it looks
+            // at its inbox when it runs.
+            _ => self.ring(node),
+        }
     }
 
     /// A process starts on `node`: a fresh protocol value over the kept storage. What
@@ -624,6 +684,8 @@ impl<P: Protocol> World<P> {
         slot.proto = None;
         slot.timers.clear();
         slot.waker = None;
+        // The timers set for the dead task wake nothing: a new task needs its own.
+        slot.wakeups = Default::default();
         slot.rung = false;
         slot.sync_pending = false;
         slot.busy_until = SimTime::ZERO;
@@ -904,7 +966,8 @@ impl<P: Protocol> World<P> {
 
     fn send(&mut self, from: NodeId, to: NodeId, now: SimTime, msg: P::Msg) {
         self.stats.messages_sent += 1;
-        self.stats.count_sent_to(to, now);
+        self.stats
+            .count_sent_to(to, self.cluster.role_index_of(to), now);
         let id = self.next_seq();
         if self.streams.is_some() {
             self.send_stream(from, to, now, id, msg);
@@ -945,9 +1008,7 @@ impl<P: Protocol> World<P> {
                         seq,
                         input: Input::Message { id, from, msg: m },
                     });
-                    if at < slot.planned_wake {
-                        self.ring(to);
-                    }
+                    self.due_at(to, at, now);
                     self.queued(now);
                 }
             }
@@ -1004,8 +1065,14 @@ impl<P: Protocol> World<P> {
     }
 
     /// Runs everything due at `node` by `now`, in order; returns when it next needs to
-    /// wake (`SimTime::MAX` if nothing is scheduled).
+    /// wake (`SimTime::MAX` if nothing is scheduled), which is the node's plan.
     pub fn process_due(&mut self, node: NodeId, now: SimTime) -> SimTime {
+        let wake = self.run_due(node, now);
+        self.nodes[node.index()].planned_wake = wake;
+        wake
+    }
+
+    fn run_due(&mut self, node: NodeId, now: SimTime) -> SimTime {
         if self.streams.is_some() {
             self.expire_connections(now);
         }

@@ -7,7 +7,9 @@ use tenure_sim::Report;
 /// The traffic of a run, with the nodes of role `server` as the coordinators.
 pub fn traffic(report: &Report) -> Traffic {
     Traffic {
-        to_node_per_10ms: report.stats.sent_to_per_10ms.clone(),
+        to_coordinators_per_10ms: report
+            .stats
+            .sent_to_role(&report.history.info.cluster, "server"),
         max_to_node_in_1ms: report.stats.max_sent_to_in_1ms.clone(),
         coordinators: report.history.info.cluster.with_role("server").collect(),
     }

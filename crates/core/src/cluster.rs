@@ -129,6 +129,17 @@ impl Cluster {
         &self.roles[self.role_of[node.index()] as usize].role
     }
 
+    /// The index in [`Cluster::roles`] of the role `node` plays. Panics if the node is
+    /// not in the cluster (a bug).
+    pub fn role_index_of(&self, node: NodeId) -> usize {
+        usize::from(self.role_of[node.index()])
+    }
+
+    /// The index in [`Cluster::roles`] of `role`, if a node plays it.
+    pub fn role_index(&self, role: &str) -> Option<usize> {
+        self.roles.iter().position(|r| r.role == role)
+    }
+
     /// Every node playing `role`, in id order (empty if no node plays it).
     pub fn with_role<'a>(&'a self, role: &'a str) -> impl Iterator<Item = NodeId> + 'a {
         self.nodes().filter(move |n| self.role_of(*n) == role)

@@ -34,11 +34,12 @@ use tenure_core::{History, NodeId, Observation, SimTime};
 pub mod updates;
 pub use updates::UpdateMetrics;
 
-/// Messages addressed to each node in each 10ms of true time (`[node][window]`), as
-/// the simulator counted them; empty when unknown.
+/// The load on the coordination service, as the simulator counted it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Traffic {
-    pub to_node_per_10ms: Vec<Vec<u32>>,
+    /// Messages addressed to the coordinators (together) in each 10ms of true time;
+    /// empty when unknown.
+    pub to_coordinators_per_10ms: Vec<u32>,
     /// The most messages sent to each node within one millisecond.
     pub max_to_node_in_1ms: Vec<u32>,
     /// The nodes that make up the coordination (lock) service.
@@ -387,19 +388,14 @@ fn wait_queue(changes: &[(SimTime, u32)], end: SimTime) -> WaitQueue {
 }
 
 fn coordinator_load(traffic: &Traffic, end: SimTime) -> Option<CoordinatorLoad> {
-    if traffic.coordinators.is_empty() || traffic.to_node_per_10ms.is_empty() {
+    if traffic.coordinators.is_empty() || traffic.to_coordinators_per_10ms.is_empty() {
         return None;
     }
     let windows = end.as_nanos().div_ceil(10_000_000).max(1) as usize;
     let mut per_10ms = vec![0u32; windows];
-    for node in &traffic.coordinators {
-        let Some(counts) = traffic.to_node_per_10ms.get(node.index()) else {
-            continue;
-        };
-        for (w, &n) in counts.iter().enumerate() {
-            // A message sent at the run's last instant counts in the last window.
-            per_10ms[w.min(windows - 1)] += n;
-        }
+    for (w, &n) in traffic.to_coordinators_per_10ms.iter().enumerate() {
+        // A message sent at the run's last instant counts in the last window.
+        per_10ms[w.min(windows - 1)] += n;
     }
     let per_second: Vec<u32> = per_10ms.chunks(100).map(|c| c.iter().sum()).collect();
     let messages: u64 = per_second.iter().map(|&n| u64::from(n)).sum();

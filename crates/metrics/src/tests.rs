@@ -123,16 +123,16 @@ fn jain_is_one_when_equal_and_one_over_n_when_one_takes_all() {
 #[test]
 fn coordinator_load_sums_the_coordinators_per_second() {
     let h = history(2500, vec![(0, 1, waiting()), (10, 1, holds())]);
-    // n0: 10 messages in the first 10ms, 30 spread over the second second, 5 at the
-    // end; n1 is not a coordinator; n2: one message.
-    let mut n0 = vec![0u32; 250];
-    n0[0] = 10;
-    for w in &mut n0[100..130] {
+    // The coordinators n0 and n2: 11 messages in the first 10ms, 30 spread over the
+    // second second, 5 at the end (n1, not a coordinator, is not counted).
+    let mut load = vec![0u32; 250];
+    load[0] = 11;
+    for w in &mut load[100..130] {
         *w = 1;
     }
-    n0[249] = 5;
+    load[249] = 5;
     let traffic = Traffic {
-        to_node_per_10ms: vec![n0, vec![100; 250], vec![1]],
+        to_coordinators_per_10ms: load,
         max_to_node_in_1ms: vec![7, 100, 1],
         coordinators: vec![NodeId(0), NodeId(2)],
     };
@@ -231,7 +231,7 @@ fn several_runs_share_one_histogram_and_sum_their_counts() {
         vec![(0, 2, waiting()), (30, 2, holds()), (40, 2, releases())],
     );
     let traffic = Traffic {
-        to_node_per_10ms: vec![vec![4]],
+        to_coordinators_per_10ms: vec![4],
         max_to_node_in_1ms: vec![2],
         coordinators: vec![NodeId(0)],
     };

@@ -83,7 +83,9 @@ impl Outcome {
     /// `coordinator_role` as the lock service whose load is measured.
     pub fn metrics(&self, coordinator_role: &str) -> tenure_metrics::Metrics {
         let traffic = tenure_metrics::Traffic {
-            to_node_per_10ms: self.stats.sent_to_per_10ms.clone(),
+            to_coordinators_per_10ms: self
+                .stats
+                .sent_to_role(&self.history.info.cluster, coordinator_role),
             max_to_node_in_1ms: self.stats.max_sent_to_in_1ms.clone(),
             coordinators: self
                 .history

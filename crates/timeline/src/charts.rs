@@ -52,13 +52,13 @@ pub fn coordinator_load(report: &Report) -> Vec<u32> {
     let h = &report.history;
     let windows = h.info.end.as_nanos().div_ceil(WINDOW_NS).max(1) as usize;
     let mut load = vec![0u32; windows];
-    for node in h.info.cluster.with_role("server") {
-        let Some(per_10ms) = report.stats.sent_to_per_10ms.get(node.index()) else {
-            continue;
-        };
-        for (w, n) in per_10ms.iter().enumerate() {
-            load[(w / 10).min(windows - 1)] += n;
-        }
+    for (w, n) in report
+        .stats
+        .sent_to_role(&h.info.cluster, "server")
+        .iter()
+        .enumerate()
+    {
+        load[(w / 10).min(windows - 1)] += n;
     }
     load
 }
@@ -178,7 +178,7 @@ mod tests {
                 ),
             ],
             Stats {
-                sent_to_per_10ms: vec![vec![1; 45], vec![9; 45]],
+                sent_to_role_per_10ms: vec![vec![1; 45], vec![9; 45]],
                 ..Stats::default()
             },
         );

@@ -147,15 +147,12 @@ impl<P: Protocol> World<P> {
     ) {
         self.queued(now);
         let seq = self.next_seq();
-        let slot = &mut self.nodes[to.index()];
-        slot.inbox.push(Pending {
+        self.nodes[to.index()].inbox.push(Pending {
             at,
             seq,
             input: Input::Message { id, from, msg },
         });
-        if at < slot.planned_wake {
-            self.ring(to);
-        }
+        self.due_at(to, at, now);
     }
 
     /// The blocked links changed (a partition, cut, isolation, one-way split, bridge or
