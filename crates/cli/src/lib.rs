@@ -199,6 +199,29 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// What a process killed by SIGPIPE reports in a shell (128 + 13).
+pub const CLOSED_PIPE_EXIT: i32 = 141;
+
+/// Rust ignores SIGPIPE, so when the reader of tenure's output goes away (`tenure run X
+/// | head`) the next `println!` panics, which would report an internal error with a
+/// backtrace. Like a command-line tool killed by SIGPIPE, tenure instead ends quietly
+/// (exit 141). Every other panic goes to the default hook as before.
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(CLOSED_PIPE_EXIT);
+        }
+        default(info)
+    }));
+}
+
 /// The path as the user would type it again (for replay commands).
 pub fn shown(path: &std::path::Path) -> String {
     path.display().to_string()
@@ -208,6 +231,7 @@ pub fn shown(path: &std::path::Path) -> String {
 /// the command and returns its exit code (0 passed, 1 a check failed, 2 bad input, 3
 /// internal error).
 pub fn main<C: Catalogue>(catalogue: C) -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -532,3 +532,23 @@ fn fuzz_progress_never_reaches_stdout_nor_a_short_run() {
     );
     assert!(!stderr.contains('\x1b'), "no bar into a pipe");
 }
+
+#[test]
+fn a_closed_pipe_ends_tenure_quietly() {
+    // `tenure list | head -1`: the reader goes away before tenure writes.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tenure"))
+        .args(["list"])
+        .current_dir(repo())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("tenure starts");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().expect("tenure ends");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !err.contains("internal error") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert_eq!(o.status.code(), Some(141), "{err}");
+}
