@@ -137,7 +137,8 @@ impl Delay {
                 }
                 if !sigma.is_finite() || *sigma < 0.0 || *sigma > 10.0 {
                     return Err(format!(
-                        "`sigma` {sigma} is out of range; write a number from 0 to 10"
+                        "`sigma` {} is out of range; write a number from 0 to 10",
+                        crate::serde_util::number(*sigma)
                     ));
                 }
                 capped(*min, "min", *max)
@@ -148,7 +149,8 @@ impl Delay {
                 }
                 if !shape.is_finite() || *shape <= 0.0 || *shape > 100.0 {
                     return Err(format!(
-                        "`shape` {shape} is out of range; write a number above 0, at most 100 (1.5 is a heavy tail)"
+                        "`shape` {} is out of range; write a number above 0, at most 100 (1.5 is a heavy tail)",
+                        crate::serde_util::number(*shape)
                     ));
                 }
                 capped(*scale, "scale", *max)
@@ -158,7 +160,8 @@ impl Delay {
             } => {
                 if !(0.0..=1.0).contains(probability) {
                     return Err(format!(
-                        "`probability` {probability} is not a probability; write a number from 0 to 1"
+                        "`probability` {} is not a probability; write a number from 0 to 1",
+                        crate::serde_util::number(*probability)
                     ));
                 }
                 if matches!(**base, Delay::Spikes { .. }) {

@@ -34,12 +34,23 @@ pub mod opt_human {
     }
 }
 
+/// `v` as a person would write it: plain decimals for ordinary magnitudes, scientific
+/// notation for huge or tiny ones (`{}` writes 1e300 as 301 digits).
+pub(crate) fn number(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-6..1e9).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 fn check_probability<E: serde::de::Error>(p: f64) -> Result<f64, E> {
     if (0.0..=1.0).contains(&p) {
         Ok(p)
     } else {
         Err(E::custom(format!(
-            "{p} is not a probability; write a number from 0 to 1"
+            "{} is not a probability; write a number from 0 to 1",
+            number(p)
         )))
     }
 }
@@ -62,7 +73,8 @@ pub fn drift<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         Ok(v)
     } else {
         Err(serde::de::Error::custom(format!(
-            "drift {v} is out of range; write a fraction from {MIN_DRIFT} to {MAX_DRIFT} (0.01 runs 1% fast)"
+            "drift {} is out of range; write a fraction from {MIN_DRIFT} to {MAX_DRIFT} (0.01 runs 1% fast)",
+            number(v)
         )))
     }
 }
@@ -245,5 +257,17 @@ when = 1979-05-27T07:32:00Z
         }
         let err = serde_json::from_str::<P>(r#"{"p": 0, "d": 0, "s": -1}"#).unwrap_err();
         assert!(err.to_string().contains("negative"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod number_tests {
+    #[test]
+    fn huge_and_tiny_numbers_are_written_short() {
+        assert_eq!(super::number(1e300), "1e300");
+        assert_eq!(super::number(-2.5e-9), "-2.5e-9");
+        assert_eq!(super::number(0.25), "0.25");
+        assert_eq!(super::number(7.0), "7");
+        assert_eq!(super::number(0.0), "0");
     }
 }
