@@ -86,6 +86,42 @@ fn a_failure_beyond_the_assumptions_names_the_assumption_it_broke() {
     }
 }
 
+/// Regression (etcd-lock under `power`, seed 1405, found when `power` began drawing
+/// disk stalls): the etcd server's fsync stalled for 1.7 s, its clients retried, and
+/// one client's key was deleted and put again between another waiter's read of it (as
+/// its predecessor) and its watch. The model's watch took the new key for the old one,
+/// and three waiters watched each other's new keys until a re-check broke the cycle,
+/// past the lock-liveness bound. etcd's `waitDelete` watches from the read's revision
+/// (`WithRev(resp.Header.Revision)`), so the delete is seen at once; the model's
+/// `WatchDelete` now carries that revision.
+#[test]
+fn etcd_lock_watched_a_recreated_predecessor_power_seed_1405() {
+    let text = r#"
+name = "etcd-lock-power"
+duration = "10s"
+checks = ["fencing-safety", "no-lost-update", "lock-liveness"]
+
+[protocol]
+name = "etcd-lock"
+variant = "correct"
+
+[network]
+latency = ["1ms", "5ms"]
+
+[profile]
+name = "power"
+"#;
+    let scenario = tenure_scenario::parse(text, "etcd-lock-power.toml").unwrap();
+    let target = Target::from_scenario(&crate::support::zoo(), scenario, None).unwrap();
+    let case = target.case(1405).to_toml();
+    let stall = "at = \"7017ms\"\nkind = \"disk-stall\"\nnode = 0\nduration = \"1716ms\"";
+    assert!(
+        case.contains(stall),
+        "seed 1405 draws the server's stall:\n{case}"
+    );
+    assert_eq!(failures(&target, 1405..1406), Vec::<String>::new());
+}
+
 /// Regression (sharded-lock under `crashes` with `disk = 1`, seed 1307): a coordinator
 /// crashed inside the fsync of a new epoch, read it back from the page cache when it
 /// restarted, acknowledged it unsynced (so nobody resent it), then lost power at its next

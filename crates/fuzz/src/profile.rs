@@ -737,9 +737,54 @@ impl<'a> Drawer<'a> {
                     }
                 }
             }
+            // Drawn last, so the draws above (and the seeds found with them) are
+            // unchanged.
+            self.slow_disks(&p, heal_at);
         }
         self.rng = main;
         (restart_at_heal, disks)
+    }
+
+    /// Disk stalls and slow nodes, for seeds with disks: with chance `disk_stall`, one
+    /// to three stalls (a node's syncs complete only when the stall ends: a cloud
+    /// volume's I/O freeze, a RAID rebuild); with chance `slow_node`, one node slowed by
+    /// a factor of 2 to 10 (processing and fsyncs: a noisy neighbour, a throttled CPU).
+    /// Lengths log-uniform in `disk_stall_range`, each over by the heal. Participants
+    /// only: the protected resource's disk is the storage system's promise.
+    fn slow_disks(&mut self, p: &Profile, heal_at: Duration) {
+        let participant = |role: &str| u32::from(role != "storage");
+        if self.chance(p.disk_stall) {
+            for _ in 0..self.rng.gen_range(1..=3) {
+                let at = self.when();
+                let node = self.pick(participant);
+                let duration = self.log_between(p.disk_stall_range);
+                if at < heal_at {
+                    self.push(
+                        at,
+                        Fault::DiskStall {
+                            node: NodeSel::Id(node.0),
+                            duration: duration.min(heal_at - at),
+                        },
+                    );
+                }
+            }
+        }
+        if self.chance(p.slow_node) {
+            let at = self.when();
+            let node = self.pick(participant);
+            let factor = self.log_uniform([2.0, 10.0]).round();
+            let duration = self.log_between(p.disk_stall_range);
+            if at < heal_at {
+                self.push(
+                    at,
+                    Fault::Slow {
+                        node: NodeSel::Id(node.0),
+                        factor,
+                        duration: duration.min(heal_at - at),
+                    },
+                );
+            }
+        }
     }
 
     /// The outages of a flapping node from `at`: 4 to 20 cycles of an outage of 1 to 10 ms

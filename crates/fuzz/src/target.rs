@@ -409,6 +409,15 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
                     ),
                 ));
             }
+            Fault::DiskStall { node, duration } => out.extend(assumptions.pause(
+                *duration,
+                format!(
+                    "disk stall {} of {} at {} (its handlers wait as in a pause)",
+                    format_duration(*duration),
+                    who(node),
+                    format_duration(e.at)
+                ),
+            )),
             Fault::Pause { node, duration } => out.extend(assumptions.pause(
                 *duration,
                 format!(

@@ -105,14 +105,21 @@ pub enum EtcdMsg {
         prefix: String,
         before: u64,
     },
+    /// The predecessor, and the store's revision when it was read (etcd's response
+    /// header revision).
     Predecessor {
         req: u64,
         key: Option<String>,
+        revision: u64,
     },
-    /// Watch `key` until it is deleted (reported at once if it is already gone).
+    /// Watch `key` for a delete after `revision` (reported at once if the key was
+    /// deleted since, even if a new key of that name was created after): etcd's
+    /// `waitDelete` watches the predecessor `WithRev(resp.Header.Revision)` of the
+    /// `Get` that found it (`client/v3/concurrency/key.go`).
     WatchDelete {
         req: u64,
         key: String,
+        revision: u64,
     },
     KeyDeleted {
         req: u64,

@@ -196,6 +196,19 @@ pub struct Profile {
     /// wall-clock step.
     #[serde(with = "duration_range")]
     pub slew_range: [Duration; 2],
+    /// Chance that a seed with disks (`disk`) has disk stalls: a node's syncs do not
+    /// complete until the stall ends (a cloud volume's I/O freeze, a RAID rebuild).
+    #[serde(deserialize_with = "de::probability")]
+    pub disk_stall: f64,
+    /// Chance that a seed with disks has a slow node: its processing times and fsync
+    /// latencies multiplied by 2 to 10 for a while (a noisy neighbour, a throttled CPU).
+    /// Off for targets that declare a maximum pause.
+    #[serde(deserialize_with = "de::probability")]
+    pub slow_node: f64,
+    /// Disk stall and slow-node lengths; capped by a declared maximum pause (a stalled
+    /// sync holds the node's handlers as a pause does).
+    #[serde(with = "duration_range")]
+    pub disk_stall_range: [Duration; 2],
 }
 
 fn yes() -> bool {
@@ -304,6 +317,15 @@ pub struct ProfileTable {
     #[serde(default, with = "opt_duration_range")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slew_range: Option<[Duration; 2]>,
+    #[serde(default, deserialize_with = "de::opt_probability")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_stall: Option<f64>,
+    #[serde(default, deserialize_with = "de::opt_probability")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_node: Option<f64>,
+    #[serde(default, with = "opt_duration_range")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_stall_range: Option<[Duration; 2]>,
 }
 
 impl ProfileTable {
@@ -365,6 +387,9 @@ impl Profile {
         }
         if let Some(l) = &assumptions.max_pause {
             cap(&mut p.pause_range, l.value);
+            cap(&mut p.disk_stall_range, l.value);
+            // A slow node's syncs stretch by its factor: a pause of unknown length.
+            p.slow_node = 0.0;
         }
         if let Some(l) = &assumptions.max_latency {
             cap(&mut p.latency_range, l.value);
@@ -425,6 +450,9 @@ impl Profile {
             stall_range: [ms(50), Duration::from_secs(2)],
             // ntpd slews offsets below 128ms and steps larger ones
             slew_range: [ms(1), ms(128)],
+            disk_stall: 0.0,
+            slow_node: 0.0,
+            disk_stall_range: [ms(50), Duration::from_secs(2)],
         }
     }
 
@@ -531,6 +559,8 @@ impl Profile {
                 leader: 1.0,
                 flap: 0.9,
                 slow: 0.8,
+                disk_stall: 0.5,
+                slow_node: 0.5,
                 events: [1, 4],
                 // quick reboots (a voter back before the election it voted in is over)
                 // as well as long outages
@@ -614,6 +644,9 @@ impl Profile {
         "torn",
         "stall_range",
         "slew_range",
+        "disk_stall",
+        "slow_node",
+        "disk_stall_range",
     ];
 
     /// What a field's own check cannot see (a profile built in code is checked only
@@ -637,6 +670,8 @@ impl Profile {
             ("clock_stall", self.clock_stall),
             ("clock_slew", self.clock_slew),
             ("torn", self.torn),
+            ("disk_stall", self.disk_stall),
+            ("slow_node", self.slow_node),
         ];
         for (knob, p) in probabilities {
             if !(0.0..=1.0).contains(&p) {
@@ -696,6 +731,7 @@ impl Profile {
             ("outage_range", self.outage_range),
             ("stall_range", self.stall_range),
             ("slew_range", self.slew_range),
+            ("disk_stall_range", self.disk_stall_range),
         ];
         for (knob, [a, b]) in durations {
             if a > b {

@@ -452,3 +452,65 @@ fn disks_flap_a_nodes_power_through_the_first_election_but_never_the_storages() 
         assert!(flapped >= 25, "{flapped} of 50 seeds flap from the start");
     }
 }
+
+#[test]
+fn disks_stall_and_slow_participants_until_the_heal_at_most() {
+    let p = Profile::named("power").unwrap();
+    let storage = NodeSel::Id(4);
+    let (mut stalls, mut slow) = (0, 0);
+    for seed in 0..200 {
+        let d = p.draw(seed, &lock_cluster(), ms(10_000));
+        let heal_at = d.heal_at.expect("power always draws faults");
+        for e in &d.faults {
+            let (node, until) = match &e.fault {
+                Fault::DiskStall { node, duration } => {
+                    stalls += 1;
+                    (*node, e.at + *duration)
+                }
+                Fault::Slow {
+                    node,
+                    factor,
+                    duration,
+                } => {
+                    slow += 1;
+                    assert!((2.0..=10.0).contains(factor), "seed {seed}: {factor}");
+                    (*node, e.at + *duration)
+                }
+                _ => continue,
+            };
+            assert_ne!(
+                node, storage,
+                "seed {seed}: the protected resource's disk is fine"
+            );
+            assert!(until <= heal_at, "seed {seed}: {e:?} outlasts the heal");
+            assert!(until - e.at <= p.disk_stall_range[1]);
+        }
+    }
+    assert!(
+        stalls >= 100 && slow >= 50,
+        "{stalls} stalls, {slow} slow nodes"
+    );
+    // Other profiles draw none: their seeds are as they were.
+    for name in ["chaos", "crashes", "field"] {
+        let q = Profile::named(name).unwrap();
+        for seed in 0..50 {
+            let d = q.draw(seed, &lock_cluster(), ms(10_000));
+            assert!(!d
+                .faults
+                .iter()
+                .any(|e| matches!(e.fault, Fault::DiskStall { .. } | Fault::Slow { .. })));
+        }
+    }
+}
+
+#[test]
+fn a_declared_maximum_pause_caps_disk_stalls_and_turns_slow_nodes_off() {
+    let assumptions = tenure_core::Assumptions {
+        max_pause: Some(tenure_core::Limit::new(ms(300), "the lease's margin")),
+        ..tenure_core::Assumptions::default()
+    };
+    let p = Profile::named("power").unwrap().within(&assumptions);
+    assert_eq!(p.disk_stall_range[1], ms(300));
+    assert_eq!(p.slow_node, 0.0);
+    assert_eq!(p.disk_stall, 0.5);
+}

@@ -268,7 +268,7 @@ impl EtcdLockClient {
                 self.look_for_predecessor(env);
                 None
             }
-            EtcdMsg::Predecessor { req, key } if self.pending == Some(req) => {
+            EtcdMsg::Predecessor { req, key, revision } if self.pending == Some(req) => {
                 self.pending = None;
                 match key {
                     None => {
@@ -292,6 +292,7 @@ impl EtcdLockClient {
                             EtcdMsg::WatchDelete {
                                 req,
                                 key: predecessor,
+                                revision,
                             },
                         );
                         None

@@ -133,7 +133,11 @@ impl EtcdServer {
                 before,
             } => {
                 let key = self.predecessor(&prefix, before);
-                EtcdMsg::Predecessor { req, key }
+                EtcdMsg::Predecessor {
+                    req,
+                    key,
+                    revision: self.data.revision,
+                }
             }
             EtcdMsg::Get { req, key } => {
                 let create_revision = self.data.kv.get(&key).map(|kv| kv.create_revision);
@@ -143,8 +147,16 @@ impl EtcdServer {
                     create_revision,
                 }
             }
-            EtcdMsg::WatchDelete { req, key } => {
-                if self.data.kv.contains_key(&key) {
+            EtcdMsg::WatchDelete { req, key, revision } => {
+                // The key as it was at `revision` is still there only if it was
+                // created by then: one created since is a new key of that name, and
+                // the watched one was deleted in between.
+                let unchanged = self
+                    .data
+                    .kv
+                    .get(&key)
+                    .is_some_and(|kv| kv.create_revision <= revision);
+                if unchanged {
                     // One watch per watcher and key: a re-watch (a resumed stream)
                     // replaces the old one.
                     let watchers = self.data.watches.entry(key).or_default();

@@ -191,6 +191,7 @@ fn two_keys() -> Node {
         EtcdMsg::WatchDelete {
             req: 5,
             key: "/lock/counter/1".into(),
+            revision: 4,
         },
     );
     assert_eq!(effects, vec![s.stored(), synced()]);
@@ -242,7 +243,8 @@ fn delete_tells_the_watcher() {
             C2,
             EtcdMsg::WatchDelete {
                 req: 6,
-                key: "/lock/counter/1".into()
+                key: "/lock/counter/1".into(),
+                revision: 5,
             }
         ),
         vec![send(
@@ -253,6 +255,48 @@ fn delete_tells_the_watcher() {
             }
         )]
     );
+}
+
+/// etcd's `waitDelete` watches from the revision its `Get` read: a predecessor deleted
+/// and created again (a client's retry) before the watch arrives is reported deleted at
+/// once, not watched in its new life (found by `power` with disk stalls: three waiters
+/// watching each other's new keys, etcd-lock seed 1405).
+#[test]
+fn a_watch_from_a_revision_sees_a_delete_before_a_recreate() {
+    let mut s = two_keys();
+    s.recv(
+        20,
+        C1,
+        EtcdMsg::Delete {
+            req: 3,
+            key: "/lock/counter/1".into(),
+        },
+    );
+    s.recv(
+        21,
+        C1,
+        EtcdMsg::PutIfAbsent {
+            req: 4,
+            key: "/lock/counter/1".into(),
+            lease: 1,
+        },
+    );
+    // C2 read its predecessor at revision 4, before the delete (5) and the put (6).
+    let watch = |revision| EtcdMsg::WatchDelete {
+        req: 7,
+        key: "/lock/counter/1".into(),
+        revision,
+    };
+    let deleted = send(
+        C2,
+        EtcdMsg::KeyDeleted {
+            req: 7,
+            key: "/lock/counter/1".into(),
+        },
+    );
+    assert_eq!(s.recv(22, C2, watch(4)), vec![deleted]);
+    // Read after the put, the new key is the one to watch.
+    assert_eq!(s.recv(23, C2, watch(6)), vec![s.stored(), synced()]);
 }
 
 #[test]
@@ -412,7 +456,15 @@ fn with_no_lower_key_the_client_holds_with_its_create_revision() {
         )]
     );
     assert_eq!(
-        c.recv(204, SERVER, EtcdMsg::Predecessor { req: 3, key: None }),
+        c.recv(
+            204,
+            SERVER,
+            EtcdMsg::Predecessor {
+                req: 3,
+                key: None,
+                revision: 9,
+            }
+        ),
         vec![
             Effect::CancelTimer {
                 timer: EtcdTimer::Workload(WorkloadTimer::Retry)
@@ -454,14 +506,16 @@ fn a_waiter_watches_its_predecessor_and_looks_again_when_it_goes() {
             SERVER,
             EtcdMsg::Predecessor {
                 req: 3,
-                key: Some("/lock/counter/5".into())
+                key: Some("/lock/counter/5".into()),
+                revision: 9,
             }
         ),
         vec![send(
             SERVER,
             EtcdMsg::WatchDelete {
                 req: 4,
-                key: "/lock/counter/5".into()
+                key: "/lock/counter/5".into(),
+                revision: 9,
             }
         )]
     );
@@ -503,7 +557,15 @@ fn waited(variant: &str) -> Node {
     let mut c = acquiring(variant);
     c.recv(202, SERVER, put_reply(9));
     let lower = Some("/lock/counter/5".to_string());
-    c.recv(204, SERVER, EtcdMsg::Predecessor { req: 3, key: lower });
+    c.recv(
+        204,
+        SERVER,
+        EtcdMsg::Predecessor {
+            req: 3,
+            key: lower,
+            revision: 9,
+        },
+    );
     let deleted = EtcdMsg::KeyDeleted {
         req: 4,
         key: "/lock/counter/5".into(),
@@ -523,7 +585,11 @@ fn holds(effects: &[Effect<EtcdMsg, EtcdTimer>]) -> bool {
 #[test]
 fn after_waiting_the_client_checks_its_own_key_before_it_holds() {
     let mut c = waited("correct");
-    let none = EtcdMsg::Predecessor { req: 5, key: None };
+    let none = EtcdMsg::Predecessor {
+        req: 5,
+        key: None,
+        revision: 9,
+    };
     assert_eq!(
         c.recv(302, SERVER, none),
         vec![send(
@@ -545,7 +611,15 @@ fn after_waiting_the_client_checks_its_own_key_before_it_holds() {
     // The key went with the lease while it waited: ErrSessionExpired, no hold, a new
     // lease, and the acquire fails (the workload backs off and retries).
     let mut c = waited("correct");
-    c.recv(302, SERVER, EtcdMsg::Predecessor { req: 5, key: None });
+    c.recv(
+        302,
+        SERVER,
+        EtcdMsg::Predecessor {
+            req: 5,
+            key: None,
+            revision: 9,
+        },
+    );
     let gone = EtcdMsg::GetReply {
         req: 6,
         key: "/lock/counter/7".into(),
@@ -572,7 +646,15 @@ fn after_waiting_the_client_checks_its_own_key_before_it_holds() {
 #[test]
 fn the_pre_fix_client_holds_without_checking_its_key() {
     let mut c = waited("no-key-check");
-    let effects = c.recv(302, SERVER, EtcdMsg::Predecessor { req: 5, key: None });
+    let effects = c.recv(
+        302,
+        SERVER,
+        EtcdMsg::Predecessor {
+            req: 5,
+            key: None,
+            revision: 9,
+        },
+    );
     assert!(holds(&effects), "{effects:?}");
     assert!(!effects.iter().any(|e| matches!(
         e,
@@ -592,14 +674,26 @@ fn a_client_that_never_waited_holds_without_a_get() {
     assert!(holds(&c.recv(
         204,
         SERVER,
-        EtcdMsg::Predecessor { req: 3, key: None }
+        EtcdMsg::Predecessor {
+            req: 3,
+            key: None,
+            revision: 9,
+        }
     )));
 }
 
 fn holding(variant: &str) -> Node {
     let mut c = acquiring(variant);
     c.recv(202, SERVER, put_reply(9));
-    c.recv(204, SERVER, EtcdMsg::Predecessor { req: 3, key: None });
+    c.recv(
+        204,
+        SERVER,
+        EtcdMsg::Predecessor {
+            req: 3,
+            key: None,
+            revision: 9,
+        },
+    );
     c
 }
 
