@@ -94,13 +94,19 @@ impl ZkServer {
         }
     }
 
-    /// Writes the data back if the handler changed it (once per handler).
+    /// Writes the data back if the handler changed it (once per handler), then sends
+    /// what the handlers queued.
     fn persist(&mut self, env: &mut ZkEnv<'_>) {
         // Durable before the handler's replies go out, as ZooKeeper's transaction log
-        // is synced before a request is acknowledged. A failed sync keeps the data dirty
-        // so the next handler retries it.
-        if std::mem::take(&mut self.dirty) && env.store_synced(DATA_KEY, &self.data).is_err() {
-            self.dirty = true;
+        // is synced before a request is acknowledged (`SyncRequestProcessor` hands a
+        // request on only after `commit()`; a failed fsync stops the server). A failed
+        // sync keeps the data dirty and the replies queued: nothing that depends on
+        // the change goes out until a later handler's sync succeeds.
+        if self.dirty {
+            if env.store_synced(DATA_KEY, &self.data).is_err() {
+                return;
+            }
+            self.dirty = false;
         }
         for (to, msg) in std::mem::take(&mut self.outbox) {
             env.send(to, msg);
@@ -131,7 +137,8 @@ impl ZkServer {
                 self.dirty = true;
                 self.persist(env);
                 self.touch(env, session);
-                env.send(
+                self.reply(
+                    env,
                     from,
                     ZkMsg::Connected {
                         session,
@@ -147,7 +154,7 @@ impl ZkServer {
             | ZkMsg::Exists { session, xid, .. }
             | ZkMsg::SetWatches { session, xid, .. } => {
                 if !self.data.sessions.contains_key(session) {
-                    env.send(from, ZkMsg::SessionExpired { session: *session });
+                    self.reply(env, from, ZkMsg::SessionExpired { session: *session });
                     return;
                 }
                 let seen = self.seen.entry(*session).or_default();
@@ -162,7 +169,7 @@ impl ZkServer {
             _ => return, // not a request
         };
         if !self.data.sessions.contains_key(&session) {
-            env.send(from, ZkMsg::SessionExpired { session });
+            self.reply(env, from, ZkMsg::SessionExpired { session });
             return;
         }
         self.touch(env, session);
@@ -257,7 +264,17 @@ impl ZkServer {
             _ => unreachable!("only requests get here"),
         };
         self.persist(env);
-        env.send(from, reply);
+        self.reply(env, from, reply);
+    }
+
+    /// Sends `msg` now, or after the sync that makes the data durable if the last one
+    /// failed (see `persist`).
+    fn reply(&mut self, env: &mut ZkEnv<'_>, to: NodeId, msg: ZkMsg) {
+        if self.dirty {
+            self.outbox.push((to, msg));
+        } else {
+            env.send(to, msg);
+        }
     }
 
     pub fn on_timer(&mut self, env: &mut ZkEnv<'_>, timer: ZkTimer) {

@@ -192,6 +192,39 @@ fn sequential_create_makes_the_parent_and_numbers_the_child() {
     );
 }
 
+/// A failed sync (`disk-error`) acknowledges nothing: the reply waits, with the data
+/// still to be written, until a later handler's sync succeeds.
+#[test]
+fn a_failed_sync_holds_the_replies_until_a_sync_succeeds() {
+    let mut s = election_server();
+    s.recv(10, C1, ZkMsg::Connect { timeout: ms(2000) });
+    let c = cluster(2);
+    let t = LocalTime(20_000_000);
+    let mut step = Step::new(SERVER, &c, t, t, &mut s.storage, &mut s.rng);
+    step.sync_fails = true;
+    s.p.on_message(&mut step, C1, create(1, 1, 1));
+    let failed = step.effects;
+    assert!(
+        !failed.iter().any(|e| matches!(e, Effect::Send { .. })),
+        "nothing is acknowledged before it is durable: {failed:?}"
+    );
+    assert!(failed.contains(&Effect::Sync { ok: false }), "{failed:?}");
+    // The next request's handler syncs both changes and sends both replies, in order.
+    let effects = s.recv(30, C1, create(1, 2, 1));
+    assert!(effects.contains(&Effect::Sync { ok: true }), "{effects:?}");
+    let xids: Vec<u64> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Send {
+                msg: ZkMsg::Created { xid, .. },
+                ..
+            } => Some(*xid),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(xids, [1, 2]);
+}
+
 #[test]
 fn requests_on_an_unknown_session_get_session_expired() {
     let mut s = election_server();
