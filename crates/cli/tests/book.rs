@@ -660,6 +660,51 @@ $ tenure verify 'scenarios/raft dir'\n\
 }
 
 #[test]
+fn blessing_rewrites_only_the_quoted_lines_that_moved() {
+    let page = [
+        "```console",
+        "$ tenure run a.toml  # exit 1",
+        "FAIL a.toml: x violated at 1.500_000s",
+        "  n1 and n2 both led from 1.500_000s",
+        "...",
+        "  replay: tenure run a.toml --seed ...",
+        "  passed: y in ...s",
+        "```",
+        "",
+    ]
+    .join("\n");
+    let shown = &parse_page("p.md", &page).unwrap()[0];
+    assert_eq!(shown.expected_at, [3, 4, 5, 6, 7]);
+    let out = [
+        "tenure: a.toml seed 1",
+        "FAIL a.toml: x violated at 1.500_100s",
+        "  n1 and n2 both led from 1.500_100s",
+        "  events leading to it",
+        "  replay: tenure run a.toml --seed 1",
+        "  passed: z in 2s",
+    ]
+    .join("\n");
+    // The two timed lines move (the second must follow the first) and keep the
+    // output's indentation; the elided replay line still matches; a line with an
+    // elision that no longer matches is left for a person.
+    assert_eq!(
+        blessed(shown, &out),
+        [
+            (3, "FAIL a.toml: x violated at 1.500_100s".to_string()),
+            (4, "  n1 and n2 both led from 1.500_100s".to_string()),
+        ]
+    );
+    // Nothing moved: nothing to rewrite.
+    let same = "FAIL a.toml: x violated at 1.500_000s\n  n1 and n2 both led from 1.500_000s\n";
+    let first_two = Shown {
+        expected: shown.expected[..2].to_vec(),
+        expected_at: shown.expected_at[..2].to_vec(),
+        ..parse_page("p.md", &page).unwrap().remove(0)
+    };
+    assert!(blessed(&first_two, same).is_empty());
+}
+
+#[test]
 fn matching_is_whole_lines_in_order_with_elisions() {
     let out = "tenure: a.toml seed 1\nFAIL a.toml: x violated at 1.5s\n  extra\n  met\n";
     let e = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
