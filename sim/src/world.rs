@@ -683,9 +683,9 @@ impl<P: Protocol> World<P> {
         slot.status = Status::Down;
         slot.proto = None;
         slot.timers.clear();
+        // The timers set for the dead task wake nothing; the next task to wait has
+        // another waker, and `node_waits` forgets them then.
         slot.waker = None;
-        // The timers set for the dead task wake nothing: a new task needs its own.
-        slot.wakeups = Default::default();
         slot.rung = false;
         slot.sync_pending = false;
         slot.busy_until = SimTime::ZERO;

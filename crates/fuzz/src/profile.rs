@@ -756,34 +756,38 @@ impl<'a> Drawer<'a> {
         if self.chance(p.disk_stall) {
             for _ in 0..self.rng.gen_range(1..=3) {
                 let at = self.when();
-                let node = self.pick(participant);
+                let node = NodeSel::Id(self.pick(participant).0);
                 let duration = self.log_between(p.disk_stall_range);
-                if at < heal_at {
-                    self.push(
-                        at,
-                        Fault::DiskStall {
-                            node: NodeSel::Id(node.0),
-                            duration: duration.min(heal_at - at),
-                        },
-                    );
-                }
+                self.push_before_heal(at, duration, heal_at, |duration| Fault::DiskStall {
+                    node,
+                    duration,
+                });
             }
         }
         if self.chance(p.slow_node) {
             let at = self.when();
-            let node = self.pick(participant);
+            let node = NodeSel::Id(self.pick(participant).0);
             let factor = self.log_uniform([2.0, 10.0]).round();
             let duration = self.log_between(p.disk_stall_range);
-            if at < heal_at {
-                self.push(
-                    at,
-                    Fault::Slow {
-                        node: NodeSel::Id(node.0),
-                        factor,
-                        duration: duration.min(heal_at - at),
-                    },
-                );
-            }
+            self.push_before_heal(at, duration, heal_at, |duration| Fault::Slow {
+                node,
+                factor,
+                duration,
+            });
+        }
+    }
+
+    /// Pushes the fault that `fault` makes of a length at `at`, its `duration` cut to end
+    /// by the heal; nothing if `at` is not before the heal.
+    fn push_before_heal(
+        &mut self,
+        at: Duration,
+        duration: Duration,
+        heal_at: Duration,
+        fault: impl FnOnce(Duration) -> Fault,
+    ) {
+        if at < heal_at {
+            self.push(at, fault(duration.min(heal_at - at)));
         }
     }
 
