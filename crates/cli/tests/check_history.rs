@@ -14,7 +14,9 @@ fn scratch(name: &str, body: &str) -> PathBuf {
     p
 }
 
-const ETCD: &str = "../shared/corpora/porcupine/test_data/jepsen";
+/// Porcupine's corpus, vendored in the repository (paths are relative to its root).
+const CORPUS: &str = "crates/check/tests/data/porcupine/test_data";
+const ETCD: &str = "crates/check/tests/data/porcupine/test_data/jepsen";
 
 #[test]
 fn a_linearizable_etcd_history_exits_0() {
@@ -65,7 +67,7 @@ fn json_reports_the_verdict_and_the_counterexample() {
 
 #[test]
 fn porcupines_kv_histories_are_read_as_edn() {
-    let kv = "../shared/corpora/porcupine/test_data/kv";
+    let kv = format!("{CORPUS}/kv");
     let o = tenure(&[
         "check-history",
         &format!("{kv}/c10-ok.txt"),
@@ -155,7 +157,7 @@ fn bad_input_exits_2_naming_file_and_line() {
 fn a_step_budget_that_runs_out_exits_3_with_unknown() {
     let o = tenure(&[
         "check-history",
-        "../shared/corpora/porcupine/test_data/kv/c50-ok.txt",
+        &format!("{CORPUS}/kv/c50-ok.txt"),
         "--model",
         "kv",
         "--max-steps",
