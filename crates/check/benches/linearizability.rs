@@ -1,4 +1,4 @@
-//! The linearizability checker over Porcupine's corpus (`../shared/corpora/porcupine`):
+//! The linearizability checker over Porcupine's corpus (vendored in `tests/data/porcupine`):
 //! the 102 Jepsen etcd histories (Porcupine: about 1.0 s for them on this machine
 //! type), the six kv histories, and the largest history alone. Parsing is outside the
 //! timed part, as in Porcupine's benchmarks.
@@ -9,8 +9,8 @@ use tenure_check::linearizability::history::{pair, Op};
 use tenure_check::linearizability::{check, formats, search::Budget};
 
 fn corpus() -> Vec<(String, &'static str, Vec<Op>)> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora/porcupine");
-    let csv = std::fs::read_to_string(root.join("verdicts.csv")).expect("the corpus in ../shared");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/porcupine");
+    let csv = std::fs::read_to_string(root.join("verdicts.csv")).expect("the vendored corpus");
     csv.lines()
         .skip(1)
         .filter_map(|l| l.split_once(','))

@@ -15,8 +15,8 @@ use tenure_check::linearizability::{check_text, Verdict, MODELS};
 
 #[derive(Args, Debug)]
 pub struct CheckHistoryArgs {
-    /// The history: a Jepsen EDN file (maps per line or one vector), a Porcupine/Jepsen
-    /// etcd log, or tenure's JSON lines.
+    /// The history: a Jepsen EDN file (maps per line, or one vector or list), a
+    /// Porcupine/Jepsen etcd log, or tenure's JSON lines.
     file: PathBuf,
     /// The sequential model: register, cas-register, kv, mutex or fencing.
     #[arg(long)]

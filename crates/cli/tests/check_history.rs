@@ -14,7 +14,9 @@ fn scratch(name: &str, body: &str) -> PathBuf {
     p
 }
 
-const ETCD: &str = "../shared/corpora/porcupine/test_data/jepsen";
+/// Porcupine's corpus, vendored in the repository (paths are relative to its root).
+const CORPUS: &str = "crates/check/tests/data/porcupine/test_data";
+const ETCD: &str = "crates/check/tests/data/porcupine/test_data/jepsen";
 
 #[test]
 fn a_linearizable_etcd_history_exits_0() {
@@ -65,7 +67,7 @@ fn json_reports_the_verdict_and_the_counterexample() {
 
 #[test]
 fn porcupines_kv_histories_are_read_as_edn() {
-    let kv = "../shared/corpora/porcupine/test_data/kv";
+    let kv = format!("{CORPUS}/kv");
     let o = tenure(&[
         "check-history",
         &format!("{kv}/c10-ok.txt"),
@@ -155,7 +157,7 @@ fn bad_input_exits_2_naming_file_and_line() {
 fn a_step_budget_that_runs_out_exits_3_with_unknown() {
     let o = tenure(&[
         "check-history",
-        "../shared/corpora/porcupine/test_data/kv/c50-ok.txt",
+        &format!("{CORPUS}/kv/c50-ok.txt"),
         "--model",
         "kv",
         "--max-steps",
@@ -163,4 +165,101 @@ fn a_step_budget_that_runs_out_exits_3_with_unknown() {
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(text(&o).contains("unknown"), "{}", text(&o));
+}
+
+/// Knossos's test histories vendored in the repository (EPL-1.0, see its README).
+const KNOSSOS: &str = "crates/check/tests/data/knossos/cas-register";
+
+#[test]
+fn knossos_histories_get_knossos_verdicts_failed_cas_and_lists_included() {
+    // The only operation that cannot be placed when a failed cas is read as "the
+    // compare came back false" is such a cas: Jepsen's :fail constrains nothing.
+    let o = tenure(&[
+        "check-history",
+        &format!("{KNOSSOS}/good/memstress3-54.edn"),
+        "--model",
+        "cas-register",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // An EDN list `( ... )` with `;` comments between the operations.
+    let o = tenure(&[
+        "check-history",
+        &format!("{KNOSSOS}/bad/rethink-fail-minimal.edn"),
+        "--model",
+        "cas-register",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("cannot be placed after it: process 1: read() -> 3 (lines 4-7)"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn an_error_in_an_edn_list_names_file_and_line() {
+    let p = scratch(
+        "list.edn",
+        "; a Knossos-style list\n(\n{:process 0, :type :invoke, :f :read, :value nil}\n; between\n{:process 0, :type :ok, :f :read, :value [1}\n)\n",
+    );
+    let o = tenure(&["check-history", p.to_str().unwrap(), "--model", "register"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("list.edn:5: "), "{}", text(&o));
+}
+
+#[test]
+fn a_process_that_invokes_after_an_info_is_bad_input() {
+    let p = scratch(
+        "retired.jsonl",
+        "{\"process\":0,\"type\":\"invoke\",\"f\":\"write\",\"value\":1}\n\
+         {\"process\":0,\"type\":\"info\",\"f\":\"write\"}\n\
+         {\"process\":0,\"type\":\"invoke\",\"f\":\"read\"}\n",
+    );
+    let o = tenure(&["check-history", p.to_str().unwrap(), "--model", "register"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("retired.jsonl:3: process 0 invokes read after its write"),
+        "{}",
+        text(&o)
+    );
+    // After a failure the process may go on.
+    let p = scratch(
+        "failed.jsonl",
+        "{\"process\":0,\"type\":\"invoke\",\"f\":\"write\",\"value\":1}\n\
+         {\"process\":0,\"type\":\"fail\",\"f\":\"write\"}\n\
+         {\"process\":0,\"type\":\"invoke\",\"f\":\"read\"}\n\
+         {\"process\":0,\"type\":\"ok\",\"f\":\"read\",\"value\":null}\n",
+    );
+    let o = tenure(&["check-history", p.to_str().unwrap(), "--model", "register"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn a_timeout_answers_unknown_with_exit_3_never_a_guess() {
+    // Twelve concurrent appends of different strings, then a get no order explains:
+    // refuting it means trying 12! orders, far more than 300 ms allow.
+    let mut h = String::new();
+    for p in 0..12 {
+        h.push_str(&format!(
+            "{{:process {p}, :type :invoke, :f :append, :key \"a\", :value \"{p:x}\"}}\n"
+        ));
+    }
+    for p in 0..12 {
+        h.push_str(&format!(
+            "{{:process {p}, :type :ok, :f :append, :key \"a\", :value \"{p:x}\"}}\n"
+        ));
+    }
+    h.push_str("{:process 20, :type :invoke, :f :get, :key \"a\", :value nil}\n");
+    h.push_str("{:process 20, :type :ok, :f :get, :key \"a\", :value \"zz\"}\n");
+    let p = scratch("expensive.edn", &h);
+    let o = tenure(&[
+        "check-history",
+        p.to_str().unwrap(),
+        "--model",
+        "kv",
+        "--timeout",
+        "300ms",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(text(&o).contains(": unknown (model kv"), "{}", text(&o));
 }

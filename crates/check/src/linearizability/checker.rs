@@ -8,14 +8,16 @@
 //! Wing-Gong-Lowe search of [`crate::linearizability`].
 //!
 //! **How the run's records become a Jepsen history** ([`client_history`]): each `Invoke`
-//! is an `:invoke` and each `Complete` an `:ok`, `:fail` or `:info` of the node's process;
-//! an operation still open when its node crashes or restarts gets an `:info` there (its
+//! is an `:invoke` and each `Complete` an `:ok`, `:fail` or `:info` of the node's process,
+//! with Jepsen's meanings (see [`crate::linearizability::history`]): a failed operation
+//! (a fenced storage rejected the write) took no effect and constrains nothing. An
+//! operation still open when its node crashes or restarts gets an `:info` there (its
 //! outcome is unknown), one open at the end stays open (unknown). Two conventions:
 //! * The zoo's resource starts at 0, not `nil`: every key begins with a `write 0` by
 //!   process `N` (the cluster size: no node), before any client operation.
-//! * A `cas` that failed (the storage rejected the write) is left out: Jepsen's `:fail`
-//!   means it took no effect, but Porcupine's etcd model reads a failed `cas` as "the
-//!   compare failed", which a rejected fenced write need not be.
+//! * Node `n` is process `n` until one of its operations ends `:info`; then, as in
+//!   Jepsen, that process is retired and the node goes on as process `n + (N + 1)`, then
+//!   `n + 2(N + 1)`, and so on (so `process mod (N + 1)` is the node).
 //!
 //! **How it fails:** a lock client whose lock ran out (a GC pause, work longer than the
 //! lease) writes a value computed from a stale read: its `cas [seen new]` cannot be placed.
@@ -78,8 +80,10 @@ pub struct Collector {
     /// Record index of each event (`None` for the initial writes).
     records: Vec<Option<usize>>,
     times: Vec<SimTime>,
-    /// process -> (f, key) of its open operation.
+    /// node -> (f, key) of its open operation.
     open: BTreeMap<u64, (String, String)>,
+    /// node -> its current process (the node's number until an operation ends `:info`).
+    process: BTreeMap<u64, u64>,
 }
 
 impl Collector {
@@ -90,7 +94,14 @@ impl Collector {
             records: Vec::new(),
             times: Vec::new(),
             open: BTreeMap::new(),
+            process: BTreeMap::new(),
         }
+    }
+
+    /// The node a process of this history belongs to (`None`: the initial writes).
+    pub fn node_of(&self, process: u64) -> Option<NodeId> {
+        let stride = self.init_process + 1;
+        (process != self.init_process).then(|| NodeId((process % stride) as u32))
     }
 
     fn push(
@@ -102,8 +113,14 @@ impl Collector {
         key: &str,
         value: Value,
     ) {
+        let node = record.node.0 as u64;
+        let process = *self.process.get(&node).unwrap_or(&node);
+        if kind == EventType::Info {
+            // Jepsen retires a process whose operation's outcome is unknown.
+            self.process.insert(node, process + self.init_process + 1);
+        }
         self.events.push(Event {
-            process: record.node.0 as u64,
+            process,
             kind,
             f: f.to_string(),
             key: Some(Value::Str(key.to_string())),
@@ -153,27 +170,9 @@ impl Collector {
         }
     }
 
-    /// The history: the initial writes, then the events, failed `cas` operations left
-    /// out. With each event, the index of its record (`None` for the initial writes).
+    /// The history: the initial writes, then the events. With each event, the index of
+    /// its record (`None` for the initial writes).
     pub fn history(&self) -> (Vec<Event>, Vec<Option<usize>>, Vec<SimTime>) {
-        // Failed cas operations: drop the invocation and the completion.
-        let mut dropped = BTreeSet::new();
-        let mut open: BTreeMap<u64, usize> = BTreeMap::new();
-        for (i, e) in self.events.iter().enumerate() {
-            match e.kind {
-                EventType::Invoke => {
-                    open.insert(e.process, i);
-                }
-                kind => {
-                    if let Some(inv) = open.remove(&e.process) {
-                        if kind == EventType::Fail && e.f == "cas" {
-                            dropped.insert(inv);
-                            dropped.insert(i);
-                        }
-                    }
-                }
-            }
-        }
         let keys: BTreeSet<&Value> = self.events.iter().filter_map(|e| e.key.as_ref()).collect();
         let mut events = Vec::new();
         let mut records = Vec::new();
@@ -193,13 +192,9 @@ impl Collector {
                 times.push(SimTime::ZERO);
             }
         }
-        for (i, e) in self.events.iter().enumerate() {
-            if !dropped.contains(&i) {
-                events.push(e.clone());
-                records.push(self.records[i]);
-                times.push(self.times[i]);
-            }
-        }
+        events.extend(self.events.iter().cloned());
+        records.extend(self.records.iter().copied());
+        times.extend(self.times.iter().copied());
         (events, records, times)
     }
 }
@@ -307,13 +302,15 @@ impl Checker for Linearizability {
                 records: Vec::new(),
             });
         };
-        let node = |p: u64| NodeId(p as u32);
+        let c = &self.collector;
+        // A process's node ("n3"); the initial writes' process shows as its number.
+        let who = |p: u64| c.node_of(p).map_or(p, |n| u64::from(n.0));
         let mut nodes = Vec::new();
         let mut recs = BTreeSet::new();
         let mut time = info.end;
         let mut message = String::new();
         if let Some(stuck) = &cx.stuck {
-            nodes.push(node(stuck.process));
+            nodes.extend(c.node_of(stuck.process));
             for pos in [Some(stuck.call), stuck.ret].into_iter().flatten() {
                 if let Some(r) = records[pos] {
                     recs.insert(r);
@@ -324,7 +321,7 @@ impl Checker for Linearizability {
                 format!(
                 "n{}'s {} (invoked at {}, returned at {}) cannot be linearized ({} model): after \
                  the longest linearizable prefix ({} operations) the state is {}",
-                stuck.process,
+                who(stuck.process),
                 stuck.op,
                 times[stuck.call],
                 stuck.ret.map_or("never".to_string(), |r| times[r].to_string()),
@@ -344,13 +341,14 @@ impl Checker for Linearizability {
             let shown: Vec<String> = cx
                 .concurrent
                 .iter()
-                .map(|o| format!("n{} {}", o.process, o.op))
+                .map(|o| format!("n{} {}", who(o.process), o.op))
                 .collect();
             message.push_str(&format!("; concurrent: {}", shown.join(", ")));
             for o in &cx.concurrent {
-                let n = node(o.process);
-                if o.process != self.collector.init_process && !nodes.contains(&n) {
-                    nodes.push(n);
+                if let Some(n) = c.node_of(o.process) {
+                    if !nodes.contains(&n) {
+                        nodes.push(n);
+                    }
                 }
             }
         }
@@ -438,8 +436,16 @@ mod tests {
     }
 
     #[test]
-    fn a_rejected_stale_write_is_left_out_and_the_history_is_linearizable() {
-        assert_eq!(run(&lost_update(OpOutcome::Fail)), None);
+    fn a_rejected_stale_write_constrains_nothing_and_the_history_is_linearizable() {
+        let h = lost_update(OpOutcome::Fail);
+        assert_eq!(run(&h), None);
+        // The history written keeps it, as Jepsen's :fail (it did not take effect).
+        let edn = client_history_edn(&h);
+        assert!(
+            edn.lines()
+                .any(|l| l.contains(":process 0, :type :fail, :f :cas")),
+            "{edn}"
+        );
         // An unknown outcome may never have taken effect.
         assert_eq!(run(&lost_update(OpOutcome::Info)), None);
     }
@@ -471,6 +477,13 @@ mod tests {
             lines[3].contains(":process 0") && lines[3].contains(":info"),
             "{edn}"
         );
+        // As in Jepsen, the crashed process is retired: node 0 goes on as process 3
+        // (0 + the cluster size + 1), and the history pairs.
+        assert!(
+            lines[4].contains(":process 3") && lines[4].contains(":invoke"),
+            "{edn}"
+        );
+        pair(&client_history(&h)).expect("a well-formed Jepsen history");
         // A read of 6 cannot be explained.
         let mut bad = h.clone();
         if let Observation::Complete { value, .. } = &mut bad.records[4].obs {
@@ -478,6 +491,8 @@ mod tests {
         }
         let v = run(&bad).expect("a violation");
         assert_eq!(v.records, vec![3, 4]);
+        assert_eq!(v.nodes, vec![NodeId(0)]);
+        assert!(v.message.starts_with("n0's read("), "{}", v.message);
     }
 
     #[test]

@@ -3,10 +3,14 @@
 //! * `jepsen-log`: the Jepsen etcd logs of Porcupine's test data
 //!   (`INFO  jepsen.util - 3 :invoke :cas [1 4]`, fields separated by tabs or
 //!   spaces); other log lines and the nemesis's are skipped.
-//! * `edn`: Jepsen EDN histories, one operation map per line
-//!   (`{:process 0, :type :invoke, :f :write, :value 3}`, also Porcupine's kv histories,
-//!   which add `:key`) or one vector of them. The maps are read with the `edn-rs` crate;
-//!   this module only finds where each map starts, so that errors name their line.
+//! * `edn`: Jepsen EDN histories: operation maps one per line
+//!   (`{:process 0, :type :invoke, :f :write, :value 3}`, as Jepsen's `history.edn`, also
+//!   Porcupine's kv histories, which add `:key`), or one vector `[...]` or list `(...)`
+//!   of them (Knossos's test data), with `;` comments anywhere, extra keys (`:time`,
+//!   `:index`, `:node`, `:error`) ignored, keyword or string `:type` and `:f`, and
+//!   `#jepsen.independent/tuple [k v]` values split into a key and a value. The maps are
+//!   read with the `edn-rs` crate; this module only finds where each map starts, so that
+//!   errors name their line.
 //! * `jsonl`: tenure's own JSON lines, one [`Event`] per line
 //!   (`{"process":0,"type":"invoke","f":"write","value":3}`).
 //!
@@ -63,7 +67,7 @@ impl Format {
                     Format::Edn
                 });
             }
-            if t.starts_with('[') || t.starts_with('#') {
+            if t.starts_with('[') || t.starts_with('(') || t.starts_with('#') {
                 return Ok(Format::Edn);
             }
             return Err(FormatError {
@@ -205,14 +209,59 @@ fn to_value(e: &Edn) -> Result<Value, String> {
     })
 }
 
-/// Where each operation map of an EDN history starts (line) and its text.
-fn edn_forms(text: &str) -> Result<Vec<(usize, &str)>, FormatError> {
-    let bytes = text.as_bytes();
+/// `text` with every `;` comment outside a string blanked out (newlines kept), so
+/// that byte offsets and line numbers stay those of the file.
+fn blank_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut in_comment = false;
+    let mut escaped = false;
+    for c in text.chars() {
+        if in_comment {
+            if c == '\n' {
+                in_comment = false;
+                out.push(c);
+            } else {
+                // Same byte length, so offsets are kept.
+                out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+            }
+            continue;
+        }
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if c == ';' {
+            in_comment = true;
+            out.push(' ');
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Where each operation map of an EDN history starts (line) and its text. The history is
+/// maps one after another (one per line, as Jepsen's `history.edn`), or one vector
+/// `[...]` or list `(...)` of them (as Knossos's test data), with `;` comments anywhere;
+/// a map may be tagged (`#jepsen.history.Op{...}`).
+fn edn_forms(text: &str) -> Result<Vec<(usize, String)>, FormatError> {
+    let clean = blank_comments(text);
+    let bytes = clean.as_bytes();
     let mut forms = Vec::new();
     let mut line = 1;
-    let mut depth = 0usize;
-    // 1 inside a top-level vector, else 0.
+    // Open brackets, each with the line it opened on.
+    let mut stack: Vec<(u8, usize)> = Vec::new();
+    // Depth of the operation maps: 1 inside a top-level vector or list, else 0. Set at
+    // the first bracket.
     let mut base: Option<usize> = None;
+    // A whole top-level vector or list has been closed: nothing may follow.
+    let mut closed = false;
     let mut start: Option<(usize, usize)> = None;
     let mut in_string = false;
     let mut i = 0;
@@ -223,79 +272,129 @@ fn edn_forms(text: &str) -> Result<Vec<(usize, &str)>, FormatError> {
         }
         if in_string {
             match c {
-                b'\\' => i += 1,
+                b'\\' => {
+                    if bytes.get(i + 1) == Some(&b'\n') {
+                        line += 1;
+                    }
+                    i += 1;
+                }
                 b'"' => in_string = false,
                 _ => {}
             }
             i += 1;
             continue;
         }
+        let depth = stack.len();
+        let at_top = start.is_none() && depth == base.unwrap_or(0);
+        if c.is_ascii_whitespace() || c == b',' {
+            i += 1;
+            continue;
+        }
+        if closed {
+            return Err(err(
+                line,
+                "unexpected text after the history's closing bracket",
+            ));
+        }
         match c {
-            b';' => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
+            b'"' => {
+                if at_top {
+                    return Err(err(line, "expected an operation map `{...}`"));
                 }
-                continue;
+                in_string = true;
             }
-            b'"' => in_string = true,
             b'{' | b'[' | b'(' => {
                 if base.is_none() {
-                    base = Some(usize::from(c == b'['));
+                    base = Some(usize::from(c != b'{'));
                 }
-                if depth == base.unwrap_or(0) && start.is_none() {
+                if start.is_none() && depth == base.unwrap_or(0) {
                     if c != b'{' {
                         return Err(err(line, "expected an operation map `{...}`"));
                     }
                     start = Some((line, i));
                 }
-                depth += 1;
+                stack.push((c, line));
             }
             b'}' | b']' | b')' => {
-                if depth == 0 {
-                    return Err(err(line, format!("unbalanced `{}`", c as char)));
+                let open = match c {
+                    b'}' => b'{',
+                    b']' => b'[',
+                    _ => b'(',
+                };
+                match stack.pop() {
+                    Some((o, _)) if o == open => {}
+                    Some((o, l)) => {
+                        return Err(err(
+                            line,
+                            format!(
+                                "`{}` closes the `{}` opened at line {l}",
+                                c as char, o as char
+                            ),
+                        ))
+                    }
+                    None => return Err(err(line, format!("unbalanced `{}`", c as char))),
                 }
-                depth -= 1;
-                if depth == base.unwrap_or(0) {
+                if stack.len() == base.unwrap_or(0) {
                     if let Some((l, s)) = start.take() {
-                        forms.push((l, &text[s..=i]));
+                        forms.push((l, clean[s..=i].to_string()));
                     }
                 }
+                if stack.is_empty() && base == Some(1) {
+                    closed = true;
+                }
             }
-            b'#' if depth == base.unwrap_or(0) && start.is_none() => {
+            b'#' if at_top => {
                 base.get_or_insert(0);
                 start = Some((line, i)); // a tagged map: #jepsen.history.Op{...}
             }
-            c if c.is_ascii_whitespace() || c == b',' => {}
-            _ if start.is_none() && depth == base.unwrap_or(0) => {
+            _ if at_top => {
                 return Err(err(line, "expected an operation map `{...}`"));
             }
             _ => {}
         }
         i += 1;
     }
-    if depth != 0 || in_string {
+    if in_string {
         let l = start.map_or(line, |(l, _)| l);
-        return Err(err(l, "unterminated form at the end of the file"));
+        return Err(err(l, "unterminated string at the end of the file"));
+    }
+    if let Some((o, l)) = stack.last() {
+        let l = start.map_or(*l, |(s, _)| s);
+        return Err(err(
+            l,
+            format!("unterminated `{}` at the end of the file", *o as char),
+        ));
     }
     Ok(forms)
 }
 
-/// Jepsen EDN: operation maps, one per line or in one vector.
+/// The tag Jepsen gives the `[key value]` tuples of `jepsen.independent` (a multi-key
+/// history of a single-key model: each key is checked on its own).
+const INDEPENDENT_TUPLE: &str = "jepsen.independent/tuple";
+
+/// Jepsen EDN: operation maps, one per line, or in one vector or list (see
+/// [`edn_forms`]). Keys other than `:process`, `:type`, `:f`, `:value`, `:key` and `:time`
+/// (`:index`, `:node`, `:error`...) are ignored. `:type` and `:f` may be keywords or
+/// strings. A `:value` tagged `#jepsen.independent/tuple [k v]` is the value `v` on key
+/// `k`. Operations of a process that is not a number (`:nemesis`) are skipped.
 pub fn parse_edn(text: &str) -> Result<Vec<Event>, FormatError> {
     let mut events = Vec::new();
     for (line, form) in edn_forms(text)? {
-        let edn: Edn = form
+        // A tagged map (`#jepsen.history.Op{...}`): the map alone.
+        let map_text = form.find('{').map_or(form.as_str(), |at| &form[at..]);
+        let edn: Edn = map_text
             .parse()
             .map_err(|e| err(line, format!("not an EDN map: {e}")))?;
-        let edn = match edn {
-            Edn::Tagged(_, inner) => *inner,
-            e => e,
-        };
         let Edn::Map(map) = edn else {
             return Err(err(line, "expected an operation map `{...}`"));
         };
         let map = map.to_map();
         let field = |k: &str| map.get(k);
+        let name = |e: Option<&Edn>| match e {
+            Some(Edn::Key(k)) => Some(k.trim_start_matches(':').to_string()),
+            Some(Edn::Str(s) | Edn::Symbol(s)) => Some(s.clone()),
+            _ => None,
+        };
         let process = match field(":process") {
             Some(Edn::UInt(u)) => *u,
             Some(Edn::Int(i)) if *i >= 0 => *i as u64,
@@ -308,34 +407,43 @@ pub fn parse_edn(text: &str) -> Result<Vec<Event>, FormatError> {
             }
             None => return Err(err(line, "missing :process")),
         };
-        let kind = match field(":type") {
-            Some(Edn::Key(k)) => EventType::from_name(k.trim_start_matches(':')),
-            _ => None,
-        }
-        .ok_or_else(|| err(line, ":type: expected :invoke, :ok, :fail or :info"))?;
-        let f = match field(":f") {
-            Some(Edn::Key(k)) => k.trim_start_matches(':').to_string(),
-            Some(Edn::Str(s) | Edn::Symbol(s)) => s.clone(),
-            _ => return Err(err(line, ":f: expected the operation's name, e.g. :write")),
-        };
-        let value = match field(":value") {
-            Some(v) => to_value(v).map_err(|m| err(line, format!(":value: {m}")))?,
-            None => Value::Nil,
-        };
-        let key = match field(":key") {
+        let kind = name(field(":type"))
+            .and_then(|t| EventType::from_name(&t))
+            .ok_or_else(|| err(line, ":type: expected :invoke, :ok, :fail or :info"))?;
+        let f = name(field(":f"))
+            .ok_or_else(|| err(line, ":f: expected the operation's name, e.g. :write"))?;
+        let mut key = match field(":key") {
             Some(v) => Some(to_value(v).map_err(|m| err(line, format!(":key: {m}")))?),
             None => None,
+        };
+        let value = match field(":value") {
+            Some(Edn::Tagged(tag, inner)) if tag == INDEPENDENT_TUPLE => {
+                let pair = to_value(inner).map_err(|m| err(line, format!(":value: {m}")))?;
+                match pair {
+                    Value::List(mut kv) if kv.len() == 2 && key.is_none() => {
+                        let v = kv.pop().unwrap_or(Value::Nil);
+                        key = kv.pop();
+                        v
+                    }
+                    other => {
+                        return Err(err(
+                            line,
+                            format!(
+                                ":value: #{INDEPENDENT_TUPLE} needs [key value] (and no :key), got {other}"
+                            ),
+                        ))
+                    }
+                }
+            }
+            Some(v) => to_value(v).map_err(|m| err(line, format!(":value: {m}")))?,
+            None => Value::Nil,
         };
         let time = match field(":time") {
             Some(Edn::UInt(u)) => Some(*u),
             Some(Edn::Int(i)) if *i >= 0 => Some(*i as u64),
-            None => None,
-            Some(other) => {
-                return Err(err(
-                    line,
-                    format!(":time: expected nanoseconds, got {other:?}"),
-                ))
-            }
+            // Jepsen's times are nanoseconds since the test began; anything else is
+            // informative only and dropped.
+            _ => None,
         };
         events.push(Event {
             process,
@@ -482,6 +590,88 @@ mod tests {
         assert_eq!(e.line, 2, "{e}");
         let e = parse_edn("{:type :invoke, :f :read}").unwrap_err();
         assert!(e.message.contains(":process"), "{e}");
+    }
+
+    #[test]
+    fn reads_an_edn_list_with_comments_between_operations() {
+        // Knossos's rethink-fail-minimal.edn, shortened: a list, `;` comments between
+        // the maps and inside one, a `;` inside a string that is no comment.
+        let text = "; a history\n\
+                    ({:type :invoke, :f :write, :value 0, :process 0}\n\
+                    {:type :ok, :f :write, :value 0, :process 0}\n\
+                    ; Value is 0, then we concurrently write 4, read 3.\n\
+                    {:type :invoke, :f :read, :value nil, :process 1 ; inside\n\
+                    }\n\
+                    {:type :ok, :f :read, :value \"3;x\", :process 1}\n\
+                    )\n";
+        assert_eq!(Format::detect(text).unwrap(), Format::Edn);
+        let ev = parse(text, Format::Edn).unwrap();
+        assert_eq!(ev.len(), 4);
+        assert_eq!(
+            ev.iter().map(|e| e.line).collect::<Vec<_>>(),
+            [2, 3, 5, 7],
+            "each event names the line its map starts on"
+        );
+        assert_eq!(ev[3].value, Value::Str("3;x".into()));
+    }
+
+    #[test]
+    fn an_error_inside_an_edn_list_names_its_line() {
+        let text = "(\n\
+                    {:type :invoke, :f :read, :process 1}\n\
+                    ; a comment\n\
+                    {:type :okay, :f :read, :value 3, :process 1}\n\
+                    )\n";
+        let e = parse_edn(text).unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(e.message.contains(":type"), "{e}");
+        // A bare value between the maps, an unclosed list, a mismatched bracket.
+        let e = parse_edn("(\n{:type :invoke, :f :read, :process 1}\n3\n)").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        let e = parse_edn("(\n{:type :invoke, :f :read, :process 1}\n").unwrap_err();
+        assert_eq!(e.line, 1, "{e}");
+        assert!(e.message.contains("unterminated `(`"), "{e}");
+        let e = parse_edn("(\n{:type :invoke, :f :read, :process 1}\n]").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("opened at line 1"), "{e}");
+        let e = parse_edn("[{:type :invoke, :f :read, :process 1}]\n{:x 1}").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+    }
+
+    #[test]
+    fn reads_a_jepsen_history_edn_with_extra_keys_and_string_names() {
+        // As a real Jepsen test run writes history.edn: one map per line, :index, :time,
+        // :node, :error (a vector or a map), nemesis operations; some tools write :type
+        // and :f as strings.
+        let text = "{:index 0, :time 14083245, :type :invoke, :process 0, :f :read, :value nil}\n\
+                    {:index 1, :time 15000000, :type :info, :process :nemesis, :f :start, :value nil}\n\
+                    {:index 2, :time 20083245, :type :ok, :process 0, :f :read, :value 3, :node \"n1\"}\n\
+                    {:index 3, :time 30083245, :type :invoke, :process 1, :f :cas, :value [3 4]}\n\
+                    {:index 4, :time 40083245, :type :fail, :process 1, :f :cas, :value [3 4], :error [:cas-failed \"expected 3\"]}\n\
+                    {:index 5, :time 50000000, :type \"invoke\", :process 1, :f \"write\", :value 1, :error {:why :none}}\n\
+                    #jepsen.history.Op{:index 6, :time 60000000, :type :ok, :process 1, :f :write, :value 1}\n";
+        let ev = parse(text, Format::detect(text).unwrap()).unwrap();
+        assert_eq!(ev.len(), 6);
+        assert_eq!(ev[1].value, Value::Int(3));
+        assert_eq!(ev[1].time, Some(20083245));
+        assert_eq!(ev[3].kind, EventType::Fail);
+        assert_eq!((ev[4].kind, ev[4].f.as_str()), (EventType::Invoke, "write"));
+        assert_eq!((ev[5].kind, ev[5].line), (EventType::Ok, 7));
+    }
+
+    #[test]
+    fn independent_tuples_become_key_and_value() {
+        let text =
+            "{:process 0, :type :invoke, :f :cas, :value #jepsen.independent/tuple [7 [1 2]]}\n\
+                    {:process 0, :type :ok, :f :cas, :value #jepsen.independent/tuple [7 [1 2]]}\n";
+        let ev = parse_edn(text).unwrap();
+        assert_eq!(ev[0].key, Some(Value::Int(7)));
+        assert_eq!(ev[1].value, Value::List(vec![Value::Int(1), Value::Int(2)]));
+        let e = parse_edn(
+            "{:process 0, :type :invoke, :f :read, :value #jepsen.independent/tuple [7]}",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("[key value]"), "{e}");
     }
 
     #[test]

@@ -1,8 +1,26 @@
-//! Client operation histories with Jepsen's conventions: every operation is an
-//! `invoke` event followed, on the same process, by its completion: `ok` (it happened and
-//! returned), `fail` (it certainly did not take effect, or, for a compare-and-set or a
-//! fenced write, it was refused), or `info` (the outcome is unknown: no reply came). An
-//! operation still open at the end of the history counts as `info`.
+//! Client operation histories with Jepsen's conventions, read from the sources of
+//! Jepsen (`jepsen-io/jepsen`, commit `c4c7473d`, `doc/tutorial/03-client.md`: "`:ok` if
+//! the operation succeeded, `:fail` if it didn't take place, or `:info` if we're not
+//! sure") and Knossos (`jepsen-io/knossos`, commit `9b2c79e9`, 0.3.16-SNAPSHOT:
+//! `src/knossos/history.clj`, `complete`, `pairs+`; `src/knossos/model.clj`).
+//!
+//! Every operation is an `:invoke` event followed, on the same process, by at most one
+//! completion:
+//!
+//! * `:ok`: it took effect, at one instant between the invocation and the completion,
+//!   and the completion's value is its result (a read's value; a write or cas repeats its
+//!   argument, and a completion without a value keeps the invocation's).
+//! * `:fail`: it certainly did not take effect. It constrains nothing: every model leaves
+//!   it out before the search, as Knossos does (a failed cas is *not* read as "the
+//!   compare came back false": that asserts more than the history says).
+//! * `:info`: unknown. It may have taken effect at any instant after its invocation, or
+//!   never; its completion's value says nothing. An operation never completed counts as
+//!   `:info`.
+//!
+//! A process runs one operation at a time. A process whose operation failed (or
+//! succeeded) may invoke again; a process whose operation ended `:info` (or never
+//! ended) never does: Jepsen retires it and goes on with a fresh process number, and
+//! Knossos rejects such a history ("already running"). So does [`pair`].
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -181,19 +199,44 @@ impl fmt::Display for HistoryError {
     }
 }
 
+impl Op {
+    /// The operation's argument as it took effect: an `ok` completion's value if it
+    /// has one (Knossos's `complete` puts it in the invocation), else the invocation's.
+    /// For reads, whose argument is `nil`, use [`Op::output`].
+    pub fn value(&self) -> &Value {
+        match (self.outcome, &self.output) {
+            (Outcome::Ok, v) if *v != Value::Nil => v,
+            _ => &self.input,
+        }
+    }
+}
+
 /// Pairs each invocation with the next completion of the same process.
 ///
 /// Errors: a completion with no open invocation, a process that invokes while its
-/// previous operation is still open (not `info`), a completion whose `f` differs from
-/// its invocation's. An `info` completion leaves the operation open forever (Jepsen:
-/// the process is then retired; tenure lets it go on with a new operation).
+/// previous operation is still open, or after its previous operation ended `info` (see
+/// the module documentation), a completion whose `f` or key differs from its
+/// invocation's. An `info` completion leaves the operation open forever.
 pub fn pair(events: &[Event]) -> Result<Vec<Op>, HistoryError> {
     let mut ops: Vec<Op> = Vec::new();
     // process -> index in `ops` of its open (not yet completed) operation
     let mut open: BTreeMap<u64, usize> = BTreeMap::new();
+    // process -> index in `ops` of the operation that ended it with `info`
+    let mut retired: BTreeMap<u64, usize> = BTreeMap::new();
     for (pos, e) in events.iter().enumerate() {
         match e.kind {
             EventType::Invoke => {
+                if let Some(&i) = retired.get(&e.process) {
+                    return Err(HistoryError {
+                        line: e.line,
+                        message: format!(
+                            "process {} invokes {} after its {} (invoked at line {}) ended :info; \
+                             a process whose operation's outcome is unknown never invokes again \
+                             (Jepsen goes on with a new process number)",
+                            e.process, e.f, ops[i].f, ops[i].line
+                        ),
+                    });
+                }
                 if let Some(&i) = open.get(&e.process) {
                     return Err(HistoryError {
                         line: e.line,
@@ -264,8 +307,11 @@ pub fn pair(events: &[Event]) -> Result<Vec<Op>, HistoryError> {
                         op.ret = Some(pos);
                         op.ret_line = e.line;
                     }
-                    // Stays open for ever: unknown outcome.
-                    _ => op.ret_line = e.line,
+                    // Stays open for ever: unknown outcome. The process is retired.
+                    _ => {
+                        op.ret_line = e.line;
+                        retired.insert(e.process, i);
+                    }
                 }
             }
         }
@@ -321,6 +367,48 @@ mod tests {
             ev(0, EventType::Invoke, "read", Value::Nil, 2),
         ];
         assert_eq!(pair(&h).unwrap_err().line, 2);
+    }
+
+    #[test]
+    fn a_process_never_invokes_after_info_but_may_after_fail() {
+        let retired = vec![
+            ev(0, EventType::Invoke, "write", Value::Int(1), 1),
+            ev(0, EventType::Info, "write", Value::Nil, 2),
+            ev(0, EventType::Invoke, "read", Value::Nil, 3),
+        ];
+        let e = pair(&retired).unwrap_err();
+        assert_eq!(e.line, 3);
+        assert!(e.message.contains("ended :info"), "{e}");
+        let failed = vec![
+            ev(0, EventType::Invoke, "write", Value::Int(1), 1),
+            ev(0, EventType::Fail, "write", Value::Int(1), 2),
+            ev(0, EventType::Invoke, "read", Value::Nil, 3),
+            ev(0, EventType::Ok, "read", Value::Nil, 4),
+        ];
+        let ops = pair(&failed).unwrap();
+        assert_eq!(ops[0].outcome, Outcome::Fail);
+        assert_eq!(ops[1].outcome, Outcome::Ok);
+    }
+
+    #[test]
+    fn an_ok_completions_value_is_the_operations_value() {
+        let h = vec![
+            ev(0, EventType::Invoke, "write", Value::Int(1), 1),
+            ev(0, EventType::Ok, "write", Value::Nil, 2),
+            ev(0, EventType::Invoke, "write", Value::Int(2), 3),
+            ev(0, EventType::Ok, "write", Value::Int(3), 4),
+            ev(0, EventType::Invoke, "write", Value::Int(4), 5),
+            ev(
+                0,
+                EventType::Info,
+                "write",
+                Value::Str(":timed-out".into()),
+                6,
+            ),
+        ];
+        let ops = pair(&h).unwrap();
+        let values: Vec<&Value> = ops.iter().map(Op::value).collect();
+        assert_eq!(values, [&Value::Int(1), &Value::Int(3), &Value::Int(4)]);
     }
 
     #[test]

@@ -2,14 +2,16 @@
 //! operation appears to take effect at one instant between its invocation and its
 //! completion, in an order that a sequential object (the model) allows.
 //!
-//! * [`history`]: Jepsen-style events (`invoke`, then `ok` / `fail` / `info`) paired
-//!   into operations.
+//! * [`history`]: Jepsen's events (`invoke`, then `ok` / `fail` / `info`, with Jepsen's
+//!   and Knossos's meanings: a failed operation did not happen and is dropped, an
+//!   unknown one may happen any time after its invocation or never) paired into
+//!   operations.
 //! * [`search`]: the Wing-Gong-Lowe search with Porcupine's memoisation of (linearized
 //!   set, state); histories are split by key first (P-compositionality).
 //! * [`models`]: one file per sequential model: `register`, `cas-register`, `kv`,
 //!   `mutex`, `fencing`.
-//! * [`formats`]: Porcupine's Jepsen etcd logs, Jepsen EDN (maps per line or one
-//!   vector), tenure's JSON lines; EDN out.
+//! * [`formats`]: Porcupine's Jepsen etcd logs, Jepsen EDN (maps per line, or one
+//!   vector or list, `;` comments), tenure's JSON lines; EDN out.
 //!
 //! On a violation the [`Report`] names the longest linearizable prefix found, the
 //! operation that could not be placed after it and the operations concurrent with it.

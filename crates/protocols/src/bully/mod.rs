@@ -29,8 +29,9 @@
 //! at once, as Garcia-Molina's algorithm does.
 //!
 //! **Sources.** H. Garcia-Molina, "Elections in a Distributed Computing System", IEEE
-//! Transactions on Computers C-31(1), 1982; the seed article's "highest ID wins"
-//! (/work/shared/seeds/002).
+//! Transactions on Computers C-31(1), 1982; the "highest ID wins" rule of the
+//! coordination-patterns article this project was seeded from (its leader-election
+//! section).
 
 #[cfg(test)]
 mod cluster_tests;

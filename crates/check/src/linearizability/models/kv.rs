@@ -56,8 +56,8 @@ impl Model for Kv {
                 }))
             }
             ("get", _) | ("put" | "append", Outcome::Fail) => return Ok(None),
-            ("put", _) => Input::Put(op.input.clone()),
-            ("append", _) => match &op.input {
+            ("put", _) => Input::Put(op.value().clone()),
+            ("append", _) => match op.value() {
                 Value::Str(s) => Input::Append(s.clone()),
                 v => return Err(format!("append needs a string, got {v}")),
             },

@@ -1,6 +1,7 @@
 //! `register`: a read/write register (Knossos's `register`, Porcupine's register
 //! example). It starts as `nil`. A read returns the last value written.
 //!
+//! An `:ok` read of `nil` means the register was never written (as in `cas-register`).
 //! A failed read or write had no effect and is left out; a write with an unknown
 //! outcome may take effect at any point after its invocation, or never; a read with an
 //! unknown outcome says nothing and is left out.
@@ -45,7 +46,7 @@ impl Model for Register {
             ("write", Outcome::Fail) => None,
             ("write", _) => Some(Prepared {
                 key,
-                input: Input::Write(op.input.clone()),
+                input: Input::Write(op.value().clone()),
                 output: None,
             }),
             _ => return Err(unknown_f(NAME, op, "read or write")),
