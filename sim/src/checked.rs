@@ -7,7 +7,7 @@
 use crate::play;
 use crate::run::{RunOutput, Sim};
 use std::sync::{Arc, Mutex};
-use tenure_check::{Checker, Violation};
+use tenure_check::{Checker, Judged, Violation};
 use tenure_core::Protocol;
 use tenure_scenario::FaultEvent;
 
@@ -16,6 +16,8 @@ pub struct CheckedRun {
     pub output: RunOutput,
     /// The first violation of each checker that found one, in checker order.
     pub violations: Vec<Violation>,
+    /// What each checker judged, in checker order (a vacuous one judged nothing).
+    pub judged: Vec<Judged>,
 }
 
 impl<P: Protocol> Sim<P> {
@@ -64,8 +66,25 @@ impl<P: Protocol> Sim<P> {
                 }
             }
         }
+        // A check that found a violation judged something; a run stopped early did not
+        // reach its end, where a check that saw nothing yet might still have.
+        let judged = checkers
+            .iter()
+            .zip(slots.iter())
+            .map(|(c, slot)| {
+                let mut j = c.judged().unwrap_or_else(|| Judged::not_reported(c.name()));
+                if slot.is_some() || output.stopped_early {
+                    j.vacuous = None;
+                }
+                j
+            })
+            .collect();
         let violations = slots.iter_mut().filter_map(Option::take).collect();
-        CheckedRun { output, violations }
+        CheckedRun {
+            output,
+            violations,
+            judged,
+        }
     }
 }
 

@@ -64,4 +64,4 @@ pub use run::{RunOutput, Sim};
 #[cfg(madsim)]
 pub use trace::{trace_hash, TraceEvent};
 #[cfg(madsim)]
-pub use world::{CrashPoint, RecordHook, Stats, Status};
+pub use world::{CrashPoint, DurabilityHint, RecordHook, Stats, Status, MAX_DURABILITY_HINTS};

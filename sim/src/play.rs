@@ -10,7 +10,7 @@ use crate::run::{RunOutput, Sim};
 use crate::trace::TraceEvent;
 use crate::world::Stats;
 use std::marker::PhantomData;
-use tenure_check::{Checker, Violation};
+use tenure_check::{Checker, Judged, Violation};
 use tenure_core::{
     Assumptions, Cluster, Configurable, History, NodeId, Promise, Protocol, Request,
 };
@@ -35,13 +35,23 @@ pub struct Report {
     pub trace: Option<Vec<TraceEvent>>,
     pub stats: Stats,
     pub stopped_early: bool,
-    /// Whether the run met the scenario's `[expect]`.
+    /// What each check judged, in the order the checks are listed.
+    pub judged: Vec<Judged>,
+    /// Whether the run met the scenario's `[expect]` (its outcome, and which checks it
+    /// expects to judge nothing).
     pub expectation_met: bool,
 }
 
 impl Report {
+    /// No check failed. A vacuous check ([`Report::vacuous`]) did not fail, but did not
+    /// pass either: callers say so.
     pub fn passed(&self) -> bool {
         self.violations.is_empty()
+    }
+
+    /// The checks that judged nothing in this run.
+    pub fn vacuous(&self) -> impl Iterator<Item = &Judged> {
+        self.judged.iter().filter(|j| j.vacuous.is_some())
     }
 }
 
@@ -284,10 +294,12 @@ fn play<P: Protocol>(
                 stopped_early,
             },
         violations,
+        judged,
     } = simulation::<P>(scenario, cluster, config, seed)
         .trace(options.trace)
         .run_checked(checkers, options.stop_at_first_violation);
-    let expectation_met = judge(&scenario.expect, &violations, stopped_early);
+    let expectation_met = judge(&scenario.expect, &violations, stopped_early)
+        && vacuity_expected(&scenario.expect_vacuous, &judged, stopped_early);
     Report {
         seed,
         violations,
@@ -295,8 +307,24 @@ fn play<P: Protocol>(
         trace,
         stats,
         stopped_early,
+        judged,
         expectation_met,
     }
+}
+
+/// The checks that judged nothing are exactly those the scenario expects to (`[expect]
+/// vacuous`); a run stopped early at a violation judges no vacuity.
+pub fn vacuity_expected(expected: &[String], judged: &[Judged], stopped_early: bool) -> bool {
+    if stopped_early {
+        return true;
+    }
+    let vacuous: Vec<&str> = judged
+        .iter()
+        .filter(|j| j.vacuous.is_some())
+        .map(|j| j.check.as_str())
+        .collect();
+    vacuous.iter().all(|v| expected.iter().any(|e| e == v))
+        && expected.iter().all(|e| vacuous.contains(&e.as_str()))
 }
 
 /// `pass`: no check failed. `violation`: the named check failed and every other passed.

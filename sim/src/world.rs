@@ -115,6 +115,8 @@ pub struct NodeSlot<P: Protocol> {
     /// The drawn order still to follow: `Some(timer)` or `None` for the inbox's next
     /// (overdue messages were re-keyed to come out of the heap in the drawn order).
     forced: std::collections::VecDeque<Option<P::Timer>>,
+    /// The handler running (or whose effects wait on a sync), for durability hints.
+    handling: Handling<P::Timer>,
 }
 
 impl<P: Protocol> NodeSlot<P> {
@@ -303,6 +305,100 @@ pub struct Stats {
     /// The trace was cut at its limit (`--max-trace-events`); the run went on.
     #[serde(skip)]
     pub trace_cut: Option<tenure_scenario::Exceeded>,
+    /// Messages sent after a write to storage and before the next successful sync:
+    /// the shape of every "reply before persist" bug, a hint on every seed before any
+    /// power loss lands on it. One entry per (keys, handler, message kind), the first
+    /// [`MAX_DURABILITY_HINTS`] of them; `durability_hint_sends` counts every such send.
+    pub durability_hints: Vec<DurabilityHint>,
+    pub durability_hint_sends: u64,
+}
+
+/// At most this many distinct durability hints are kept per run.
+pub const MAX_DURABILITY_HINTS: usize = 16;
+
+/// A node sent a message while writes it made were not yet durable (see
+/// [`Stats::durability_hints`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DurabilityHint {
+    /// The first such send.
+    pub time: SimTime,
+    pub node: NodeId,
+    /// The keys written and not yet synced.
+    pub keys: Vec<String>,
+    /// The handler that sent it: `on_message from n2`, `on_timer Election`, ...
+    pub handler: String,
+    /// The message, as its `Debug` prints it.
+    pub message: String,
+    pub to: NodeId,
+    /// How many sends had this (keys, handler, message kind).
+    pub sends: u64,
+    /// What groups sends into one hint: node, keys, handler kind and message kind.
+    #[serde(skip)]
+    pub group: String,
+}
+
+impl std::fmt::Display for DurabilityHint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<String> = self.keys.iter().map(|k| format!("`{k}`")).collect();
+        write!(
+            f,
+            "{} {} sent {} to {} in {} after writing {} and before syncing it{}: a power \
+             loss there loses a write the message may promise (sync first, or declare \
+             the key not durable)",
+            self.time,
+            self.node,
+            self.message,
+            self.to,
+            self.handler,
+            keys.join(", "),
+            if self.sends > 1 {
+                format!(" ({} such sends)", self.sends)
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// The handler a node is running, for durability hints.
+#[derive(Clone, Debug)]
+enum Handling<T> {
+    Start,
+    Timer(T),
+    Message(NodeId),
+    Request(String),
+    Disconnect(NodeId),
+}
+
+impl<T: std::fmt::Debug> Handling<T> {
+    fn label(&self) -> String {
+        match self {
+            Handling::Start => "on_start".to_string(),
+            Handling::Timer(t) => format!("on_timer {t:?}"),
+            Handling::Message(from) => format!("on_message from {from}"),
+            Handling::Request(name) => format!("on_request {name}"),
+            Handling::Disconnect(peer) => format!("on_disconnect {peer}"),
+        }
+    }
+
+    /// The kind, for grouping: the timer's or the handler's name.
+    fn kind(&self) -> String {
+        match self {
+            Handling::Timer(t) => format!("timer {}", kind_of(&format!("{t:?}"))),
+            Handling::Start => "start".to_string(),
+            Handling::Message(_) => "message".to_string(),
+            Handling::Request(name) => format!("request {name}"),
+            Handling::Disconnect(_) => "disconnect".to_string(),
+        }
+    }
+}
+
+/// `Vote` of `Vote { term: 3 }` or `Vote(3)`: a value's variant name, as Debug writes it.
+fn kind_of(debug: &str) -> &str {
+    debug
+        .split(|c: char| c == ' ' || c == '(' || c == '{')
+        .next()
+        .unwrap_or(debug)
 }
 
 impl Stats {
@@ -424,6 +520,7 @@ impl<P: Protocol> World<P> {
                 stalled: false,
                 order_rng: LazyRng::order(seed, i),
                 forced: std::collections::VecDeque::new(),
+                handling: Handling::Start,
             })
             .collect();
         let n = cluster.size();
@@ -669,6 +766,7 @@ impl<P: Protocol> World<P> {
         slot.incarnation += 1;
         slot.timers.clear();
         slot.proto = Some(P::new(&self.config, node, &self.cluster));
+        slot.handling = Handling::Start;
         self.record(now, node, Observation::Started);
         self.run_handler(node, now, |p, env| p.on_start(env));
     }
@@ -906,7 +1004,12 @@ impl<P: Protocol> World<P> {
                 }
             }
             match effect {
-                Effect::Send { to, msg } => self.send(node, to, now, msg),
+                Effect::Send { to, msg } => {
+                    if !self.nodes[node.index()].disk.unsynced.is_empty() {
+                        self.durability_hint(node, now, to, &msg);
+                    }
+                    self.send(node, to, now, msg)
+                }
                 Effect::SetTimer { timer, after } => {
                     let seq = self.next_seq();
                     let slot = &mut self.nodes[node.index()];
@@ -941,6 +1044,45 @@ impl<P: Protocol> World<P> {
                 }
                 Effect::Observe(obs) => self.record(now, node, obs),
             }
+        }
+    }
+
+    /// `node` sends `msg` while it has writes not yet synced: a durability hint, unless
+    /// the protocol declares every such key not durable ([`Protocol::durable`]).
+    fn durability_hint(&mut self, node: NodeId, now: SimTime, to: NodeId, msg: &P::Msg) {
+        let slot = &self.nodes[node.index()];
+        let keys: Vec<String> = slot
+            .disk
+            .unsynced
+            .keys()
+            .filter(|k| P::durable(k))
+            .cloned()
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        self.stats.durability_hint_sends += 1;
+        let hints = &mut self.stats.durability_hints;
+        let message = format!("{msg:?}");
+        let group = format!(
+            "{node} {} {} {}",
+            keys.join(","),
+            slot.handling.kind(),
+            kind_of(&message)
+        );
+        match hints.iter_mut().find(|h| h.group == group) {
+            Some(h) => h.sends += 1,
+            None if hints.len() < MAX_DURABILITY_HINTS => hints.push(DurabilityHint {
+                time: now,
+                node,
+                keys,
+                handler: slot.handling.label(),
+                message,
+                to,
+                sends: 1,
+                group,
+            }),
+            None => {}
         }
     }
 
@@ -1043,6 +1185,7 @@ impl<P: Protocol> World<P> {
                 timer: text,
             });
         }
+        self.nodes[node.index()].handling = Handling::Timer(timer.clone());
         self.run_handler(node, now, |p, env| p.on_timer(env, timer));
         self.ring(node); // its timers changed: let the node task plan its wake again
         true
@@ -1135,6 +1278,7 @@ impl<P: Protocol> World<P> {
                         timer: text,
                     });
                 }
+                self.nodes[node.index()].handling = Handling::Timer(timer.clone());
                 self.run_handler(node, now, |p, env| p.on_timer(env, timer));
             }
             None => {
@@ -1149,9 +1293,11 @@ impl<P: Protocol> World<P> {
                             from,
                             to: node,
                         });
+                        self.nodes[node.index()].handling = Handling::Message(from);
                         self.run_handler(node, now, |p, env| p.on_message(env, from, msg));
                     }
                     Input::Request(r) => {
+                        self.nodes[node.index()].handling = Handling::Request(r.name.clone());
                         self.run_handler(node, now, |p, env| p.on_request(env, &r))
                     }
                     Input::Disconnect { peer } => {
@@ -1160,6 +1306,7 @@ impl<P: Protocol> World<P> {
                             node,
                             peer,
                         });
+                        self.nodes[node.index()].handling = Handling::Disconnect(peer);
                         self.run_handler(node, now, |p, env| p.on_disconnect(env, peer))
                     }
                 }

@@ -49,6 +49,7 @@ use std::fmt;
 use tenure_core::{Cluster, History, NodeId, Record, RunInfo, SimTime};
 
 mod actions;
+pub mod coverage;
 pub mod deadlock;
 pub mod exactly_once;
 pub mod fencing_safety;
@@ -80,7 +81,15 @@ pub trait Checker: Send {
     fn on_record(&mut self, index: usize, record: &Record) -> Option<Violation>;
     /// End of run: close open intervals at `info.end`, judge liveness.
     fn finish(&mut self, info: &RunInfo) -> Option<Violation>;
+    /// What the checker judged so far (see [`coverage`]): every built-in checker counts
+    /// the observations it judges, and one that saw none is *vacuous*, not passed. A
+    /// checker of your own may say what it judged; `None` reports "not reported".
+    fn judged(&self) -> Option<coverage::Judged> {
+        None
+    }
 }
+
+pub use coverage::{Judged, Vacuous};
 
 /// A broken property: who, when (true time) and why, in words and as data.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -205,6 +214,22 @@ pub fn catalog() -> &'static [CheckerInfo] {
 /// Builds the checker `name` with `params` (a JSON object; `Null` means all defaults)
 /// for a run on `cluster`.
 pub fn build(
+    name: &str,
+    params: &serde_json::Value,
+    cluster: &Cluster,
+) -> Result<Box<dyn Checker>, CheckError> {
+    let inner = build_bare(name, params, cluster)?;
+    Ok(match coverage::judges(name) {
+        Some(judges) => Box::new(coverage::Counting {
+            counter: coverage::Counter::new(inner.name(), judges),
+            inner,
+        }),
+        None => inner,
+    })
+}
+
+/// The checker `name` without its [`coverage::Counter`].
+fn build_bare(
     name: &str,
     params: &serde_json::Value,
     cluster: &Cluster,

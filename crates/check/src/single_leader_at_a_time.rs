@@ -49,7 +49,8 @@ pub const INFO: CheckerInfo = CheckerInfo {
     source: "Ongaro 2014 (Raft thesis) §6.2 and §9.6 (CheckQuorum); Garcia-Molina 1982; \
              Kleppmann 2016, \"How to do distributed locking\" (process pauses)",
     params: "max_overlap (duration, default \"0s\"): interleavings with a common span up \
-             to this long are tolerated (0s: none)",
+             to this long are tolerated (0s: none); bound (string, optional): how \
+             max_overlap was derived, stated in the report",
 };
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -58,6 +59,10 @@ pub struct Params {
     /// Interleavings with a common span up to this long are tolerated.
     #[serde(default)]
     pub max_overlap: HumanDuration,
+    /// How `max_overlap` was derived from the protocol's parameters (a promise's
+    /// derivation, stated in the report).
+    #[serde(default)]
+    pub bound: Option<String>,
 }
 
 /// Two nodes acted as leader with interleaving actions.
@@ -74,12 +79,15 @@ pub struct InterleavedLeaders {
     /// The length of the common span of the two sections.
     pub common: Duration,
     pub max_overlap: Duration,
+    /// How `max_overlap` was derived, if the protocol declared it.
+    pub bound: Option<String>,
     pub records: Vec<usize>,
 }
 
 impl InterleavedLeaders {
-    fn new(i: Interleaving, max_overlap: Duration) -> InterleavedLeaders {
+    fn new(i: Interleaving, max_overlap: Duration, bound: Option<String>) -> InterleavedLeaders {
         InterleavedLeaders {
+            bound,
             common: i.common(),
             records: i.records(),
             first: i.earlier.node,
@@ -113,7 +121,15 @@ impl fmt::Display for InterleavedLeaders {
             self.second_to,
             show(self.common),
             format_duration(self.max_overlap)
-        )
+        )?;
+        if let Some(bound) = &self.bound {
+            write!(
+                f,
+                " [bound {} = {bound}]",
+                format_duration(self.max_overlap)
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -131,6 +147,7 @@ impl From<InterleavedLeaders> for Violation {
 
 pub struct SingleLeaderAtATime {
     max_overlap: Duration,
+    bound: Option<String>,
     clock: TrueClock,
     sections: Sections,
     /// Nodes that believe they lead.
@@ -141,6 +158,7 @@ impl SingleLeaderAtATime {
     pub fn new(params: Params, _cluster: &Cluster) -> Result<Self, CheckError> {
         Ok(SingleLeaderAtATime {
             max_overlap: params.max_overlap.0,
+            bound: params.bound,
             clock: TrueClock::default(),
             sections: Sections::new(params.max_overlap.0),
             leading: BTreeSet::new(),
@@ -176,13 +194,13 @@ impl Checker for SingleLeaderAtATime {
         }
         self.sections
             .take_done()
-            .map(|i| InterleavedLeaders::new(i, self.max_overlap).into())
+            .map(|i| InterleavedLeaders::new(i, self.max_overlap, self.bound.clone()).into())
     }
 
     fn finish(&mut self, _info: &RunInfo) -> Option<Violation> {
         self.sections
             .finish()
-            .map(|i| InterleavedLeaders::new(i, self.max_overlap).into())
+            .map(|i| InterleavedLeaders::new(i, self.max_overlap, self.bound.clone()).into())
     }
 }
 

@@ -38,7 +38,13 @@ Examples:
     tenure fuzz scenarios/raft/leader-crash.toml --profile partitions --time 60s
     tenure fuzz --protocol redlock --seeds 0..100000 --shard 3/8 --json
 
-Exit codes: 0 no seed failed, 1 a seed failed, 2 bad input, 3 nondeterminism or a panic.";
+After the seeds, the coverage: per check, in how many seeds it judged anything (a check
+that judged nothing has not passed); per drawn fault kind, in how many seeds it landed
+while a leader or lock holder existed. Low coverage is flagged. A check that judges
+nothing in any of the first 20 seeds stops the run (exit 2).
+
+Exit codes: 0 no seed failed, 1 a seed failed, 2 bad input or a check that judges
+nothing, 3 nondeterminism or a panic.";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
@@ -502,6 +508,46 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
             String::new()
         },
     );
+    if !summary.vacuous.is_empty() {
+        for v in &summary.vacuous {
+            eprintln!("tenure: {v}");
+        }
+        eprintln!(
+            "tenure: stopped after {} seeds: a check that judges nothing would pass every seed \
+             (exit 2); fix the protocol's observations or the checks",
+            summary.seeds
+        );
+    }
+    for line in summary.coverage.lines() {
+        let _ = writeln!(out, "coverage: {line}");
+    }
+    if let Some((seed, hint)) = &summary.first_hint {
+        let _ = writeln!(
+            out,
+            "durability hint (not a failure) in {} of {} seeds; first, seed {seed}: {hint}",
+            summary.hint_seeds, summary.seeds
+        );
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "summary": {
+                    "target": target.label(),
+                    "profile": target.profile.name,
+                    "seeds": summary.seeds,
+                    "failed": summary.failed,
+                    "nondeterministic": summary.nondeterministic,
+                    "panicked": summary.panicked,
+                    "limited": summary.limited,
+                    "stopped": summary.stopped,
+                    "vacuous": summary.vacuous,
+                    "durability_hint_seeds": summary.hint_seeds,
+                    "coverage": summary.coverage.to_json(),
+                }
+            })
+        );
+    }
     if summary.limited > 0 {
         let _ = writeln!(
             out,
@@ -523,7 +569,7 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
     }
     if internal {
         Outcome::Internal
-    } else if limited {
+    } else if limited || !summary.vacuous.is_empty() {
         Outcome::BadInput
     } else if summary.failed > 0 || failed_writes {
         Outcome::CheckFailed

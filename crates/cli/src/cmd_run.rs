@@ -1,7 +1,10 @@
 //! `tenure run FILE`: one scenario, one seed.
 
 use crate::output::Kind;
-use crate::report::{expectation_text, json_report, narrative, protocol_label, replay_command};
+use crate::report::{
+    expectation_text, json_report, judged_lines, narrative, protocol_label, replay_command,
+    unexpected_vacuity,
+};
 use crate::Tools;
 use crate::{shown, Outcome};
 use clap::Args;
@@ -249,6 +252,12 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
                 println!("  passed: {}", passed.join(", "));
             }
         }
+        for line in judged_lines(&prepared, &report) {
+            println!("{line}");
+        }
+        for line in crate::report::hint_lines(&report) {
+            println!("{line}");
+        }
         println!(
             "  the scenario expects {}: {}",
             expectation_text(&s.expect),
@@ -268,7 +277,17 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
             }
         }
     }
+    let vacuous = unexpected_vacuity(&prepared, &report);
+    for v in &vacuous {
+        eprintln!("tenure: {file} seed {seed}: {v}");
+    }
     if trace_refused {
+        Outcome::BadInput
+    } else if !report.passed() {
+        Outcome::CheckFailed
+    } else if !vacuous.is_empty() {
+        // A check that judged nothing has not passed (exit 2, as bad input: the
+        // scenario asks for a check its protocol gives nothing to judge).
         Outcome::BadInput
     } else if report.passed() {
         Outcome::Passed

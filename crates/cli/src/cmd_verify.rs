@@ -63,6 +63,7 @@ fn run_one(path: &Path, tools: &Tools) -> Ran {
 /// Runs every file with `run`, prints a line per file and the summary.
 fn verify_files(files: &[PathBuf], json: bool, run: &mut dyn FnMut(&Path) -> Ran) -> Outcome {
     let (mut met, mut unmet, mut invalid, mut internal) = (0usize, 0usize, 0usize, 0usize);
+    let mut vacuous_files = 0usize;
     for path in files {
         let file = shown(path);
         // A panic (a bug in tenure or a protocol) is that file's internal error; the
@@ -99,16 +100,24 @@ fn verify_files(files: &[PathBuf], json: bool, run: &mut dyn FnMut(&Path) -> Ran
             }
         };
         let s = &prepared.scenario;
-        let got = if report.passed() {
+        let mut got = if report.passed() {
             "pass".to_string()
         } else {
             let names: Vec<&str> = report.violations.iter().map(|v| v.checker).collect();
             format!("violation of {}", names.join(", "))
         };
+        let vacuous: Vec<&str> = report.vacuous().map(|j| j.check.as_str()).collect();
+        if !vacuous.is_empty() {
+            got += &format!("; {} judged nothing", vacuous.join(", "));
+        }
+        let unexpected = crate::report::unexpected_vacuity(&prepared, &report);
         if report.expectation_met {
             met += 1;
         } else {
             unmet += 1;
+            if !unexpected.is_empty() {
+                vacuous_files += 1;
+            }
         }
         if json {
             let mut j = crate::report::json_report(s, &file, &report);
@@ -136,6 +145,9 @@ fn verify_files(files: &[PathBuf], json: bool, run: &mut dyn FnMut(&Path) -> Ran
             for v in &report.violations {
                 println!("      {v}");
             }
+            for v in &unexpected {
+                println!("      {v}");
+            }
             println!("      replay: {}", replay_command(&file, s.seed));
         }
     }
@@ -155,10 +167,13 @@ fn verify_files(files: &[PathBuf], json: bool, run: &mut dyn FnMut(&Path) -> Ran
             if internal == 1 { "error" } else { "errors" }
         );
     }
+    if vacuous_files > 0 {
+        summary += &format!(" ({vacuous_files} with a check that judged nothing: exit 2)");
+    }
     eprintln!("{summary}");
     if internal > 0 {
         Outcome::Internal
-    } else if invalid > 0 {
+    } else if invalid > 0 || vacuous_files > 0 {
         Outcome::BadInput
     } else if unmet > 0 {
         Outcome::CheckFailed

@@ -205,6 +205,96 @@ fn drop_reason(r: tenure_sim::DropReason) -> &'static str {
     }
 }
 
+/// What each check judged, a line each, with the parameters it ran with and where each
+/// came from (the protocol's promise, with its derivation, or the scenario), so no
+/// tolerance or bound is unprinted.
+pub fn judged_lines(prepared: &tenure_sim::Prepared, report: &Report) -> Vec<String> {
+    let s = &prepared.scenario;
+    let mut out = vec!["  judged:".to_string()];
+    for (spec, j) in s.checks.iter().zip(&report.judged) {
+        let promise = prepared.promises.iter().find(|p| p.check == spec.name);
+        let mut line = format!("    {}: {}", j.check, j.summary);
+        let shown = params_text(&s.protocol.name, &spec.params, promise);
+        if !shown.is_empty() {
+            line += &format!(" [{shown}]");
+        }
+        if j.vacuous.is_some() {
+            line += if s.expect_vacuous.contains(&j.check) {
+                " (VACUOUS, as the scenario expects)"
+            } else {
+                " (VACUOUS: judged nothing)"
+            };
+        }
+        out.push(line);
+    }
+    out
+}
+
+/// A check's parameters in words, each with where it came from: `within 7.2s, declared
+/// by raft = (10 x ...); max_overlap 20ms, set by the scenario`.
+pub fn params_text(
+    protocol: &str,
+    own: &serde_json::Value,
+    promise: Option<&tenure_core::Promise>,
+) -> String {
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut parts = Vec::new();
+    let own = own.as_object();
+    let promised = promise.and_then(|p| p.params.as_object());
+    if let Some(promised) = promised {
+        let bound = promised.get("bound").map(text);
+        for (k, v) in promised {
+            if k == "bound" || own.is_some_and(|o| o.contains_key(k)) {
+                continue;
+            }
+            let derivation = match &bound {
+                Some(b) if k == "within" || k == "max_overlap" => format!(" = {b}"),
+                _ => String::new(),
+            };
+            parts.push(format!(
+                "{k} {}, declared by {protocol}{derivation}",
+                text(v)
+            ));
+        }
+    }
+    if let Some(own) = own {
+        for (k, v) in own {
+            parts.push(format!("{k} {}, set by the scenario", text(v)));
+        }
+    }
+    parts.join("; ")
+}
+
+/// The run's durability hints (not failures), a line each, under a heading; empty if
+/// none.
+pub fn hint_lines(report: &Report) -> Vec<String> {
+    let hints = &report.stats.durability_hints;
+    if hints.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![format!(
+        "  durability hints (not failures; {} sent before a sync):",
+        crate::plural(report.stats.durability_hint_sends, "message", "messages")
+    )];
+    out.extend(hints.iter().map(|h| format!("    {h}")));
+    out
+}
+
+/// The vacuous checks the scenario does not expect, each as a message naming the
+/// missing observation and the fix.
+pub fn unexpected_vacuity(prepared: &tenure_sim::Prepared, report: &Report) -> Vec<String> {
+    let s = &prepared.scenario;
+    report
+        .vacuous()
+        .filter(|j| !s.expect_vacuous.contains(&j.check))
+        .filter_map(|j| j.vacuous_message(Some(&s.protocol.name)))
+        .map(|m| format!("VACUOUS: {m}"))
+        .collect()
+}
+
 /// The JSON report of one run.
 pub fn json_report(scenario: &Scenario, file: &str, report: &Report) -> serde_json::Value {
     let expectation = match &scenario.expect {
@@ -220,6 +310,8 @@ pub fn json_report(scenario: &Scenario, file: &str, report: &Report) -> serde_js
         "outcome": if report.passed() { "pass" } else { "violation" },
         "checks": scenario.checks.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
         "violations": report.violations,
+        "judged": report.judged,
+        "vacuous": report.vacuous().map(|j| j.check.clone()).collect::<Vec<_>>(),
         "expectation": expectation,
         "expectation_met": report.expectation_met,
         "simulated_ns": report.history.info.end.as_nanos(),

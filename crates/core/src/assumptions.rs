@@ -217,4 +217,13 @@ impl Promise {
         self.with("within", format_duration(bound))
             .with("bound", derivation.into())
     }
+
+    /// A tolerated overlap (`max_overlap`) an overlap check needs, with its derivation
+    /// from the protocol's own parameters, stated in the report.
+    pub fn overlap(self, max: Duration, derivation: impl Into<String>) -> Promise {
+        let ms = max.as_nanos().div_ceil(1_000_000);
+        let max = Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX));
+        self.with("max_overlap", format_duration(max))
+            .with("bound", derivation.into())
+    }
 }

@@ -49,6 +49,16 @@ pub trait Protocol: Clone + Debug + Eq + Hash + Send + 'static {
     fn on_disconnect(&mut self, env: &mut dyn Env<Self::Msg, Self::Timer>, peer: NodeId) {
         let _ = (env, peer);
     }
+
+    /// Whether a write to `key` must be durable before the node acts on it. A node that
+    /// sends a message while a write to such a key is not yet synced gets a durability
+    /// hint in the report (the shape of "reply before persist"). Return `false` for keys
+    /// the protocol never needs to survive a power loss (a cache, a counter it can
+    /// rebuild). Every key by default.
+    fn durable(key: &str) -> bool {
+        let _ = key;
+        true
+    }
 }
 
 /// A request injected by a scenario: a name and an argument, meaning what the protocol

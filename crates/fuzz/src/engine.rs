@@ -41,6 +41,13 @@ impl Default for FuzzOptions {
 pub struct SeedOutcome {
     pub seed: u64,
     pub result: SeedResult,
+    /// What each check judged in this seed (empty if it never ran to a report).
+    pub judged: Vec<tenure_check::Judged>,
+    /// Where each drawn fault landed (see [`crate::coverage`]).
+    pub landed: Vec<crate::coverage::Landed>,
+    /// The seed's first durability hint (a message sent before a write was synced), if
+    /// any: not a failure.
+    pub hint: Option<String>,
     /// The true time the seed's run covered (to its end, or to where it stopped; zero
     /// if it panicked): what progress reports add up as simulated time.
     pub simulated: SimTime,
@@ -117,6 +124,32 @@ pub struct Divergence {
 impl SeedOutcome {
     /// One JSON line about this seed; the same for a seed whatever else ran.
     pub fn to_json(&self) -> serde_json::Value {
+        let mut line = self.result_json();
+        // Coverage, per seed (so shards can be merged): each check's primary count and
+        // where each fault kind landed.
+        let judged: serde_json::Map<String, serde_json::Value> = self
+            .judged
+            .iter()
+            .map(|j| {
+                let n = j
+                    .counts
+                    .first()
+                    .map_or(serde_json::Value::Null, |(_, n)| (*n).into());
+                (j.check.clone(), n)
+            })
+            .collect();
+        let mut landed: std::collections::BTreeMap<&str, bool> = std::collections::BTreeMap::new();
+        for l in &self.landed {
+            *landed.entry(l.kind).or_default() |= l.on_holder;
+        }
+        if let Some(map) = line.as_object_mut() {
+            map.insert("judged".into(), judged.into());
+            map.insert("landed_on_holder".into(), serde_json::json!(landed));
+        }
+        line
+    }
+
+    fn result_json(&self) -> serde_json::Value {
         match &self.result {
             SeedResult::Pass => serde_json::json!({"seed": self.seed, "outcome": "pass"}),
             SeedResult::Fail(f) => serde_json::json!({
@@ -160,9 +193,22 @@ pub struct FuzzSummary {
     pub panicked: u64,
     /// Seeds stopped by a run limit (`--max-in-flight`).
     pub limited: u64,
-    /// True if the stop flag or `max_failures` ended the run before the range did.
+    /// True if the stop flag, `max_failures` or a vacuous check ended the run before the
+    /// range did.
     pub stopped: bool,
+    /// Per check, in how many seeds it judged anything; per fault kind, where it landed.
+    pub coverage: crate::coverage::Coverage,
+    /// Set when a check judged nothing in every one of the first
+    /// [`VACUITY_PROBE_SEEDS`] seeds that ran to their end: the run stopped there, and
+    /// these say which checks and why (a verdict on them would be vacuous).
+    pub vacuous: Vec<String>,
+    /// Seeds with a durability hint, and the first seed's first hint.
+    pub hint_seeds: u64,
+    pub first_hint: Option<(u64, String)>,
 }
+
+/// How many seeds a fuzz run looks at before it concludes a check judges nothing.
+pub const VACUITY_PROBE_SEEDS: u64 = 20;
 
 /// `range` split into `count` contiguous blocks; block `index` (0-based). The blocks
 /// cover the range with no overlap, in order.
@@ -176,8 +222,19 @@ pub fn shard(range: Range<u64>, index: u64, count: u64) -> Range<u64> {
 /// Runs one seed of `target` (stopping at the first violation).
 pub fn run_seed(target: &Target, seed: u64, check_determinism: bool) -> SeedOutcome {
     let mut simulated = SimTime::ZERO;
+    let mut judged = Vec::new();
+    let mut landed = Vec::new();
+    let mut hint = None;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        seed_result(target, seed, check_determinism, &mut simulated)
+        seed_result(
+            target,
+            seed,
+            check_determinism,
+            &mut simulated,
+            &mut judged,
+            &mut landed,
+            &mut hint,
+        )
     }))
     .unwrap_or_else(|panic| {
         let message = panic
@@ -190,6 +247,9 @@ pub fn run_seed(target: &Target, seed: u64, check_determinism: bool) -> SeedOutc
     SeedOutcome {
         seed,
         result,
+        judged,
+        landed,
+        hint,
         simulated,
     }
 }
@@ -199,6 +259,9 @@ fn seed_result(
     seed: u64,
     check_determinism: bool,
     simulated: &mut SimTime,
+    judged: &mut Vec<tenure_check::Judged>,
+    landed: &mut Vec<crate::coverage::Landed>,
+    hint: &mut Option<String>,
 ) -> SeedResult {
     let prepared = target.prepare(seed);
     let options = RunOptions {
@@ -207,6 +270,13 @@ fn seed_result(
     };
     let report = prepared.run(seed, &options);
     *simulated = report.history.info.end;
+    judged.clone_from(&report.judged);
+    *landed = crate::coverage::landed(&prepared.scenario.faults, &report.history);
+    *hint = report
+        .stats
+        .durability_hints
+        .first()
+        .map(ToString::to_string);
     if let Some(limit) = report.stats.stopped_by {
         return SeedResult::Limit(limit);
     }
@@ -256,6 +326,9 @@ pub fn fuzz(
     mut emit: impl FnMut(&SeedOutcome),
 ) -> FuzzSummary {
     let mut summary = FuzzSummary::default();
+    // Per check: seeds that ran to their end with it vacuous, and seeds it judged in.
+    let mut vacuity: Vec<(String, u64, u64, Option<tenure_check::Judged>)> = Vec::new();
+    let protocol = target.base.protocol.name.clone();
     // The one seed pool (tenure-pool): outcomes come back in seed order whatever
     // `--jobs` is; a stop hands over what finished, with gaps.
     tenure_pool::run(
@@ -272,7 +345,52 @@ pub fn fuzz(
                 SeedResult::Panicked(_) => summary.panicked += 1,
                 SeedResult::Limit(_) => summary.limited += 1,
             }
+            let violated: Vec<&str> = match &o.result {
+                SeedResult::Fail(f) => vec![f.checker],
+                _ => Vec::new(),
+            };
+            summary.coverage.add(&o.judged, &violated, &o.landed);
+            if let Some(h) = &o.hint {
+                summary.hint_seeds += 1;
+                summary
+                    .first_hint
+                    .get_or_insert_with(|| (o.seed, h.clone()));
+            }
+            for j in &o.judged {
+                let i = match vacuity.iter().position(|(c, ..)| *c == j.check) {
+                    Some(i) => i,
+                    None => {
+                        vacuity.push((j.check.clone(), 0, 0, None));
+                        vacuity.len() - 1
+                    }
+                };
+                let slot = &mut vacuity[i];
+                if j.vacuous.is_some() {
+                    slot.1 += 1;
+                    slot.3.get_or_insert_with(|| j.clone());
+                } else if violated.contains(&j.check.as_str())
+                    || j.counts.first().is_some_and(|(_, n)| *n > 0)
+                {
+                    slot.2 += 1;
+                }
+            }
             emit(&o);
+            if summary.seeds == VACUITY_PROBE_SEEDS.min(seeds.end.saturating_sub(seeds.start)) {
+                summary.vacuous = vacuity
+                    .iter()
+                    .filter(|(_, vacuous, judged, _)| *vacuous > 0 && *judged == 0)
+                    .filter_map(|(_, _, _, j)| j.as_ref()?.vacuous_message(Some(&protocol)))
+                    .map(|m| {
+                        format!(
+                            "{m} (it judged nothing in any of the first {} seeds)",
+                            summary.seeds
+                        )
+                    })
+                    .collect();
+                if !summary.vacuous.is_empty() {
+                    return tenure_pool::Flow::Halt;
+                }
+            }
             let failures = summary.failed + summary.nondeterministic + summary.panicked;
             if options
                 .max_failures

@@ -8,21 +8,25 @@
 //!   so results do not depend on the number of threads; [`shard`] splits a seed range.
 //! * [`shrink`]: reduces a failing scenario to a minimal one that fails the same checker.
 
+pub mod coverage;
 pub mod engine;
 
 pub mod profile;
 pub mod shrink;
 pub mod target;
 
+pub use coverage::{Coverage, Landed};
 pub use engine::{
     case_stem, fuzz, only_check, run_seed, shard, Divergence, Failure, FuzzOptions, FuzzSummary,
-    SeedOutcome, SeedResult,
+    SeedOutcome, SeedResult, VACUITY_PROBE_SEEDS,
 };
 pub use profile::{
     fuzz_rng, Draw, Drawn, Profile, ProfileTable, DEFAULT_PROFILE, PROFILE_NAMES, WITHIN_PROFILES,
 };
 pub use shrink::{shrink, ShrinkError, Shrunk, Size};
-pub use target::{broken_assumptions, default_scenario, Target};
+pub use target::{
+    broken_assumptions, default_scenario, draw, fit_liveness, liveness_bound, Target,
+};
 
 /// The zoo's protocols, for this crate's tests.
 #[cfg(test)]

@@ -69,21 +69,8 @@ impl Target {
             None => Profile::named(DEFAULT_PROFILE).expect("the default profile exists"),
         };
         let prepared = Prepared::new(scenario.clone(), protocols)?;
-        let liveness_bound = scenario
-            .checks
-            .iter()
-            .filter_map(|c| {
-                let params = tenure_sim::check_params(&c.name, &c.params, &prepared.promises);
-                let within = params.get("within")?.as_str()?;
-                tenure_core::parse_duration(within).ok()
-            })
-            .max();
-        // A run without faults is calm from its start: it must last the longest bound
-        // twice over to judge it.
-        let mut scenario = scenario;
-        if let Some(bound) = liveness_bound {
-            scenario.duration = scenario.duration.max(bound * 2);
-        }
+        let liveness_bound = liveness_bound(&scenario, &prepared.promises);
+        let scenario = fit_liveness(scenario, liveness_bound);
         Ok(Target {
             liveness_bound,
             assumptions: prepared.assumptions.clone(),
@@ -103,37 +90,36 @@ impl Target {
         variant: Option<&str>,
         profile: Option<&str>,
     ) -> Result<Target, ScenarioError> {
+        // What the protocol declares reaches the checks unchanged: a tolerance a check
+        // needs is the protocol's to declare in its promise, derived from its own
+        // parameters, never the profile's to add.
         let scenario = default_scenario(protocols, protocol, variant)?;
-        let mut target = Target::from_scenario(protocols, scenario, profile)?;
-        // A deposed leader believes it leads until it hears otherwise: through a whole
-        // partition or pause in plain Raft (a lesson, not a bug; Ongaro's thesis §6.2).
-        // Overlaps up to the longest fault the profile draws (plus a second to notice)
-        // are tolerated; a leader that never steps down still overlaps for longer.
-        let p = &target.profile;
-        let longest = p.outage_range[1].max(p.pause_range[1]) + Duration::from_secs(1);
-        for check in &mut target.base.checks {
-            if check.name == "single-leader-at-a-time" {
-                check.params = serde_json::json!({ "max_overlap": format_duration(longest) });
-            }
-        }
-        Ok(target)
+        Target::from_scenario(protocols, scenario, profile)
     }
 
     /// The case seed `seed` runs: the base with the seed's drawn schedule, a default
     /// seed of `seed`, and no `[profile]`. The schedule is drawn within the protocol's
     /// declared assumptions unless the profile says `beyond_assumptions`.
     pub fn case(&self, seed: u64) -> Scenario {
-        let mut profile = self.profile.within(&self.assumptions);
-        if let Some(bound) = self.liveness_bound {
-            profile.liveness = profile.liveness.max(bound * 2);
-        }
-        let drawn = profile.draw(seed, &self.cluster, self.base.duration);
+        let drawn = self.draw(seed);
         let mut case = drawn.apply_to(&self.base);
         case.description = Some(format!(
             "drawn by tenure fuzz from profile `{}` for seed {seed}",
             self.profile.name
         ));
         case
+    }
+
+    /// The schedule seed `seed` draws (see [`draw`]).
+    pub fn draw(&self, seed: u64) -> crate::Drawn {
+        draw(
+            &self.profile,
+            &self.assumptions,
+            self.liveness_bound,
+            &self.cluster,
+            self.base.duration,
+            seed,
+        )
     }
 
     /// The case of `seed`, ready to run.
@@ -148,6 +134,48 @@ impl Target {
     pub fn label(&self) -> String {
         format!("{}/{}", self.base.protocol.name, self.base.protocol.variant)
     }
+}
+
+/// The longest liveness bound (`within`) `scenario`'s checks judge, with the protocol's
+/// promised parameters under the scenario's own.
+pub fn liveness_bound(scenario: &Scenario, promises: &[tenure_core::Promise]) -> Option<Duration> {
+    scenario
+        .checks
+        .iter()
+        .filter_map(|c| {
+            let params = tenure_sim::check_params(&c.name, &c.params, promises);
+            let within = params.get("within")?.as_str()?;
+            tenure_core::parse_duration(within).ok()
+        })
+        .max()
+}
+
+/// `scenario`, lasting at least twice the liveness bound: a run without faults is calm
+/// from its start, and must last the longest bound twice over to judge it.
+pub fn fit_liveness(mut scenario: Scenario, bound: Option<Duration>) -> Scenario {
+    if let Some(bound) = bound {
+        scenario.duration = scenario.duration.max(bound * 2);
+    }
+    scenario
+}
+
+/// The schedule seed `seed` draws from `profile` for a run of `duration` on `cluster`:
+/// within `assumptions` (unless the profile says `beyond_assumptions`), with a liveness
+/// phase at least twice `liveness_bound`. The one draw every path uses (`tenure fuzz`,
+/// `--print`, the library's `Simulation`).
+pub fn draw(
+    profile: &Profile,
+    assumptions: &Assumptions,
+    liveness_bound: Option<Duration>,
+    cluster: &Cluster,
+    duration: Duration,
+    seed: u64,
+) -> crate::Drawn {
+    let mut profile = profile.within(assumptions);
+    if let Some(bound) = liveness_bound {
+        profile.liveness = profile.liveness.max(bound * 2);
+    }
+    profile.draw(seed, cluster, duration)
 }
 
 /// The built-in scenario `tenure fuzz --protocol NAME` runs: the default cluster and
@@ -203,6 +231,7 @@ pub fn default_scenario(
         faults: Vec::new(),
         checks: Vec::new(),
         expect: Expectation::Pass,
+        expect_vacuous: Vec::new(),
         profile: None,
     };
     // What the protocol promises (with bounds derived from its parameters), plus what

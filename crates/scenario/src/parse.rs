@@ -165,6 +165,8 @@ struct RawExpect {
     #[serde(default)]
     outcome: Outcome,
     checker: Option<String>,
+    #[serde(default)]
+    vacuous: Vec<String>,
 }
 
 #[derive(Deserialize, Default, PartialEq)]
@@ -381,6 +383,18 @@ impl Reader<'_> {
             faults.push(event);
         }
         let checks = self.checks(&raw.checks, &raw.check)?;
+        for name in &raw.expect.vacuous {
+            if !raw.checks.contains(name) {
+                return Err(self.err(
+                    "expect.vacuous",
+                    format!(
+                        "`{name}` is not one of the checks [{}]",
+                        raw.checks.join(", ")
+                    ),
+                ));
+            }
+        }
+        let expect_vacuous = raw.expect.vacuous.clone();
         let expect = self.expect(raw.expect, &raw.checks)?;
         let profile = match &raw.profile {
             Some(t) => Some(self.json("profile", t)?),
@@ -402,6 +416,7 @@ impl Reader<'_> {
             faults,
             checks,
             expect,
+            expect_vacuous,
             profile,
         })
     }

@@ -72,6 +72,13 @@ impl Scenario {
                 expect.insert("checker", value(checker.as_str()));
             }
         }
+        if !self.expect_vacuous.is_empty() {
+            let mut list = toml_edit::Array::new();
+            for name in &self.expect_vacuous {
+                list.push(name.as_str());
+            }
+            expect.insert("vacuous", value(list));
+        }
         root.insert("expect", Item::Table(expect));
         if let Some(profile) = &self.profile {
             root.insert("profile", Item::Table(json_to_table(profile)));
@@ -479,7 +486,12 @@ mod tests {
             },
             _ => Expectation::Pass,
         };
+        let expect_vacuous = match checks.last() {
+            Some(c) if rng.chance(0.3) => vec![c.name.clone()],
+            _ => Vec::new(),
+        };
         Scenario {
+            expect_vacuous,
             file: String::new(),
             source: String::new(),
             name: format!("generated {seed}"),

@@ -2,7 +2,7 @@
 
 use crate::seeds;
 use std::fmt::Write as _;
-use tenure_check::Violation;
+use tenure_check::{Judged, Violation};
 use tenure_core::History;
 use tenure_scenario::FaultEvent;
 use tenure_sim::Stats;
@@ -35,6 +35,14 @@ pub struct Outcome {
     pub seed: u64,
     /// The first violation of each checker that found one, in the order they were added.
     pub violations: Vec<Violation>,
+    /// What each checker judged, in the order they were added (built-in checks first,
+    /// then your own). A vacuous check judged nothing: see [`Outcome::vacuous`].
+    pub judged: Vec<Judged>,
+    /// The declared assumptions the run's faults went beyond, in words (empty: within
+    /// them, so a failure of a correct protocol is a bug, not a lesson).
+    pub beyond: Vec<String>,
+    /// The protocol's name, as it declares it.
+    pub protocol: String,
     pub history: History,
     pub stats: Stats,
     /// True if the run stopped at its first violation.
@@ -46,8 +54,22 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// No check failed and every check judged something: a check that judged nothing
+    /// has not passed.
     pub fn passed(&self) -> bool {
-        self.violations.is_empty()
+        self.violations.is_empty() && self.vacuous().next().is_none()
+    }
+
+    /// The checks that judged nothing in this run (none when it stopped at a violation).
+    pub fn vacuous(&self) -> impl Iterator<Item = &Judged> {
+        self.judged.iter().filter(|j| j.vacuous.is_some())
+    }
+
+    /// Why each vacuous check judged nothing, and what to do about it.
+    pub fn vacuous_messages(&self) -> Vec<String> {
+        self.vacuous()
+            .filter_map(|j| j.vacuous_message(Some(&self.protocol)))
+            .collect()
     }
 
     /// `TENURE_SEED=<seed> cargo test -p <package> <test>`.
@@ -59,9 +81,21 @@ impl Outcome {
         )
     }
 
-    /// The failure in words (checker, violation, seed, replay command); `None` if passed.
+    /// The failure in words (checker, violation, seed, replay command); `None` if no
+    /// check failed. A run whose checks judged nothing says so instead.
     pub fn failure(&self) -> Option<String> {
-        let first = self.violations.first()?;
+        let Some(first) = self.violations.first() else {
+            let vacuous = self.vacuous_messages();
+            if vacuous.is_empty() {
+                return None;
+            }
+            let mut m = format!("tenure: seed {}: a check judged nothing\n", self.seed);
+            for v in vacuous {
+                let _ = writeln!(m, "  {v}");
+            }
+            let _ = write!(m, "replay this seed:\n  {}", self.replay_command());
+            return Some(m);
+        };
         let mut m = format!("tenure: seed {} broke {}\n", self.seed, first.checker);
         for v in &self.violations {
             let nodes: Vec<String> = v.nodes.iter().map(ToString::to_string).collect();
@@ -73,6 +107,12 @@ impl Outcome {
                 v.time,
                 nodes.join(", ")
             );
+        }
+        if self.beyond.is_empty() {
+            let _ = writeln!(m, "  within the protocol's declared assumptions");
+        }
+        for b in &self.beyond {
+            let _ = writeln!(m, "  {b}");
         }
         let _ = write!(m, "replay this seed:\n  {}", self.replay_command());
         Some(m)
@@ -102,12 +142,71 @@ impl Outcome {
         tenure_audit::leadership_log(&self.history)
     }
 
-    /// Panics with [`Outcome::failure`] if a checker found a violation.
+    /// Panics with [`Outcome::failure`] if a checker found a violation or judged nothing.
     #[track_caller]
     pub fn assert_ok(&self) {
         if let Some(message) = self.failure() {
             panic!("{message}");
         }
+    }
+}
+
+/// Whether a sweep's checks judge anything: a check that judged nothing in every one
+/// of the first [`tenure_fuzz::VACUITY_PROBE_SEEDS`] seeds that ran to their end (and
+/// something in none) is vacuous, and the sweep fails, as `tenure fuzz` stops (exit 2).
+#[derive(Default)]
+pub(crate) struct VacuityProbe {
+    seeds: u64,
+    /// Per check: seeds it was vacuous in, seeds it judged in, its first message.
+    per: Vec<(String, u64, u64, Option<String>)>,
+    concluded: bool,
+}
+
+impl VacuityProbe {
+    /// Adds a seed; once the probe's seeds have run, the vacuous checks' messages (empty
+    /// if every check judged something), once.
+    pub(crate) fn add(&mut self, outcome: &Outcome) -> Option<Vec<String>> {
+        if self.concluded {
+            return None;
+        }
+        self.seeds += 1;
+        for j in &outcome.judged {
+            let i = match self.per.iter().position(|(c, ..)| *c == j.check) {
+                Some(i) => i,
+                None => {
+                    self.per.push((j.check.clone(), 0, 0, None));
+                    self.per.len() - 1
+                }
+            };
+            let slot = &mut self.per[i];
+            if j.vacuous.is_some() {
+                slot.1 += 1;
+                if slot.3.is_none() {
+                    slot.3 = j.vacuous_message(Some(&outcome.protocol));
+                }
+            } else if outcome.violations.iter().any(|v| v.checker == j.check)
+                || j.counts.first().is_some_and(|(_, n)| *n > 0)
+            {
+                slot.2 += 1;
+            }
+        }
+        (self.seeds >= tenure_fuzz::VACUITY_PROBE_SEEDS).then(|| self.conclude())
+    }
+
+    /// The vacuous checks' messages over the seeds seen so far (at the end of a sweep
+    /// shorter than the probe).
+    pub(crate) fn conclude(&mut self) -> Vec<String> {
+        if self.concluded {
+            return Vec::new();
+        }
+        self.concluded = true;
+        let seeds = self.seeds;
+        self.per
+            .iter()
+            .filter(|(_, vacuous, judged, _)| *vacuous > 0 && *judged == 0)
+            .filter_map(|(_, _, _, m)| m.clone())
+            .map(|m| format!("{m} (it judged nothing in any of the first {seeds} seeds)"))
+            .collect()
     }
 }
 
@@ -119,11 +218,15 @@ pub struct SweepReport {
     pub failure: Option<Outcome>,
     /// True if that seed came from the regressions file.
     pub from_regressions: bool,
+    /// Checks that judged nothing in any of the sweep's first seeds, with why: the
+    /// sweep stopped there (see [`tenure_fuzz::VACUITY_PROBE_SEEDS`]).
+    pub vacuous: Vec<String>,
 }
 
 impl SweepReport {
+    /// No seed failed and every check judged something.
     pub fn passed(&self) -> bool {
-        self.failure.is_none()
+        self.failure.is_none() && self.vacuous.is_empty()
     }
 
     /// The failing seed's outcome; panics (with how many seeds passed) if none failed.
@@ -148,6 +251,8 @@ pub struct SweepCount {
     pub failing_seeds: Vec<u64>,
     /// Per checker that failed (sorted by name): its seeds and its first violation.
     pub by_checker: std::collections::BTreeMap<&'static str, CheckerFailures>,
+    /// Checks that judged nothing in any of the sweep's first seeds, with why.
+    pub vacuous: Vec<String>,
 }
 
 /// One checker's failures in a counting sweep.
@@ -161,8 +266,9 @@ pub struct CheckerFailures {
 }
 
 impl SweepCount {
+    /// No seed failed and every check judged something.
     pub fn passed(&self) -> bool {
-        self.failing_seeds.is_empty()
+        self.failing_seeds.is_empty() && self.vacuous.is_empty()
     }
 
     /// How many seeds `checker` failed (0 if none or unknown).
@@ -196,6 +302,9 @@ impl std::fmt::Display for SweepCount {
                 c.first_seed,
                 c.first.message
             )?;
+        }
+        for v in &self.vacuous {
+            write!(f, "\n  VACUOUS: {v}")?;
         }
         Ok(())
     }

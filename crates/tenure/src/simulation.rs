@@ -1,15 +1,20 @@
 //! [`Simulation`]: a protocol, a cluster, faults and checkers; run one seed or sweep many.
 
-use crate::outcome::{CheckerFailures, Outcome, SweepCount, SweepReport, TestContext};
+use crate::outcome::{
+    CheckerFailures, Outcome, SweepCount, SweepReport, TestContext, VacuityProbe,
+};
 use crate::{regressions, seeds};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 use tenure_check::Checker;
-use tenure_core::{Cluster, Protocol};
-use tenure_fuzz::{Draw, Profile, PROFILE_NAMES};
-use tenure_scenario::FaultEvent;
-use tenure_sim::{CheckedRun, Control, LinkSettings, Sim};
+use tenure_core::{Assumptions, Cluster, Configurable, Promise, Protocol, Transport};
+use tenure_fuzz::{Profile, PROFILE_NAMES};
+use tenure_scenario::{
+    CheckSpec, ClusterSpec, Expectation, FaultEvent, NetworkMode, NetworkSpec, ProtocolSpec,
+    Scenario,
+};
+use tenure_sim::{CheckedRun, Control, LinkSettings};
 
 /// A fault verb run at a time, as a closure over the running cluster.
 type Action<P> = Arc<dyn Fn(&mut Control<'_, P>) + Send + Sync>;
@@ -51,12 +56,62 @@ pub struct Simulation<P: Protocol> {
     profile: Option<Profile>,
     stop_at_first_violation: bool,
     name: Option<String>,
+    /// What the protocol declares: the environment it is designed for (profiles draw
+    /// within it), its promises (the parameters its checks run with), its transport,
+    /// and its name (for messages).
+    assumptions: Assumptions,
+    promises: Vec<Promise>,
+    transport: Transport,
+    protocol: String,
+}
+
+impl<P: Configurable> Simulation<P>
+where
+    P::Config: Sync,
+{
+    /// `cluster` runs `P` built from `config`, for 10 simulated seconds by default, on
+    /// the default network (1-5 ms latency, no loss), with no faults and no checkers.
+    ///
+    /// What `P` declares as a [`Configurable`] applies exactly as it does to a scenario
+    /// file and to `tenure fuzz --protocol`: a profile draws within its
+    /// [`assumptions`](Configurable::assumptions) (a failure beyond them says which),
+    /// each check runs with the parameters its [`promises`](Configurable::promises)
+    /// give (under yours, key by key), messages travel on its
+    /// [`transport`](Configurable::transport), and the cluster's roles must be its own.
+    /// So the same (protocol, variant, profile, seed) gives the same verdict on every
+    /// path. Panics at this line if a role of `cluster` is not one of `P`'s.
+    #[track_caller]
+    pub fn new(cluster: Cluster, config: P::Config) -> Simulation<P> {
+        let info = P::info();
+        for role in cluster.roles() {
+            if !info.roles.iter().any(|r| r.name == role.role) {
+                let known: Vec<&str> = info.roles.iter().map(|r| r.name).collect();
+                panic!(
+                    "tenure: {} has no role `{}`; its roles: {}",
+                    info.name,
+                    role.role,
+                    known.join(", ")
+                );
+            }
+        }
+        let assumptions = P::assumptions(&config);
+        let promises = P::promises(&config, &cluster);
+        Simulation {
+            assumptions,
+            promises,
+            transport: P::transport(),
+            protocol: info.name.to_string(),
+            ..Simulation::undeclared(cluster, config)
+        }
+    }
 }
 
 impl<P: Protocol> Simulation<P> {
-    /// `cluster` runs `P` built from `config`, for 10 simulated seconds by default, on
-    /// the default network (1-5 ms latency, no loss), with no faults and no checkers.
-    pub fn new(cluster: Cluster, config: P::Config) -> Simulation<P> {
+    /// A protocol that declares nothing (it does not implement [`Configurable`]): no
+    /// assumptions (profiles draw anything), no promises (checks run with your
+    /// parameters only), datagrams. Declare them with [`Simulation::assumptions`],
+    /// [`Simulation::promise`] and [`Simulation::transport`].
+    pub fn undeclared(cluster: Cluster, config: P::Config) -> Simulation<P> {
         Simulation {
             cluster,
             config,
@@ -69,7 +124,46 @@ impl<P: Protocol> Simulation<P> {
             profile: None,
             stop_at_first_violation: true,
             name: None,
+            assumptions: Assumptions::default(),
+            promises: Vec::new(),
+            transport: Transport::Datagram,
+            protocol: short_type_name::<P>(),
         }
+    }
+
+    /// The environment the protocol is designed for: profiles draw within it (unless a
+    /// profile says `beyond_assumptions`), and a failure beyond it says which
+    /// assumption it broke. Replaces what the protocol declared.
+    pub fn assumptions(mut self, assumptions: Assumptions) -> Self {
+        self.assumptions = assumptions;
+        self
+    }
+
+    /// Adds a promise: the parameters a check runs with unless you give your own (e.g.
+    /// `Promise::new("leader-liveness").within(secs(4), "2 x election timeout 2s")`,
+    /// whose derivation the report prints).
+    pub fn promise(mut self, promise: Promise) -> Self {
+        self.promises.retain(|p| p.check != promise.check);
+        self.promises.push(promise);
+        self
+    }
+
+    /// How messages travel: datagrams (lost, duplicated and reordered) or streams
+    /// (TCP-like connections that reset). Replaces what the protocol declared.
+    pub fn transport(mut self, transport: Transport) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    /// What the protocol is declared to assume.
+    pub fn declared_assumptions(&self) -> &Assumptions {
+        &self.assumptions
+    }
+
+    /// The parameters check `name` runs with: the protocol's promise under yours.
+    pub fn check_params(&self, name: &str) -> Option<serde_json::Value> {
+        let (_, own) = self.checks.iter().find(|(n, _)| n == name)?;
+        Some(tenure_sim::check_params(name, own, &self.promises))
     }
 
     /// Simulated (true) time each seed runs for.
@@ -131,7 +225,8 @@ impl<P: Protocol> Simulation<P> {
     /// the name or a parameter is wrong (the message names it).
     #[track_caller]
     pub fn check_with(mut self, name: &str, params: serde_json::Value) -> Self {
-        if let Err(e) = tenure_check::build(name, &params, &self.cluster) {
+        let merged = tenure_sim::check_params(name, &params, &self.promises);
+        if let Err(e) = tenure_check::build(name, &merged, &self.cluster) {
             panic!("tenure: check `{name}`: {e}");
         }
         self.checks.push((name.to_string(), params));
@@ -214,7 +309,8 @@ impl<P: Protocol> Simulation<P> {
         let context = self.context();
         let first = self.run_in(seed, context.clone());
         let checker = first.violations.first()?.checker;
-        let drawn = profile.draw(seed, &self.cluster, self.duration).faults;
+        let _ = profile;
+        let drawn = self.drawn(seed)?.faults;
         let before = drawn.len();
         let mut runs = 1;
         let mut fails = |seed: u64, faults: &[FaultEvent]| {
@@ -274,54 +370,140 @@ impl<P: Protocol> Simulation<P> {
         self.run_drawn(seed, context, None)
     }
 
+    /// The scenario this simulation is, without a drawn schedule: what a scenario file
+    /// for it would say (cluster, duration, network, explicit fault events, checks),
+    /// lengthened to judge its liveness bounds as `tenure fuzz` does.
+    pub fn base(&self) -> Scenario {
+        let mut faults = self.events.clone();
+        faults.sort_by_key(|e| e.at);
+        let scenario = Scenario {
+            file: format!("{} (library)", self.protocol),
+            source: String::new(),
+            name: self
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("{} simulation", self.protocol)),
+            description: None,
+            seed: 0,
+            duration: self.duration,
+            protocol: ProtocolSpec {
+                name: self.protocol.clone(),
+                variant: "(library)".to_string(),
+                params: serde_json::json!({}),
+            },
+            cluster: ClusterSpec::Roles(self.cluster.roles().to_vec()),
+            network: NetworkSpec {
+                latency: self.network.latency.clone(),
+                loss: self.network.loss,
+                duplicate: self.network.duplicate,
+                links: Vec::new(),
+                mode: Some(match self.transport {
+                    Transport::Datagram => NetworkMode::Datagram,
+                    Transport::Stream => NetworkMode::Stream,
+                }),
+                connection_timeout: None,
+            },
+            clocks: Vec::new(),
+            disk: Default::default(),
+            processing: Default::default(),
+            faults,
+            checks: self
+                .checks
+                .iter()
+                .map(|(name, params)| CheckSpec {
+                    name: name.clone(),
+                    params: if params.is_null() {
+                        serde_json::json!({})
+                    } else {
+                        params.clone()
+                    },
+                })
+                .collect(),
+            expect: Expectation::Pass,
+            expect_vacuous: Vec::new(),
+            profile: None,
+        };
+        let bound = tenure_fuzz::liveness_bound(&scenario, &self.promises);
+        tenure_fuzz::fit_liveness(scenario, bound)
+    }
+
+    /// The schedule the profile draws for `seed` (within the declared assumptions, with
+    /// a liveness phase that fits the checks' bounds); `None` without a profile.
+    pub fn drawn(&self, seed: u64) -> Option<tenure_fuzz::Drawn> {
+        let profile = self.profile.as_ref()?;
+        let base = self.base();
+        let bound = tenure_fuzz::liveness_bound(&base, &self.promises);
+        Some(tenure_fuzz::draw(
+            profile,
+            &self.assumptions,
+            bound,
+            &self.cluster,
+            base.duration,
+            seed,
+        ))
+    }
+
+    /// The scenario seed `seed` runs: [`Simulation::base`] with the profile's draw for
+    /// it written in, its drawn fault events replaced by `drawn_faults` if given. The
+    /// same case `tenure fuzz` runs for the same declarations, profile and seed.
+    pub fn case(&self, seed: u64, drawn_faults: Option<&[FaultEvent]>) -> Scenario {
+        let base = self.base();
+        let mut case = match self.drawn(seed) {
+            Some(mut drawn) => {
+                if let Some(faults) = drawn_faults {
+                    drawn.faults = faults.to_vec();
+                }
+                drawn.apply_to(&base)
+            }
+            None => base,
+        };
+        case.seed = seed;
+        case
+    }
+
     /// Runs `seed` with the profile's draw for it (its clocks, slow links and duration),
     /// but with `drawn_faults` in place of the fault events it drew (`None`: as drawn).
+    /// The run is built from [`Simulation::case`] exactly as `tenure run` builds it
+    /// from a scenario file, then your `.faults(..)` closures and checkers are added.
     fn run_drawn(
         &self,
         seed: u64,
         context: TestContext,
         drawn_faults: Option<&[FaultEvent]>,
     ) -> Outcome {
-        let mut events = self.events.clone();
-        events.sort_by_key(|e| e.at);
-        let mut sim = Sim::<P>::new(self.cluster.clone(), self.config.clone(), seed)
-            .duration(self.duration)
-            .network(self.network.clone())
-            .timeline(&events);
-        if let Some(profile) = &self.profile {
-            let mut drawn = profile.draw(seed, &self.cluster, self.duration);
-            if let Some(faults) = drawn_faults {
-                drawn.faults = faults.to_vec();
-            }
-            sim = drawn.apply(sim);
-            events.extend(drawn.faults);
-            events.sort_by_key(|e| e.at); // stable: explicit events first at a tie
-        }
+        let case = self.case(seed, drawn_faults);
+        let mut sim = tenure_sim::simulation::<P>(&case, &self.cluster, self.config.clone(), seed);
         for (at, action) in &self.actions {
             let action = action.clone();
             sim = sim.at(*at, move |c| action(c));
         }
-        let mut checkers: Vec<Box<dyn Checker>> = self
-            .checks
-            .iter()
-            .map(|(name, params)| {
-                tenure_check::build(name, params, &self.cluster).expect("checked when added")
-            })
-            .collect();
+        let mut checkers: Vec<Box<dyn Checker>> =
+            tenure_sim::build_checkers(&case, &self.cluster, &self.promises)
+                .expect("checked when added");
         checkers.extend(self.checkers.iter().map(|f| f(&self.cluster)));
-        let CheckedRun { output, violations } =
-            sim.run_checked(checkers, self.stop_at_first_violation);
+        let CheckedRun {
+            output,
+            violations,
+            judged,
+        } = sim.run_checked(checkers, self.stop_at_first_violation);
         // A run stopped by a limit has no verdict: not a pass to report.
         if let Some(limit) = &output.stats.stopped_by {
             panic!("tenure: seed {seed}: {limit} (limits: tenure_scenario::set_limits)");
         }
+        let beyond = tenure_fuzz::broken_assumptions(&case, &self.assumptions)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         Outcome {
             seed,
             violations,
+            judged,
+            beyond,
+            protocol: self.protocol.clone(),
             history: output.history,
             stats: output.stats,
             stopped_early: output.stopped_early,
-            faults: events,
+            faults: case.faults,
             context,
         }
     }
@@ -343,21 +525,40 @@ impl<P: Protocol> Simulation<P> {
         };
         let mut seeds_run = 0;
         let first_range = saved.len();
+        let mut probe = VacuityProbe::default();
+        let mut hinted = false;
         for (i, seed) in saved.into_iter().chain(rest).enumerate() {
             seeds_run += 1;
             let outcome = self.run_in(seed, context.clone());
-            if !outcome.passed() {
+            if let (false, Some(hint)) = (hinted, outcome.stats.durability_hints.first()) {
+                // Once per sweep, on stderr (cargo test shows it with the test's output).
+                hinted = true;
+                eprintln!("tenure: durability hint (not a failure), seed {seed}: {hint}");
+            }
+            if !outcome.violations.is_empty() {
                 return SweepReport {
                     seeds_run,
                     failure: Some(outcome),
                     from_regressions: i < first_range,
+                    vacuous: Vec::new(),
                 };
+            }
+            if let Some(vacuous) = probe.add(&outcome) {
+                if !vacuous.is_empty() {
+                    return SweepReport {
+                        seeds_run,
+                        failure: None,
+                        from_regressions: false,
+                        vacuous,
+                    };
+                }
             }
         }
         SweepReport {
             seeds_run,
             failure: None,
             from_regressions: false,
+            vacuous: probe.conclude(),
         }
     }
 
@@ -375,10 +576,14 @@ impl<P: Protocol> Simulation<P> {
             seeds::SeedPlan::Range(range) => Box::new(range),
         };
         let mut count = SweepCount::default();
+        let mut probe = VacuityProbe::default();
         for seed in seeds {
             count.seeds_run += 1;
             let outcome = self.run_in(seed, context.clone());
-            if outcome.passed() {
+            if let Some(vacuous) = probe.add(&outcome) {
+                count.vacuous = vacuous;
+            }
+            if outcome.violations.is_empty() {
                 continue;
             }
             count.failing_seeds.push(seed);
@@ -398,6 +603,9 @@ impl<P: Protocol> Simulation<P> {
                 entry.seeds.push(seed);
             }
         }
+        if count.seeds_run < tenure_fuzz::VACUITY_PROBE_SEEDS {
+            count.vacuous = probe.conclude();
+        }
         count
     }
 
@@ -408,6 +616,12 @@ impl<P: Protocol> Simulation<P> {
     #[track_caller]
     pub fn sweep(&self, seeds: Range<u64>) {
         let report = self.sweep_report(seeds);
+        if !report.vacuous.is_empty() {
+            panic!(
+                "tenure: a check judged nothing, so the sweep proves nothing:\n  {}",
+                report.vacuous.join("\n  ")
+            );
+        }
         let Some(outcome) = &report.failure else {
             return;
         };
@@ -474,4 +688,12 @@ impl std::fmt::Display for Shrunk {
         }
         Ok(())
     }
+}
+
+/// `MyElection` for `my_election::MyElection`: a protocol's name in messages when it
+/// declares none.
+fn short_type_name<P>() -> String {
+    let full = std::any::type_name::<P>();
+    let head = full.split('<').next().unwrap_or(full);
+    head.rsplit("::").next().unwrap_or(head).to_string()
 }

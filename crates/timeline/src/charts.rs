@@ -150,6 +150,7 @@ mod tests {
             trace: None,
             stats,
             stopped_early: false,
+            judged: Vec::new(),
             expectation_met: true,
         }
     }

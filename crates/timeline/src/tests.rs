@@ -56,6 +56,7 @@ fn report(n_nodes: u32, end_ms: u64, records: Vec<Record>, extra: Vec<TraceEvent
         trace: Some(trace),
         stats: Stats::default(),
         stopped_early: false,
+        judged: Vec::new(),
         expectation_met: true,
     }
 }

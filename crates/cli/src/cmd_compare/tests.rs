@@ -30,6 +30,7 @@ fn report(end_ms: u64, records: Vec<Record>) -> Report {
         trace: None,
         stats: Stats::default(),
         stopped_early: false,
+        judged: Vec::new(),
         expectation_met: true,
     }
 }

@@ -448,14 +448,49 @@ impl Configurable for Bully {
             f(config.coordinator_timeout),
             f(config.heartbeat_interval)
         );
+        // A coordinator that takes over announces itself; the one it replaces acts
+        // until the announcement reaches it: one message delay, at most half the answer
+        // timeout (the bully algorithm's wait for a round trip).
+        let delay = config.answer_timeout / 2;
         vec![
-            Promise::new("single-leader-at-a-time"),
+            Promise::new("single-leader-at-a-time").overlap(
+                delay,
+                format!(
+                    "one message delay for the announcement: answer timeout {} / 2 (a round trip)",
+                    f(config.answer_timeout)
+                ),
+            ),
             Promise::new("leader-liveness").within(within, bound),
         ]
     }
 
-    fn assumptions(_config: &BullyConfig) -> tenure_core::Assumptions {
+    fn assumptions(config: &BullyConfig) -> tenure_core::Assumptions {
+        use tenure_core::format_duration as f;
+        // A synchronous system also means no process stops for longer than the others
+        // wait for it: a coordinator paused past a follower's leader timeout (on a clock
+        // up to 1.5x fast) looks dead, a lower node takes over, and the coordinator
+        // acts again when it resumes. Half of what the heartbeat leaves is kept for
+        // message delays.
+        let wait = config.leader_timeout.mul_f64(1.0 / 1.5);
+        let max_pause = wait.saturating_sub(config.heartbeat_interval) / 2;
+        let max_pause = Duration::from_millis(max_pause.as_millis() as u64);
         tenure_core::Assumptions {
+            max_latency: Some(tenure_core::Limit::new(
+                config.answer_timeout / 2,
+                format!(
+                    "a synchronous system: the answer timeout {} waits for a round trip",
+                    f(config.answer_timeout)
+                ),
+            )),
+            max_pause: Some(tenure_core::Limit::new(
+                max_pause,
+                format!(
+                    "a synchronous system: a coordinator must not stop for longer than its \
+                     followers wait, (leader timeout {} / (1 + max drift 0.5) - heartbeat {}) / 2",
+                    f(config.leader_timeout),
+                    f(config.heartbeat_interval)
+                ),
+            )),
             reliable_network: Some(
                 "the bully algorithm assumes a synchronous system: a partition or a lost \
                  message makes a live leader look dead (Garcia-Molina 1982)"

@@ -688,10 +688,35 @@ impl Configurable for Raft {
             f(max),
             f(config.heartbeat_interval)
         );
-        vec![
+        let mut promises = vec![
             Promise::new("single-leader-per-term"),
             Promise::new("leader-liveness").within(within, bound),
-        ]
+        ];
+        // With CheckQuorum a leader cut off from its majority steps down at the first
+        // heartbeat tick after it has heard from no majority for the minimum election
+        // timeout (thesis §6.2), so it acts at most that long (plus one heartbeat, on a
+        // clock up to 2x slow) after the others could elect a new leader. Without it a
+        // deposed leader acts for as long as it stays cut off: plain Raft promises one
+        // leader per term, not one at a time.
+        if config.check_quorum {
+            let min = config
+                .timeouts
+                .values()
+                .map(|t| t.min)
+                .chain([config.election_timeout.min])
+                .max()
+                .unwrap_or(config.election_timeout.min);
+            let overlap = (min + config.heartbeat_interval) * 2;
+            promises.push(Promise::new("single-leader-at-a-time").overlap(
+                overlap,
+                format!(
+                    "CheckQuorum: (election timeout min {} + heartbeat {}) / (1 - max drift 0.5)",
+                    f(min),
+                    f(config.heartbeat_interval)
+                ),
+            ));
+        }
+        promises
     }
 
     fn assumptions(config: &RaftConfig) -> tenure_core::Assumptions {

@@ -1,0 +1,486 @@
+//! What a check judged in a run, and whether that was anything at all.
+//!
+//! A check that judged nothing has not passed: `lease-safety` over a protocol that never
+//! records `Serves` passes every run, the correct lease and a broken one alike. Every
+//! built-in checker therefore counts the observations it judges ([`Judged`]), and a
+//! check whose judged observation never appeared is *vacuous*: the report says so, with
+//! the observation that is missing and the fix, instead of "passed".
+//!
+//! The counting is the same for every checker ([`Counting`], wrapped around each
+//! checker by [`crate::build`]): each checker's [`Judges`] names the observation it
+//! judges (the *primary* kind: no such record, nothing judged), what it calls one
+//! (`action`, `leadership`), how those group (terms, resources, keys) and, for a few, a
+//! second count (`waits`). A checker of your own may report its own [`Judged`] through
+//! [`crate::Checker::judged`]; one that does not is "not reported", never vacuous.
+
+use crate::{Checker, Violation};
+use serde::Serialize;
+use std::collections::BTreeSet;
+use tenure_core::{Observation, Record, RunInfo};
+
+/// What a check judged in one run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Judged {
+    /// The check's name.
+    pub check: String,
+    /// The counts, in the order the summary names them: `[("actions", 412), ("leases",
+    /// 9), ("nodes", 3)]`.
+    pub counts: Vec<(String, u64)>,
+    /// The counts in words: `412 actions in 9 leases by 3 nodes`.
+    pub summary: String,
+    /// Set when the check judged nothing relevant: why, and what to do about it.
+    pub vacuous: Option<Vacuous>,
+}
+
+/// A check that judged nothing: the observation it needed and never saw.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Vacuous {
+    /// The observation kind the check judges, as a protocol records it (`Serves`).
+    pub missing: String,
+    /// What to do: record it where the protocol acts, or check something else.
+    pub fix: String,
+}
+
+impl Judged {
+    /// A check that does not say what it judged (a checker of your own that does not
+    /// implement [`crate::Checker::judged`]).
+    pub fn not_reported(check: &str) -> Judged {
+        Judged {
+            check: check.to_string(),
+            counts: Vec::new(),
+            summary: "not reported by the checker".to_string(),
+            vacuous: None,
+        }
+    }
+
+    /// A judged count by name (`actions`), if the check counts it.
+    pub fn count(&self, what: &str) -> Option<u64> {
+        self.counts.iter().find(|(w, _)| w == what).map(|(_, n)| *n)
+    }
+
+    /// `lease-safety judged no actions: no `Serves` was recorded; record ...`, with the
+    /// protocol named where the caller knows it.
+    pub fn vacuous_message(&self, protocol: Option<&str>) -> Option<String> {
+        let v = self.vacuous.as_ref()?;
+        let noun = self
+            .counts
+            .first()
+            .map(|(w, _)| w.as_str())
+            .unwrap_or("observations");
+        let who = protocol.unwrap_or("the protocol");
+        Some(format!(
+            "{} judged no {noun}: {who} records no `{}`; {}",
+            self.check, v.missing, v.fix
+        ))
+    }
+}
+
+/// How a group of judged observations is named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Group {
+    /// By the observation's term (`leaderships in 6 terms`).
+    Term(&'static str, &'static str),
+    /// By resource or key (`acts in 2 resources`).
+    Name(&'static str, &'static str),
+    None,
+}
+
+/// What one checker judges: its primary observation and how to count it.
+#[derive(Clone, Copy, Debug)]
+pub struct Judges {
+    /// The observation kinds that count as judged (the primary count), as
+    /// [`Observation::kind`] names them.
+    kinds: &'static [&'static str],
+    /// The primary count's noun, singular and plural.
+    noun: (&'static str, &'static str),
+    group: Group,
+    /// A second count shown after the first: kinds and noun.
+    also: Option<(&'static [&'static str], (&'static str, &'static str))>,
+    /// The observation a protocol must record, as its author writes it.
+    missing: &'static str,
+    fix: &'static str,
+}
+
+/// What the built-in checker `name` judges.
+pub fn judges(name: &str) -> Option<Judges> {
+    let j = |kinds, noun, group, missing, fix| Judges {
+        kinds,
+        noun,
+        group,
+        also: None,
+        missing,
+        fix,
+    };
+    Some(match name {
+        "single-leader-per-term" => j(
+            &["leader"],
+            ("leadership", "leaderships"),
+            Group::Term("term", "terms"),
+            "Leader",
+            "record `Leader { term }` when a node becomes leader",
+        ),
+        "single-leader-at-a-time" => j(
+            &["serves"],
+            ("action", "actions"),
+            Group::Term("term", "terms"),
+            "Serves",
+            "record `Serves { term }` where a leader acts on its leadership (serves a read, \
+             issues a command), or check `single-leader-at-a-time-belief`",
+        ),
+        "single-leader-at-a-time-belief" => j(
+            &["leader"],
+            ("leadership", "leaderships"),
+            Group::Term("term", "terms"),
+            "Leader",
+            "record `Leader { term }` when a node becomes leader",
+        ),
+        "leader-liveness" => Judges {
+            also: Some((&["follower"], ("following", "followings"))),
+            ..j(
+                &["leader"],
+                ("leadership", "leaderships"),
+                Group::Term("term", "terms"),
+                "Leader",
+                "record `Leader { term }` when a node becomes leader and `Follower` when it follows",
+            )
+        },
+        "mutual-exclusion" => j(
+            &["acts"],
+            ("action", "actions"),
+            Group::Name("resource", "resources"),
+            "Acts",
+            "record `Acts { resource, token }` where a client acts on the resource as its \
+             lock holder, or check `mutual-exclusion-belief`",
+        ),
+        "mutual-exclusion-belief" => j(
+            &["holds"],
+            ("holding", "holdings"),
+            Group::Name("resource", "resources"),
+            "Holds",
+            "record `Holds { resource, token }` when a client believes it holds the lock",
+        ),
+        "lease-safety" => j(
+            &["serves"],
+            ("action", "actions"),
+            Group::Term("lease", "leases"),
+            "Serves",
+            "record `Serves { term }` where a node acts on its lease, or check \
+             `lease-safety-belief`",
+        ),
+        "lease-safety-belief" => j(
+            &["lease-start"],
+            ("lease", "leases"),
+            Group::Term("term", "terms"),
+            "LeaseStart",
+            "record `LeaseStart { term }` when a node believes its lease begins",
+        ),
+        "fencing-safety" => j(
+            &["write"],
+            ("write", "writes"),
+            Group::Name("resource", "resources"),
+            "Write",
+            "record `Write { .. }` where the protected resource accepts or refuses a write",
+        ),
+        "no-lost-update" => j(
+            &["write", "acked"],
+            ("update", "updates"),
+            Group::Name("resource", "resources"),
+            "Write",
+            "record `Write { .. }` at the resource (and `Acked` when a client's update is \
+             acknowledged)",
+        ),
+        "exactly-once" => Judges {
+            also: Some((&["completed"], ("completion", "completions"))),
+            ..j(
+                &["applied"],
+                ("effect", "effects"),
+                Group::Name("key", "keys"),
+                "Applied",
+                "record `Applied { key }` where the service applies an effect",
+            )
+        },
+        "lock-liveness" => Judges {
+            also: Some((&["waiting"], ("wait", "waits"))),
+            ..j(
+                &["holds"],
+                ("acquisition", "acquisitions"),
+                Group::None,
+                "Holds",
+                "record `Waiting { resource }` when a client starts waiting and `Holds` when \
+                 it gets the lock",
+            )
+        },
+        "linearizability" => Judges {
+            also: Some((&["complete"], ("completion", "completions"))),
+            ..j(
+                &["invoke"],
+                ("operation", "operations"),
+                Group::Name("key", "keys"),
+                "Invoke",
+                "record client operations (`Invoke` and `Complete`)",
+            )
+        },
+        "deadlock" => Judges {
+            also: Some((&["holds"], ("holding", "holdings"))),
+            ..j(
+                &["waiting"],
+                ("wait", "waits"),
+                Group::Name("resource", "resources"),
+                "Waiting",
+                "record `Waiting { resource }` when a client waits for a lock and `Holds` \
+                 when it gets it",
+            )
+        },
+        "no-starvation" => Judges {
+            also: Some((&["done"], ("unit of work", "units of work"))),
+            ..j(
+                &["waiting"],
+                ("wait", "waits"),
+                Group::None,
+                "Waiting",
+                "record `Waiting` when a client starts waiting and `Done` when it finishes",
+            )
+        },
+        "single-owner" => j(
+            &["owns"],
+            ("ownership", "ownerships"),
+            Group::Name("resource", "resources"),
+            "Owns",
+            "record `Owns { resource, epoch }` where a coordinator starts acting as owner",
+        ),
+        _ => return None,
+    })
+}
+
+/// The group key of a judged observation: its term, resource or key.
+fn group_key(obs: &Observation) -> Option<String> {
+    Some(match obs {
+        Observation::Leader { term }
+        | Observation::Follower { term, .. }
+        | Observation::Serves { term }
+        | Observation::LeaseStart { term } => term.to_string(),
+        Observation::Acts { resource, .. }
+        | Observation::Holds { resource, .. }
+        | Observation::Waiting { resource }
+        | Observation::Write { resource, .. }
+        | Observation::Acked { resource, .. }
+        | Observation::Owns { resource, .. } => resource.clone(),
+        Observation::Applied { key }
+        | Observation::Completed { key, .. }
+        | Observation::Invoke { key, .. } => key.clone(),
+        _ => return None,
+    })
+}
+
+/// Counts what one checker judges, record by record.
+#[derive(Clone, Debug)]
+pub struct Counter {
+    check: &'static str,
+    judges: Judges,
+    primary: u64,
+    also: u64,
+    groups: BTreeSet<String>,
+    nodes: BTreeSet<u32>,
+}
+
+impl Counter {
+    pub fn new(check: &'static str, judges: Judges) -> Counter {
+        Counter {
+            check,
+            judges,
+            primary: 0,
+            also: 0,
+            groups: BTreeSet::new(),
+            nodes: BTreeSet::new(),
+        }
+    }
+
+    pub fn on_record(&mut self, record: &Record) {
+        let kind = record.obs.kind();
+        if self.judges.kinds.contains(&kind) {
+            self.primary += 1;
+            self.nodes.insert(record.node.0);
+            if let Some(k) = group_key(&record.obs) {
+                self.groups.insert(k);
+            }
+        } else if let Some((kinds, _)) = self.judges.also {
+            if kinds.contains(&kind) {
+                self.also += 1;
+            }
+        }
+    }
+
+    pub fn judged(&self) -> Judged {
+        let word =
+            |n: u64, (one, many): (&str, &str)| format!("{n} {}", if n == 1 { one } else { many });
+        let mut counts = vec![(self.judges.noun.1.to_string(), self.primary)];
+        let mut summary = word(self.primary, self.judges.noun);
+        if self.primary > 0 {
+            let groups = self.groups.len() as u64;
+            match self.judges.group {
+                Group::Term(one, many) | Group::Name(one, many) => {
+                    counts.push((many.to_string(), groups));
+                    summary += &format!(" in {}", word(groups, (one, many)));
+                }
+                Group::None => {}
+            }
+            let nodes = self.nodes.len() as u64;
+            counts.push(("nodes".to_string(), nodes));
+            summary += &format!(" by {}", word(nodes, ("node", "nodes")));
+        }
+        if let Some((_, noun)) = self.judges.also {
+            counts.push((noun.1.to_string(), self.also));
+            summary += &format!(", {}", word(self.also, noun));
+        }
+        Judged {
+            check: self.check.to_string(),
+            counts,
+            summary,
+            vacuous: (self.primary == 0).then(|| Vacuous {
+                missing: self.judges.missing.to_string(),
+                fix: self.judges.fix.to_string(),
+            }),
+        }
+    }
+}
+
+/// A built-in checker with its [`Counter`]: what [`crate::build`] returns.
+pub(crate) struct Counting {
+    pub(crate) inner: Box<dyn Checker>,
+    pub(crate) counter: Counter,
+}
+
+impl Checker for Counting {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn on_record(&mut self, index: usize, record: &Record) -> Option<Violation> {
+        self.counter.on_record(record);
+        self.inner.on_record(index, record)
+    }
+
+    fn finish(&mut self, info: &RunInfo) -> Option<Violation> {
+        self.inner.finish(info)
+    }
+
+    fn judged(&self) -> Option<Judged> {
+        Some(self.counter.judged())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::H;
+    use serde_json::Value;
+    use tenure_core::Cluster;
+
+    fn judged(name: &str, history: &tenure_core::History) -> Judged {
+        let cluster = history.info.cluster.clone();
+        let mut checker = crate::build(name, &Value::Null, &cluster).unwrap();
+        for (i, r) in history.records.iter().enumerate() {
+            checker.on_record(i, r);
+        }
+        checker.finish(&history.info);
+        checker
+            .judged()
+            .expect("built-in checkers report what they judged")
+    }
+
+    #[test]
+    fn every_built_in_checker_says_what_it_judges() {
+        for info in crate::catalog() {
+            let j = judges(info.name).unwrap_or_else(|| panic!("{} judges nothing", info.name));
+            assert!(!j.kinds.is_empty() && !j.fix.is_empty(), "{}", info.name);
+        }
+    }
+
+    #[test]
+    fn actions_are_counted_with_their_leases_and_nodes() {
+        let h = H::nodes(3)
+            .at_ms(10)
+            .node(0)
+            .lease_start(1)
+            .serves(1)
+            .at_ms(20)
+            .serves(1)
+            .at_ms(300)
+            .node(1)
+            .lease_start(2)
+            .serves(2)
+            .end_ms(400)
+            .history();
+        let j = judged("lease-safety", &h);
+        assert_eq!(j.summary, "3 actions in 2 leases by 2 nodes");
+        assert_eq!(j.count("actions"), Some(3));
+        assert_eq!(j.vacuous, None);
+    }
+
+    #[test]
+    fn a_protocol_that_records_only_beliefs_leaves_the_action_checks_vacuous() {
+        // Leases believed, never acted on: lease-safety judged nothing.
+        let h = H::nodes(3)
+            .at_ms(10)
+            .node(0)
+            .lease_start(1)
+            .at_ms(300)
+            .node(1)
+            .lease_start(2)
+            .end_ms(400)
+            .history();
+        let j = judged("lease-safety", &h);
+        assert_eq!(j.summary, "0 actions");
+        let v = j.vacuous.as_ref().expect("vacuous");
+        assert_eq!(v.missing, "Serves");
+        assert_eq!(
+            j.vacuous_message(Some("lease-proto")).unwrap(),
+            "lease-safety judged no actions: lease-proto records no `Serves`; record \
+             `Serves { term }` where a node acts on its lease, or check `lease-safety-belief`"
+        );
+        // Its belief twin judges the two leases.
+        let belief = judged("lease-safety-belief", &h);
+        assert_eq!(belief.summary, "2 leases in 2 terms by 2 nodes");
+        assert_eq!(belief.vacuous, None);
+    }
+
+    #[test]
+    fn mutual_exclusion_without_acts_and_linearizability_without_operations_are_vacuous() {
+        let h = H::new(Cluster::uniform("client", 2))
+            .at_ms(10)
+            .node(0)
+            .holds("lock", 1)
+            .end_ms(100)
+            .history();
+        let me = judged("mutual-exclusion", &h);
+        assert_eq!(me.vacuous.unwrap().missing, "Acts");
+        let lin = judged("linearizability", &h);
+        assert_eq!(lin.vacuous.unwrap().missing, "Invoke");
+        assert_eq!(lin.summary, "0 operations, 0 completions");
+    }
+
+    #[test]
+    fn a_second_count_follows_the_first() {
+        let h = H::new(Cluster::uniform("client", 2))
+            .at_ms(10)
+            .node(0)
+            .waiting("lock")
+            .at_ms(20)
+            .holds("lock", 1)
+            .at_ms(30)
+            .node(1)
+            .waiting("lock")
+            .end_ms(100)
+            .history();
+        let j = judged("lock-liveness", &h);
+        assert_eq!(j.summary, "1 acquisition by 1 node, 2 waits");
+        assert_eq!(j.count("waits"), Some(2));
+    }
+
+    #[test]
+    fn a_checker_of_your_own_is_not_reported_unless_it_says() {
+        let j = Judged::not_reported("mine");
+        assert_eq!(j.vacuous, None);
+        assert_eq!(j.summary, "not reported by the checker");
+    }
+}
