@@ -700,6 +700,59 @@ fn past_its_context_a_story_keeps_its_first_and_last_plain_lines() {
     assert_eq!(lines[11], "* 2.000_000s  n0   serves term=0", "{text}");
 }
 
+fn story_report(violation: bool) -> Report {
+    let mut r = report(
+        2,
+        10_000,
+        vec![
+            rec(1_000, 0, holds("lock", 1)),
+            rec(4_000, 1, holds("lock", 2)),
+        ],
+        vec![
+            fault(3_000, "pause", &[0], "5s"),
+            fault(8_000, "resume", &[0], ""),
+        ],
+    );
+    if violation {
+        r.violations.push(Violation {
+            checker: "mutual-exclusion-belief",
+            time: SimTime(4_000 * MS),
+            nodes: vec![n(0), n(1)],
+            message: "n0 and n1 both believed they held `lock`".into(),
+            records: vec![0, 1],
+        });
+    }
+    r
+}
+
+#[test]
+fn a_violating_run_opens_zoomed_on_its_story_and_a_passing_run_on_the_whole_run() {
+    let c = Cluster::uniform("node", 2);
+    // The story is 3 s (the pause) to 4 s (the violation); a fifth of it on each side.
+    let failing = story_report(true);
+    assert_eq!(
+        build(&failing).view,
+        (SimTime(2_800 * MS), SimTime(4_200 * MS))
+    );
+    let html = render("x", &c, &failing);
+    assert!(
+        html.contains("data-view-start-ns=\"2800000000\" data-view-end-ns=\"4200000000\""),
+        "the svg carries the view"
+    );
+    assert!(
+        html.contains("\"view\":[2800000000,4200000000]"),
+        "and the script's data"
+    );
+    // The whole run is one click away.
+    assert!(html.contains("data-act=\"fit\">whole run</button>"));
+
+    let passing = story_report(false);
+    assert_eq!(build(&passing).view, (SimTime::ZERO, SimTime(10_000 * MS)));
+    let html = render("x", &c, &passing);
+    assert!(html.contains("data-view-start-ns=\"0\" data-view-end-ns=\"10000000000\""));
+    assert!(html.contains("\"view\":[0,10000000000]"));
+}
+
 #[test]
 fn a_burst_at_one_instant_is_one_line_and_other_resources_are_left_out() {
     let owns = |r: &str| Observation::Owns {
