@@ -6,13 +6,16 @@
 //! same checker; the result is a pure function of (scenario, seed). The steps, repeated
 //! until none helps: drop whole time windows of the run (halves, quarters, ... of its
 //! duration), drop each crash or power loss together with its restart, collapse a
-//! node's repeated crash-restart cycles to its last (or first) one, drop fault events
+//! node's repeated crash-restart cycles to its last (or first) one or to one outage
+//! over them all (a crash point that restarts its node is a cycle too), drop fault events
 //! (delta debugging: halves, quarters, ... then one at a time), merge two faults of one
 //! kind on one node into one (a clock drift set twice, two jumps, two pauses), aim a
 //! fault at `"leader"` instead of a fixed node when that lets another event go, shorten
 //! pauses, cut the time before the first fault, shorten the run, and take the last node
 //! off a role when the protocol accepts the smaller cluster and the timeline does not
-//! name that node (later ids move down by one).
+//! name that node (later ids move down by one). The steps that change only the fault
+//! events are [`FaultSteps`], over any oracle ([`shrink_faults`]): `tenure::Simulation::
+//! shrink` runs the same ones on a profile's draw.
 //!
 //! For a liveness checker a candidate must leave the cluster healed (no partition
 //! without a later heal, no crash without a later restart): otherwise "the cluster never
@@ -98,7 +101,8 @@ const STORM_SEEDS: u64 = 64;
 /// Every step keeps the seed while it can. But dropping an early event reshuffles every
 /// random draw after it (message fates, latencies), so some failures need all their
 /// events under their own seed. When more than three events remain and no step that
-/// keeps the seed helps any more, shrinking also tries, under a few nearby seeds,
+/// keeps the seed helps any more, shrinking also tries collapsing each node's crash
+/// storm to one cycle under up to 64 nearby seeds, then, under a few nearby seeds,
 /// dropping each event (or a crash with its restart), merging it with the next of its
 /// kind on its node, and (on short timelines) aiming it at the leader with another event
 /// dropped: a smaller scenario that fails the same checker with another seed is as good
