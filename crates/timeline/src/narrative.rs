@@ -16,7 +16,7 @@
 //! and each node's first start (with the run) are left out unless involved. A pure function of the
 //! report: same run, same lines.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use tenure_check::Violation;
 use tenure_core::{NodeId, Observation, Record, SimTime};
 use tenure_sim::play::Report;
@@ -229,7 +229,8 @@ pub fn lines(report: &Report, v: &Violation, context: usize) -> Vec<String> {
     let records = &report.history.records;
     let w = window(report, v);
     let involved = involved_nodes(report, v);
-    let is_involved = |i: usize| v.records.contains(&i);
+    let involved_records: BTreeSet<usize> = v.records.iter().copied().collect();
+    let is_involved = |i: usize| involved_records.contains(&i);
     let mut out: Vec<Line> = Vec::new();
 
     // Faults first at one instant (a crash before the `crashed` record it causes).
@@ -261,12 +262,12 @@ pub fn lines(report: &Report, v: &Violation, context: usize) -> Vec<String> {
         .collect();
     resources.sort_unstable();
     resources.dedup();
-    let mut first_starts: Vec<usize> = Vec::new();
-    let mut started: Vec<NodeId> = Vec::new();
+    // Each node's first `started` (a set: a cluster may have thousands of nodes).
+    let mut first_starts: BTreeSet<usize> = BTreeSet::new();
+    let mut started: BTreeSet<NodeId> = BTreeSet::new();
     for (i, r) in records.iter().enumerate() {
-        if r.obs == Observation::Started && !started.contains(&r.node) {
-            started.push(r.node);
-            first_starts.push(i);
+        if r.obs == Observation::Started && started.insert(r.node) {
+            first_starts.insert(i);
         }
     }
 
