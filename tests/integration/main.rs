@@ -4,6 +4,7 @@ mod actions_vs_beliefs;
 mod checkers_trusted;
 mod determinism;
 mod fuzz;
+mod narrative;
 mod redis_expiry;
 mod scenarios;
 mod shrink_same_seed;

@@ -239,7 +239,7 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
                 );
                 println!("  {}", v.message);
                 println!("  events leading to it (* = involved):");
-                for line in narrative(&report, v, 10) {
+                for line in narrative(&report, v, 16) {
                     println!("  {line}");
                 }
             }

@@ -2,9 +2,8 @@
 //! it, and the exact command that replays the run.
 
 use tenure_check::Violation;
-use tenure_core::{Observation, Record};
 use tenure_scenario::{Expectation, Scenario};
-use tenure_sim::{Report, TraceEvent};
+use tenure_sim::Report;
 
 /// `raft/forget-vote`
 pub fn protocol_label(s: &Scenario) -> String {
@@ -22,187 +21,12 @@ pub fn replay_command(file: &str, seed: u64) -> String {
     format!("tenure run {file} --seed {seed}")
 }
 
-/// `leader term=3`, `holds resource=lock token=7`.
-pub fn describe(obs: &Observation) -> String {
-    let mut out = obs.kind().to_string();
-    if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(obs) {
-        for (k, v) in map {
-            if k == "kind" {
-                continue;
-            }
-            let v = match v {
-                serde_json::Value::String(s) => s,
-                serde_json::Value::Null => "none".to_string(),
-                other => other.to_string(),
-            };
-            out.push_str(&format!(" {k}={v}"));
-        }
-    }
-    out
-}
-
-fn record_line(r: &Record, marked: bool) -> String {
-    format!(
-        "{} {}  {:<4} {}",
-        if marked { "*" } else { " " },
-        r.time,
-        r.node.to_string(),
-        describe(&r.obs)
-    )
-}
-
-/// The observations and faults that led to `v`: the `context` records before the last
-/// record it names, the records it names (marked, however old), and the faults in
-/// that window, in true-time order.
+/// The observations and faults that led to `v` (see [`tenure_timeline::narrative`]):
+/// from when the involved nodes were last calm up to the violation, never after it;
+/// involved records marked `*`; a routine observation repeated by one node is one line
+/// with a count; at most `context` lines of records that are not involved.
 pub fn narrative(report: &Report, v: &Violation, context: usize) -> Vec<String> {
-    let records = &report.history.records;
-    if records.is_empty() {
-        return Vec::new();
-    }
-    let last = v
-        .records
-        .last()
-        .copied()
-        .unwrap_or(records.len() - 1)
-        .min(records.len() - 1);
-    // Retries are noise in a story of how a violation came about (a waiting client
-    // may retry hundreds of times): they are left out unless involved.
-    let shown = |i: usize| {
-        v.records.contains(&i) || !matches!(records[i].obs, tenure_core::Observation::Retry { .. })
-    };
-    let from = (0..=last)
-        .rev()
-        .filter(|&i| shown(i))
-        .nth(context)
-        .unwrap_or(0);
-    let mut lines: Vec<(tenure_core::SimTime, u8, String)> = Vec::new();
-    for &i in v.records.iter().filter(|i| **i < from) {
-        lines.push((records[i].time, 1, record_line(&records[i], true)));
-    }
-    for (i, r) in records.iter().enumerate().take(last + 1).skip(from) {
-        if shown(i) {
-            lines.push((r.time, 1, record_line(r, v.records.contains(&i))));
-        }
-    }
-    if let Some(trace) = &report.trace {
-        let start = records[from].time;
-        let end = records[last].time.max(v.time);
-        for e in trace {
-            if let TraceEvent::Fault {
-                time,
-                kind,
-                nodes,
-                detail,
-            } = e
-            {
-                if *time >= start && *time <= end {
-                    let who: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
-                    lines.push((
-                        *time,
-                        0,
-                        format!("  {}  fault {kind} {} {detail}", time, who.join(","))
-                            .trim_end()
-                            .to_string(),
-                    ));
-                }
-            }
-        }
-    }
-    if let Some(trace) = &report.trace {
-        let start = records[from].time;
-        let end = records[last].time.max(v.time);
-        if let Some(line) = drops_line(trace, start, end) {
-            lines.push(line);
-        }
-    }
-    lines.sort_by_key(|l| (l.0, l.1));
-    lines.into_iter().map(|(_, _, l)| l).collect()
-}
-
-/// One line summing up the messages dropped (partition, loss) or lost (receiver down)
-/// in `[start, end]`, at the time of the first: who to whom, most frequent links first.
-fn drops_line(
-    trace: &[TraceEvent],
-    start: tenure_core::SimTime,
-    end: tenure_core::SimTime,
-) -> Option<(tenure_core::SimTime, u8, String)> {
-    use std::collections::BTreeMap;
-    let mut senders: BTreeMap<u64, tenure_core::NodeId> = BTreeMap::new();
-    // reason -> (from, to) -> count
-    let mut by: BTreeMap<&'static str, BTreeMap<(String, String), u64>> = BTreeMap::new();
-    let mut first = None;
-    let mut total = 0u64;
-    for e in trace {
-        let (time, from, to, reason) = match e {
-            TraceEvent::Sent {
-                id,
-                from,
-                to,
-                time,
-                dropped,
-                ..
-            } => {
-                senders.insert(*id, *from);
-                match dropped {
-                    Some(r) => (*time, Some(*from), *to, drop_reason(*r)),
-                    None => continue,
-                }
-            }
-            TraceEvent::Lost {
-                time,
-                id,
-                to,
-                reason,
-            } => (*time, senders.get(id).copied(), *to, drop_reason(*reason)),
-            _ => continue,
-        };
-        if time < start || time > end {
-            continue;
-        }
-        first.get_or_insert(time);
-        total += 1;
-        let from = from.map_or("?".to_string(), |f| f.to_string());
-        *by.entry(reason)
-            .or_default()
-            .entry((from, to.to_string()))
-            .or_default() += 1;
-    }
-    let first = first?;
-    let parts: Vec<String> = by
-        .iter()
-        .map(|(reason, links)| {
-            let mut links: Vec<(&(String, String), &u64)> = links.iter().collect();
-            links.sort_by_key(|(link, k)| (std::cmp::Reverse(**k), (*link).clone()));
-            let n: u64 = links.iter().map(|(_, k)| **k).sum();
-            let mut shown: Vec<String> = links
-                .iter()
-                .take(3)
-                .map(|((f, t), k)| format!("{f}->{t} x{k}"))
-                .collect();
-            if links.len() > 3 {
-                shown.push("...".to_string());
-            }
-            format!("{n} by {reason} ({})", shown.join(", "))
-        })
-        .collect();
-    Some((
-        first,
-        0,
-        format!(
-            "  {first}  dropped {total} message{} up to {end}: {}",
-            if total == 1 { "" } else { "s" },
-            parts.join("; ")
-        ),
-    ))
-}
-
-fn drop_reason(r: tenure_sim::DropReason) -> &'static str {
-    match r {
-        tenure_sim::DropReason::Partition => "partition",
-        tenure_sim::DropReason::Loss => "loss",
-        tenure_sim::DropReason::Down => "receiver down",
-        tenure_sim::DropReason::Reset => "connection reset",
-    }
+    tenure_timeline::narrative::lines(report, v, context)
 }
 
 /// What each check judged, a line each, with the parameters it ran with and where each

@@ -6,13 +6,16 @@
 //! same checker; the result is a pure function of (scenario, seed). The steps, repeated
 //! until none helps: drop whole time windows of the run (halves, quarters, ... of its
 //! duration), drop each crash or power loss together with its restart, collapse a
-//! node's repeated crash-restart cycles to its last (or first) one, drop fault events
+//! node's repeated crash-restart cycles to its last (or first) one or to one outage
+//! over them all (a crash point that restarts its node is a cycle too), drop fault events
 //! (delta debugging: halves, quarters, ... then one at a time), merge two faults of one
 //! kind on one node into one (a clock drift set twice, two jumps, two pauses), aim a
 //! fault at `"leader"` instead of a fixed node when that lets another event go, shorten
 //! pauses, cut the time before the first fault, shorten the run, and take the last node
 //! off a role when the protocol accepts the smaller cluster and the timeline does not
-//! name that node (later ids move down by one).
+//! name that node (later ids move down by one). The steps that change only the fault
+//! events are [`FaultSteps`], over any oracle ([`shrink_faults`]): `tenure::Simulation::
+//! shrink` runs the same ones on a profile's draw.
 //!
 //! For a liveness checker a candidate must leave the cluster healed (no partition
 //! without a later heal, no crash without a later restart): otherwise "the cluster never
@@ -80,13 +83,17 @@ impl std::fmt::Display for ShrinkError {
 }
 
 /// An upper bound on runs, so a pathological input still ends.
-const MAX_RUNS: usize = 2_000;
+pub const MAX_RUNS: usize = 2_000;
 
 /// Above this many fault events, shrinking may move to a nearby seed (see [`shrink`]).
-const TARGET_FAULTS: usize = 3;
+pub const TARGET_FAULTS: usize = 3;
 
 /// How many nearby seeds (`seed + 1 ..= seed + SEED_NEIGHBOURS`) a reseeding step may try.
 const SEED_NEIGHBOURS: u64 = 16;
+
+/// How many nearby seeds collapsing a node's crash storm to one cycle may try (see
+/// [`FaultSteps`]): at most three candidates per flapping node, once per round.
+const STORM_SEEDS: u64 = 64;
 
 /// Shrinks `scenario` run with `seed`. The checker kept is the scenario's expected
 /// violation if it fails, else the first checker that fails.
@@ -94,7 +101,8 @@ const SEED_NEIGHBOURS: u64 = 16;
 /// Every step keeps the seed while it can. But dropping an early event reshuffles every
 /// random draw after it (message fates, latencies), so some failures need all their
 /// events under their own seed. When more than three events remain and no step that
-/// keeps the seed helps any more, shrinking also tries, under a few nearby seeds,
+/// keeps the seed helps any more, shrinking also tries collapsing each node's crash
+/// storm to one cycle under up to 64 nearby seeds, then, under a few nearby seeds,
 /// dropping each event (or a crash with its restart), merging it with the next of its
 /// kind on its node, and (on short timelines) aiming it at the leader with another event
 /// dropped: a smaller scenario that fails the same checker with another seed is as good
@@ -153,20 +161,13 @@ pub fn shrink(
         let start = best.clone();
         best = s.cut_after_violation(best);
         best = s.keep_recent(best);
-        best = s.drop_time_windows(best);
-        best = s.drop_crash_cycles(best);
-        best = s.collapse_crash_cycles(best);
-        best = s.ddmin(best);
-        best = s.drop_node_events(best);
-        best = s.merge_pairs(best);
-        best = s.aim_at_leader(best);
-        best = s.shorten_pauses(best);
+        best = s.fault_steps(best, |steps, faults| steps.pass(faults));
         best = s.cut_lead_time(best);
         best = s.shorten_run(best);
         best = s.drop_nodes(best);
         // Moving the seed is the last resort: only when no pass that keeps it helps.
         if best == start && best.faults.len() > TARGET_FAULTS {
-            best = s.reduce_reseeding(best);
+            best = s.fault_steps(best, |steps, faults| steps.reseed(faults));
         }
         if best == start || s.runs >= MAX_RUNS {
             break;
@@ -209,6 +210,32 @@ impl Shrinker {
     /// Whether `candidate` is valid and still fails the checker.
     fn fails(&mut self, candidate: &Scenario) -> bool {
         self.violation_time(candidate).is_some()
+    }
+
+    /// Runs `step` of [`FaultSteps`] on `best`'s fault events, each candidate being
+    /// `best` with other events (and the step's seed).
+    fn fault_steps(
+        &mut self,
+        best: Scenario,
+        step: impl FnOnce(&mut FaultSteps<'_>, Vec<FaultEvent>) -> Vec<FaultEvent>,
+    ) -> Scenario {
+        let base = best.clone();
+        let seed = self.seed;
+        let mut fails = |seed: u64, faults: &[FaultEvent]| {
+            let mut candidate = base.clone();
+            candidate.faults = faults.to_vec();
+            let kept = self.seed;
+            self.seed = seed;
+            let failed = self.fails(&candidate);
+            self.seed = kept;
+            failed
+        };
+        let mut steps = FaultSteps::new(seed, best.duration, &mut fails);
+        let faults = step(&mut steps, best.faults.clone());
+        self.seed = steps.seed;
+        let mut out = best;
+        out.faults = faults;
+        out
     }
 
     /// When `candidate` violates the checker, if it is valid and does.
@@ -256,94 +283,6 @@ impl Shrinker {
         }
     }
 
-    /// ddmin over time: split the run into 2, 4, 8, ... equal windows and drop every
-    /// event inside a window while that still fails. A crash storm is bursts in time;
-    /// this removes a whole burst in one run where event chunks would cut across it.
-    fn drop_time_windows(&mut self, mut best: Scenario) -> Scenario {
-        let mut windows = 2u32;
-        while windows <= 64 && best.faults.len() > 1 {
-            let width = best.duration / windows;
-            if width < Duration::from_millis(1) {
-                break;
-            }
-            for w in 0..windows {
-                let (from, to) = (width * w, width * (w + 1));
-                let mut candidate = best.clone();
-                candidate.faults.retain(|e| e.at < from || e.at >= to);
-                if candidate.faults.len() < best.faults.len() && self.fails(&candidate) {
-                    best = candidate;
-                }
-            }
-            windows *= 2;
-        }
-        best
-    }
-
-    /// Drops each crash (or power loss) together with the restart that undoes it: one
-    /// alone often cannot go (a liveness candidate must end healed, and a restart alone
-    /// is a no-op that keeps the pair's timing).
-    fn drop_crash_cycles(&mut self, mut best: Scenario) -> Scenario {
-        let mut k = 0;
-        loop {
-            let cycles = crash_cycles(&best.faults);
-            let Some(&(down, up)) = cycles.get(k) else {
-                return best;
-            };
-            let mut candidate = best.clone();
-            if let Some(up) = up {
-                candidate.faults.remove(up);
-            }
-            candidate.faults.remove(down);
-            if self.fails(&candidate) {
-                best = candidate; // the same `k` now names the next cycle
-            } else {
-                k += 1;
-            }
-        }
-    }
-
-    /// A node crashing and restarting again and again: try keeping only its last
-    /// cycle, then only its first, dropping the others in one run.
-    fn collapse_crash_cycles(&mut self, mut best: Scenario) -> Scenario {
-        let mut nodes: Vec<u32> = crash_cycles(&best.faults)
-            .iter()
-            .filter_map(|(down, _)| fault_node(&best.faults[*down].fault))
-            .collect();
-        nodes.sort_unstable();
-        nodes.dedup();
-        for node in nodes {
-            for keep_last in [true, false] {
-                let cycles: Vec<(usize, Option<usize>)> = crash_cycles(&best.faults)
-                    .into_iter()
-                    .filter(|(down, _)| fault_node(&best.faults[*down].fault) == Some(node))
-                    .collect();
-                if cycles.len() < 2 {
-                    break;
-                }
-                let kept = if keep_last {
-                    cycles[cycles.len() - 1]
-                } else {
-                    cycles[0]
-                };
-                let drop: Vec<usize> = cycles
-                    .iter()
-                    .filter(|c| **c != kept)
-                    .flat_map(|(down, up)| std::iter::once(*down).chain(*up))
-                    .collect();
-                let mut candidate = best.clone();
-                let mut i = 0;
-                candidate.faults.retain(|_| {
-                    i += 1;
-                    !drop.contains(&(i - 1))
-                });
-                if self.fails(&candidate) {
-                    best = candidate;
-                }
-            }
-        }
-        best
-    }
-
     /// Keeps only the faults of the last stretch before the violation: the last 1/64
     /// of the time up to it, then 1/32, ..., until the run still fails. A failure
     /// under a storm of faults is most often made by the few just before it; this finds
@@ -360,213 +299,6 @@ impl Shrinker {
                 return candidate;
             }
             w *= 2;
-        }
-        best
-    }
-
-    /// ddmin over the fault events (Zeller & Hildebrandt): split them into `n` chunks
-    /// in time order; keep one chunk alone if that still fails, else drop one chunk,
-    /// else split finer, down to single events.
-    fn ddmin(&mut self, mut best: Scenario) -> Scenario {
-        if !best.faults.is_empty() {
-            let mut none = best.clone();
-            none.faults.clear();
-            if self.fails(&none) {
-                return none;
-            }
-        }
-        let mut n = 2usize;
-        while best.faults.len() >= 2 && self.runs < MAX_RUNS {
-            let len = best.faults.len();
-            let n_eff = n.min(len);
-            let chunks: Vec<std::ops::Range<usize>> = (0..n_eff)
-                .map(|i| i * len / n_eff..(i + 1) * len / n_eff)
-                .collect();
-            let mut reduced = false;
-            for r in &chunks {
-                let mut candidate = best.clone();
-                candidate.faults = best.faults[r.clone()].to_vec();
-                if self.fails(&candidate) {
-                    best = candidate;
-                    n = 2;
-                    reduced = true;
-                    break;
-                }
-            }
-            if !reduced && n_eff > 2 {
-                for r in &chunks {
-                    let mut candidate = best.clone();
-                    candidate.faults.drain(r.clone());
-                    if self.fails(&candidate) {
-                        best = candidate;
-                        n = (n_eff - 1).max(2);
-                        reduced = true;
-                        break;
-                    }
-                }
-            }
-            if !reduced {
-                if n_eff >= len {
-                    break;
-                }
-                n = (2 * n_eff).min(len);
-            }
-        }
-        best
-    }
-
-    /// Drops single events (or a crash with its restart), merges an event with the next
-    /// of its kind on its node (see [`merge_pairs`](Self::merge_pairs)), or aims it at
-    /// the leader with another event dropped (see [`aim_at_leader`](Self::aim_at_leader)),
-    /// letting the seed move to a nearby one when only that makes the smaller scenario
-    /// fail the same checker.
-    fn reduce_reseeding(&mut self, mut best: Scenario) -> Scenario {
-        let mut i = 0;
-        while i < best.faults.len() && best.faults.len() > TARGET_FAULTS {
-            let mut dropped = best.clone();
-            dropped.faults.remove(i);
-            let mut candidates = vec![dropped];
-            // A crash (or power loss) goes with its restart: dropping either alone
-            // leaves a node down, or a restart of a running node.
-            if let Some(&(down, Some(up))) = crash_cycles(&best.faults)
-                .iter()
-                .find(|(down, up)| *down == i || *up == Some(i))
-            {
-                let mut cycle = best.clone();
-                cycle.faults.remove(up);
-                cycle.faults.remove(down);
-                candidates.push(cycle);
-            }
-            candidates.extend(merge_at(&best, i));
-            // Aimed at the leader with another event dropped (see `aim_at_leader`): a
-            // pair per other event, so only on short timelines.
-            if best.faults.len() <= 2 * TARGET_FAULTS {
-                if let Some(fault) = at_leader(&best.faults[i].fault) {
-                    for j in (0..best.faults.len()).filter(|&j| j != i) {
-                        let mut aimed = best.clone();
-                        aimed.faults[i].fault = fault.clone();
-                        aimed.faults.remove(j);
-                        candidates.push(aimed);
-                    }
-                }
-            }
-            let original = self.seed;
-            let found = candidates.into_iter().find_map(|candidate| {
-                (1..=SEED_NEIGHBOURS)
-                    .map(|k| original.wrapping_add(k))
-                    .find(|&seed| {
-                        self.seed = seed;
-                        self.fails(&candidate)
-                    })
-                    .map(|seed| (seed, candidate))
-            });
-            match found {
-                Some((seed, candidate)) => {
-                    self.seed = seed;
-                    best = candidate;
-                }
-                None => {
-                    self.seed = original;
-                    i += 1;
-                }
-            }
-        }
-        best
-    }
-
-    /// Drops every event that names one node (a flapping process's whole crash loop),
-    /// node by node: events of one node are not always next to each other in time.
-    fn drop_node_events(&mut self, mut best: Scenario) -> Scenario {
-        let mut nodes: Vec<u32> = best
-            .faults
-            .iter()
-            .filter_map(|e| fault_node(&e.fault))
-            .collect();
-        nodes.sort_unstable();
-        nodes.dedup();
-        for node in nodes {
-            let mut candidate = best.clone();
-            candidate
-                .faults
-                .retain(|e| fault_node(&e.fault) != Some(node));
-            if candidate.faults.len() < best.faults.len() && self.fails(&candidate) {
-                best = candidate;
-            }
-        }
-        best
-    }
-
-    /// Replaces two faults of one kind on one node by one that does what both did
-    /// (see [`merged`]): a node whose clock a failure needs slow by the time it matters
-    /// is often drawn fast first and slow later, and one event says it as well. Each
-    /// event is tried with the next event of its kind on its node.
-    fn merge_pairs(&mut self, mut best: Scenario) -> Scenario {
-        let mut i = 0;
-        while i < best.faults.len() {
-            match merge_at(&best, i) {
-                // event `i` may merge with the next one again
-                Some(candidate) if self.fails(&candidate) => best = candidate,
-                _ => i += 1,
-            }
-        }
-        best
-    }
-
-    /// Aims a fault at a fixed node at whichever node leads at that instant instead,
-    /// when that lets another event go: a clock drawn slow on a node that later became
-    /// the leader, or a pause of the node that happened to lead, often needed other
-    /// faults to make that node lead at the right time, and `"leader"` says it without
-    /// them. Kept only if some other event can then be dropped (so every accepted step
-    /// makes the timeline shorter); a fault aimed at the leader is never aimed back.
-    fn aim_at_leader(&mut self, best: Scenario) -> Scenario {
-        let mut i = 0;
-        while i < best.faults.len() && best.faults.len() > 1 {
-            let Some(fault) = at_leader(&best.faults[i].fault) else {
-                i += 1;
-                continue;
-            };
-            let mut aimed = best.clone();
-            aimed.faults[i].fault = fault;
-            if !self.fails(&aimed) {
-                i += 1;
-                continue;
-            }
-            let mut reduced = None;
-            for j in (0..aimed.faults.len()).filter(|&j| j != i) {
-                let mut candidate = aimed.clone();
-                candidate.faults.remove(j);
-                if self.fails(&candidate) {
-                    reduced = Some(candidate);
-                    break;
-                }
-            }
-            match reduced {
-                // The next pass (ddmin) drops whatever else can go.
-                Some(candidate) => return candidate,
-                None => i += 1,
-            }
-        }
-        best
-    }
-
-    /// Halves each pause while that still fails (down to 10 ms).
-    fn shorten_pauses(&mut self, mut best: Scenario) -> Scenario {
-        for i in 0..best.faults.len() {
-            while let Fault::Pause { node, duration } = best.faults[i].fault.clone() {
-                let shorter = round_ms(duration / 2);
-                if shorter < Duration::from_millis(10) {
-                    break;
-                }
-                let mut candidate = best.clone();
-                candidate.faults[i].fault = Fault::Pause {
-                    node,
-                    duration: shorter,
-                };
-                if !self.fails(&candidate) {
-                    break;
-                }
-                best = candidate;
-            }
         }
         best
     }
@@ -641,6 +373,382 @@ impl Shrinker {
                 return best;
             }
         }
+    }
+}
+
+/// The steps of shrinking that change only the fault events, over any oracle: `fails(seed,
+/// faults)` says whether the run with `seed` and those events still breaks the checker.
+/// [`shrink`] runs them on a scenario (between the steps that cut its length and its
+/// nodes), and `tenure::Simulation::shrink` on a profile's draw, so both shrink alike:
+/// drop time windows, crash-restart cycles, a node's repeated cycles but one, chunks
+/// and single events (ddmin), a node's every event, merge pairs, aim at the leader,
+/// shorten pauses; then, past [`TARGET_FAULTS`] events, the same under nearby seeds.
+pub struct FaultSteps<'f> {
+    fails: &'f mut dyn FnMut(u64, &[FaultEvent]) -> bool,
+    /// The seed candidates are run with (a reseeding step may move it).
+    pub seed: u64,
+    /// How long the run is: the time windows split this.
+    pub span: Duration,
+}
+
+/// Shrinks `faults` with the seed-keeping steps of [`FaultSteps`] until none helps, and
+/// past [`TARGET_FAULTS`] events lets a step move to a nearby seed (see [`shrink`]).
+/// Returns the seed and the events that still fail. `fails` must be true of `(seed,
+/// faults)`; it is called once per candidate, and should count its runs and say `false`
+/// past a budget of its own, which ends shrinking.
+pub fn shrink_faults(
+    seed: u64,
+    faults: Vec<FaultEvent>,
+    span: Duration,
+    fails: &mut dyn FnMut(u64, &[FaultEvent]) -> bool,
+) -> (u64, Vec<FaultEvent>) {
+    let mut steps = FaultSteps { fails, seed, span };
+    let mut best = faults;
+    loop {
+        let start = best.clone();
+        best = steps.pass(best);
+        if best == start && best.len() > TARGET_FAULTS {
+            best = steps.reseed(best);
+        }
+        if best == start {
+            return (steps.seed, best);
+        }
+    }
+}
+
+impl<'f> FaultSteps<'f> {
+    pub fn new(
+        seed: u64,
+        span: Duration,
+        fails: &'f mut dyn FnMut(u64, &[FaultEvent]) -> bool,
+    ) -> FaultSteps<'f> {
+        FaultSteps { fails, seed, span }
+    }
+
+    fn fails(&mut self, candidate: &[FaultEvent]) -> bool {
+        (self.fails)(self.seed, candidate)
+    }
+
+    /// One round of the steps that keep the seed, in order.
+    pub fn pass(&mut self, mut best: Vec<FaultEvent>) -> Vec<FaultEvent> {
+        best = self.drop_time_windows(best);
+        best = self.drop_crash_cycles(best);
+        best = self.collapse_crash_cycles(best);
+        best = self.ddmin(best);
+        best = self.drop_node_events(best);
+        best = self.merge_pairs(best);
+        best = self.aim_at_leader(best);
+        self.shorten_pauses(best)
+    }
+
+    /// The last resort: the steps that may move the seed (see [`shrink`]).
+    pub fn reseed(&mut self, best: Vec<FaultEvent>) -> Vec<FaultEvent> {
+        self.reduce_reseeding(best)
+    }
+
+    /// ddmin over time: split the run into 2, 4, 8, ... equal windows and drop every
+    /// event inside a window while that still fails. A crash storm is bursts in time;
+    /// this removes a whole burst in one run where event chunks would cut across it.
+    fn drop_time_windows(&mut self, mut best: Vec<FaultEvent>) -> Vec<FaultEvent> {
+        let mut windows = 2u32;
+        while windows <= 64 && best.len() > 1 {
+            let width = self.span / windows;
+            if width < Duration::from_millis(1) {
+                break;
+            }
+            for w in 0..windows {
+                let (from, to) = (width * w, width * (w + 1));
+                let mut candidate = best.clone();
+                candidate.retain(|e| e.at < from || e.at >= to);
+                if candidate.len() < best.len() && self.fails(&candidate) {
+                    best = candidate;
+                }
+            }
+            windows *= 2;
+        }
+        best
+    }
+
+    /// Drops each crash (or power loss) together with the restart that undoes it: one
+    /// alone often cannot go (a liveness candidate must end healed, and a restart alone
+    /// is a no-op that keeps the pair's timing).
+    fn drop_crash_cycles(&mut self, mut best: Vec<FaultEvent>) -> Vec<FaultEvent> {
+        let mut k = 0;
+        loop {
+            let cycles = crash_cycles(&best);
+            let Some(&(down, up)) = cycles.get(k) else {
+                return best;
+            };
+            let mut candidate = best.clone();
+            if let Some(up) = up {
+                candidate.remove(up);
+            }
+            candidate.remove(down);
+            if self.fails(&candidate) {
+                best = candidate; // the same `k` now names the next cycle
+            } else {
+                k += 1;
+            }
+        }
+    }
+
+    /// A node crashing and restarting again and again: try keeping only its last
+    /// cycle, then only its first, then one outage from its first crash to its last
+    /// restart, dropping the others in one run (see [`collapsed_cycles`]).
+    fn collapse_crash_cycles(&mut self, mut best: Vec<FaultEvent>) -> Vec<FaultEvent> {
+        let mut nodes: Vec<u32> = crash_cycles(&best)
+            .iter()
+            .filter_map(|(down, _)| fault_node(&best[*down].fault))
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        for node in nodes {
+            for candidate in collapsed_cycles(&best, node) {
+                if self.fails(&candidate) {
+                    best = candidate;
+                    break;
+                }
+            }
+        }
+        best
+    }
+
+    /// ddmin over the fault events (Zeller & Hildebrandt): split them into `n` chunks
+    /// in time order; keep one chunk alone if that still fails, else drop one chunk,
+    /// else split finer, down to single events.
+    fn ddmin(&mut self, mut best: Vec<FaultEvent>) -> Vec<FaultEvent> {
+        if !best.is_empty() {
+            let mut none = best.clone();
+            none.clear();
+            if self.fails(&none) {
+                return none;
+            }
+        }
+        let mut n = 2usize;
+        while best.len() >= 2 {
+            let len = best.len();
+            let n_eff = n.min(len);
+            let chunks: Vec<std::ops::Range<usize>> = (0..n_eff)
+                .map(|i| i * len / n_eff..(i + 1) * len / n_eff)
+                .collect();
+            let mut reduced = false;
+            for r in &chunks {
+                let candidate = best[r.clone()].to_vec();
+                if self.fails(&candidate) {
+                    best = candidate;
+                    n = 2;
+                    reduced = true;
+                    break;
+                }
+            }
+            if !reduced && n_eff > 2 {
+                for r in &chunks {
+                    let mut candidate = best.clone();
+                    candidate.drain(r.clone());
+                    if self.fails(&candidate) {
+                        best = candidate;
+                        n = (n_eff - 1).max(2);
+                        reduced = true;
+                        break;
+                    }
+                }
+            }
+            if !reduced {
+                if n_eff >= len {
+                    break;
+                }
+                n = (2 * n_eff).min(len);
+            }
+        }
+        best
+    }
+
+    /// Drops single events (or a crash with its restart), merges an event with the next
+    /// of its kind on its node (see [`merge_pairs`](Self::merge_pairs)), or aims it at
+    /// the leader with another event dropped (see [`aim_at_leader`](Self::aim_at_leader)),
+    /// letting the seed move to a nearby one when only that makes the smaller scenario
+    /// fail the same checker.
+    fn reduce_reseeding(&mut self, mut best: Vec<FaultEvent>) -> Vec<FaultEvent> {
+        best = self.collapse_storms_reseeding(best);
+        let mut i = 0;
+        while i < best.len() && best.len() > TARGET_FAULTS {
+            let mut dropped = best.clone();
+            dropped.remove(i);
+            let mut candidates = vec![dropped];
+            // A crash (or power loss) goes with its restart: dropping either alone
+            // leaves a node down, or a restart of a running node.
+            if let Some(&(down, Some(up))) = crash_cycles(&best)
+                .iter()
+                .find(|(down, up)| *down == i || *up == Some(i))
+            {
+                let mut cycle = best.clone();
+                cycle.remove(up);
+                cycle.remove(down);
+                candidates.push(cycle);
+            }
+            candidates.extend(merge_at(&best, i));
+            // Aimed at the leader with another event dropped (see `aim_at_leader`): a
+            // pair per other event, so only on short timelines.
+            if best.len() <= 2 * TARGET_FAULTS {
+                if let Some(fault) = at_leader(&best[i].fault) {
+                    for j in (0..best.len()).filter(|&j| j != i) {
+                        let mut aimed = best.clone();
+                        aimed[i].fault = fault.clone();
+                        aimed.remove(j);
+                        candidates.push(aimed);
+                    }
+                }
+            }
+            let original = self.seed;
+            let found = candidates.into_iter().find_map(|candidate| {
+                (1..=SEED_NEIGHBOURS)
+                    .map(|k| original.wrapping_add(k))
+                    .find(|&seed| {
+                        self.seed = seed;
+                        self.fails(&candidate)
+                    })
+                    .map(|seed| (seed, candidate))
+            });
+            match found {
+                Some((seed, candidate)) => {
+                    self.seed = seed;
+                    best = candidate;
+                }
+                None => {
+                    self.seed = original;
+                    i += 1;
+                }
+            }
+        }
+        best
+    }
+
+    /// A node's crash storm collapsed to one cycle (see [`collapsed_cycles`]) under one
+    /// of [`STORM_SEEDS`] nearby seeds. Each restart of a flapping node draws its timers
+    /// afresh, so a failure found after a storm often needs the storm's every cycle under
+    /// its own seed: the storm only moved the node's draws to where two timeouts
+    /// coincide, and another seed does that without it, though seldom (a few seeds in a
+    /// hundred for an election's double vote), hence more seeds than for one event.
+    fn collapse_storms_reseeding(&mut self, mut best: Vec<FaultEvent>) -> Vec<FaultEvent> {
+        let mut nodes: Vec<u32> = crash_cycles(&best)
+            .iter()
+            .filter_map(|(down, _)| fault_node(&best[*down].fault))
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        for node in nodes {
+            let original = self.seed;
+            let found = collapsed_cycles(&best, node)
+                .into_iter()
+                .find_map(|candidate| {
+                    (1..=STORM_SEEDS)
+                        .map(|k| original.wrapping_add(k))
+                        .find(|&seed| {
+                            self.seed = seed;
+                            self.fails(&candidate)
+                        })
+                        .map(|seed| (seed, candidate))
+                });
+            match found {
+                Some((seed, candidate)) => {
+                    self.seed = seed;
+                    best = candidate;
+                }
+                None => self.seed = original,
+            }
+        }
+        best
+    }
+
+    /// Drops every event that names one node (a flapping process's whole crash loop),
+    /// node by node: events of one node are not always next to each other in time.
+    fn drop_node_events(&mut self, mut best: Vec<FaultEvent>) -> Vec<FaultEvent> {
+        let mut nodes: Vec<u32> = best.iter().filter_map(|e| fault_node(&e.fault)).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        for node in nodes {
+            let mut candidate = best.clone();
+            candidate.retain(|e| fault_node(&e.fault) != Some(node));
+            if candidate.len() < best.len() && self.fails(&candidate) {
+                best = candidate;
+            }
+        }
+        best
+    }
+
+    /// Replaces two faults of one kind on one node by one that does what both did
+    /// (see [`merged`]): a node whose clock a failure needs slow by the time it matters
+    /// is often drawn fast first and slow later, and one event says it as well. Each
+    /// event is tried with the next event of its kind on its node.
+    fn merge_pairs(&mut self, mut best: Vec<FaultEvent>) -> Vec<FaultEvent> {
+        let mut i = 0;
+        while i < best.len() {
+            match merge_at(&best, i) {
+                // event `i` may merge with the next one again
+                Some(candidate) if self.fails(&candidate) => best = candidate,
+                _ => i += 1,
+            }
+        }
+        best
+    }
+
+    /// Aims a fault at a fixed node at whichever node leads at that instant instead,
+    /// when that lets another event go: a clock drawn slow on a node that later became
+    /// the leader, or a pause of the node that happened to lead, often needed other
+    /// faults to make that node lead at the right time, and `"leader"` says it without
+    /// them. Kept only if some other event can then be dropped (so every accepted step
+    /// makes the timeline shorter); a fault aimed at the leader is never aimed back.
+    fn aim_at_leader(&mut self, best: Vec<FaultEvent>) -> Vec<FaultEvent> {
+        let mut i = 0;
+        while i < best.len() && best.len() > 1 {
+            let Some(fault) = at_leader(&best[i].fault) else {
+                i += 1;
+                continue;
+            };
+            let mut aimed = best.clone();
+            aimed[i].fault = fault;
+            if !self.fails(&aimed) {
+                i += 1;
+                continue;
+            }
+            let mut reduced = None;
+            for j in (0..aimed.len()).filter(|&j| j != i) {
+                let mut candidate = aimed.clone();
+                candidate.remove(j);
+                if self.fails(&candidate) {
+                    reduced = Some(candidate);
+                    break;
+                }
+            }
+            match reduced {
+                // The next pass (ddmin) drops whatever else can go.
+                Some(candidate) => return candidate,
+                None => i += 1,
+            }
+        }
+        best
+    }
+
+    /// Halves each pause while that still fails (down to 10 ms).
+    fn shorten_pauses(&mut self, mut best: Vec<FaultEvent>) -> Vec<FaultEvent> {
+        for i in 0..best.len() {
+            while let Fault::Pause { node, duration } = best[i].fault.clone() {
+                let shorter = round_ms(duration / 2);
+                if shorter < Duration::from_millis(10) {
+                    break;
+                }
+                let mut candidate = best.clone();
+                candidate[i].fault = Fault::Pause {
+                    node,
+                    duration: shorter,
+                };
+                if !self.fails(&candidate) {
+                    break;
+                }
+                best = candidate;
+            }
+        }
+        best
     }
 }
 
@@ -760,7 +868,7 @@ fn without_node(s: &Scenario, cluster: &Cluster, r: usize, removed: NodeId) -> O
 
 /// Whether the timeline ends healed: every partition-like fault has a heal after it and
 /// every crashed node a restart.
-fn healed(faults: &[FaultEvent]) -> bool {
+pub fn healed(faults: &[FaultEvent]) -> bool {
     let mut split = false;
     let mut down: Vec<NodeSel> = Vec::new();
     for e in faults {
@@ -781,12 +889,25 @@ fn healed(faults: &[FaultEvent]) -> bool {
 }
 
 /// Each crash or power loss of a fixed node, with the index of the first restart of that
-/// node after it (if any), in time order.
+/// node after it (if any), in time order; a crash point that restarts the node after a
+/// while (`restart_after`, a power flap) is a cycle alone, with no restart event.
 fn crash_cycles(faults: &[FaultEvent]) -> Vec<(usize, Option<usize>)> {
     let mut out = Vec::new();
     for (i, e) in faults.iter().enumerate() {
-        let (Fault::Crash { node } | Fault::PowerLoss { node, .. }) = &e.fault else {
-            continue;
+        let node = match &e.fault {
+            Fault::Crash { node } | Fault::PowerLoss { node, .. } => node,
+            // A crash point that restarts the node itself is a whole cycle.
+            Fault::CrashPoint {
+                node,
+                restart_after: Some(_),
+                ..
+            } => {
+                if node.id().is_some() {
+                    out.push((i, None));
+                }
+                continue;
+            }
+            _ => continue,
         };
         if node.id().is_none() {
             continue;
@@ -800,14 +921,60 @@ fn crash_cycles(faults: &[FaultEvent]) -> Vec<(usize, Option<usize>)> {
     out
 }
 
+/// `faults` with `node`'s crash-restart cycles (two or more) collapsed to one, each way
+/// to try in turn: only its last cycle, only its first, and one outage from its first
+/// crash to its last restart. Empty if the node has fewer than two cycles.
+fn collapsed_cycles(faults: &[FaultEvent], node: u32) -> Vec<Vec<FaultEvent>> {
+    let cycles: Vec<(usize, Option<usize>)> = crash_cycles(faults)
+        .into_iter()
+        .filter(|(down, _)| fault_node(&faults[*down].fault) == Some(node))
+        .collect();
+    if cycles.len() < 2 {
+        return Vec::new();
+    }
+    let events = |c: &(usize, Option<usize>)| std::iter::once(c.0).chain(c.1);
+    let without = |drop: &[usize]| -> Vec<FaultEvent> {
+        faults
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !drop.contains(i))
+            .map(|(_, e)| e.clone())
+            .collect()
+    };
+    let (first, last) = (cycles[0], cycles[cycles.len() - 1]);
+    let mut out = Vec::new();
+    for kept in [last, first] {
+        let drop: Vec<usize> = cycles
+            .iter()
+            .filter(|c| **c != kept)
+            .flat_map(events)
+            .collect();
+        out.push(without(&drop));
+    }
+    // One outage spanning the storm: the first crash and the last restart.
+    let crash = matches!(
+        faults[first.0].fault,
+        Fault::Crash { .. } | Fault::PowerLoss { .. }
+    );
+    if let (true, Some(up)) = (crash, last.1) {
+        let drop: Vec<usize> = cycles
+            .iter()
+            .flat_map(events)
+            .filter(|&i| i != first.0 && i != up)
+            .collect();
+        out.push(without(&drop));
+    }
+    out.dedup();
+    out
+}
+
 /// `s` with event `i` merged with the next event of its kind on its node (see
 /// [`merged`]), if there is one.
-fn merge_at(s: &Scenario, i: usize) -> Option<Scenario> {
-    let (j, fault) =
-        (i + 1..s.faults.len()).find_map(|j| merged(&s.faults[i], &s.faults[j]).map(|f| (j, f)))?;
-    let mut out = s.clone();
-    out.faults[i].fault = fault;
-    out.faults.remove(j);
+fn merge_at(s: &[FaultEvent], i: usize) -> Option<Vec<FaultEvent>> {
+    let (j, fault) = (i + 1..s.len()).find_map(|j| merged(&s[i], &s[j]).map(|f| (j, f)))?;
+    let mut out = s.to_vec();
+    out[i].fault = fault;
+    out.remove(j);
     Some(out)
 }
 

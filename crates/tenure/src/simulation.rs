@@ -299,69 +299,44 @@ impl<P: Protocol> Simulation<P> {
         self.run_drawn(seed, self.context(), Some(faults))
     }
 
-    /// Shrinks a failing seed: removes the fault events the profile drew for it (chunks,
-    /// then one by one, as delta debugging does) while the run still breaks the same
-    /// checker. Explicit faults (`.timeline`, `.faults`) are kept. Past three events a
-    /// drop may move to a nearby seed, which the result records. `None` if the seed
-    /// passes or no profile is set.
+    /// Shrinks a failing seed: removes and simplifies the fault events the profile drew
+    /// for it with the same steps as `tenure shrink` (time windows, a node's repeated
+    /// crash-restart cycles collapsed to one, delta debugging, merges, aiming at the
+    /// leader, shorter pauses) while the run still breaks the same checker. Explicit
+    /// faults (`.timeline`, `.faults`) are kept. Past three events a step may move to a
+    /// nearby seed, which the result records. `None` if the seed passes or no profile
+    /// is set.
     pub fn shrink(&self, seed: u64) -> Option<Shrunk> {
         let profile = self.profile.as_ref()?;
         let context = self.context();
         let first = self.run_in(seed, context.clone());
         let checker = first.violations.first()?.checker;
         let _ = profile;
-        let drawn = self.drawn(seed)?.faults;
-        let before = drawn.len();
+        let drawn = self.drawn(seed)?;
+        let before = drawn.faults.len();
+        // The same steps as `tenure shrink` (tenure_fuzz::shrink_faults): time windows,
+        // crash-restart cycles (a node's repeated cycles collapse to one), ddmin, merges,
+        // the leader, shorter pauses, and past three events nearby seeds (the drawn
+        // clocks and links are then that seed's); the result records the seed. For a
+        // liveness checker a candidate must leave the cluster healed, as there.
+        let liveness = checker.ends_with("-liveness");
         let mut runs = 1;
         let mut fails = |seed: u64, faults: &[FaultEvent]| {
+            if runs >= tenure_fuzz::shrink::MAX_RUNS || (liveness && !tenure_fuzz::healed(faults)) {
+                return false;
+            }
             runs += 1;
             let outcome = self.run_drawn(seed, context.clone(), Some(faults));
             outcome.violations.iter().any(|v| v.checker == checker)
         };
-        let mut best = drawn;
-        let mut chunk = best.len().div_ceil(2).max(1);
-        loop {
-            let mut i = 0;
-            while i < best.len() {
-                let mut candidate = best.clone();
-                candidate.drain(i..(i + chunk).min(best.len()));
-                if fails(seed, &candidate) {
-                    best = candidate;
-                } else {
-                    i += chunk;
-                }
-            }
-            if chunk == 1 {
-                break;
-            }
-            chunk = chunk.div_ceil(2);
-        }
-        // Dropping an early event reshuffles every later random draw, so some events
-        // are needed only by this seed: past three events, let a drop move to a nearby
-        // seed (the drawn clocks and links are that seed's); the result records it.
-        let found_seed = seed;
-        let mut seed = seed;
-        let mut i = 0;
-        while i < best.len() && best.len() > 3 {
-            let mut candidate = best.clone();
-            candidate.remove(i);
-            match (1..=16u64)
-                .map(|k| seed.wrapping_add(k))
-                .find(|&s| fails(s, &candidate))
-            {
-                Some(found) => {
-                    seed = found;
-                    best = candidate;
-                }
-                None => i += 1,
-            }
-        }
+        let (shrunk_seed, faults) =
+            tenure_fuzz::shrink_faults(seed, drawn.faults, drawn.duration, &mut fails);
         Some(Shrunk {
-            seed,
-            found_seed,
+            seed: shrunk_seed,
+            found_seed: seed,
             checker,
             before,
-            faults: best,
+            faults,
             runs,
         })
     }

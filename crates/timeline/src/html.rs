@@ -142,8 +142,11 @@ pub fn page(scenario_name: &str, cluster: &Cluster, report: &Report, model: &Mod
     let _ = writeln!(
         h,
         "<div id=\"chart\"><svg id=\"tl\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" \
-         height=\"{height:.0}\" data-label-w=\"{LABEL_W}\" data-end-ns=\"{}\">",
-        model.end.as_nanos()
+         height=\"{height:.0}\" data-label-w=\"{LABEL_W}\" data-end-ns=\"{}\" \
+         data-view-start-ns=\"{}\" data-view-end-ns=\"{}\">",
+        model.end.as_nanos(),
+        model.view.0.as_nanos(),
+        model.view.1.as_nanos()
     );
     h.push_str(DEFS);
     let _ = writeln!(
@@ -682,6 +685,7 @@ fn data_json(l: &Layout, cluster: &Cluster, report: &Report, model: &Model) -> s
     }
     serde_json::json!({
         "end_ns": model.end.as_nanos(),
+        "view": [model.view.0.as_nanos(), model.view.1.as_nanos()],
         "label_w": LABEL_W,
         "axis_h": AXIS_H,
         "lanes": lanes,

@@ -20,6 +20,7 @@
 mod charts;
 mod html;
 mod model;
+pub mod narrative;
 
 pub use html::{esc, ticks, MAX_MESSAGES};
 pub use model::{build, Bar, BarKind, ClockTrack, Fate, Mark, Message, Model, NetSegment};

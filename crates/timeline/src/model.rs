@@ -161,6 +161,9 @@ pub struct Model {
     pub messages: Vec<Message>,
     pub clocks: Vec<ClockTrack>,
     pub has_trace: bool,
+    /// The window of true time the page opens on: the whole run, or for a run with a
+    /// violation the first violation's story (see [`initial_view`]).
+    pub view: (SimTime, SimTime),
 }
 
 /// Open beliefs of one node, keyed by what they are about.
@@ -226,6 +229,24 @@ impl Open {
             ));
         }
     }
+}
+
+/// The window the page opens on: for a run with a violation, its first violation's
+/// narrative window ([`crate::narrative::window`]: from when the involved nodes were last
+/// calm to the violation) with a margin of a fifth of it (at least 20 ms) on each side,
+/// so the fault that started it and what follows the violation at once are in view;
+/// for a passing run, the whole run.
+pub fn initial_view(report: &Report) -> (SimTime, SimTime) {
+    let end = report.history.info.end;
+    let Some(v) = report.violations.first() else {
+        return (SimTime::ZERO, end);
+    };
+    let w = crate::narrative::window(report, v);
+    let span = w.end.as_nanos().saturating_sub(w.start.as_nanos());
+    let pad = (span / 5).max(20_000_000);
+    let from = SimTime(w.start.as_nanos().saturating_sub(pad));
+    let to = SimTime((w.end.as_nanos() + pad).min(end.as_nanos().max(1)));
+    (from, to.max(from))
 }
 
 /// Extracts the model of a run.
@@ -398,6 +419,7 @@ pub fn build(report: &Report) -> Model {
         end,
         clocks: clock_tracks(report, n),
         has_trace: report.trace.is_some(),
+        view: initial_view(report),
         ..Model::default()
     };
     if let Some(trace) = &report.trace {

@@ -498,3 +498,301 @@ fn stream_mode_held_released_reset_and_disconnects() {
         "the mark is on the page"
     );
 }
+
+/// A Raft-like story: n0 leads term 1 and serves every 50 ms until 12 s; n0 is isolated
+/// at 3 s; n1 leads term 2 from 4.4 s and serves at 4.497 s (the violation, which names
+/// n0's first serve, n1's serve and n0's serve at 7 s, when the overlap ended).
+fn isolated_leader_report() -> Report {
+    let mut records = vec![rec(100, 0, Observation::Leader { term: 1 })];
+    let mut t = 100;
+    while t <= 12_000 {
+        records.push(rec(t, 0, Observation::Serves { term: 1 }));
+        t += 50;
+    }
+    records.push(rec(4_400, 1, Observation::Leader { term: 2 }));
+    records.push(rec(4_497, 1, Observation::Serves { term: 2 }));
+    records.push(rec(
+        4_497,
+        2,
+        Observation::Follower {
+            term: 2,
+            leader: Some(n(1)),
+        },
+    ));
+    records.sort_by_key(|r| r.time);
+    let mut r = report(3, 12_000, records, vec![fault(3_000, "isolate", &[0], "")]);
+    let find = |r: &Report, ms: u64, node: u32, term: u64| {
+        r.history
+            .records
+            .iter()
+            .position(|x| {
+                x.time == SimTime(ms * MS)
+                    && x.node == n(node)
+                    && x.obs == Observation::Serves { term }
+            })
+            .expect("the record")
+    };
+    let involved = vec![
+        find(&r, 100, 0, 1),
+        find(&r, 4_497, 1, 2),
+        find(&r, 7_000, 0, 1),
+    ];
+    r.violations.push(Violation {
+        checker: "single-leader-at-a-time",
+        time: SimTime(4_497 * MS),
+        nodes: vec![n(0), n(1)],
+        message: "n0 and n1 both acted as leader".into(),
+        records: involved,
+    });
+    r
+}
+
+/// The time a narrative line starts with (after the `*` or blank marker).
+fn line_time(line: &str) -> Option<SimTime> {
+    let word = line.get(2..)?.split_whitespace().next()?;
+    let secs = word.strip_suffix('s')?.replace('_', "");
+    let (s, frac) = secs.split_once('.')?;
+    let ns = s.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()? * 1_000;
+    Some(SimTime(ns))
+}
+
+#[test]
+fn a_narrative_starts_at_the_fault_that_disturbed_the_involved_nodes_and_ends_at_the_violation() {
+    let r = isolated_leader_report();
+    let v = &r.violations[0];
+    assert_eq!(
+        narrative::window(&r, v),
+        narrative::Window {
+            start: SimTime(3_000 * MS),
+            end: SimTime(4_497 * MS)
+        }
+    );
+    let lines = narrative::lines(&r, v, 10);
+    let text = lines.join("\n");
+    assert!(
+        lines.iter().any(|l| l.contains("fault isolate n0")),
+        "{text}"
+    );
+    for l in &lines {
+        let t = line_time(l).unwrap_or_else(|| panic!("a time on `{l}`:\n{text}"));
+        assert!(t <= v.time, "`{l}` is after the violation:\n{text}");
+    }
+    // The involved serve long before the window is there, marked; the one after is not.
+    assert!(
+        lines[0].starts_with("* 0.100_000s  n0   serves term=1"),
+        "{text}"
+    );
+    assert!(!text.contains("7.000_000s"), "{text}");
+    // n0's 30 serves from the isolation to the violation are one line.
+    assert!(
+        lines.contains(&"  3.000_000s  n0   serves term=1  x30 to 4.450_000s".to_string()),
+        "{text}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("n1   leader term=2")),
+        "{text}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("* 4.497_000s  n1   serves term=2")),
+        "{text}"
+    );
+    assert_eq!(lines.len(), 6, "{text}");
+}
+
+#[test]
+fn without_a_fault_the_narrative_starts_at_the_first_involved_record() {
+    let mut r = isolated_leader_report();
+    r.trace = Some(Vec::new());
+    let v = r.violations[0].clone();
+    assert_eq!(narrative::window(&r, &v).start, SimTime(100 * MS));
+    // n0's serves from 0.15 s to 4.45 s are one line; its first serve, involved, is not.
+    let lines = narrative::lines(&r, &v, 10);
+    let text = lines.join("\n");
+    assert!(
+        lines.contains(&"  0.150_000s  n0   serves term=1  x87 to 4.450_000s".to_string()),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_story_starts_after_the_last_calm_moment_and_a_fault_on_a_node_breaks_its_run() {
+    // n0 serves every 100 ms (not while paused, 0.6-0.8 s); n1 is isolated from 1 s on;
+    // n0's clock jumps at 1.7 s; a violation at 2 s names n0 and n1.
+    let mut records: Vec<Record> = (0..20)
+        .filter(|k| !(6..8).contains(k))
+        .map(|k| rec(k * 100 + 5, 0, Observation::Serves { term: 1 }))
+        .collect();
+    records.push(rec(2_000, 1, Observation::Serves { term: 2 }));
+    let n_records = records.len();
+    let mut r = report(
+        2,
+        3_000,
+        records,
+        vec![
+            fault(300, "clock-jump", &[1], "+1s"),
+            fault(500, "heal", &[], ""),
+            fault(600, "pause", &[0], "200ms"),
+            fault(800, "resume", &[0], ""),
+            fault(1_000, "isolate", &[1], ""),
+            fault(1_700, "clock-jump", &[0], "+1s"),
+        ],
+    );
+    r.violations.push(Violation {
+        checker: "single-leader-at-a-time",
+        time: SimTime(2_000 * MS),
+        nodes: vec![n(0), n(1)],
+        message: "two leaders".into(),
+        records: vec![n_records - 1],
+    });
+    let v = r.violations[0].clone();
+    // Calm from the resume at 0.8 s to the isolation at 1 s; the jump at 1.7 s is part
+    // of the stretch the isolation began.
+    assert_eq!(narrative::window(&r, &v).start, SimTime(1_000 * MS));
+    let lines = narrative::lines(&r, &v, 10);
+    let text = lines.join("\n");
+    assert_eq!(
+        lines,
+        vec![
+            "  1.000_000s  fault isolate n1",
+            "  1.005_000s  n0   serves term=1  x7 to 1.605_000s",
+            "  1.700_000s  fault clock-jump n0 +1s",
+            "  1.705_000s  n0   serves term=1  x3 to 1.905_000s",
+            "* 2.000_000s  n1   serves term=2",
+        ],
+        "{text}"
+    );
+}
+
+#[test]
+fn past_its_context_a_story_keeps_its_first_and_last_plain_lines() {
+    // Five nodes take turns leading (hand-overs, never collapsed) after a pause of n0.
+    let mut records: Vec<Record> = (0..40)
+        .map(|k| {
+            rec(
+                1_000 + k * 10,
+                (k % 4 + 1) as u32,
+                Observation::Leader { term: k },
+            )
+        })
+        .collect();
+    records.push(rec(2_000, 0, Observation::Serves { term: 0 }));
+    let last = records.len() - 1;
+    let mut r = report(5, 3_000, records, vec![fault(500, "pause", &[0], "1s")]);
+    r.violations.push(Violation {
+        checker: "single-leader-at-a-time",
+        time: SimTime(2_000 * MS),
+        nodes: vec![n(0)],
+        message: "two leaders".into(),
+        records: vec![last],
+    });
+    let v = r.violations[0].clone();
+    let lines = narrative::lines(&r, &v, 9);
+    let text = lines.join("\n");
+    assert_eq!(lines.len(), 1 + 3 + 1 + 6 + 1, "{text}");
+    assert_eq!(lines[0], "  0.500_000s  fault pause n0 1s", "{text}");
+    assert_eq!(lines[1], "  1.000_000s  n1   leader term=0", "{text}");
+    assert_eq!(
+        lines[4], "  ... 31 more observations (not involved)",
+        "{text}"
+    );
+    assert_eq!(lines[10], "  1.390_000s  n4   leader term=39", "{text}");
+    assert_eq!(lines[11], "* 2.000_000s  n0   serves term=0", "{text}");
+}
+
+fn story_report(violation: bool) -> Report {
+    let mut r = report(
+        2,
+        10_000,
+        vec![
+            rec(1_000, 0, holds("lock", 1)),
+            rec(4_000, 1, holds("lock", 2)),
+        ],
+        vec![
+            fault(3_000, "pause", &[0], "5s"),
+            fault(8_000, "resume", &[0], ""),
+        ],
+    );
+    if violation {
+        r.violations.push(Violation {
+            checker: "mutual-exclusion-belief",
+            time: SimTime(4_000 * MS),
+            nodes: vec![n(0), n(1)],
+            message: "n0 and n1 both believed they held `lock`".into(),
+            records: vec![0, 1],
+        });
+    }
+    r
+}
+
+#[test]
+fn a_violating_run_opens_zoomed_on_its_story_and_a_passing_run_on_the_whole_run() {
+    let c = Cluster::uniform("node", 2);
+    // The story is 3 s (the pause) to 4 s (the violation); a fifth of it on each side.
+    let failing = story_report(true);
+    assert_eq!(
+        build(&failing).view,
+        (SimTime(2_800 * MS), SimTime(4_200 * MS))
+    );
+    let html = render("x", &c, &failing);
+    assert!(
+        html.contains("data-view-start-ns=\"2800000000\" data-view-end-ns=\"4200000000\""),
+        "the svg carries the view"
+    );
+    assert!(
+        html.contains("\"view\":[2800000000,4200000000]"),
+        "and the script's data"
+    );
+    // The whole run is one click away.
+    assert!(html.contains("data-act=\"fit\">whole run</button>"));
+
+    let passing = story_report(false);
+    assert_eq!(build(&passing).view, (SimTime::ZERO, SimTime(10_000 * MS)));
+    let html = render("x", &c, &passing);
+    assert!(html.contains("data-view-start-ns=\"0\" data-view-end-ns=\"10000000000\""));
+    assert!(html.contains("\"view\":[0,10000000000]"));
+}
+
+#[test]
+fn a_burst_at_one_instant_is_one_line_and_other_resources_are_left_out() {
+    let owns = |r: &str| Observation::Owns {
+        resource: r.into(),
+        epoch: 2,
+    };
+    let records = vec![
+        rec(500, 5, holds("r42", 0)),
+        rec(600, 6, holds("r1", 0)),
+        rec(
+            2_000,
+            3,
+            Observation::Note {
+                text: "n3 joins".into(),
+            },
+        ),
+        rec(2_000, 3, owns("r1")),
+        rec(2_000, 3, owns("r3")),
+        rec(2_000, 3, owns("r4")),
+        rec(2_000, 3, owns("r5")),
+    ];
+    let mut r = report(7, 3_000, records, vec![fault(400, "isolate", &[3], "")]);
+    r.violations.push(Violation {
+        checker: "single-owner",
+        time: SimTime(2_000 * MS),
+        nodes: vec![n(3)],
+        message: "two owners of r1".into(),
+        records: vec![3],
+    });
+    let v = r.violations[0].clone();
+    let lines = narrative::lines(&r, &v, 10);
+    assert_eq!(
+        lines,
+        vec![
+            "  0.400_000s  fault isolate n3",
+            "  0.600_000s  n6   holds resource=r1 token=0",
+            "  2.000_000s  n3   note text=n3 joins",
+            "* 2.000_000s  n3   owns epoch=2 resource=r1",
+            "  2.000_000s  n3   owns epoch=2 resource=r3  (+2 more owns)",
+        ]
+    );
+}

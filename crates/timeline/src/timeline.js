@@ -148,11 +148,11 @@
     setView(at - (at - t0) * f, at + (t1 - at) * f);
   }
   function scroll(f) { var s = t1 - t0; setView(t0 + s * f, t1 + s * f); }
+  // The violation's story: from when the involved nodes were last calm to a little
+  // after it (the page opens there; "whole run" is one click away).
   function toViolation() {
-    var v = D.violations[0]; if (!v) return;
-    var lo = Math.min.apply(null, v.records.concat([v.t])), hi = Math.max.apply(null, v.records.concat([v.t]));
-    var pad = Math.max((hi - lo) * 0.25, END / 200);
-    setView(lo - pad, hi + pad);
+    if (!D.violations[0]) return;
+    setView(D.view[0], D.view[1]);
   }
 
   document.querySelectorAll(".controls button").forEach(function (b) {
@@ -182,7 +182,9 @@
   window.addEventListener("mouseup", function () { drag = null; chart.classList.remove("dragging"); });
   window.addEventListener("resize", function () { setView(t0, t1); });
   // `page.html#view=1.5-3.2` opens on that window of true time (seconds).
+  // Otherwise a run with a violation opens on it (D.view), a passing run whole.
   var hv = /view=([0-9.]+)-([0-9.]+)/.exec(location.hash);
   if (hv) { t0 = Math.max(0, +hv[1] * 1e9); t1 = Math.min(END, Math.max(t0 + 1000, +hv[2] * 1e9)); }
+  else if (D.view) { t0 = Math.max(0, D.view[0]); t1 = Math.min(END, Math.max(t0 + 1000, D.view[1])); }
   layout();
 })();

@@ -4,6 +4,7 @@
 
 use my_election::{Config, MyElection, TermsNeverGoBack};
 use tenure::prelude::*;
+use tenure::{Fault, NodeSel};
 
 /// Five nodes for 20 simulated seconds, each seed with its own faults drawn from the
 /// `chaos` profile, judged by two built-in checkers and one of our own.
@@ -128,5 +129,51 @@ fn the_variant_type_names_the_listed_variants() {
     assert_eq!(
         tenure::variant_mismatches(&my_election::MyProtocols),
         Vec::<String>::new()
+    );
+}
+
+/// Issue: a failure under `crashes` shrank 43 -> 15 events, node 4's crash loop (16
+/// crash-restart cycles within 530 ms) kept cycle by cycle: plain delta debugging could
+/// not drop a crash without its restart, and the failure needed the loop's every cycle
+/// under its own seed. Shrinking now uses `tenure shrink`'s steps, which collapse a
+/// node's cycles to one (and may move to a nearby seed for that).
+#[test]
+fn a_crash_storm_of_one_node_shrinks_to_at_most_three_events() {
+    let sim =
+        Simulation::<MyElection>::new(Cluster::uniform("node", 5), Config::with_planted_bug())
+            .duration(secs(20))
+            .profile("crashes")
+            .check("single-leader-per-term")
+            .check("leader-liveness")
+            .checker(|_cluster| Box::new(TermsNeverGoBack::default()));
+    let seed = 237;
+    let drawn = sim.run_seed(seed);
+    assert_eq!(drawn.violations[0].checker, "single-leader-per-term");
+    let storm = drawn
+        .faults
+        .iter()
+        .filter(|e| {
+            e.fault
+                == Fault::Crash {
+                    node: NodeSel::Id(4),
+                }
+        })
+        .count();
+    assert!(
+        storm >= 9,
+        "the seed draws a crash storm of node 4: {storm} crashes"
+    );
+
+    let shrunk = sim.shrink(seed).expect("a failing seed shrinks");
+    println!("{shrunk}");
+    assert_eq!(shrunk.checker, "single-leader-per-term");
+    assert!(shrunk.faults.len() <= 3, "{shrunk}");
+    let replay = sim.run_seed_with_faults(shrunk.seed, &shrunk.faults);
+    assert!(
+        replay
+            .violations
+            .iter()
+            .any(|v| v.checker == "single-leader-per-term"),
+        "{shrunk}"
     );
 }

@@ -254,3 +254,139 @@ fn only_faults_that_need_no_undoing_are_aimed_at_the_leader() {
     );
     assert_eq!(at_leader(&Fault::Heal {}), None);
 }
+
+/// A flapping node: `cycles` crash-restart cycles of node 2 from 1 s, 5 ms down and
+/// 35 ms up each (9 cycles within 350 ms), after a pause of node 0.
+fn crash_storm(cycles: u64) -> Vec<FaultEvent> {
+    let mut faults = vec![ev(
+        500,
+        Fault::Pause {
+            node: NodeSel::Id(0),
+            duration: Duration::from_millis(200),
+        },
+    )];
+    for k in 0..cycles {
+        let at = 1_000 + 40 * k;
+        faults.push(ev(
+            at,
+            Fault::Crash {
+                node: NodeSel::Id(2),
+            },
+        ));
+        faults.push(ev(
+            at + 5,
+            Fault::Restart {
+                node: NodeSel::Id(2),
+            },
+        ));
+    }
+    faults
+}
+
+/// How many times `node` crashes and is restarted.
+fn cycles_of(faults: &[FaultEvent], node: u32) -> usize {
+    crash_cycles(faults)
+        .iter()
+        .filter(|(down, up)| fault_node(&faults[*down].fault) == Some(node) && up.is_some())
+        .count()
+}
+
+#[test]
+fn a_nodes_crash_storm_collapses_to_its_last_its_first_or_one_outage_over_it() {
+    let storm = crash_storm(9);
+    assert!(storm.last().unwrap().at - storm[1].at < Duration::from_millis(350));
+    let candidates = collapsed_cycles(&storm, 2);
+    assert_eq!(candidates.len(), 3);
+    for c in &candidates {
+        assert_eq!(cycles_of(c, 2), 1, "{c:?}");
+        assert_eq!(c.len(), 3, "the pause and one cycle: {c:?}");
+        assert_eq!(c[0], storm[0], "other events are kept");
+    }
+    let times = |c: &[FaultEvent]| (c[1].at.as_millis(), c[2].at.as_millis());
+    assert_eq!(times(&candidates[0]), (1_320, 1_325), "the last cycle");
+    assert_eq!(times(&candidates[1]), (1_000, 1_005), "the first");
+    assert_eq!(
+        times(&candidates[2]),
+        (1_000, 1_325),
+        "one outage over the storm"
+    );
+    // One cycle is no storm.
+    assert!(collapsed_cycles(&crash_storm(1), 2).is_empty());
+}
+
+#[test]
+fn a_crash_point_that_restarts_the_node_is_a_cycle_of_its_own() {
+    let point = |restart_after| Fault::CrashPoint {
+        node: NodeSel::Id(1),
+        at_effect: 0,
+        at_sync: true,
+        power: true,
+        restart_after,
+    };
+    let faults = vec![
+        ev(100, point(Some(Duration::from_millis(5)))),
+        ev(150, point(None)),
+        ev(200, point(Some(Duration::from_millis(5)))),
+    ];
+    assert_eq!(crash_cycles(&faults), vec![(0, None), (2, None)]);
+    assert_eq!(
+        collapsed_cycles(&faults, 1).len(),
+        2,
+        "the last or the first"
+    );
+    assert_eq!(
+        collapsed_cycles(&faults, 1)[0].len(),
+        2,
+        "the last and the other point"
+    );
+}
+
+/// The bug this guards against: a failure found after one node's crash storm needed every
+/// cycle under its own seed (each restart draws the node's timers afresh), so shrinking
+/// kept all nine; the same failure shows with one cycle under a seed 40 away.
+#[test]
+fn nine_crash_restart_cycles_of_one_node_within_350ms_collapse_to_one() {
+    let storm = crash_storm(9);
+    let needs_pause_and_an_outage = |faults: &[FaultEvent]| {
+        faults
+            .iter()
+            .any(|e| matches!(e.fault, Fault::Pause { .. }))
+            && cycles_of(faults, 2) >= 1
+    };
+    let mut runs = 0;
+    let mut fails = |seed: u64, faults: &[FaultEvent]| {
+        runs += 1;
+        needs_pause_and_an_outage(faults) && (seed == 1_040 || cycles_of(faults, 2) == 9)
+    };
+    let (seed, faults) = shrink_faults(1_000, storm, Duration::from_secs(2), &mut fails);
+    assert_eq!(seed, 1_040);
+    assert_eq!(cycles_of(&faults, 2), 1, "{faults:?}");
+    assert_eq!(faults.len(), 3, "the pause and one cycle: {faults:?}");
+    assert!(
+        runs < MAX_RUNS,
+        "{runs} runs: it ended by itself, not by the budget"
+    );
+}
+
+#[test]
+fn the_fault_steps_alone_shrink_a_list_with_any_oracle() {
+    // Only the pause matters: everything else goes, and the seed stays.
+    let mut fails = |seed: u64, faults: &[FaultEvent]| {
+        seed == 7
+            && faults
+                .iter()
+                .any(|e| matches!(e.fault, Fault::Pause { .. }))
+    };
+    let (seed, faults) = shrink_faults(7, crash_storm(9), Duration::from_secs(2), &mut fails);
+    assert_eq!(seed, 7);
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    // The pause is also shortened while that still fails (halved from 200 ms while it
+    // stays 10 ms or more: 12 ms).
+    assert_eq!(
+        faults[0].fault,
+        Fault::Pause {
+            node: NodeSel::Id(0),
+            duration: Duration::from_millis(12)
+        }
+    );
+}
