@@ -1070,8 +1070,8 @@ impl<P: Protocol> World<P> {
             slot.handling.kind(),
             kind_of(&message)
         );
-        match hints.iter_mut().find(|h| h.group == group) {
-            Some(h) => h.sends += 1,
+        match hints.iter().position(|h| h.group == group) {
+            Some(i) => hints[i].sends += 1,
             None if hints.len() < MAX_DURABILITY_HINTS => hints.push(DurabilityHint {
                 time: now,
                 node,

@@ -269,8 +269,9 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
     if let Some(seed) = args.print {
         print!(
             "# Drawn by `tenure fuzz` ({source}, profile {}) for seed {seed}.\n\
-             # Replay: tenure run <this file> --seed {seed}\n\n{}",
+             # Replay: {} run <this file> --seed {seed}\n\n{}",
             target.profile.name,
+            crate::program(),
             target.case(seed).to_toml()
         );
         return Outcome::Passed;
@@ -373,10 +374,11 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
                     SeedResult::Pass => {}
                     SeedResult::Fail(f) => {
                         let stem = case_stem(&f.case, o.seed, f.checker);
+                        let program = crate::program();
                         let header = format!(
                         "# Found by `tenure fuzz` ({source}, profile {}, seed {}): {} violated at {}.\n\
                          # {}\n\
-                         # Replay: tenure run <this file> --seed {}   Shrink: tenure shrink <this file> --seed {}\n\n",
+                         # Replay: {program} run <this file> --seed {}   Shrink: {program} shrink <this file> --seed {}\n\n",
                         target.profile.name,
                         o.seed,
                         f.checker,

@@ -230,6 +230,44 @@ pub fn shown(path: &std::path::Path) -> String {
 /// The `tenure` command line over `catalogue`'s protocols: parses the arguments, runs
 /// the command and returns its exit code (0 passed, 1 a check failed, 2 bad input, 3
 /// internal error).
+/// The command that runs this program, as a replay hint should name it: `tenure` for the
+/// zoo's binary, `cargo run -p my-election --` for an outside crate's own command line
+/// run by cargo, else the path it was started by.
+pub fn program() -> &'static str {
+    PROGRAM.get_or_init(detect_program)
+}
+
+static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn detect_program() -> String {
+    let arg0 = std::env::args_os().next().map(std::path::PathBuf::from);
+    let stem = arg0
+        .as_ref()
+        .and_then(|p| p.file_stem())
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| "tenure".to_string());
+    if stem == "tenure" {
+        return stem;
+    }
+    // Run by cargo (`cargo run -p NAME`, or a test of the package): cargo sets the
+    // package's name in the program's environment.
+    if let Ok(package) = std::env::var("CARGO_PKG_NAME") {
+        let release = arg0
+            .as_ref()
+            .is_some_and(|p| p.components().any(|c| c.as_os_str() == "release"));
+        let bin = if stem == package {
+            String::new()
+        } else {
+            format!(" --bin {stem}")
+        };
+        return format!(
+            "cargo run{} -p {package}{bin} --",
+            if release { " --release" } else { "" }
+        );
+    }
+    arg0.map_or(stem, |p| p.display().to_string())
+}
+
 pub fn main<C: Catalogue>(catalogue: C) -> ExitCode {
     quiet_on_closed_pipe();
     let cli = match Cli::try_parse() {

@@ -18,7 +18,7 @@ pub fn expectation_text(e: &Expectation) -> String {
 }
 
 pub fn replay_command(file: &str, seed: u64) -> String {
-    format!("tenure run {file} --seed {seed}")
+    format!("{} run {file} --seed {seed}", crate::program())
 }
 
 /// The observations and faults that led to `v` (see [`tenure_timeline::narrative`]):
