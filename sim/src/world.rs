@@ -395,10 +395,7 @@ impl<T: std::fmt::Debug> Handling<T> {
 
 /// `Vote` of `Vote { term: 3 }` or `Vote(3)`: a value's variant name, as Debug writes it.
 fn kind_of(debug: &str) -> &str {
-    debug
-        .split(|c: char| c == ' ' || c == '(' || c == '{')
-        .next()
-        .unwrap_or(debug)
+    debug.split([' ', '(', '{']).next().unwrap_or(debug)
 }
 
 impl Stats {

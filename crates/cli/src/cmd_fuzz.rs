@@ -77,7 +77,8 @@ pub struct FuzzArgs {
     /// Run only block K of N contiguous blocks of the seed range (K from 1).
     #[arg(long, value_name = "K/N")]
     shard: Option<String>,
-    /// One JSON object per seed on stdout (the summary goes to stderr).
+    /// One JSON object per seed on stdout, each with its coverage; the summary goes to
+    /// stderr, its last line a JSON object (`{"summary": ...}`).
     #[arg(long)]
     json: bool,
     /// Where failing cases are written.
@@ -530,8 +531,11 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
             summary.hint_seeds, summary.seeds
         );
     }
+    // With --json, stdout holds one line per seed (so shards concatenate into the whole
+    // range, and each line carries its seed's coverage); the summary goes to stderr as
+    // its last line, a JSON object of its own.
     if args.json {
-        println!(
+        eprintln!(
             "{}",
             serde_json::json!({
                 "summary": {

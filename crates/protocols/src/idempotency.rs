@@ -207,6 +207,8 @@ pub struct Client {
     config: IdempotencyConfig,
     record: ClientRecord,
     attempt: u32,
+    /// The record is synced as it is now (sends wait for that).
+    synced: bool,
 }
 
 impl Client {
@@ -235,14 +237,25 @@ impl Client {
         let key = format!("{}-{}", self.me, self.record.next_seq);
         self.record.next_seq += 1;
         self.record.pending = Some(key.clone());
-        env.store(CLIENT_KEY, &self.record);
+        self.synced = false;
         env.observe(Observation::Requested { key });
         self.attempt = 0;
         self.send_pending(env);
     }
 
+    /// Sends the pending operation, its record synced first: a key sent and then lost
+    /// to a power loss would be issued again for another operation, which the service
+    /// would take for a retry of the first. A failed sync sends nothing; the retry
+    /// timer tries again.
     fn send_pending(&mut self, env: &mut dyn Env<Msg, Timer>) {
         let key = self.record.pending.clone().expect("an operation in flight");
+        if !self.synced {
+            if env.store_synced(CLIENT_KEY, &self.record).is_err() {
+                env.set_timer(Timer::Retry, self.config.request_timeout);
+                return;
+            }
+            self.synced = true;
+        }
         env.send(self.service, Msg::Request { key });
         let doublings = self.attempt.min(MAX_DOUBLINGS);
         let (lo, hi) = self.config.retry_backoff;
@@ -262,6 +275,7 @@ impl Client {
             return; // A duplicate or a reply to an earlier operation.
         }
         self.record.pending = None;
+        self.synced = false;
         env.store(CLIENT_KEY, &self.record);
         env.cancel_timer(&Timer::Retry);
         env.observe(Observation::Completed { key, ok });
@@ -297,6 +311,7 @@ impl Protocol for Idempotency {
                 config: config.clone(),
                 record: ClientRecord::default(),
                 attempt: 0,
+                synced: false,
             }),
         }
     }
@@ -755,11 +770,12 @@ mod tests {
         assert_eq!(
             effects,
             vec![
+                Effect::Observe(Observation::Requested { key: "n1-0".into() }),
                 Effect::Store {
                     key: CLIENT_KEY.into(),
                     value: Some(r#"{"next_seq":1,"pending":"n1-0"}"#.into())
                 },
-                Effect::Observe(Observation::Requested { key: "n1-0".into() }),
+                Effect::Sync { ok: true },
                 Effect::Send {
                     to: SERVICE,
                     msg: request("n1-0")
@@ -839,8 +855,9 @@ mod tests {
         });
         let mut restarted = node("correct", CLIENT);
         let effects = run(&mut restarted, CLIENT, &mut st, |c, env| c.on_start(env));
+        assert_eq!(effects[1], Effect::Sync { ok: true });
         assert_eq!(
-            effects[0],
+            effects[2],
             Effect::Send {
                 to: SERVICE,
                 msg: request("n1-0")
@@ -858,7 +875,7 @@ mod tests {
             c.on_timer(env, Timer::Think)
         });
         assert_eq!(
-            next[1],
+            next[0],
             Effect::Observe(Observation::Requested { key: "n1-1".into() })
         );
     }

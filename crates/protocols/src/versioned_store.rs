@@ -130,14 +130,20 @@ impl Store {
                 value,
             } => {
                 let cell = self.cells.entry(key.clone()).or_insert((0, 0));
-                let ok = !self.check_version || cell.0 == expected;
+                let mut ok = !self.check_version || cell.0 == expected;
                 // What the client read, when the store can tell: the version it expects
                 // is the current one (a blind write of another version is not judged by
                 // the write chain, only by the end-of-run total).
                 let based_on = (cell.0 == expected).then_some(cell.1);
                 if ok {
+                    let before = *cell;
                     *cell = (cell.0 + 1, value);
-                    env.store(CELLS_KEY, &self.cells);
+                    // Durable before it is acknowledged, as a database syncs its log
+                    // before replying; a failed sync refuses the write.
+                    if env.store_synced(CELLS_KEY, &self.cells).is_err() {
+                        self.cells.insert(key.clone(), before);
+                        ok = false;
+                    }
                 }
                 let version = self.cells[&key].0;
                 env.observe(Observation::Write {
@@ -564,6 +570,7 @@ mod tests {
                     key: CELLS_KEY.into(),
                     value: Some("{\"counter\":[1,5]}".into())
                 },
+                Effect::Sync { ok: true },
                 write(1, 1, true, 5, Some(0)),
                 Effect::Send {
                     to: NodeId(1),
@@ -585,7 +592,7 @@ mod tests {
         let mut blind = Store::new(false);
         step(&mut blind, 1, cas(1, 0, 5));
         let lost = step(&mut blind, 2, cas(7, 0, 3));
-        assert_eq!(lost[1], write(2, 2, true, 3, None));
+        assert_eq!(lost[2], write(2, 2, true, 3, None));
     }
 
     fn op(invoke: bool, f: &str, outcome: OpOutcome, value: OpValue) -> Effect<Msg, Timer> {
