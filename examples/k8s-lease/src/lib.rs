@@ -898,3 +898,311 @@ impl Catalogue for LeaseProtocols {
         v.visit::<K8sLease>();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Handlers in isolation: effects asserted exactly, no simulator.
+    use super::*;
+    use tenure::{Effect, StepHost};
+
+    const MS: i64 = 1_000_000;
+
+    fn node(variant: LeaseVariant, me: u32) -> (K8sLease, Cluster) {
+        let cluster = cluster(3);
+        let config = K8sLease::configure(Params::default(), variant, &cluster).unwrap();
+        (K8sLease::new(&config, NodeId(me), &cluster), cluster)
+    }
+
+    fn record(holder: u32, transitions: u64) -> LeaseRecord {
+        LeaseRecord {
+            holder: Some(NodeId(holder)),
+            lease_duration_ms: 1500,
+            acquire_time: 0,
+            renew_time: 0,
+            transitions,
+        }
+    }
+
+    fn reply(id: u64, answer: Answer) -> Msg {
+        Msg::Reply { id, answer }
+    }
+
+    #[test]
+    fn the_api_server_updates_only_at_the_current_resource_version() {
+        let (mut s, cluster) = node(LeaseVariant::Correct, 0);
+        let mut host = StepHost::new(NodeId(0), &cluster);
+        let mut step = host.step();
+        s.on_start(&mut step);
+        let create = Op::Create(record(1, 0));
+        s.on_message(&mut step, NodeId(1), Msg::Request { id: 1, op: create });
+        let stale = Op::Update {
+            record: record(2, 1),
+            rv: Some(0),
+        };
+        s.on_message(&mut step, NodeId(2), Msg::Request { id: 7, op: stale });
+        let current = Op::Update {
+            record: record(2, 1),
+            rv: Some(1),
+        };
+        s.on_message(&mut step, NodeId(2), Msg::Request { id: 8, op: current });
+        let sent: Vec<_> = step
+            .sent()
+            .into_iter()
+            .map(|(to, m)| (to, m.clone()))
+            .collect();
+        assert_eq!(
+            sent,
+            vec![
+                (NodeId(1), reply(1, Answer::Lease(record(1, 0), 1))),
+                (NodeId(2), reply(7, Answer::Conflict)),
+                (NodeId(2), reply(8, Answer::Lease(record(2, 1), 2))),
+            ]
+        );
+        // Every write is synced before its answer.
+        let syncs = step
+            .effects
+            .iter()
+            .filter(|e| matches!(e, Effect::Sync { ok: true }))
+            .count();
+        assert_eq!(syncs, 3, "one at start, one per write");
+    }
+
+    #[test]
+    fn the_lease_survives_an_api_server_power_loss() {
+        let (mut s, cluster) = node(LeaseVariant::Correct, 0);
+        let mut host = StepHost::new(NodeId(0), &cluster);
+        let op = Op::Create(record(1, 0));
+        s.on_message(&mut host.step(), NodeId(1), Msg::Request { id: 1, op });
+        host.power_loss();
+        let (mut restarted, _) = node(LeaseVariant::Correct, 0);
+        let mut step = host.step();
+        restarted.on_start(&mut step);
+        restarted.on_message(&mut step, NodeId(2), Msg::Request { id: 2, op: Op::Get });
+        assert_eq!(
+            step.sent(),
+            vec![(NodeId(2), &reply(2, Answer::Lease(record(1, 0), 1)))]
+        );
+    }
+
+    /// A candidate that sees another holder's record follows it until a LeaseDuration
+    /// has passed on its monotonic clock since the record last changed, then takes
+    /// over with the resourceVersion it read and one more transition.
+    #[test]
+    fn a_candidate_takes_over_only_after_a_lease_duration_on_its_monotonic_clock() {
+        let (mut c, cluster) = node(LeaseVariant::Correct, 2);
+        let mut host = StepHost::new(NodeId(2), &cluster);
+        c.on_start(&mut host.step()); // sends Get (id 1)
+        host.monotonic = LocalTime(100 * MS);
+        let mut step = host.step();
+        c.on_message(
+            &mut step,
+            NodeId(0),
+            reply(1, Answer::Lease(record(1, 4), 9)),
+        );
+        assert_eq!(
+            step.observed(),
+            vec![&Observation::Follower {
+                term: 5,
+                leader: Some(NodeId(1))
+            }]
+        );
+        assert_eq!(step.sent(), vec![]);
+
+        // 1.5 s later by its clock, the same record: expired; a wall-clock step means
+        // nothing to it.
+        host.monotonic = LocalTime(1600 * MS + 1);
+        host.wall = LocalTime(-30_000 * MS);
+        let mut step = host.step();
+        c.on_timer(&mut step, Timer::Retry); // Get (id 2)
+        c.on_message(
+            &mut step,
+            NodeId(0),
+            reply(2, Answer::Lease(record(1, 4), 9)),
+        );
+        let sent: Vec<_> = step.sent().into_iter().map(|(_, m)| m.clone()).collect();
+        let takeover = Op::Update {
+            record: LeaseRecord {
+                holder: Some(NodeId(2)),
+                lease_duration_ms: 1500,
+                acquire_time: -30_000 * MS,
+                renew_time: -30_000 * MS,
+                transitions: 5,
+            },
+            rv: Some(9),
+        };
+        assert_eq!(
+            sent,
+            vec![
+                Msg::Request { id: 2, op: Op::Get },
+                Msg::Request {
+                    id: 3,
+                    op: takeover
+                }
+            ]
+        );
+    }
+
+    /// With the planted wall-clock bug the same record expires when the wall clock
+    /// steps forward, a moment after it was observed.
+    #[test]
+    fn the_wall_clock_bug_takes_over_after_a_clock_step() {
+        let (mut c, cluster) = node(LeaseVariant::WallClockObservedTime, 2);
+        let mut host = StepHost::new(NodeId(2), &cluster);
+        c.on_start(&mut host.step());
+        c.on_message(
+            &mut host.step(),
+            NodeId(0),
+            reply(1, Answer::Lease(record(1, 4), 9)),
+        );
+        host.monotonic = LocalTime(300 * MS);
+        host.wall = LocalTime(20_000 * MS);
+        let mut step = host.step();
+        c.on_timer(&mut step, Timer::Retry);
+        c.on_message(
+            &mut step,
+            NodeId(0),
+            reply(2, Answer::Lease(record(1, 4), 9)),
+        );
+        assert!(
+            step.sent().iter().any(|(_, m)| matches!(
+                m,
+                Msg::Request {
+                    op: Op::Update { .. },
+                    ..
+                }
+            )),
+            "{:?}",
+            step.effects
+        );
+    }
+
+    /// A leader acts at once when it wins, then only while its deadline (renewal sent +
+    /// RetryPeriod + RenewDeadline) has not passed; past it, it steps down and stops.
+    #[test]
+    fn a_leader_acts_only_before_its_renew_deadline() {
+        let (mut c, cluster) = node(LeaseVariant::Correct, 1);
+        let mut host = StepHost::new(NodeId(1), &cluster);
+        c.on_start(&mut host.step()); // Get, id 1, sent at 0
+        c.on_message(&mut host.step(), NodeId(0), reply(1, Answer::NotFound)); // Create id 2 at 0
+        let mut step = host.step();
+        c.on_message(
+            &mut step,
+            NodeId(0),
+            reply(2, Answer::Lease(record(1, 0), 1)),
+        );
+        assert_eq!(
+            step.observed(),
+            vec![
+                &Observation::Leader { term: 1 },
+                &Observation::Serves { term: 1 }
+            ]
+        );
+        host.monotonic = LocalTime(1199 * MS);
+        let mut step = host.step();
+        c.on_timer(&mut step, Timer::Work);
+        assert_eq!(step.observed(), vec![&Observation::Serves { term: 1 }]);
+        host.monotonic = LocalTime(1200 * MS);
+        let mut step = host.step();
+        c.on_timer(&mut step, Timer::Work);
+        assert_eq!(
+            step.observed(),
+            vec![&Observation::Follower {
+                term: 1,
+                leader: None
+            }]
+        );
+        assert!(step
+            .effects
+            .contains(&Effect::CancelTimer { timer: Timer::Work }));
+    }
+
+    /// The planted bug: past the deadline it steps down but its work goes on.
+    #[test]
+    fn the_act_after_failed_renew_bug_serves_past_its_deadline() {
+        let (mut c, cluster) = node(LeaseVariant::ActAfterFailedRenew, 1);
+        let mut host = StepHost::new(NodeId(1), &cluster);
+        c.on_start(&mut host.step());
+        c.on_message(&mut host.step(), NodeId(0), reply(1, Answer::NotFound));
+        c.on_message(
+            &mut host.step(),
+            NodeId(0),
+            reply(2, Answer::Lease(record(1, 0), 1)),
+        );
+        host.monotonic = LocalTime(5000 * MS);
+        let mut step = host.step();
+        c.on_timer(&mut step, Timer::Work);
+        assert_eq!(
+            step.observed(),
+            vec![
+                &Observation::Follower {
+                    term: 1,
+                    leader: None
+                },
+                &Observation::Serves { term: 1 }
+            ]
+        );
+    }
+
+    #[test]
+    fn without_the_resource_version_an_update_is_unconditional() {
+        let (mut c, cluster) = node(LeaseVariant::NoResourceVersion, 2);
+        let mut host = StepHost::new(NodeId(2), &cluster);
+        c.on_start(&mut host.step());
+        let mut step = host.step();
+        let vacant = LeaseRecord {
+            holder: None,
+            ..record(1, 3)
+        };
+        c.on_message(&mut step, NodeId(0), reply(1, Answer::Lease(vacant, 9)));
+        assert!(
+            matches!(
+                step.sent()[..],
+                [(
+                    _,
+                    Msg::Request {
+                        op: Op::Update { rv: None, .. },
+                        ..
+                    }
+                )]
+            ),
+            "{:?}",
+            step.effects
+        );
+    }
+
+    #[test]
+    fn configure_applies_client_gos_checks() {
+        let cluster = cluster(3);
+        let params = Params {
+            renew_deadline: Some(HumanDuration(Duration::from_millis(1500))),
+            ..Params::default()
+        };
+        let err = K8sLease::configure(params, LeaseVariant::Correct, &cluster).unwrap_err();
+        assert_eq!(
+            err.message,
+            "leaseDuration must be greater than renewDeadline"
+        );
+        let two_servers = Cluster::new(vec![
+            RoleSpec {
+                role: "apiserver".into(),
+                count: 2,
+            },
+            RoleSpec {
+                role: "candidate".into(),
+                count: 1,
+            },
+        ])
+        .unwrap();
+        let err = K8sLease::configure(Params::default(), LeaseVariant::Correct, &two_servers)
+            .unwrap_err();
+        assert_eq!(err.field, "cluster");
+    }
+
+    #[test]
+    fn the_declared_drift_follows_from_the_timings() {
+        let c = Config::correct();
+        // (1.5 - 1.2) / (1.5 + 1.2) = 0.111
+        assert!((c.drift_bound() - 0.3 / 2.7).abs() < 1e-9);
+        assert_eq!(c.max_drift(), 0.1);
+    }
+}
