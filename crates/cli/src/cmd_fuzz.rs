@@ -521,6 +521,25 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
             summary.seeds
         );
     }
+    if summary.limited > 0 {
+        let _ = writeln!(
+            out,
+            "{} stopped by a run limit (no verdict; see the LIMIT lines)",
+            crate::plural(summary.limited, "seed was", "seeds were")
+        );
+    }
+    if !found.is_empty() {
+        let _ = writeln!(out, "failing cases:");
+        for f in &found {
+            let _ = writeln!(
+                out,
+                "  seed {} {}: {}",
+                f.seed,
+                f.checker,
+                replay_command(&f.file, f.seed)
+            );
+        }
+    }
     for line in summary.coverage.lines() {
         let _ = writeln!(out, "coverage: {line}");
     }
@@ -553,25 +572,6 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
                 }
             })
         );
-    }
-    if summary.limited > 0 {
-        let _ = writeln!(
-            out,
-            "{} stopped by a run limit (no verdict; see the LIMIT lines)",
-            crate::plural(summary.limited, "seed was", "seeds were")
-        );
-    }
-    if !found.is_empty() {
-        let _ = writeln!(out, "failing cases:");
-        for f in &found {
-            let _ = writeln!(
-                out,
-                "  seed {} {}: {}",
-                f.seed,
-                f.checker,
-                replay_command(&f.file, f.seed)
-            );
-        }
     }
     if internal {
         Outcome::Internal

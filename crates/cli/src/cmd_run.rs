@@ -252,12 +252,6 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
                 println!("  passed: {}", passed.join(", "));
             }
         }
-        for line in judged_lines(&prepared, &report) {
-            println!("{line}");
-        }
-        for line in crate::report::hint_lines(&report) {
-            println!("{line}");
-        }
         println!(
             "  the scenario expects {}: {}",
             expectation_text(&s.expect),
@@ -275,6 +269,14 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
             for line in tenure_metrics::text(m) {
                 println!("  {line}");
             }
+        }
+        // Last, so the verdict and its story come first: what each check judged (a
+        // check that judged nothing has not passed) and the durability hints.
+        for line in judged_lines(&prepared, &report) {
+            println!("{line}");
+        }
+        for line in crate::report::hint_lines(&report) {
+            println!("{line}");
         }
     }
     let vacuous = unexpected_vacuity(&prepared, &report);

@@ -34,10 +34,10 @@ pub fn narrative(report: &Report, v: &Violation, context: usize) -> Vec<String> 
 /// tolerance or bound is unprinted.
 pub fn judged_lines(prepared: &tenure_sim::Prepared, report: &Report) -> Vec<String> {
     let s = &prepared.scenario;
-    let mut out = vec!["  judged:".to_string()];
+    let mut out = vec!["judged:".to_string()];
     for (spec, j) in s.checks.iter().zip(&report.judged) {
         let promise = prepared.promises.iter().find(|p| p.check == spec.name);
-        let mut line = format!("    {}: {}", j.check, j.summary);
+        let mut line = format!("  {}: {}", j.check, j.summary);
         let shown = params_text(&s.protocol.name, &spec.params, promise);
         if !shown.is_empty() {
             line += &format!(" [{shown}]");
@@ -100,10 +100,10 @@ pub fn hint_lines(report: &Report) -> Vec<String> {
         return Vec::new();
     }
     let mut out = vec![format!(
-        "  durability hints (not failures; {} sent before a sync):",
+        "durability hints (not failures; {} sent before a sync):",
         crate::plural(report.stats.durability_hint_sends, "message", "messages")
     )];
-    out.extend(hints.iter().map(|h| format!("    {h}")));
+    out.extend(hints.iter().map(|h| format!("  {h}")));
     out
 }
 

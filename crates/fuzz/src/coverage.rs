@@ -126,8 +126,17 @@ fn counts(fault: &Fault) -> bool {
 }
 
 /// Where each of `faults` landed in the run that `history` records. Faults the run
-/// never reached (it stopped early at a violation) are left out.
+/// never reached (it stopped early at a violation) are left out, and so is every fault
+/// of a run in which nothing was ever held (a protocol with no leaders, leases, locks
+/// or owners: there is no holder to land on).
 pub fn landed(faults: &[FaultEvent], history: &History) -> Vec<Landed> {
+    let mut ever = Holders::default();
+    if !history.records.iter().any(|r| {
+        ever.apply(r.node, &r.obs);
+        ever.any()
+    }) {
+        return Vec::new();
+    }
     let mut order: Vec<&FaultEvent> = faults.iter().filter(|e| counts(&e.fault)).collect();
     order.sort_by_key(|e| e.at);
     let mut holders = Holders::default();
@@ -154,6 +163,11 @@ pub fn landed(faults: &[FaultEvent], history: &History) -> Vec<Landed> {
         });
     }
     out
+}
+
+/// `1 seed`, `3 seeds`.
+fn seeds(n: u64) -> String {
+    format!("{n} seed{}", if n == 1 { "" } else { "s" })
 }
 
 /// Coverage counts over many seeds.
@@ -220,8 +234,8 @@ impl Coverage {
                 String::new()
             };
             out.push(format!(
-                "check {check}: judged something in {n} of {} seeds ({share:.0}%){low}",
-                self.seeds
+                "check {check}: judged something in {n} of {} ({share:.0}%){low}",
+                seeds(self.seeds)
             ));
         }
         for (kind, (drawn, on)) in &self.faults {
@@ -235,7 +249,8 @@ impl Coverage {
                 String::new()
             };
             out.push(format!(
-                "fault {kind}: drawn in {drawn} seeds, landed on a leader or holder in {on} ({share:.0}%){low}"
+                "fault {kind}: drawn in {}, landed on a leader or holder in {on} ({share:.0}%){low}",
+                seeds(*drawn)
             ));
         }
         out
