@@ -31,6 +31,7 @@
 //! The book's "Test your own protocol" page walks through `examples/my-election`.
 
 mod outcome;
+pub mod paths;
 #[cfg(feature = "proptest")]
 pub mod proptest;
 pub mod regressions;
