@@ -86,6 +86,25 @@ pub struct RoleInfo {
     pub name: &'static str,
     pub summary: &'static str,
     pub default_count: u32,
+    /// What the role is, which is what fault profiles aim at (never its name).
+    pub kind: RoleKind,
+}
+
+/// What a role is, as fault profiles see it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RoleKind {
+    /// A participant of the protocol (a server, a replica, a candidate, a coordinator):
+    /// every fault may aim at it.
+    #[default]
+    Participant,
+    /// A client that waits for locks, holds them and acts on them: process faults
+    /// (pauses, crashes, power losses) aim at it three times as often as at a
+    /// participant, since a paused or crashed holder is the classic failure.
+    Holder,
+    /// The protected resource (the storage a lock guards): it is judged, not a
+    /// participant, and its durability is its own promise, so power losses, crash
+    /// points, disk latencies, stalls and slow nodes never aim at it.
+    Resource,
 }
 
 #[derive(Clone, Debug)]

@@ -33,7 +33,7 @@ use rand_chacha::ChaCha8Rng;
 #[cfg(test)]
 use std::collections::BTreeMap; // the tests' bookkeeping
 use std::time::Duration;
-use tenure_core::{Cluster, NodeId, SignedDuration};
+use tenure_core::{Cluster, NodeId, RoleInfo, RoleKind, SignedDuration};
 use tenure_scenario::{
     ClockSpec, Fault, FaultEvent, Latency, LinkSpec, NodeDiskSpec, NodeSel, Scenario,
 };
@@ -81,13 +81,33 @@ const FSYNC_RANGE: [Duration; 2] = [Duration::from_millis(1), Duration::from_mil
 /// Drawing a seed's fault schedule from a [`Profile`].
 pub trait Draw {
     /// The fault schedule of `seed` on `cluster` for a run of `duration` (extended if
-    /// the liveness phase does not fit). A pure function of its arguments.
-    fn draw(&self, seed: u64, cluster: &Cluster, duration: Duration) -> Drawn;
+    /// the liveness phase does not fit), every role a participant. A pure function of
+    /// its arguments.
+    fn draw(&self, seed: u64, cluster: &Cluster, duration: Duration) -> Drawn {
+        self.draw_for(seed, cluster, &[], duration)
+    }
+
+    /// The same, aimed by what each role declares it is (`roles`, the protocol's
+    /// [`RoleInfo`]s: holders draw more process faults, the protected resource none of
+    /// the durability faults); a role not listed is a participant.
+    fn draw_for(
+        &self,
+        seed: u64,
+        cluster: &Cluster,
+        roles: &[RoleInfo],
+        duration: Duration,
+    ) -> Drawn;
 }
 
 impl Draw for Profile {
-    fn draw(&self, seed: u64, cluster: &Cluster, duration: Duration) -> Drawn {
-        Drawer::new(self, seed, cluster, duration).draw()
+    fn draw_for(
+        &self,
+        seed: u64,
+        cluster: &Cluster,
+        roles: &[RoleInfo],
+        duration: Duration,
+    ) -> Drawn {
+        Drawer::new(self, seed, cluster, roles, duration).draw()
     }
 }
 
@@ -210,6 +230,8 @@ fn down_budget(role_count: usize) -> usize {
 
 struct Drawer<'a> {
     p: &'a Profile,
+    /// What each role of the cluster is, in the cluster's role order.
+    kinds: Vec<RoleKind>,
     rng: ChaCha8Rng,
     seed: u64,
     cluster: &'a Cluster,
@@ -225,7 +247,23 @@ struct Drawer<'a> {
 }
 
 impl<'a> Drawer<'a> {
-    fn new(p: &'a Profile, seed: u64, cluster: &'a Cluster, duration: Duration) -> Drawer<'a> {
+    fn new(
+        p: &'a Profile,
+        seed: u64,
+        cluster: &'a Cluster,
+        roles: &[RoleInfo],
+        duration: Duration,
+    ) -> Drawer<'a> {
+        let kinds = cluster
+            .roles()
+            .iter()
+            .map(|r| {
+                roles
+                    .iter()
+                    .find(|info| info.name == r.role)
+                    .map_or(RoleKind::Participant, |info| info.kind)
+            })
+            .collect();
         let at = |f: f64| round_ms(duration.mul_f64(f));
         let window = (
             at(p.window[0]),
@@ -233,6 +271,7 @@ impl<'a> Drawer<'a> {
         );
         Drawer {
             p,
+            kinds,
             rng: fuzz_rng(seed),
             seed,
             cluster,
@@ -294,11 +333,11 @@ impl<'a> Drawer<'a> {
     }
 
     /// A node picked with `weight`, in id order (deterministic).
-    fn pick(&mut self, weight: impl Fn(&str) -> u32) -> NodeId {
+    fn pick(&mut self, weight: impl Fn(RoleKind) -> u32) -> NodeId {
         let weights: Vec<u32> = self
             .cluster
             .nodes()
-            .map(|n| weight(self.cluster.role_of(n)))
+            .map(|n| weight(self.kind_of(n)))
             .collect();
         let total: u32 = weights.iter().sum();
         assert!(total > 0, "every cluster has a node of positive weight");
@@ -324,7 +363,12 @@ impl<'a> Drawer<'a> {
         self.target_weighted(|_| 1)
     }
 
-    fn target_weighted(&mut self, weight: impl Fn(&str) -> u32) -> NodeSel {
+    /// What `node`'s role is.
+    fn kind_of(&self, node: NodeId) -> RoleKind {
+        self.kinds[self.cluster.role_index_of(node)]
+    }
+
+    fn target_weighted(&mut self, weight: impl Fn(RoleKind) -> u32) -> NodeSel {
         if self.chance(self.p.leader) {
             NodeSel::Leader
         } else {
@@ -529,11 +573,11 @@ impl<'a> Drawer<'a> {
                     // on, not a participant they must survive: its own durability is the
                     // storage system's promise, so power losses aim at the protocol's
                     // nodes only.
-                    let node = self.pick(|role| {
-                        if role == "storage" {
+                    let node = self.pick(|kind| {
+                        if kind == RoleKind::Resource {
                             0
                         } else {
-                            client_weight(role)
+                            client_weight(kind)
                         }
                     });
                     let crash_point = p.crash_points && self.rng.gen_bool(0.5);
@@ -687,7 +731,7 @@ impl<'a> Drawer<'a> {
                 let max = self.log_between(FSYNC_RANGE);
                 // The protected resource is judged, not a participant: its disk is
                 // the storage system's promise (as its power is, above).
-                if self.cluster.role_of(node) == "storage" {
+                if self.kind_of(node) == RoleKind::Resource {
                     continue;
                 }
                 disks.push(NodeDiskSpec {
@@ -700,11 +744,11 @@ impl<'a> Drawer<'a> {
             if p.crash_points {
                 for _ in 0..self.count() {
                     let at = self.when();
-                    let node = self.pick(|role| {
-                        if role == "storage" {
+                    let node = self.pick(|kind| {
+                        if kind == RoleKind::Resource {
                             0
                         } else {
-                            client_weight(role)
+                            client_weight(kind)
                         }
                     });
                     let restart_after = self.log_between(p.outage_range);
@@ -720,7 +764,7 @@ impl<'a> Drawer<'a> {
                 // window that opens at the start (a failing supply at boot). Syncs
                 // bunch up in elections, and the first one has every node voting.
                 if self.chance(p.flap) {
-                    let node = self.pick(|role| u32::from(role != "storage"));
+                    let node = self.pick(|kind| u32::from(kind != RoleKind::Resource));
                     if self.power_flap(node, self.window.0, heal_at)
                         && !restart_at_heal.contains(&node)
                     {
@@ -752,7 +796,7 @@ impl<'a> Drawer<'a> {
     /// Lengths log-uniform in `disk_stall_range`, each over by the heal. Participants
     /// only: the protected resource's disk is the storage system's promise.
     fn slow_disks(&mut self, p: &Profile, heal_at: Duration) {
-        let participant = |role: &str| u32::from(role != "storage");
+        let participant = |kind: RoleKind| u32::from(kind != RoleKind::Resource);
         if self.chance(p.disk_stall) {
             for _ in 0..self.rng.gen_range(1..=3) {
                 let at = self.when();
@@ -977,9 +1021,9 @@ fn sync_power_loss(node: NodeId, restart_after: Duration) -> Fault {
     }
 }
 
-/// Clients matter most for locks: a paused or crashed client is the classic failure.
-fn client_weight(role: &str) -> u32 {
-    if role == "client" {
+/// Holders matter most for locks: a paused or crashed holder is the classic failure.
+fn client_weight(kind: RoleKind) -> u32 {
+    if kind == RoleKind::Holder {
         3
     } else {
         1

@@ -117,6 +117,7 @@ impl Target {
             &self.assumptions,
             self.liveness_bound,
             &self.cluster,
+            self.info.roles,
             self.base.duration,
             seed,
         )
@@ -161,13 +162,15 @@ pub fn fit_liveness(mut scenario: Scenario, bound: Option<Duration>) -> Scenario
 
 /// The schedule seed `seed` draws from `profile` for a run of `duration` on `cluster`:
 /// within `assumptions` (unless the profile says `beyond_assumptions`), with a liveness
-/// phase at least twice `liveness_bound`. The one draw every path uses (`tenure fuzz`,
-/// `--print`, the library's `Simulation`).
+/// phase at least twice `liveness_bound`, aimed by what each of the protocol's `roles`
+/// declares it is. The one draw every path uses (`tenure fuzz`, `--print`, the
+/// library's `Simulation`).
 pub fn draw(
     profile: &Profile,
     assumptions: &Assumptions,
     liveness_bound: Option<Duration>,
     cluster: &Cluster,
+    roles: &[tenure_core::RoleInfo],
     duration: Duration,
     seed: u64,
 ) -> crate::Drawn {
@@ -175,7 +178,7 @@ pub fn draw(
     if let Some(bound) = liveness_bound {
         profile.liveness = profile.liveness.max(bound * 2);
     }
-    profile.draw(seed, cluster, duration)
+    profile.draw_for(seed, cluster, roles, duration)
 }
 
 /// The built-in scenario `tenure fuzz --protocol NAME` runs: the default cluster and

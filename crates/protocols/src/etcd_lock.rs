@@ -223,16 +223,19 @@ static INFO: ProtocolInfo = ProtocolInfo {
             summary: "the KV store with leases (one linearizable server standing for the \
                       cluster)",
             default_count: 1,
+            kind: tenure_core::RoleKind::Participant,
         },
         RoleInfo {
             name: "client",
             summary: "lock clients: acquire, read-modify-write the storage, release",
             default_count: 3,
+            kind: tenure_core::RoleKind::Holder,
         },
         RoleInfo {
             name: "storage",
             summary: "the protected resource, a counter",
             default_count: 1,
+            kind: tenure_core::RoleKind::Resource,
         },
     ],
     variants: &[

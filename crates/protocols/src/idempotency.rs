@@ -375,11 +375,13 @@ static INFO: ProtocolInfo = ProtocolInfo {
             name: "service",
             summary: "the payment-like service",
             default_count: 1,
+            kind: tenure_core::RoleKind::Participant,
         },
         RoleInfo {
             name: "client",
             summary: "clients issuing keyed operations and retrying them",
             default_count: 3,
+            kind: tenure_core::RoleKind::Holder,
         },
     ],
     variants: &[

@@ -216,6 +216,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
         name: "server",
         summary: "a voter that may also stand for leader",
         default_count: 5,
+        kind: tenure_core::RoleKind::Participant,
     }],
     variants: &[
         VariantInfo {

@@ -570,11 +570,13 @@ static INFO: ProtocolInfo = ProtocolInfo {
             name: "server",
             summary: "the lock server (one Redis instance, SET NX [PX])",
             default_count: 1,
+            kind: tenure_core::RoleKind::Participant,
         },
         RoleInfo {
             name: "client",
             summary: "clients that each acquire k of the m resources, hold them, release them",
             default_count: 3,
+            kind: tenure_core::RoleKind::Holder,
         },
     ],
     variants: &[

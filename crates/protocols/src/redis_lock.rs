@@ -432,16 +432,19 @@ pub(crate) const LOCK_ROLES: &[RoleInfo] = &[
         name: "server",
         summary: "the lock server (one Redis instance)",
         default_count: 1,
+        kind: tenure_core::RoleKind::Participant,
     },
     RoleInfo {
         name: "client",
         summary: "lock clients: acquire, read-modify-write the storage, release",
         default_count: 3,
+        kind: tenure_core::RoleKind::Holder,
     },
     RoleInfo {
         name: "storage",
         summary: "the protected resource, a counter",
         default_count: 1,
+        kind: tenure_core::RoleKind::Resource,
     },
 ];
 

@@ -302,16 +302,19 @@ static INFO: ProtocolInfo = ProtocolInfo {
             name: "server",
             summary: "independent lock servers (Redis masters)",
             default_count: 5,
+            kind: tenure_core::RoleKind::Participant,
         },
         RoleInfo {
             name: "client",
             summary: "lock clients: acquire a quorum, read-modify-write the storage, release",
             default_count: 3,
+            kind: tenure_core::RoleKind::Holder,
         },
         RoleInfo {
             name: "storage",
             summary: "the protected resource, a counter (unfenced)",
             default_count: 1,
+            kind: tenure_core::RoleKind::Resource,
         },
     ],
     variants: &[

@@ -1049,11 +1049,13 @@ static INFO: ProtocolInfo = ProtocolInfo {
             name: "coordinator",
             summary: "lock coordinators, each owning the resources the ring gives it (the last `standby` start outside the ring)",
             default_count: 4,
+            kind: tenure_core::RoleKind::Participant,
         },
         RoleInfo {
             name: "client",
             summary: "lock clients: acquire a random resource from its owner, hold, release",
             default_count: 4,
+            kind: tenure_core::RoleKind::Holder,
         },
     ],
     variants: &[

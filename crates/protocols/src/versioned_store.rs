@@ -420,11 +420,13 @@ static INFO: ProtocolInfo = ProtocolInfo {
             name: "storage",
             summary: "the versioned store (a counter and its version per resource)",
             default_count: 1,
+            kind: tenure_core::RoleKind::Resource,
         },
         RoleInfo {
             name: "client",
             summary: "clients: read, work, compare-and-set, retry from a fresh read on conflict",
             default_count: 3,
+            kind: tenure_core::RoleKind::Holder,
         },
     ],
     variants: &[

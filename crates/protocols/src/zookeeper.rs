@@ -313,16 +313,19 @@ static INFO: ProtocolInfo = ProtocolInfo {
             summary: "the coordination service (one linearizable server standing for the \
                       ensemble)",
             default_count: 1,
+            kind: tenure_core::RoleKind::Participant,
         },
         RoleInfo {
             name: "client",
             summary: "runs the election or lock recipe in its own session",
             default_count: 3,
+            kind: tenure_core::RoleKind::Holder,
         },
         RoleInfo {
             name: "storage",
             summary: "the protected resource of the lock recipe (idle for election)",
             default_count: 1,
+            kind: tenure_core::RoleKind::Resource,
         },
     ],
     variants: &[

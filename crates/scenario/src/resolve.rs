@@ -250,16 +250,19 @@ mod tests {
                 name: "server",
                 summary: "grants locks",
                 default_count: 3,
+                kind: tenure_core::RoleKind::Participant,
             },
             RoleInfo {
                 name: "client",
                 summary: "takes locks",
                 default_count: 2,
+                kind: tenure_core::RoleKind::Holder,
             },
             RoleInfo {
                 name: "storage",
                 summary: "only when asked for",
                 default_count: 0,
+                kind: tenure_core::RoleKind::Resource,
             },
         ],
         variants: &[

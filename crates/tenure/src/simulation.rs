@@ -63,6 +63,8 @@ pub struct Simulation<P: Protocol> {
     promises: Vec<Promise>,
     transport: Transport,
     protocol: String,
+    /// What each role is (fault profiles aim at holders and spare the resource).
+    roles: &'static [tenure_core::RoleInfo],
 }
 
 impl<P: Configurable> Simulation<P>
@@ -101,6 +103,7 @@ where
             promises,
             transport: P::transport(),
             protocol: info.name.to_string(),
+            roles: info.roles,
             ..Simulation::undeclared(cluster, config)
         }
     }
@@ -128,6 +131,7 @@ impl<P: Protocol> Simulation<P> {
             promises: Vec::new(),
             transport: Transport::Datagram,
             protocol: short_type_name::<P>(),
+            roles: &[],
         }
     }
 
@@ -413,6 +417,7 @@ impl<P: Protocol> Simulation<P> {
             &self.assumptions,
             bound,
             &self.cluster,
+            self.roles,
             base.duration,
             seed,
         ))

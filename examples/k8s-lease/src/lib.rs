@@ -744,11 +744,13 @@ static INFO: ProtocolInfo = ProtocolInfo {
             name: "apiserver",
             summary: "stores the Lease; Update only if the resourceVersion matches",
             default_count: 1,
+            kind: tenure::RoleKind::Participant,
         },
         RoleInfo {
             name: "candidate",
             summary: "runs the elector: acquires, renews, acts as leader",
             default_count: 3,
+            kind: tenure::RoleKind::Participant,
         },
     ],
     variants: &[

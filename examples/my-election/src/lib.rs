@@ -366,6 +366,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
         name: "node",
         summary: "votes and leads",
         default_count: 5,
+        kind: tenure::RoleKind::Participant,
     }],
     variants: &[
         VariantInfo {

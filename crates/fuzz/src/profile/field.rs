@@ -78,11 +78,11 @@ impl Drawer<'_> {
             for _ in 0..self.count() {
                 let at = self.when();
                 // As with power losses: the protected resource is not a participant.
-                let node = self.pick(|role| {
-                    if role == "storage" {
+                let node = self.pick(|kind| {
+                    if kind == tenure_core::RoleKind::Resource {
                         0
                     } else {
-                        client_weight(role)
+                        client_weight(kind)
                     }
                 });
                 let end = (at + self.log_between(p.outage_range)).min(heal_at);

@@ -53,6 +53,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
         name: "node",
         summary: "a node that may become coordinator",
         default_count: 5,
+        kind: tenure_core::RoleKind::Participant,
     }],
     variants: &[VariantInfo {
         name: "correct",

@@ -33,6 +33,7 @@ pub(crate) static INFO: ProtocolInfo = ProtocolInfo {
         name: "server",
         summary: "a Raft server: follower, candidate or leader",
         default_count: 5,
+        kind: tenure_core::RoleKind::Participant,
     }],
     variants: &[
         VariantInfo {
