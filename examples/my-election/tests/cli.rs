@@ -155,3 +155,48 @@ fn the_correct_variant_passes_the_same_fuzz() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+/// A failure found by this crate's own command line names that command in its replay
+/// hint and in the file it saves (not the zoo's `tenure`, which has no `my-election`),
+/// and the hint works when pasted: everything after `--` run by the binary, from where
+/// the fuzz ran, replays the failure.
+#[test]
+fn the_replay_command_names_this_crate_and_works_when_pasted() {
+    let out = out_dir("fuzz-replay");
+    let o = bin()
+        .args([
+            "fuzz",
+            "--protocol",
+            "my-election",
+            "--variant",
+            "vote-twice",
+            "--seeds",
+            "0..300",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let replay = t
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("replay: "))
+        .unwrap_or_else(|| panic!("no replay line in:\n{t}"));
+    let args = replay
+        .strip_prefix("cargo run -p my-election -- ")
+        .unwrap_or_else(|| panic!("the replay names this crate's command: {replay}"));
+    let saved = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .find(|s| s.contains("# Replay:"))
+        .expect("a saved case");
+    assert!(
+        saved.contains("# Replay: cargo run -p my-election -- run <this file> --seed"),
+        "{saved}"
+    );
+    let o = bin().args(args.split(' ')).output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{replay}:\n{t}");
+    assert!(t.contains("single-leader-per-term violated"), "{t}");
+}
