@@ -348,30 +348,15 @@ fn resolve<P: Protocol>(c: &Control<'_, P>, sel: NodeSel) -> Option<NodeId> {
 /// Applies one timeline event. A `leader` selector with no leader at that instant skips
 /// the event (the trace says so).
 pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
-    let target = |c: &Control<'_, P>, sel: &NodeSel| resolve(c, *sel);
-    let node = match fault {
-        Fault::Isolate { node }
-        | Fault::Bridge { node, .. }
-        | Fault::Crash { node }
-        | Fault::Restart { node }
-        | Fault::Pause { node, .. }
-        | Fault::ClockJump { node, .. }
-        | Fault::ClockDrift { node, .. }
-        | Fault::Request { node, .. }
-        | Fault::PowerLoss { node, .. }
-        | Fault::ClockStall { node, .. }
-        | Fault::ClockSlew { node, .. }
-        | Fault::CrashPoint { node, .. }
-        | Fault::DiskStall { node, .. }
-        | Fault::DiskError { node, .. }
-        | Fault::Slow { node, .. } => match target(c, node) {
+    let node = match fault.node() {
+        Some(sel) => match resolve(c, *sel) {
             Some(n) => Some(n),
             None => {
                 c.note_skipped(fault.kind());
                 return;
             }
         },
-        _ => None,
+        None => None,
     };
     let n = || node.expect("resolved above");
     match fault {

@@ -94,23 +94,7 @@ impl Holders {
 
 /// The node a fault is aimed at, if it is aimed at one (`None` inside: "the leader").
 fn aimed_at(fault: &Fault) -> Option<Option<NodeId>> {
-    let sel = match fault {
-        Fault::Isolate { node }
-        | Fault::Bridge { node, .. }
-        | Fault::Crash { node }
-        | Fault::Pause { node, .. }
-        | Fault::ClockJump { node, .. }
-        | Fault::ClockDrift { node, .. }
-        | Fault::PowerLoss { node, .. }
-        | Fault::ClockStall { node, .. }
-        | Fault::ClockSlew { node, .. }
-        | Fault::CrashPoint { node, .. }
-        | Fault::DiskStall { node, .. }
-        | Fault::DiskError { node, .. }
-        | Fault::Slow { node, .. } => node,
-        _ => return None,
-    };
-    Some(match sel {
+    Some(match fault.node()? {
         NodeSel::Id(n) => Some(NodeId(*n)),
         NodeSel::Leader => None,
     })

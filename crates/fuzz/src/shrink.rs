@@ -1041,24 +1041,11 @@ fn at_leader(fault: &Fault) -> Option<Fault> {
     Some(out)
 }
 
-/// The fixed node a single-node fault names.
+/// The fixed node a single-node fault names (a client request is not a fault on it).
 fn fault_node(fault: &Fault) -> Option<u32> {
     match fault {
-        Fault::Isolate { node }
-        | Fault::Bridge { node, .. }
-        | Fault::Crash { node }
-        | Fault::Restart { node }
-        | Fault::Pause { node, .. }
-        | Fault::ClockJump { node, .. }
-        | Fault::ClockDrift { node, .. }
-        | Fault::PowerLoss { node, .. }
-        | Fault::ClockStall { node, .. }
-        | Fault::ClockSlew { node, .. }
-        | Fault::CrashPoint { node, .. }
-        | Fault::DiskStall { node, .. }
-        | Fault::DiskError { node, .. }
-        | Fault::Slow { node, .. } => node.id().map(|n| n.0),
-        _ => None,
+        Fault::Request { .. } => None,
+        f => f.node()?.id().map(|n| n.0),
     }
 }
 

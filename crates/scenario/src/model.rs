@@ -597,6 +597,33 @@ impl Fault {
     ];
 
     /// This fault's `kind`, as written in files.
+    /// The one node a single-node fault aims at (a fixed node or "the leader"); `None`
+    /// for faults of the network or of several nodes.
+    pub fn node(&self) -> Option<&NodeSel> {
+        match self {
+            Fault::Isolate { node }
+            | Fault::Bridge { node, .. }
+            | Fault::Crash { node }
+            | Fault::Restart { node }
+            | Fault::Pause { node, .. }
+            | Fault::ClockJump { node, .. }
+            | Fault::ClockDrift { node, .. }
+            | Fault::Request { node, .. }
+            | Fault::PowerLoss { node, .. }
+            | Fault::ClockStall { node, .. }
+            | Fault::ClockSlew { node, .. }
+            | Fault::CrashPoint { node, .. }
+            | Fault::DiskStall { node, .. }
+            | Fault::DiskError { node, .. }
+            | Fault::Slow { node, .. } => Some(node),
+            Fault::Partition { .. }
+            | Fault::Cut { .. }
+            | Fault::OneWay { .. }
+            | Fault::Heal {}
+            | Fault::Network { .. } => None,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             Fault::Partition { .. } => "partition",
