@@ -332,9 +332,10 @@ pub struct DurabilityHint {
     pub to: NodeId,
     /// How many sends had this (keys, handler, message kind).
     pub sends: u64,
-    /// What groups sends into one hint: node, keys, handler kind and message kind.
+    /// What groups sends into one hint (a hash of node, keys, handler kind and message
+    /// kind; compared within a run only).
     #[serde(skip)]
-    pub group: String,
+    pub group: u64,
 }
 
 impl std::fmt::Display for DurabilityHint {
@@ -381,21 +382,23 @@ impl<T: std::fmt::Debug> Handling<T> {
         }
     }
 
-    /// The kind, for grouping: the timer's or the handler's name.
-    fn kind(&self) -> String {
+    /// Hashes the handler's kind (which handler, which timer variant, which request).
+    fn hash_kind<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
         match self {
-            Handling::Timer(t) => format!("timer {}", kind_of(&format!("{t:?}"))),
-            Handling::Start => "start".to_string(),
-            Handling::Message(_) => "message".to_string(),
-            Handling::Request(name) => format!("request {name}"),
-            Handling::Disconnect(_) => "disconnect".to_string(),
+            Handling::Start => 0u8.hash(h),
+            Handling::Timer(t) => {
+                1u8.hash(h);
+                std::mem::discriminant(t).hash(h);
+            }
+            Handling::Message(_) => 2u8.hash(h),
+            Handling::Request(name) => {
+                3u8.hash(h);
+                name.hash(h);
+            }
+            Handling::Disconnect(_) => 4u8.hash(h),
         }
     }
-}
-
-/// `Vote` of `Vote { term: 3 }` or `Vote(3)`: a value's variant name, as Debug writes it.
-fn kind_of(debug: &str) -> &str {
-    debug.split([' ', '(', '{']).next().unwrap_or(debug)
 }
 
 impl Stats {
@@ -1047,34 +1050,39 @@ impl<P: Protocol> World<P> {
     /// `node` sends `msg` while it has writes not yet synced: a durability hint, unless
     /// the protocol declares every such key not durable ([`Protocol::durable`]).
     fn durability_hint(&mut self, node: NodeId, now: SimTime, to: NodeId, msg: &P::Msg) {
+        use std::hash::{Hash, Hasher};
         let slot = &self.nodes[node.index()];
-        let keys: Vec<String> = slot
-            .disk
-            .unsynced
-            .keys()
-            .filter(|k| P::durable(k))
-            .cloned()
-            .collect();
-        if keys.is_empty() {
+        // Sends group by node, keys, handler kind and message kind; only a new group
+        // formats anything (a protocol that never syncs sends "dirty" all run long).
+        let mut hasher = std::hash::DefaultHasher::new();
+        node.hash(&mut hasher);
+        let mut keys = 0;
+        for key in slot.disk.unsynced.keys().filter(|k| P::durable(k)) {
+            key.hash(&mut hasher);
+            keys += 1;
+        }
+        if keys == 0 {
             return;
         }
+        slot.handling.hash_kind(&mut hasher);
+        std::mem::discriminant(msg).hash(&mut hasher);
+        let group = hasher.finish();
         self.stats.durability_hint_sends += 1;
         let hints = &mut self.stats.durability_hints;
-        let message = format!("{msg:?}");
-        let group = format!(
-            "{node} {} {} {}",
-            keys.join(","),
-            slot.handling.kind(),
-            kind_of(&message)
-        );
         match hints.iter().position(|h| h.group == group) {
             Some(i) => hints[i].sends += 1,
             None if hints.len() < MAX_DURABILITY_HINTS => hints.push(DurabilityHint {
                 time: now,
                 node,
-                keys,
+                keys: slot
+                    .disk
+                    .unsynced
+                    .keys()
+                    .filter(|k| P::durable(k))
+                    .cloned()
+                    .collect(),
                 handler: slot.handling.label(),
-                message,
+                message: format!("{msg:?}"),
                 to,
                 sends: 1,
                 group,

@@ -252,22 +252,27 @@ pub fn judges(name: &str) -> Option<Judges> {
     })
 }
 
-/// The group key of a judged observation: its term, resource or key.
-fn group_key(obs: &Observation) -> Option<String> {
+/// The group of a judged observation: its term, or its resource or key.
+enum GroupOf<'a> {
+    Term(u64),
+    Name(&'a str),
+}
+
+fn group_of(obs: &Observation) -> Option<GroupOf<'_>> {
     Some(match obs {
         Observation::Leader { term }
         | Observation::Follower { term, .. }
         | Observation::Serves { term }
-        | Observation::LeaseStart { term } => term.to_string(),
+        | Observation::LeaseStart { term } => GroupOf::Term(*term),
         Observation::Acts { resource, .. }
         | Observation::Holds { resource, .. }
         | Observation::Waiting { resource }
         | Observation::Write { resource, .. }
         | Observation::Acked { resource, .. }
-        | Observation::Owns { resource, .. } => resource.clone(),
+        | Observation::Owns { resource, .. } => GroupOf::Name(resource),
         Observation::Applied { key }
         | Observation::Completed { key, .. }
-        | Observation::Invoke { key, .. } => key.clone(),
+        | Observation::Invoke { key, .. } => GroupOf::Name(key),
         _ => return None,
     })
 }
@@ -279,7 +284,9 @@ pub struct Counter {
     judges: Judges,
     primary: u64,
     also: u64,
-    groups: BTreeSet<String>,
+    /// Terms and names seen (kept apart, so counting allocates only for a new name).
+    terms: BTreeSet<u64>,
+    names: BTreeSet<String>,
     nodes: BTreeSet<u32>,
 }
 
@@ -290,7 +297,8 @@ impl Counter {
             judges,
             primary: 0,
             also: 0,
-            groups: BTreeSet::new(),
+            terms: BTreeSet::new(),
+            names: BTreeSet::new(),
             nodes: BTreeSet::new(),
         }
     }
@@ -300,8 +308,14 @@ impl Counter {
         if self.judges.kinds.contains(&kind) {
             self.primary += 1;
             self.nodes.insert(record.node.0);
-            if let Some(k) = group_key(&record.obs) {
-                self.groups.insert(k);
+            match group_of(&record.obs) {
+                Some(GroupOf::Term(t)) => {
+                    self.terms.insert(t);
+                }
+                Some(GroupOf::Name(n)) if !self.names.contains(n) => {
+                    self.names.insert(n.to_string());
+                }
+                _ => {}
             }
         } else if let Some((kinds, _)) = self.judges.also {
             if kinds.contains(&kind) {
@@ -316,7 +330,7 @@ impl Counter {
         let mut counts = vec![(self.judges.noun.1.to_string(), self.primary)];
         let mut summary = word(self.primary, self.judges.noun);
         if self.primary > 0 {
-            let groups = self.groups.len() as u64;
+            let groups = (self.terms.len() + self.names.len()) as u64;
             match self.judges.group {
                 Group::Term(one, many) | Group::Name(one, many) => {
                     counts.push((many.to_string(), groups));

@@ -1,5 +1,28 @@
 use super::*;
-use tenure_core::RoleSpec;
+use tenure_core::{RoleInfo, RoleKind, RoleSpec};
+
+/// What the roles of [`lock_cluster`] are, as a lock protocol declares them (a role not
+/// listed, like a uniform cluster's `server`, is a participant).
+const LOCK_ROLES: &[RoleInfo] = &[
+    RoleInfo {
+        name: "server",
+        summary: "",
+        default_count: 1,
+        kind: RoleKind::Participant,
+    },
+    RoleInfo {
+        name: "client",
+        summary: "",
+        default_count: 3,
+        kind: RoleKind::Holder,
+    },
+    RoleInfo {
+        name: "storage",
+        summary: "",
+        default_count: 1,
+        kind: RoleKind::Resource,
+    },
+];
 
 fn lock_cluster() -> Cluster {
     Cluster::new(vec![
@@ -163,10 +186,10 @@ fn calm_draws_nothing() {
 fn a_draw_is_a_function_of_the_seed() {
     let p = Profile::named("chaos").unwrap();
     let c = lock_cluster();
-    let a = p.draw(42, &c, ms(20_000));
-    assert_eq!(a, p.draw(42, &c, ms(20_000)));
+    let a = p.draw_for(42, &c, LOCK_ROLES, ms(20_000));
+    assert_eq!(a, p.draw_for(42, &c, LOCK_ROLES, ms(20_000)));
     let distinct: std::collections::BTreeSet<String> = (0..50)
-        .map(|s| format!("{:?}", p.draw(s, &c, ms(20_000))))
+        .map(|s| format!("{:?}", p.draw_for(s, &c, LOCK_ROLES, ms(20_000))))
         .collect();
     assert!(
         distinct.len() > 45,
@@ -185,7 +208,7 @@ fn every_profile_respects_the_protocol_over_many_seeds() {
             Cluster::uniform("server", 1),
         ] {
             for seed in 0..200 {
-                let d = p.draw(seed, &cluster, ms(10_000));
+                let d = p.draw_for(seed, &cluster, LOCK_ROLES, ms(10_000));
                 assert_well_formed(&d, &cluster, ms(10_000), &p);
             }
         }
@@ -200,7 +223,7 @@ fn crashes_and_pauses_leave_a_majority_of_each_role_up() {
     };
     let c = Cluster::uniform("server", 5);
     for seed in 0..200 {
-        let d = p.draw(seed, &c, ms(10_000));
+        let d = p.draw_for(seed, &c, LOCK_ROLES, ms(10_000));
         let all = restart_all_instants(&d, &c);
         let mut intervals: Vec<(Duration, Duration)> = Vec::new();
         let mut open: BTreeMap<u32, Duration> = BTreeMap::new();
@@ -239,7 +262,7 @@ fn the_clocks_profile_sometimes_drifts_beyond_a_lease_bound() {
     let p = Profile::named("clocks").unwrap();
     let c = Cluster::uniform("server", 5);
     let drifts: Vec<f64> = (0..100)
-        .flat_map(|seed| p.draw(seed, &c, ms(20_000)).faults)
+        .flat_map(|seed| p.draw_for(seed, &c, LOCK_ROLES, ms(20_000)).faults)
         .filter_map(|e| match e.fault {
             Fault::ClockDrift { drift, .. } => Some(drift),
             _ => None,
@@ -337,14 +360,14 @@ fn applying_a_draw_writes_an_explicit_replayable_schedule() {
     let cluster = Cluster::uniform("server", 5);
     let seed = (0..100)
         .find(|seed| {
-            let d = p.draw(*seed, &cluster, s.duration);
+            let d = p.draw_for(*seed, &cluster, LOCK_ROLES, s.duration);
             d.faults
                 .iter()
                 .any(|e| matches!(e.fault, Fault::Network { loss: Some(_), .. }))
                 && !d.clocks.is_empty()
         })
         .expect("some seed degrades the network and skews clocks");
-    let d = p.draw(seed, &cluster, s.duration);
+    let d = p.draw_for(seed, &cluster, LOCK_ROLES, s.duration);
     let applied = d.apply_to(&s);
     assert_eq!(applied.profile, None);
     assert_eq!(applied.seed, seed);
@@ -381,7 +404,7 @@ fn a_drawn_schedule_is_applied_and_the_run_extended_to_fit_its_liveness_phase() 
     let cluster = Cluster::uniform("node", 5);
     let profile = Profile::named("chaos").unwrap();
     let drawn = (0..50)
-        .map(|seed| profile.draw(seed, &cluster, Duration::from_secs(2)))
+        .map(|seed| profile.draw_for(seed, &cluster, LOCK_ROLES, Duration::from_secs(2)))
         .find(|d| {
             d.faults
                 .iter()
@@ -422,7 +445,7 @@ fn disks_flap_a_nodes_power_through_the_first_election_but_never_the_storages() 
     for cluster in [Cluster::uniform("server", 5), lock_cluster()] {
         let mut flapped = 0;
         for seed in 0..50 {
-            let d = p.draw(seed, &cluster, ms(10_000));
+            let d = p.draw_for(seed, &cluster, LOCK_ROLES, ms(10_000));
             let points: Vec<(Duration, NodeSel)> = d
                 .faults
                 .iter()
@@ -459,7 +482,7 @@ fn disks_stall_and_slow_participants_until_the_heal_at_most() {
     let storage = NodeSel::Id(4);
     let (mut stalls, mut slow) = (0, 0);
     for seed in 0..200 {
-        let d = p.draw(seed, &lock_cluster(), ms(10_000));
+        let d = p.draw_for(seed, &lock_cluster(), LOCK_ROLES, ms(10_000));
         let heal_at = d.heal_at.expect("power always draws faults");
         for e in &d.faults {
             let (node, until) = match &e.fault {
@@ -494,7 +517,7 @@ fn disks_stall_and_slow_participants_until_the_heal_at_most() {
     for name in ["chaos", "crashes", "field"] {
         let q = Profile::named(name).unwrap();
         for seed in 0..50 {
-            let d = q.draw(seed, &lock_cluster(), ms(10_000));
+            let d = q.draw_for(seed, &lock_cluster(), LOCK_ROLES, ms(10_000));
             assert!(!d
                 .faults
                 .iter()
