@@ -10,6 +10,7 @@ use tenure::serde_json::json;
 use tenure::{Assumptions, Configurable, Fault, FaultEvent, Limit, Promise, Transport};
 use tenure_protocols::bully::{Bully, BullyParams};
 use tenure_protocols::raft::Raft;
+use tenure_protocols::redis_lock::RedisLock;
 
 /// Bully with `answer_timeout`, split by a partition from 2s to 8s.
 fn split_brain(answer_timeout: &str) -> Simulation<Bully> {
@@ -154,4 +155,44 @@ fn a_protocol_that_declares_nothing_can_be_given_its_assumptions_and_transport()
 
 fn tenure_scenario_mode() -> tenure_scenario::NetworkMode {
     tenure_scenario::NetworkMode::Stream
+}
+
+/// `check` judges nothing in a run of `P` on its default cluster: the outcome names the
+/// missing observation, and a sweep stops after its first 20 seeds.
+fn vacuous_on<P: Configurable>(judged: &str, check: &str, missing: &str) {
+    let roles: Vec<tenure::RoleSpec> = P::info()
+        .roles
+        .iter()
+        .map(|r| tenure::RoleSpec {
+            role: r.name.to_string(),
+            count: r.default_count,
+        })
+        .collect();
+    let cluster = Cluster::new(roles).unwrap();
+    let config = P::configure_named(Default::default(), "correct", &cluster).unwrap();
+    let sim = Simulation::<P>::new(cluster, config)
+        .named("vacuous_on")
+        .duration(secs(3))
+        .check(judged)
+        .check(check);
+    let outcome = sim.run_seed(1);
+    assert!(outcome.violations.is_empty(), "{:?}", outcome.violations);
+    let messages = outcome.vacuous_messages();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert!(
+        messages[0].starts_with(&format!("{check} judged no "))
+            && messages[0].contains(&format!("{} records no `{missing}`", P::info().name)),
+        "{messages:?}"
+    );
+    let report = sim.sweep_report(0..1000);
+    assert_eq!(report.seeds_run, 20);
+    assert_eq!(report.vacuous.len(), 1);
+}
+
+#[test]
+fn lease_safety_without_serves_mutual_exclusion_without_acts_and_linearizability_without_operations_are_vacuous(
+) {
+    vacuous_on::<RedisLock>("mutual-exclusion", "lease-safety", "Serves");
+    vacuous_on::<Raft>("single-leader-per-term", "mutual-exclusion", "Acts");
+    vacuous_on::<Raft>("single-leader-per-term", "linearizability", "Invoke");
 }
