@@ -8,7 +8,7 @@ use tenure::cli::Zoo;
 use tenure::paths::same_verdict_on_every_path;
 
 /// Seeds per (protocol, variant, profile).
-const SEEDS: u64 = 60;
+const SEEDS: u64 = 100;
 
 #[test]
 fn every_zoo_protocol_gets_one_verdict_on_every_path() {
