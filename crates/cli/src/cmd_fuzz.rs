@@ -31,7 +31,8 @@ and listed with its replay command:
     tenure run <file> --seed N      replays it exactly
     tenure shrink <file> --seed N   cuts it down to the faults that matter
 
-Ctrl-C stops cleanly: seeds in flight finish, every failure found is already saved.
+Ctrl-C stops cleanly: seeds in flight finish, every failure found is already saved, and
+the summary names the seeds covered (as after --time or --max-failures).
 
 Examples:
     tenure fuzz --protocol raft --variant forget-vote --seeds 0..200
@@ -87,6 +88,9 @@ pub struct FuzzArgs {
     /// Run every seed twice and fail (exit 3) at the first trace difference.
     #[arg(long)]
     check_determinism: bool,
+    /// Stop after this many failing seeds (in seed order; 1 stops at the first).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_failures: Option<u64>,
     /// Print the scenario file that seed SEED draws (its explicit fault timeline) on
     /// stdout and run nothing: `tenure run` of that file with that seed is that run.
     #[arg(long, value_name = "SEED")]
@@ -106,6 +110,12 @@ pub fn parse_seeds(text: &str) -> Result<Range<u64>, String> {
     let (a, b) = (num(a)?, num(b)?);
     if a > b {
         return Err(format!("--seeds `{text}`: the start is above the end"));
+    }
+    if a == b {
+        return Err(format!(
+            "--seeds `{text}`: the range is empty (B is excluded): write A..B with A < B, e.g. {a}..{}",
+            a.saturating_add(1)
+        ));
     }
     Ok(a..b)
 }
@@ -305,7 +315,7 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
     let options = FuzzOptions {
         jobs,
         check_determinism: args.check_determinism,
-        max_failures: None,
+        max_failures: args.max_failures.map(|n| n as usize),
     };
     // An unwritable --out is found before any seed runs, not at the first failure.
     if let Err(e) = check_out_dir(&args.out) {
@@ -344,6 +354,9 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
     let total = (seeds.end != u64::MAX).then(|| seeds.end - seeds.start);
     let mut progress = Progress::new("tenure fuzz", Mode::of_stderr(), total, started);
     let mut found: Vec<Found> = Vec::new();
+    // The highest seed handed over (outcomes come in seed order): with a stop, what the
+    // run actually covered.
+    let mut last_seed: Option<u64> = None;
     let mut failed_writes = false;
     let mut internal = false;
     let mut limited = false;
@@ -367,6 +380,7 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
             &options,
             &stop,
             |o: &SeedOutcome| {
+                last_seed = Some(o.seed);
                 let mut line = o.to_json();
                 // What this seed prints on stdout (text mode), printed with the bar
                 // out of the way.
@@ -488,6 +502,12 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
     } else {
         Box::new(std::io::stdout())
     };
+    // After --time, Ctrl-C, --max-failures or a vacuous check: the seeds covered.
+    let range_text = match (summary.stopped, last_seed) {
+        (true, Some(last)) => format!("{range_text}; covered {}..{}", seeds.start, last + 1),
+        (true, None) => format!("{range_text}; covered none"),
+        _ => range_text,
+    };
     let _ = writeln!(
         out,
         "{}fuzzed {} seed{} of {} ({range_text}) in {elapsed:.1}s: {} failed{}{}",
@@ -593,6 +613,9 @@ mod tests {
         assert_eq!(parse_seeds("0..1000"), Ok(0..1000));
         assert_eq!(parse_seeds(" 5 .. 7 "), Ok(5..7));
         assert!(parse_seeds("7..5").unwrap_err().contains("start is above"));
+        assert!(parse_seeds("5..5")
+            .unwrap_err()
+            .contains("the range is empty"));
         assert!(parse_seeds("5").unwrap_err().contains("write a range"));
         assert!(parse_seeds("a..5").unwrap_err().contains("not a seed"));
         assert_eq!(parse_shard("1/2"), Ok((0, 2)));

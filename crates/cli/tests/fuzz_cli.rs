@@ -354,3 +354,39 @@ fn a_printed_seed_is_a_scenario_that_replays_that_run() {
         text(&replay)
     );
 }
+
+#[test]
+fn an_empty_seed_range_is_an_error_not_a_green_run_of_nothing() {
+    let o = tenure(&["fuzz", "--protocol", "raft", "--seeds", "5..5"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--seeds `5..5`: the range is empty"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn max_failures_stops_at_the_first_failure_and_names_the_seeds_covered() {
+    let out = scratch("max-failures");
+    let o = tenure(&[
+        "fuzz",
+        "--protocol",
+        "raft",
+        "--variant",
+        "forget-vote",
+        "--seeds",
+        "0..1000",
+        "--max-failures",
+        "1",
+        "--out",
+        s(&out),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert_eq!(t.matches("FAIL seed").count(), 1, "{t}");
+    assert!(
+        t.contains("stopped early: fuzzed 52 seeds of raft/forget-vote (0..1000; covered 0..52)"),
+        "{t}"
+    );
+}
