@@ -535,9 +535,21 @@ fn fuzz_progress_never_reaches_stdout_nor_a_short_run() {
 
 #[test]
 fn a_closed_pipe_ends_tenure_quietly() {
-    // `tenure list | head -1`: the reader goes away before tenure writes.
+    // `tenure fuzz ... --json | head -1`: the reader goes away. The output (about 170 KB)
+    // is more than a pipe holds, so tenure meets the closed pipe whenever the reader
+    // leaves (`tenure list` fits in the pipe: it could finish first, and exit 0).
+    let out = std::env::temp_dir().join(format!("tenure-closed-pipe-{}", std::process::id()));
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tenure"))
-        .args(["list"])
+        .args([
+            "fuzz",
+            "--protocol",
+            "redis-lock",
+            "--seeds",
+            "0..1000",
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .current_dir(repo())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -551,4 +563,5 @@ fn a_closed_pipe_ends_tenure_quietly() {
         "{err}"
     );
     assert_eq!(o.status.code(), Some(141), "{err}");
+    let _ = std::fs::remove_dir_all(&out);
 }
