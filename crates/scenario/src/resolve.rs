@@ -196,12 +196,15 @@ fn fault_nodes(fault: &Fault) -> Vec<(String, NodeId)> {
             }
         }
     };
+    // The one node a single-node fault aims at (a bridge's too), then any groups and lists.
+    out.extend(
+        fault
+            .node()
+            .and_then(|sel| sel.id())
+            .map(|n| ("node".to_string(), n)),
+    );
     match fault {
-        Fault::Partition { groups: gs } => groups(&mut out, gs),
-        Fault::Bridge { node, groups: gs } => {
-            out.extend(node.id().map(|n| ("node".to_string(), n)));
-            groups(&mut out, gs);
-        }
+        Fault::Partition { groups: gs } | Fault::Bridge { groups: gs, .. } => groups(&mut out, gs),
         Fault::Cut { nodes } => {
             for (k, n) in nodes.iter().enumerate() {
                 out.push((format!("nodes[{k}]"), *n));
@@ -214,23 +217,7 @@ fn fault_nodes(fault: &Fault) -> Vec<(String, NodeId)> {
                 }
             }
         }
-        Fault::Isolate { node }
-        | Fault::Crash { node }
-        | Fault::Restart { node }
-        | Fault::Pause { node, .. }
-        | Fault::ClockJump { node, .. }
-        | Fault::ClockDrift { node, .. }
-        | Fault::Request { node, .. }
-        | Fault::PowerLoss { node, .. }
-        | Fault::ClockStall { node, .. }
-        | Fault::ClockSlew { node, .. }
-        | Fault::CrashPoint { node, .. }
-        | Fault::DiskStall { node, .. }
-        | Fault::DiskError { node, .. }
-        | Fault::Slow { node, .. } => {
-            out.extend(node.id().map(|n| ("node".to_string(), n)));
-        }
-        Fault::Heal {} | Fault::Network { .. } => {}
+        _ => {}
     }
     out
 }
