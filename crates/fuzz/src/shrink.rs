@@ -599,28 +599,34 @@ impl<'f> FaultSteps<'f> {
                     }
                 }
             }
-            let original = self.seed;
-            let found = candidates.into_iter().find_map(|candidate| {
-                (1..=SEED_NEIGHBOURS)
-                    .map(|k| original.wrapping_add(k))
-                    .find(|&seed| {
-                        self.seed = seed;
-                        self.fails(&candidate)
-                    })
-                    .map(|seed| (seed, candidate))
-            });
-            match found {
-                Some((seed, candidate)) => {
-                    self.seed = seed;
-                    best = candidate;
-                }
-                None => {
-                    self.seed = original;
-                    i += 1;
-                }
+            match self.first_failing_nearby(candidates, SEED_NEIGHBOURS) {
+                Some(candidate) => best = candidate,
+                None => i += 1,
             }
         }
         best
+    }
+
+    /// The first of `candidates` that still fails under one of the `neighbours` seeds
+    /// after the current one (tried in order, each candidate under every seed before
+    /// the next candidate): the shrinker moves to that seed. `None`, and the seed
+    /// unchanged, if none does.
+    fn first_failing_nearby(
+        &mut self,
+        candidates: Vec<Vec<FaultEvent>>,
+        neighbours: u64,
+    ) -> Option<Vec<FaultEvent>> {
+        let original = self.seed;
+        for candidate in candidates {
+            for seed in (1..=neighbours).map(|k| original.wrapping_add(k)) {
+                self.seed = seed;
+                if self.fails(&candidate) {
+                    return Some(candidate);
+                }
+            }
+        }
+        self.seed = original;
+        None
     }
 
     /// A node's crash storm collapsed to one cycle (see [`collapsed_cycles`]) under one
@@ -637,24 +643,10 @@ impl<'f> FaultSteps<'f> {
         nodes.sort_unstable();
         nodes.dedup();
         for node in nodes {
-            let original = self.seed;
-            let found = collapsed_cycles(&best, node)
-                .into_iter()
-                .find_map(|candidate| {
-                    (1..=STORM_SEEDS)
-                        .map(|k| original.wrapping_add(k))
-                        .find(|&seed| {
-                            self.seed = seed;
-                            self.fails(&candidate)
-                        })
-                        .map(|seed| (seed, candidate))
-                });
-            match found {
-                Some((seed, candidate)) => {
-                    self.seed = seed;
-                    best = candidate;
-                }
-                None => self.seed = original,
+            if let Some(candidate) =
+                self.first_failing_nearby(collapsed_cycles(&best, node), STORM_SEEDS)
+            {
+                best = candidate;
             }
         }
         best

@@ -109,16 +109,7 @@ fn no_resource_version_under_crashes() {
 /// runs 2,000 of each; see the report in the commit history).
 #[test]
 fn the_correct_elector_passes_every_profile() {
-    for profile in [
-        "calm",
-        "partitions",
-        "clocks",
-        "pauses",
-        "crashes",
-        "chaos",
-        "field",
-        "power",
-    ] {
+    for &profile in tenure::fuzz::WITHIN_PROFILES {
         simulation(LeaseVariant::Correct, profile)
             .named(&format!("correct-{profile}"))
             .sweep(0..100);
