@@ -48,6 +48,7 @@ fn written_by_tenure(source: &str) -> bool {
         "# Found by `tenure fuzz`",
         "# Drawn by `tenure fuzz`",
         "# Shrunk by `tenure shrink`",
+        "# Shrunk by `tenure fuzz`",
     ]
     .iter()
     .any(|h| source.starts_with(h))

@@ -16,6 +16,10 @@ pub struct VerifyArgs {
     /// Print one JSON object per scenario (JSON lines) instead of text.
     #[arg(long)]
     json: bool,
+    /// Also write a JUnit XML report (a test case per scenario file, the replay command
+    /// in a failure's text) for CI test tabs; never over an existing file.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 }
 
 pub fn verify(args: VerifyArgs, tools: &Tools) -> Outcome {
@@ -34,7 +38,29 @@ pub fn verify(args: VerifyArgs, tools: &Tools) -> Outcome {
         );
         return Outcome::BadInput;
     }
-    verify_files(&files, args.json, &mut |path| run_one(path, tools))
+    if let Some(j) = &args.junit {
+        if let Err(e) = crate::junit::check_path(j) {
+            eprintln!("tenure: {e}");
+            return Outcome::BadInput;
+        }
+    }
+    let mut cases = Vec::new();
+    let outcome = verify_files(&files, args.json, &mut cases, &mut |path| {
+        run_one(path, tools)
+    });
+    if let Some(path) = &args.junit {
+        let suite = crate::junit::Suite {
+            name: "tenure verify".into(),
+            seconds: None,
+            properties: vec![("scenarios".into(), files.len().to_string())],
+            cases,
+        };
+        if let Err(e) = crate::junit::write(path, "tenure verify", &[suite]) {
+            eprintln!("tenure: {e}");
+            return Outcome::BadInput;
+        }
+    }
+    outcome
 }
 
 /// A scenario prepared and run, or the outcome of failing to prepare it.
@@ -61,7 +87,20 @@ fn run_one(path: &Path, tools: &Tools) -> Ran {
 }
 
 /// Runs every file with `run`, prints a line per file and the summary.
-fn verify_files(files: &[PathBuf], json: bool, run: &mut dyn FnMut(&Path) -> Ran) -> Outcome {
+fn verify_files(
+    files: &[PathBuf],
+    json: bool,
+    cases: &mut Vec<crate::junit::Case>,
+    run: &mut dyn FnMut(&Path) -> Ran,
+) -> Outcome {
+    use crate::junit::{Case, Verdict};
+    let case = |file: &str, verdict: Verdict, out: Option<String>| Case {
+        name: file.to_string(),
+        classname: "tenure verify".into(),
+        seconds: None,
+        verdict,
+        out,
+    };
     let (mut met, mut unmet, mut invalid, mut internal) = (0usize, 0usize, 0usize, 0usize);
     let mut vacuous_files = 0usize;
     for path in files {
@@ -73,6 +112,15 @@ fn verify_files(files: &[PathBuf], json: bool, run: &mut dyn FnMut(&Path) -> Ran
             Ok(Ok(done)) => done,
             Ok(Err(_)) => {
                 invalid += 1;
+                cases.push(case(
+                    &file,
+                    Verdict::Error {
+                        ty: "invalid".into(),
+                        message: "invalid scenario (the error is on stderr)".into(),
+                        text: format!("{} run {file}", crate::program()),
+                    },
+                    None,
+                ));
                 if json {
                     println!(
                         "{}",
@@ -86,6 +134,15 @@ fn verify_files(files: &[PathBuf], json: bool, run: &mut dyn FnMut(&Path) -> Ran
             Err(panic) => {
                 internal += 1;
                 let what = panic_text(&panic);
+                cases.push(case(
+                    &file,
+                    Verdict::Error {
+                        ty: "internal-error".into(),
+                        message: what.clone(),
+                        text: "a bug in tenure or in a protocol".into(),
+                    },
+                    None,
+                ));
                 if json {
                     println!(
                         "{}",
@@ -111,6 +168,36 @@ fn verify_files(files: &[PathBuf], json: bool, run: &mut dyn FnMut(&Path) -> Ran
             got += &format!("; {} judged nothing", vacuous.join(", "));
         }
         let unexpected = crate::report::unexpected_vacuity(&prepared, &report);
+        let replay = replay_command(&file, s.seed);
+        cases.push(if report.expectation_met {
+            case(
+                &file,
+                Verdict::Passed,
+                Some(format!(
+                    "{} seed {}: {got}, as expected",
+                    protocol_label(s),
+                    s.seed
+                )),
+            )
+        } else {
+            let mut text: Vec<String> = report.violations.iter().map(|v| v.to_string()).collect();
+            text.extend(unexpected.iter().map(|v| v.to_string()));
+            text.push(format!("replay: {replay}"));
+            case(
+                &file,
+                Verdict::Failure {
+                    ty: "expectation".into(),
+                    message: format!(
+                        "{} seed {}: expected {}, got {got}",
+                        protocol_label(s),
+                        s.seed,
+                        expectation_text(&s.expect)
+                    ),
+                    text: text.join("\n"),
+                },
+                None,
+            )
+        });
         if report.expectation_met {
             met += 1;
         } else {
@@ -148,7 +235,7 @@ fn verify_files(files: &[PathBuf], json: bool, run: &mut dyn FnMut(&Path) -> Ran
             for v in &unexpected {
                 println!("      {v}");
             }
-            println!("      replay: {}", replay_command(&file, s.seed));
+            println!("      replay: {replay}");
         }
     }
     let total = files.len();
@@ -202,7 +289,7 @@ mod tests {
         let files = vec![PathBuf::from("boom.toml"), good.clone()];
         let tools = crate::Tools::of(&tenure_zoo::Zoo);
         let mut ran = Vec::new();
-        let outcome = verify_files(&files, false, &mut |p| {
+        let outcome = verify_files(&files, false, &mut Vec::new(), &mut |p| {
             ran.push(p.to_path_buf());
             if p.ends_with("boom.toml") {
                 panic!("boom");
@@ -211,7 +298,7 @@ mod tests {
         });
         assert_eq!(outcome, Outcome::Internal);
         assert_eq!(ran, files, "the file after the panic still ran");
-        let outcome = verify_files(&[good], false, &mut |p| run_one(p, &tools));
+        let outcome = verify_files(&[good], false, &mut Vec::new(), &mut |p| run_one(p, &tools));
         assert_eq!(outcome, Outcome::Passed);
     }
 

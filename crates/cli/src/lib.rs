@@ -21,6 +21,8 @@ mod cmd_shrink;
 mod cmd_verify;
 mod colour;
 mod compare_updates;
+mod fuzz_report;
+mod junit;
 mod output;
 mod progress;
 mod report;
@@ -149,6 +151,8 @@ pub enum Outcome {
     CheckFailed,
     BadInput,
     Internal,
+    /// Stopped by a signal (Ctrl-C, SIGTERM) before the work was done, nothing failed.
+    Interrupted,
 }
 
 impl Outcome {
@@ -158,6 +162,7 @@ impl Outcome {
             Outcome::CheckFailed => 1,
             Outcome::BadInput => 2,
             Outcome::Internal => 3,
+            Outcome::Interrupted => 4,
         }
     }
 }

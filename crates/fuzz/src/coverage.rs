@@ -163,7 +163,7 @@ pub struct Coverage {
     pub checks: Vec<(String, u64)>,
     /// Per fault kind (sorted): seeds that drew it, and seeds in which it landed on a
     /// holder at least once.
-    pub faults: BTreeMap<&'static str, (u64, u64)>,
+    pub faults: BTreeMap<String, (u64, u64)>,
 }
 
 impl Coverage {
@@ -185,9 +185,35 @@ impl Coverage {
             *kinds.entry(l.kind).or_default() |= l.on_holder;
         }
         for (kind, on) in kinds {
-            let e = self.faults.entry(kind).or_default();
+            let e = self.faults.entry(kind.to_string()).or_default();
             e.0 += 1;
             e.1 += u64::from(on);
+        }
+    }
+
+    /// Adds one seed from its JSON line (see [`crate::triage::SeedLine`]): per check, its
+    /// primary count (`None`: a check with no counts judges whenever it runs); the check
+    /// that failed, if any; per drawn fault kind, whether it landed on a holder. Counts the
+    /// same as [`Coverage::add`] of the outcome the line was made from, except that checks
+    /// come in name order (a JSON object's order).
+    pub fn add_line(
+        &mut self,
+        judged: &BTreeMap<String, Option<u64>>,
+        violated: Option<&str>,
+        landed: &BTreeMap<String, bool>,
+    ) {
+        self.seeds += 1;
+        for (check, count) in judged {
+            let any = violated == Some(check.as_str()) || count.is_none_or(|n| n > 0);
+            match self.checks.iter_mut().find(|(c, _)| c == check) {
+                Some((_, n)) => *n += u64::from(any),
+                None => self.checks.push((check.clone(), u64::from(any))),
+            }
+        }
+        for (kind, on) in landed {
+            let e = self.faults.entry(kind.clone()).or_default();
+            e.0 += 1;
+            e.1 += u64::from(*on);
         }
     }
 

@@ -145,6 +145,9 @@ impl SeedOutcome {
         if let Some(map) = line.as_object_mut() {
             map.insert("judged".into(), judged.into());
             map.insert("landed_on_holder".into(), serde_json::json!(landed));
+            if let Some(h) = &self.hint {
+                map.insert("durability_hint".into(), h.clone().into());
+            }
         }
         line
     }

@@ -7,13 +7,17 @@
 //! * [`engine`]: runs seeds on worker threads and hands outcomes over in seed order,
 //!   so results do not depend on the number of threads; [`shard`] splits a seed range.
 //! * [`shrink`]: reduces a failing scenario to a minimal one that fails the same checker.
+//! * [`triage`]: failures grouped by check and shrunk schedule; one report over many
+//!   seeds, of a run or of shards merged.
 
 pub mod coverage;
 pub mod engine;
 
 pub mod profile;
+pub mod regressions;
 pub mod shrink;
 pub mod target;
+pub mod triage;
 
 pub use coverage::{Coverage, Landed};
 pub use engine::{
@@ -26,6 +30,9 @@ pub use profile::{
 pub use shrink::{healed, shrink, shrink_faults, FaultSteps, ShrinkError, Shrunk, Size};
 pub use target::{
     broken_assumptions, default_scenario, draw, fit_liveness, liveness_bound, Target,
+};
+pub use triage::{
+    signature, Example, Group, Report, ReportBuilder, SeedLine, ShrunkLine, DEFAULT_KEEP,
 };
 
 /// The zoo's protocols, for this crate's tests.

@@ -34,7 +34,7 @@ mod outcome;
 pub mod paths;
 #[cfg(feature = "proptest")]
 pub mod proptest;
-pub mod regressions;
+pub use tenure_fuzz::regressions;
 pub mod seeds;
 mod simulation;
 
