@@ -25,21 +25,36 @@ partitions, clocks, pauses, crashes, chaos (the default), beyond, field, power. 
 scenario's [profile] table (name = \"chaos\" plus any knob) overrides the profile's knobs.
 
 Outcomes are reported in seed order, so they are the same whatever --jobs is, and the
-JSON lines of --shard 1/N ... N/N concatenated are those of the whole range.
+JSON lines of --shard 1/N ... N/N concatenated are those of the whole range (except that
+each run keeps the first --keep failures of each check in its own seeds).
 
-Each failing seed is saved under --out as <protocol>-<variant>-seed<N>-<checker>.toml, with
-its HTML timeline next to it as <same name>.html (an existing file is never overwritten),
-and listed with its replay command:
+Triage: the first --keep (3) failing seeds of each check are saved under --out as
+<protocol>-<variant>-seed<N>-<checker>.toml and shrunk (<same>.shrunk.toml), and grouped
+by check and shrunk fault schedule; the first of each group gets an HTML timeline
+(--timelines). Later failures of that check are listed by seed (--print SEED draws any).
+A rerun that finds the same case keeps the file it wrote; a different file is never
+overwritten. Replay and shrink any saved case:
     tenure run <file> --seed N      replays it exactly
     tenure shrink <file> --seed N   cuts it down to the faults that matter
 
-Ctrl-C stops cleanly: seeds in flight finish, every failure found is already saved, and
-the summary names the seeds covered (as after --time or --max-failures).
+Regression corpus: when tenure-regressions/ exists (or with --regressions DIR), the seeds
+in its <protocol>-<variant>-<profile>.txt run first, and the first seed of each new
+failure group is added to it. Commit the folder; the book's CI page shows how.
+
+CI: --junit FILE writes JUnit XML; `tenure fuzz merge DIR...` combines shards' --out
+folders (each with its --json lines saved as a *.jsonl file) into one report. Templates
+for GitHub Actions and Kubernetes: templates/ in the repository.
+
+Stopping: --time, --max-failures, Ctrl-C or SIGTERM (what a CI timeout sends) stop
+cleanly: seeds in flight finish, every failure found is saved, and the report covers
+what ran and names the seeds covered. Progress goes to stderr: a bar on a terminal, a
+line every 10 s in a log.
 
 Examples:
     tenure fuzz --protocol raft --variant forget-vote --seeds 0..200
     tenure fuzz scenarios/raft/leader-crash.toml --profile partitions --time 60s
-    tenure fuzz --protocol redlock --seeds 0..100000 --shard 3/8 --json
+    tenure fuzz --protocol redlock --seeds 0..100000 --shard 3/8 --json --out out/3 > out/3/seeds.jsonl
+    tenure fuzz merge out/*/ --junit fuzz.xml
 
 After the seeds, the coverage: per check, in how many seeds it judged anything (a check
 that judged nothing has not passed); per drawn fault kind, in how many seeds it landed
@@ -47,7 +62,8 @@ while a leader or lock holder existed. Low coverage is flagged. A check that jud
 nothing in any of the first 20 seeds stops the run (exit 2).
 
 Exit codes: 0 no seed failed, 1 a seed failed, 2 bad input or a check that judges
-nothing, 3 nondeterminism or a panic.";
+nothing, 3 nondeterminism or a panic, 4 stopped by Ctrl-C or SIGTERM before the range
+was covered, with no seed failed.";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
@@ -756,6 +772,13 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
             });
         }
         let failed = !matches!(o.result, SeedResult::Pass);
+        let coverage = report.coverage();
+        if let Some((check, n)) = coverage.checks.iter().min_by_key(|(_, n)| *n) {
+            progress.set_note(format!(
+                "lowest check coverage {check} {:.0}%",
+                *n as f64 * 100.0 / coverage.seeds.max(1) as f64
+            ));
+        }
         progress.seed_done(wall_seconds(), o.simulated.as_duration(), failed);
     };
 

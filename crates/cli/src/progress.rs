@@ -56,6 +56,8 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     /// Plain lines written so far (for tests).
     lines: u64,
+    /// Appended to each update (`lowest check coverage 97%`).
+    note: String,
 }
 
 impl Progress {
@@ -73,6 +75,7 @@ impl Progress {
             simulated: Duration::ZERO,
             bar: None,
             lines: 0,
+            note: String::new(),
         }
     }
 
@@ -108,6 +111,11 @@ impl Progress {
         }
     }
 
+    /// What the next updates add at their end (coverage so far).
+    pub fn set_note(&mut self, note: String) {
+        self.note = note;
+    }
+
     /// Runs `print` (which writes to stdout) with the bar out of the way.
     pub fn print(&self, print: impl FnOnce()) {
         match &self.bar {
@@ -130,8 +138,13 @@ impl Progress {
         } else {
             0.0
         };
+        let note = if self.note.is_empty() {
+            String::new()
+        } else {
+            format!(" · {}", self.note)
+        };
         format!(
-            "{rate:.0} {}s/s · {} failed · {} simulated",
+            "{rate:.0} {}s/s · {} failed · {} simulated{note}",
             self.unit,
             self.failed,
             human(self.simulated)

@@ -104,20 +104,42 @@ fn fuzz_saves_each_failure_as_a_case_that_replays_and_shrinks() {
         .expect("a replay line")
         .to_string();
     let args: Vec<&str> = replay_line.split_whitespace().collect();
-    let small = out.join("raft-forget-vote-seed51-single-leader-per-term.shrunk.toml");
+    // `tenure fuzz` shrank the case already (the first few of each check are):
+    // `tenure shrink` writes next to it, never over it, and finds the same scenario.
+    let by_fuzz = out.join("raft-forget-vote-seed51-single-leader-per-term.shrunk.toml");
+    let small = out.join("raft-forget-vote-seed51-single-leader-per-term.shrunk-2.toml");
     assert_eq!(args[1], s(&small), "{t}");
     let replay = tenure(&args);
     assert_eq!(replay.status.code(), Some(1), "{}", text(&replay));
+    let body = |p: &Path| {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .skip_while(|l| l.starts_with('#') || l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(body(&by_fuzz), body(&small), "fuzz and shrink shrink alike");
 
     let again = tenure(&["shrink", s(&case), "--seed", "51"]);
     assert_eq!(again.status.code(), Some(0));
-    let second = out.join("raft-forget-vote-seed51-single-leader-per-term.shrunk-2.toml");
+    let third = out.join("raft-forget-vote-seed51-single-leader-per-term.shrunk-3.toml");
     assert_eq!(
-        std::fs::read_to_string(&second).unwrap(),
+        std::fs::read_to_string(&third).unwrap(),
         std::fs::read_to_string(&small).unwrap(),
         "the same input shrinks to the same output, saved under a new name"
     );
 
+    // A rerun finds the same case and keeps the file it wrote: no `-2` copy.
+    let files = |dir: &Path| {
+        let mut f: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        f.sort();
+        f
+    };
+    let before = files(&out);
     let rerun = tenure(&[
         "fuzz",
         "--protocol",
@@ -130,9 +152,11 @@ fn fuzz_saves_each_failure_as_a_case_that_replays_and_shrinks() {
         s(&out),
     ]);
     assert!(
-        stdout(&rerun).contains("seed51-single-leader-per-term-2.toml"),
-        "never overwrites"
+        stdout(&rerun).contains(&format!("saved: {}", s(&case))),
+        "{}",
+        text(&rerun)
     );
+    assert_eq!(files(&out), before, "nothing new, nothing overwritten");
 }
 
 #[test]
@@ -165,22 +189,42 @@ fn json_lines(args: &[&str], out: &Path) -> Vec<String> {
     stdout(&o).lines().map(str::to_string).collect()
 }
 
+/// A line without what depends on the run rather than the seed: which failures a run
+/// keeps (the first --keep of each check in its own range) and their files.
+fn seed_verdict(line: &str) -> serde_json::Value {
+    let mut j: serde_json::Value = serde_json::from_str(line).unwrap();
+    for k in ["case", "shrunk", "timeline"] {
+        j.as_object_mut().unwrap().remove(k);
+    }
+    j
+}
+
 #[test]
 fn shards_concatenated_are_the_whole_range_whatever_the_jobs() {
-    let whole = json_lines(&["--seeds", "40..90", "--jobs", "2"], &scratch("whole"));
+    let out = scratch("shards");
+    let whole = json_lines(&["--seeds", "40..90", "--jobs", "2"], &out);
     let mut shards = json_lines(
         &["--seeds", "40..90", "--shard", "1/2", "--jobs", "1"],
-        &scratch("shard1"),
+        &out,
     );
     shards.extend(json_lines(
         &["--seeds", "40..90", "--shard", "2/2", "--jobs", "3"],
-        &scratch("shard2"),
+        &out,
     ));
     assert_eq!(whole.len(), 50);
-    assert_eq!(shards, whole);
+    let verdicts = |lines: &[String]| lines.iter().map(|l| seed_verdict(l)).collect::<Vec<_>>();
+    assert_eq!(verdicts(&shards), verdicts(&whole));
+    let case = whole
+        .iter()
+        .find_map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["case"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .expect("some seeds fail and are saved");
     assert!(
-        whole.iter().any(|l| l.contains("\"case\"")),
-        "some seeds fail and are saved"
+        repo().join(&case).exists(),
+        "a case's path is usable from where the command ran: {case}"
     );
 }
 
@@ -233,9 +277,13 @@ fn ctrl_c_loses_no_failure_found_before_it() {
         .filter_map(|l| l.trim().strip_prefix("saved: "))
         .collect();
     assert!(!listed.is_empty(), "{seen:#?}");
+    assert!(
+        seen.iter().any(|l| l.starts_with("interrupted: fuzzed ")),
+        "the summary says the run was interrupted: {seen:#?}"
+    );
     let summary = seen
         .iter()
-        .position(|l| l == "failing cases:")
+        .position(|l| l.starts_with("failing seeds by check"))
         .expect("a closing list");
     for file in &listed {
         let scenario = tenure_scenario::load(&repo().join(file)).unwrap_or_else(|e| panic!("{e}"));
@@ -253,6 +301,12 @@ fn ctrl_c_loses_no_failure_found_before_it() {
                 .path()
                 .extension()
                 .is_some_and(|x| x == "toml")
+                && !e
+                    .as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains(".shrunk")
         })
         .count();
     assert_eq!(saved, listed.len(), "every saved case is listed");
@@ -389,4 +443,135 @@ fn max_failures_stops_at_the_first_failure_and_names_the_seeds_covered() {
         t.contains("stopped early: fuzzed 52 seeds of raft/forget-vote (0..1000; covered 0..52)"),
         "{t}"
     );
+}
+
+#[test]
+fn sigterm_during_a_time_budget_writes_a_partial_report_and_exits_4() {
+    let out = scratch("sigterm");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tenure"))
+        .args([
+            "fuzz",
+            "--protocol",
+            "raft",
+            "--time",
+            "10m",
+            "--jobs",
+            "1",
+            "--json",
+            "--out",
+            s(&out),
+        ])
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tenure starts");
+    // Wait until seeds have been handed over (a JSON line each on stdout).
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().expect("a seed's line").unwrap();
+    let first: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(first["seed"], 0, "{first}");
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(kill.success());
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(4),
+        "interrupted with nothing failed: exit 4\n{stderr}"
+    );
+    assert!(
+        stderr.contains("interrupted: finishing the seeds in flight"),
+        "{stderr}"
+    );
+    let summary = stderr
+        .lines()
+        .find(|l| l.starts_with("interrupted: fuzzed "))
+        .unwrap_or_else(|| panic!("a partial report: {stderr}"));
+    let covered = 1 + rest.len();
+    assert!(
+        summary.contains(&format!(
+            "fuzzed {covered} seeds of raft/correct (0..; covered 0..{covered})"
+        )),
+        "the report names exactly the seeds whose lines were written: {summary}"
+    );
+    let last = stderr.lines().last().unwrap();
+    let json: serde_json::Value = serde_json::from_str(last).expect("the JSON summary last");
+    assert_eq!(json["summary"]["interrupted"], true);
+    assert_eq!(json["summary"]["seeds"], covered as u64);
+}
+
+#[test]
+fn a_regression_corpus_is_run_first_and_grows_by_one_seed_per_new_failure_group() {
+    let dir = scratch("corpus");
+    std::fs::create_dir_all(dir.join("tenure-regressions")).unwrap();
+    let fuzz = |seeds: &str, extra: &[&str]| {
+        let mut args = vec![
+            "fuzz",
+            "--protocol",
+            "raft",
+            "--variant",
+            "forget-vote",
+            "--seeds",
+            seeds,
+        ];
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_tenure"))
+            .args(&args)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let o = fuzz("50..53", &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let file = dir.join("tenure-regressions/raft-forget-vote-chaos.txt");
+    let corpus = std::fs::read_to_string(&file).expect("the corpus file is written");
+    assert!(
+        corpus
+            .lines()
+            .any(|l| l.starts_with("51 # single-leader-per-term [")),
+        "{corpus}"
+    );
+    assert!(
+        stdout(&o).contains(
+            "regression corpus: 1 seed added to tenure-regressions/raft-forget-vote-chaos.txt"
+        ),
+        "{}",
+        text(&o)
+    );
+
+    // A later run over other seeds re-runs 51 first, and fails for it.
+    let o = fuzz("0..5", &[]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains(
+            "and first 1 regression seed from tenure-regressions/raft-forget-vote-chaos.txt"
+        ),
+        "{t}"
+    );
+    assert!(
+        t.contains("FAIL regression seed 51: single-leader-per-term violated"),
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "fuzzed 5 seeds of raft/forget-vote (0..5), and 1 regression seed from the corpus"
+        ),
+        "{t}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        corpus,
+        "51 is not added twice"
+    );
+
+    // --no-regressions leaves it alone.
+    let o = fuzz("0..5", &["--no-regressions"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }

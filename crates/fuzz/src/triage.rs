@@ -209,6 +209,11 @@ impl ReportBuilder {
         }
     }
 
+    /// The coverage so far.
+    pub fn coverage(&self) -> &Coverage {
+        &self.report.coverage
+    }
+
     fn contains(&self, seed: u64) -> bool {
         self.ranges
             .range(..=seed)
