@@ -575,3 +575,85 @@ fn a_regression_corpus_is_run_first_and_grows_by_one_seed_per_new_failure_group(
     let o = fuzz("0..5", &["--no-regressions"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+#[test]
+fn merge_refuses_what_is_not_a_shard_with_the_file_and_line() {
+    let dir = scratch("merge-bad");
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = tenure(&["fuzz", "merge", s(&empty)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no *.jsonl file"), "{}", text(&o));
+
+    let o = tenure(&["fuzz", "merge", s(&dir.join("missing"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("not a folder"), "{}", text(&o));
+
+    let bad = dir.join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(
+        bad.join("seeds.jsonl"),
+        "{\"seed\":0,\"outcome\":\"pass\",\"target\":\"raft/correct\",\"profile\":\"chaos\"}\nnot json\n",
+    )
+    .unwrap();
+    let o = tenure(&["fuzz", "merge", s(&bad)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!(
+            "{}:2: not a seed's JSON line",
+            s(&bad.join("seeds.jsonl"))
+        )),
+        "{}",
+        text(&o)
+    );
+
+    let o = tenure(&["fuzz", "merge"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a folder is required: {}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_merge_of_passing_shards_passes_and_names_what_it_covered() {
+    let dir = scratch("merge-pass");
+    for k in 1..=2 {
+        let out = dir.join(k.to_string());
+        let o = Command::new(env!("CARGO_BIN_EXE_tenure"))
+            .args([
+                "fuzz",
+                "--protocol",
+                "raft",
+                "--seeds",
+                "0..30",
+                "--shard",
+                &format!("{k}/2"),
+                "--json",
+                "--out",
+                s(&out),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("seeds.jsonl"), &o.stdout).unwrap();
+    }
+    let o = tenure(&["fuzz", "merge", s(&dir.join("1")), s(&dir.join("2"))]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("merged 30 seeds of raft/correct under profile chaos from 2 folders (2 files; covered 0..30): 0 failed"),
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "coverage: check single-leader-per-term: judged something in 30 of 30 seeds (100%)"
+        ),
+        "{t}"
+    );
+    // Only one shard: the gap shows.
+    let o = tenure(&["fuzz", "merge", s(&dir.join("2"))]);
+    assert!(text(&o).contains("covered 15..30"), "{}", text(&o));
+}
