@@ -657,3 +657,49 @@ fn a_merge_of_passing_shards_passes_and_names_what_it_covered() {
     let o = tenure(&["fuzz", "merge", s(&dir.join("2"))]);
     assert!(text(&o).contains("covered 15..30"), "{}", text(&o));
 }
+
+#[test]
+fn failures_of_one_shape_collapse_to_one_entry() {
+    let out = scratch("collapse");
+    let o = tenure(&[
+        "fuzz",
+        "--protocol",
+        "redis-lock",
+        "--profile",
+        "beyond",
+        "--seeds",
+        "0..300",
+        "--keep",
+        "6",
+        "--out",
+        s(&out),
+    ]);
+    let t = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    // Three seeds whose failures shrink to one paused holder: one entry, three seeds.
+    assert!(
+        t.contains("  mutual-exclusion after [pause A] (3 seeds: 44, 121, 290)"),
+        "{t}"
+    );
+    let entries = t
+        .lines()
+        .filter(|l| l.starts_with("  mutual-exclusion after [pause A]"))
+        .count();
+    assert_eq!(entries, 1, "{t}");
+    // One timeline per group, not per failure.
+    let timelines = std::fs::read_dir(&out)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "html")
+        })
+        .count();
+    let groups = t
+        .lines()
+        .filter(|l| l.starts_with("  ") && l.contains(" after ["))
+        .count();
+    assert_eq!(timelines, groups, "{t}");
+}
