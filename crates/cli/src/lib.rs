@@ -12,10 +12,13 @@
 mod cmd_audit;
 mod cmd_check_history;
 mod cmd_check_model;
+mod cmd_check_trace;
+mod cmd_cluster;
 mod cmd_compare;
 mod cmd_experiment;
 mod cmd_fuzz;
 mod cmd_list;
+mod cmd_node;
 mod cmd_run;
 mod cmd_shrink;
 mod cmd_verify;
@@ -39,6 +42,8 @@ use tenure_sim::Protocols;
 pub struct Tools {
     pub protocols: Protocols,
     pub models: tenure_models::Models,
+    /// The protocols that run as real processes (`node`, `cluster`).
+    pub launchers: tenure_runtime::Launchers,
 }
 
 impl Tools {
@@ -46,7 +51,14 @@ impl Tools {
         Tools {
             protocols: Protocols::of(catalogue),
             models: tenure_models::Models::of(catalogue),
+            launchers: tenure_runtime::Launchers::default(),
         }
+    }
+
+    /// With the protocols of `real` runnable as real processes too.
+    pub fn with_real<R: tenure_core::RealCatalogue>(mut self, real: &R) -> Tools {
+        self.launchers = tenure_runtime::Launchers::of(real);
+        self
     }
 }
 
@@ -142,6 +154,14 @@ enum Command {
     /// Check a client history (Jepsen EDN, Porcupine/Jepsen log, JSON lines) for
     /// linearizability against a model: 0 linearizable, 1 not, 3 unknown after --timeout.
     CheckHistory(cmd_check_history::CheckHistoryArgs),
+    /// Run one node of a scenario's protocol as a real process (UDP on loopback, the
+    /// OS's clocks, storage in a directory): what `tenure cluster` starts.
+    Node(cmd_node::NodeArgs),
+    /// Run a scenario's cluster as real processes on this machine, apply its crashes,
+    /// restarts and pauses for real, and judge the nodes' logs. Not deterministic.
+    Cluster(cmd_cluster::ClusterArgs),
+    /// Judge the observation logs of a real run (tenure-runtime) with the checkers.
+    CheckTrace(cmd_check_trace::CheckTraceArgs),
 }
 
 /// How a command ended.
@@ -274,6 +294,12 @@ fn detect_program() -> String {
 }
 
 pub fn main<C: Catalogue>(catalogue: C) -> ExitCode {
+    main_real(catalogue, tenure_core::NoRealProtocols)
+}
+
+/// [`main`], with the protocols `real` lists also runnable as real processes (`tenure
+/// node`, `tenure cluster`).
+pub fn main_real<C: Catalogue, R: tenure_core::RealCatalogue>(catalogue: C, real: R) -> ExitCode {
     quiet_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -284,7 +310,7 @@ pub fn main<C: Catalogue>(catalogue: C) -> ExitCode {
     };
     tenure_sim::log::init_logging();
     tenure_scenario::set_limits(cli.limits());
-    let tools = Tools::of(&catalogue);
+    let tools = Tools::of(&catalogue).with_real(&real);
     let tools = &tools;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match cli.command {
         Command::Run(args) => cmd_run::run(args, tools),
@@ -297,6 +323,9 @@ pub fn main<C: Catalogue>(catalogue: C) -> ExitCode {
         Command::Shrink(args) => cmd_shrink::run(args, tools),
         Command::CheckHistory(args) => cmd_check_history::run(args),
         Command::Audit(args) => cmd_audit::run(args),
+        Command::Node(args) => cmd_node::run(args, tools),
+        Command::Cluster(args) => cmd_cluster::run(args, tools),
+        Command::CheckTrace(args) => cmd_check_trace::run(args),
     }));
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),

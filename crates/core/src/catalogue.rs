@@ -44,6 +44,37 @@ impl<A: Catalogue, B: Catalogue> Catalogue for (A, B) {
     }
 }
 
+/// Something built once per protocol of a [`RealCatalogue`]: a protocol whose messages
+/// can go on a real wire.
+pub trait RealVisitor {
+    fn visit<P>(&mut self)
+    where
+        P: Configurable,
+        P::Msg: serde::Serialize + serde::de::DeserializeOwned;
+}
+
+/// The protocols that can also run as real processes (`tenure node`, `tenure cluster`,
+/// the `tenure-runtime` crate): those whose `Msg` is `Serialize + Deserialize`. A
+/// catalogue opts in by listing them here as well.
+pub trait RealCatalogue: Send + Sync + 'static {
+    fn visit_real<V: RealVisitor>(&self, visitor: &mut V);
+}
+
+/// No protocol runs for real.
+pub struct NoRealProtocols;
+
+impl RealCatalogue for NoRealProtocols {
+    fn visit_real<V: RealVisitor>(&self, _visitor: &mut V) {}
+}
+
+/// Two real catalogues, one after the other.
+impl<A: RealCatalogue, B: RealCatalogue> RealCatalogue for (A, B) {
+    fn visit_real<V: RealVisitor>(&self, visitor: &mut V) {
+        self.0.visit_real(visitor);
+        self.1.visit_real(visitor);
+    }
+}
+
 /// The names of a catalogue's protocols, in order.
 pub fn names<C: Catalogue>(catalogue: &C) -> Vec<&'static str> {
     struct Names(Vec<&'static str>);

@@ -21,7 +21,10 @@ mod protocol;
 mod time;
 
 pub use assumptions::{Assumptions, Broken, Limit, Promise};
-pub use catalogue::{names as catalogue_names, variant_mismatches, Catalogue, Visitor};
+pub use catalogue::{
+    names as catalogue_names, variant_mismatches, Catalogue, NoRealProtocols, RealCatalogue,
+    RealVisitor, Visitor,
+};
 pub use cluster::{Cluster, ClusterError, NodeId, RoleSpec};
 pub use env::{
     Clock, Effect, Env, Network, Observe, Rng, SplitMix64, Step, StepHost, Storage, StorageExt,

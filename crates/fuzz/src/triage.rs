@@ -494,7 +494,7 @@ mod tests {
             checker: checker.map(Into::into),
             message: checker.map(|c| format!("{c} at {seed}")),
             judged: [("single-leader-per-term".to_string(), Some(seed % 3))].into(),
-            landed_on_holder: [("crash".to_string(), seed % 2 == 0)].into(),
+            landed_on_holder: [("crash".to_string(), seed.is_multiple_of(2))].into(),
             case: checker.map(|_| format!("out/case{seed}.toml")),
             shrunk: sig.map(|s| ShrunkLine {
                 signature: s.into(),
@@ -539,10 +539,15 @@ mod tests {
     #[test]
     fn shards_merged_in_any_order_report_as_one_run_and_duplicates_count_once() {
         let c = Some("single-leader-per-term");
-        let all: Vec<SeedLine> = (0..40)
+        let all: Vec<SeedLine> = (0..40u64)
             .map(|s| {
-                if s % 3 == 0 {
-                    line(s, "violation", c, Some(if s % 2 == 0 { "x" } else { "y" }))
+                if s.is_multiple_of(3) {
+                    line(
+                        s,
+                        "violation",
+                        c,
+                        Some(if s.is_multiple_of(2) { "x" } else { "y" }),
+                    )
                 } else {
                     line(s, "pass", None, None)
                 }

@@ -31,6 +31,14 @@ impl Catalogue for Zoo {
     }
 }
 
+/// The zoo's protocols that also run as real processes (`tenure node`, `tenure cluster`):
+/// those whose messages have a wire encoding (serde).
+impl tenure_core::RealCatalogue for Zoo {
+    fn visit_real<V: tenure_core::RealVisitor>(&self, v: &mut V) {
+        v.visit::<Raft>();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

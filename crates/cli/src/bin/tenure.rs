@@ -8,5 +8,5 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    tenure_cli::main(tenure_zoo::Zoo)
+    tenure_cli::main_real(tenure_zoo::Zoo, tenure_zoo::Zoo)
 }

@@ -50,8 +50,11 @@ pub const TERM_KEY: &str = "term";
 /// Storage key of `votedFor`.
 pub const VOTED_FOR_KEY: &str = "voted_for";
 
-/// Raft's messages. Terms are the sender's, as in the paper's Figure 2.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Raft's messages. Terms are the sender's, as in the paper's Figure 2. Serde gives them
+/// a wire encoding, so Raft also runs as real processes (tenure-runtime).
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum RaftMsg {
     /// A candidate asks for a vote. With `pre_vote`, `term` is the term it *would*
     /// stand in (its own plus one), and neither side changes its term or vote.

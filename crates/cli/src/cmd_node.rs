@@ -1,0 +1,112 @@
+//! `tenure node SCENARIO --node K --dir DIR`: one node of the scenario's protocol as a
+//! real process (tenure-runtime), until SIGTERM or Ctrl-C. `tenure cluster` starts these.
+
+// Real processes and real time: what these commands are for.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+use crate::{shown, Outcome, Tools};
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tenure_core::NodeId;
+use tenure_runtime::{loopback_addrs, NodeSpec};
+
+const AFTER_HELP: &str = "\
+The node runs the scenario's protocol, variant and parameters, unchanged, on the real
+machine: UDP on 127.0.0.1 ports BASE.., the OS's clocks and timers, storage in DIR (fsync
+for sync), observations appended to DIR/observations.jsonl for `tenure check-trace`.
+It runs until SIGTERM or Ctrl-C. The scenario's faults are not applied here: `tenure
+cluster` applies them to the processes. Not deterministic.
+
+Exit codes: 0 stopped by a signal, 2 bad input (a scenario, a directory of another node,
+a port in use), 3 internal error.";
+
+#[derive(Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct NodeArgs {
+    /// The scenario (its protocol, variant, parameters and cluster).
+    scenario: PathBuf,
+    /// Which node this process is (0-based).
+    #[arg(long, value_name = "K")]
+    node: u32,
+    /// The node's directory: storage and observation log.
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// Node K listens on 127.0.0.1:BASE+K.
+    #[arg(long, value_name = "PORT", default_value_t = 47_000)]
+    base_port: u16,
+    /// The cluster's time zero, in nanoseconds since the Unix epoch (default: now).
+    #[arg(long, value_name = "NS")]
+    epoch_ns: Option<u64>,
+    /// Seeded randomness (default: the operating system's).
+    #[arg(long, value_name = "SEED")]
+    seed: Option<u64>,
+}
+
+pub fn run(args: NodeArgs, tools: &Tools) -> Outcome {
+    let bad = |m: String| {
+        eprintln!("tenure: {m}");
+        Outcome::BadInput
+    };
+    let scenario = match tenure_scenario::load(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => return bad(e.to_string()),
+    };
+    let name = &scenario.protocol.name;
+    let Some(launcher) = tools.launchers.get(name) else {
+        return bad(format!(
+            "{}: protocol `{name}` does not run as real nodes (its messages have no wire encoding); those that do: {}",
+            shown(&args.scenario),
+            tools.launchers.names().join(", ")
+        ));
+    };
+    let cluster = match scenario.resolve_cluster(launcher.info) {
+        Ok(c) => c,
+        Err(e) => return bad(e.to_string()),
+    };
+    let addrs = match loopback_addrs(args.base_port, cluster.size()) {
+        Ok(a) => a,
+        Err(e) => return bad(format!("--base-port: {e}")),
+    };
+    let epoch = match args.epoch_ns {
+        Some(ns) => SystemTime::UNIX_EPOCH + Duration::from_nanos(ns),
+        #[allow(clippy::disallowed_methods)] // a real process
+        None => SystemTime::now(),
+    };
+    let spec = NodeSpec {
+        me: NodeId(args.node),
+        cluster,
+        addrs,
+        dir: args.dir.clone(),
+        seed: args.seed,
+        epoch,
+        protocol: name.clone(),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+    }
+    match (launcher.run)(
+        &scenario.protocol.params,
+        &scenario.protocol.variant,
+        &spec,
+        &stop,
+    ) {
+        Ok(stats) => {
+            eprintln!(
+                "tenure node n{}: stopped; {} sent, {} received, {} dropped, {} timers, {} observations",
+                args.node,
+                stats.sent,
+                stats.received,
+                stats.dropped,
+                stats.timers,
+                stats.observations
+            );
+            Outcome::Passed
+        }
+        Err(e) => bad(format!("node {}: {e}", args.node)),
+    }
+}

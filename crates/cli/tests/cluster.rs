@@ -1,0 +1,170 @@
+//! `tenure cluster` and `tenure check-trace`: the zoo's Raft, unchanged, as five real
+//! processes on loopback; its leader killed with SIGKILL; the logs judged with the
+//! simulator's checker; nothing left running; faults a real machine cannot apply refused.
+//!
+//! Real processes, sockets and clocks: not deterministic. The assertions hold for any
+//! run of a correct Raft (one leader per term, a new leader after the old one is
+//! killed within the run's seconds of real time, with election timeouts of 150-300ms).
+
+use std::path::{Path, PathBuf};
+
+mod common;
+use common::{stdout, tenure, text};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("cluster")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Processes whose command line mentions `needle` (Linux: /proc).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
+        .collect()
+}
+
+const SCENARIO: &str = r#"
+name = "raft-real"
+duration = "5s"
+checks = ["single-leader-per-term", "leader-liveness"]
+
+[protocol]
+name = "raft"
+
+[cluster]
+nodes = 5
+
+[[fault]]
+at = "2500ms"
+kind = "crash"
+node = "leader"
+"#;
+
+#[test]
+fn five_real_raft_processes_survive_a_sigkill_of_their_leader_and_are_judged() {
+    let dir = scratch("raft");
+    let scenario = dir.join("raft.toml");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let out = dir.join("out");
+    let o = tenure(&["cluster", s(&scenario), "--out", s(&out)]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("not deterministic"), "it says so: {t}");
+    assert!(t.contains("pass single-leader-per-term"), "{t}");
+    assert!(
+        t.contains("not judged leader-liveness"),
+        "a check it cannot judge is named, not passed: {t}"
+    );
+
+    // The schedule: the leader was killed.
+    let schedule = std::fs::read_to_string(out.join("schedule.jsonl")).unwrap();
+    let killed: serde_json::Value = serde_json::from_str(schedule.lines().next().unwrap()).unwrap();
+    assert!(
+        killed["applied"].as_str().unwrap().starts_with("SIGKILL n"),
+        "{schedule}"
+    );
+    let victim = killed["node"].as_u64().unwrap();
+
+    // Every node's log; the victim led before the kill, another node after it.
+    let mut leaders = std::collections::BTreeSet::new();
+    for n in 0..5 {
+        let log = std::fs::read_to_string(out.join(format!("n{n}/observations.jsonl"))).unwrap();
+        if log.contains("\"kind\":\"leader\"") {
+            leaders.insert(n as u64);
+        }
+    }
+    assert!(
+        leaders.contains(&victim),
+        "the killed node led: {leaders:?}"
+    );
+    assert!(
+        leaders.iter().any(|n| *n != victim),
+        "another node led after the kill: {leaders:?}"
+    );
+
+    // The same logs, judged again by check-trace.
+    let again = tenure(&["check-trace", s(&out), "--checks", "single-leader-per-term"]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(stdout(&again).contains("pass single-leader-per-term"));
+
+    // Nothing left running, and only the --out folder written.
+    assert_eq!(processes_mentioning(s(&out)), Vec::<String>::new());
+    let mut written: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    written.sort();
+    assert_eq!(written, ["out", "raft.toml"]);
+}
+
+#[test]
+fn faults_a_real_machine_cannot_apply_are_refused_before_anything_starts() {
+    let dir = scratch("refused");
+    let scenario = dir.join("drift.toml");
+    std::fs::write(
+        &scenario,
+        SCENARIO.replace(
+            "kind = \"crash\"\nnode = \"leader\"",
+            "kind = \"clock-drift\"\nnode = 1\ndrift = 0.1",
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = tenure(&["cluster", s(&scenario), "--out", s(&out)]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("fault[0]"), "names the field: {t}");
+    assert!(
+        t.contains("`clock-drift` cannot be applied to real processes"),
+        "{t}"
+    );
+    assert!(!out.exists(), "nothing started, nothing written");
+
+    // An --out that exists is never written over.
+    std::fs::create_dir_all(&out).unwrap();
+    let ok = dir.join("ok.toml");
+    std::fs::write(&ok, SCENARIO).unwrap();
+    let o = tenure(&["cluster", s(&ok), "--out", s(&out)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("exists"), "{}", text(&o));
+
+    // A protocol without a wire encoding says which ones have one.
+    let bully = dir.join("bully.toml");
+    std::fs::write(
+        &bully,
+        SCENARIO.replace("name = \"raft\"", "name = \"bully\""),
+    )
+    .unwrap();
+    let o = tenure(&["cluster", s(&bully), "--out", s(&dir.join("b"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("does not run as real nodes") && text(&o).contains("raft"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn check_trace_refuses_what_it_cannot_judge() {
+    let dir = scratch("trace");
+    let o = tenure(&["check-trace", s(&dir), "--checks", "single-leader-per-term"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no observations.jsonl"), "{}", text(&o));
+    let o = tenure(&["check-trace", s(&dir), "--checks", "mutual-exclusion"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("bound on their error"), "{}", text(&o));
+}

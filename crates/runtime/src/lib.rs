@@ -1,0 +1,434 @@
+//! Run one node of any tenure [`Protocol`] as a real process.
+//!
+//! The protocol code is the code the simulator runs, unchanged: it sees the same [`Env`]
+//! traits, implemented here by the operating system.
+//!
+//! - **Network**: UDP datagrams on loopback (each node binds the address the cluster
+//!   table gives it; a non-loopback address is refused). A message is
+//!   `postcard(from, msg)`: the protocol's `Msg` must be `Serialize + Deserialize`. A
+//!   datagram that does not decode is dropped and counted, as the network may.
+//! - **Clocks**: monotonic from [`Instant`], wall from [`SystemTime`], both in
+//!   nanoseconds since the cluster's epoch (a time every node is given), so their readings
+//!   compare with a simulated run's.
+//! - **Timers**: real deadlines on the monotonic clock; the loop sleeps in `recv` until
+//!   the next one.
+//! - **Storage**: [`DirStorage`] in the node's directory (fsync for `sync`).
+//! - **Randomness**: a given seed (SplitMix64 of seed and node), or the OS's.
+//! - **Observations**: one JSON line per observation in `observations.jsonl` in the
+//!   node's directory, in the shape of a simulated history's records (`time` is real
+//!   time since the epoch, `mono`/`wall` the node's own readings), appended and flushed
+//!   line by line so a killed process keeps every line it wrote. `tenure check-trace`
+//!   judges them with the simulator's checkers.
+//!
+//! **Not deterministic.** Real sockets, clocks and schedulers: the same command gives
+//! different runs. What makes a real run reviewable is what it keeps: every node's
+//! observation log, and (with `tenure cluster`) the schedule of faults applied.
+
+// The real runtime: the OS's clocks and randomness are what it exists to provide (the
+// workspace bans them so the simulator cannot reach them by accident).
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+pub mod launch;
+pub mod storage;
+
+pub use launch::{Launcher, Launchers};
+pub use storage::{DirStorage, StorageError};
+pub use tenure_core::{NoRealProtocols, RealCatalogue, RealVisitor};
+
+use serde::{de::DeserializeOwned, Serialize};
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+use tenure_core::{
+    Clock, Cluster, Env, LocalTime, Network, NodeId, Observation, Observe, Protocol, Record, Rng,
+    SimTime, SplitMix64, Storage, SyncError, Timers,
+};
+
+/// The largest datagram a node sends or accepts.
+pub const MAX_DATAGRAM: usize = 65_507;
+
+/// How long the loop waits at most before it looks at the stop flag again.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Where and how one node runs.
+#[derive(Clone, Debug)]
+pub struct NodeSpec {
+    pub me: NodeId,
+    pub cluster: Cluster,
+    /// Every node's address (index = node id); all loopback.
+    pub addrs: Vec<SocketAddr>,
+    /// The node's storage and observation log.
+    pub dir: PathBuf,
+    /// Seeded randomness; `None` draws from the operating system.
+    pub seed: Option<u64>,
+    /// The cluster's time zero (real time): records' `time` and the clocks count from it.
+    pub epoch: SystemTime,
+    /// The protocol's name, written in the directory's owner file.
+    pub protocol: String,
+}
+
+#[derive(Debug)]
+pub enum RuntimeError {
+    Spec(String),
+    Storage(StorageError),
+    Io(String, io::Error),
+}
+
+impl std::fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RuntimeError::Spec(m) => write!(f, "{m}"),
+            RuntimeError::Storage(e) => write!(f, "{e}"),
+            RuntimeError::Io(what, e) => write!(f, "{what}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
+
+/// Counts of what a node's run did (for its exit line).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub sent: u64,
+    pub received: u64,
+    /// Datagrams that did not decode, or claimed a sender outside the cluster.
+    pub dropped: u64,
+    pub timers: u64,
+    pub observations: u64,
+}
+
+fn since(epoch: SystemTime, t: SystemTime) -> i64 {
+    match t.duration_since(epoch) {
+        Ok(d) => d.as_nanos() as i64,
+        Err(e) => -(e.duration().as_nanos() as i64),
+    }
+}
+
+/// The OS's clocks, counted from the epoch.
+struct RealClock {
+    epoch: SystemTime,
+    /// The monotonic clock's reading at `started`.
+    mono_at_start: i64,
+    started: Instant,
+}
+
+impl RealClock {
+    #[allow(clippy::disallowed_methods)] // a real process: the real clock is the point
+    fn new(epoch: SystemTime) -> RealClock {
+        RealClock {
+            epoch,
+            mono_at_start: since(epoch, SystemTime::now()),
+            started: Instant::now(),
+        }
+    }
+    #[allow(clippy::disallowed_methods)]
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn mono_of(&self, t: Instant) -> LocalTime {
+        LocalTime(self.mono_at_start + t.duration_since(self.started).as_nanos() as i64)
+    }
+    #[allow(clippy::disallowed_methods)]
+    fn wall(&self) -> LocalTime {
+        LocalTime(since(self.epoch, SystemTime::now()))
+    }
+}
+
+/// A node's observation log.
+struct ObsLog {
+    file: File,
+    path: PathBuf,
+}
+
+impl ObsLog {
+    fn write(&mut self, record: &Record) {
+        let mut line = serde_json::to_string(record).expect("records serialize");
+        line.push('\n');
+        if let Err(e) = self.file.write_all(line.as_bytes()) {
+            eprintln!("tenure-runtime: {}: {e}", self.path.display());
+        }
+    }
+}
+
+struct RealEnv<'a, M, T> {
+    me: NodeId,
+    cluster: &'a Cluster,
+    socket: &'a UdpSocket,
+    addrs: &'a [SocketAddr],
+    clock: &'a RealClock,
+    timers: &'a mut BTreeMap<T, Instant>,
+    storage: &'a mut DirStorage,
+    rng: &'a mut SplitMix64,
+    log: &'a mut ObsLog,
+    stats: &'a mut Stats,
+    _msg: std::marker::PhantomData<M>,
+}
+
+impl<M, T> Clock for RealEnv<'_, M, T> {
+    fn monotonic(&self) -> LocalTime {
+        self.clock.mono_of(self.clock.now())
+    }
+    fn wall(&self) -> LocalTime {
+        self.clock.wall()
+    }
+}
+
+impl<M: Serialize, T> Network<M> for RealEnv<'_, M, T> {
+    fn send(&mut self, to: NodeId, msg: M) {
+        let Some(addr) = self.addrs.get(to.index()) else {
+            return;
+        };
+        match postcard::to_stdvec(&(self.me.0, &msg)) {
+            Ok(bytes) if bytes.len() <= MAX_DATAGRAM => {
+                // A datagram the OS drops is a lost message: the network may lose it.
+                if self.socket.send_to(&bytes, addr).is_ok() {
+                    self.stats.sent += 1;
+                }
+            }
+            Ok(bytes) => eprintln!(
+                "tenure-runtime: n{}: a message of {} bytes is over the datagram limit {MAX_DATAGRAM}: not sent",
+                self.me.0,
+                bytes.len()
+            ),
+            Err(e) => eprintln!("tenure-runtime: n{}: cannot encode a message: {e}", self.me.0),
+        }
+    }
+}
+
+impl<M, T: Ord> Timers<T> for RealEnv<'_, M, T> {
+    fn set_timer(&mut self, timer: T, after: Duration) {
+        let at = self.clock.now() + after;
+        self.timers.insert(timer, at);
+    }
+    fn cancel_timer(&mut self, timer: &T) {
+        self.timers.remove(timer);
+    }
+}
+
+impl<M, T> Storage for RealEnv<'_, M, T> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.storage.get(key)
+    }
+    fn put(&mut self, key: &str, value: String) {
+        self.storage.put(key, value);
+    }
+    fn delete(&mut self, key: &str) {
+        self.storage.delete(key);
+    }
+    fn sync(&mut self) -> Result<(), SyncError> {
+        self.storage.sync()
+    }
+}
+
+impl<M, T> Rng for RealEnv<'_, M, T> {
+    fn next_u64(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+}
+
+impl<M, T> Observe for RealEnv<'_, M, T> {
+    fn observe(&mut self, obs: Observation) {
+        let now = self.clock.now();
+        let record = Record {
+            time: SimTime(self.clock.wall().0.max(0) as u64),
+            node: self.me,
+            mono: self.clock.mono_of(now),
+            wall: self.clock.wall(),
+            obs,
+        };
+        self.stats.observations += 1;
+        self.log.write(&record);
+    }
+}
+
+impl<M: Serialize, T: Ord> Env<M, T> for RealEnv<'_, M, T> {
+    fn me(&self) -> NodeId {
+        self.me
+    }
+    fn cluster(&self) -> &Cluster {
+        self.cluster
+    }
+}
+
+/// Checks a spec before anything binds or writes.
+pub fn check(spec: &NodeSpec) -> Result<(), RuntimeError> {
+    if spec.addrs.len() != spec.cluster.size() {
+        return Err(RuntimeError::Spec(format!(
+            "{} addresses for a cluster of {} nodes",
+            spec.addrs.len(),
+            spec.cluster.size()
+        )));
+    }
+    if !spec.cluster.contains(spec.me) {
+        return Err(RuntimeError::Spec(format!(
+            "node {} is not in the cluster (nodes 0..{})",
+            spec.me.0,
+            spec.cluster.size()
+        )));
+    }
+    if let Some(a) = spec.addrs.iter().find(|a| !a.ip().is_loopback()) {
+        return Err(RuntimeError::Spec(format!(
+            "{a} is not a loopback address: tenure runs real clusters on this machine only"
+        )));
+    }
+    Ok(())
+}
+
+fn os_seed() -> u64 {
+    let mut b = [0u8; 8];
+    // No OS randomness at all: fall back to the time (still not a fixed seed).
+    if getrandom::getrandom(&mut b).is_err() {
+        #[allow(clippy::disallowed_methods)]
+        let t = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        return t;
+    }
+    u64::from_le_bytes(b)
+}
+
+/// Runs node `spec.me` of a `P` cluster until `stop` is set. Every observation is in
+/// `spec.dir/observations.jsonl` (appended: a restart continues the log, after a
+/// `started` record).
+pub fn run<P>(config: &P::Config, spec: &NodeSpec, stop: &AtomicBool) -> Result<Stats, RuntimeError>
+where
+    P: Protocol,
+    P::Msg: Serialize + DeserializeOwned,
+{
+    check(spec)?;
+    let me = spec.me;
+    let mut storage =
+        DirStorage::open(&spec.dir, me, &spec.protocol).map_err(RuntimeError::Storage)?;
+    // The cluster, for `tenure check-trace` (every node writes the same).
+    let cluster_path = spec.dir.join("cluster.json");
+    std::fs::write(
+        &cluster_path,
+        serde_json::to_string(&spec.cluster).expect("a cluster serializes"),
+    )
+    .map_err(|e| RuntimeError::Io(cluster_path.display().to_string(), e))?;
+    let log_path = spec.dir.join("observations.jsonl");
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| RuntimeError::Io(log_path.display().to_string(), e))?;
+    let mut log = ObsLog {
+        file,
+        path: log_path,
+    };
+    let addr = spec.addrs[me.index()];
+    let socket = UdpSocket::bind(addr).map_err(|e| RuntimeError::Io(format!("bind {addr}"), e))?;
+    let clock = RealClock::new(spec.epoch);
+    let mut rng = SplitMix64(spec.seed.map_or_else(os_seed, |s| {
+        s ^ u64::from(me.0).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }));
+    let mut timers: BTreeMap<P::Timer, Instant> = BTreeMap::new();
+    let mut stats = Stats::default();
+    let mut node = P::new(config, me, &spec.cluster);
+    macro_rules! env {
+        () => {
+            &mut RealEnv::<P::Msg, P::Timer> {
+                me,
+                cluster: &spec.cluster,
+                socket: &socket,
+                addrs: &spec.addrs,
+                clock: &clock,
+                timers: &mut timers,
+                storage: &mut storage,
+                rng: &mut rng,
+                log: &mut log,
+                stats: &mut stats,
+                _msg: std::marker::PhantomData,
+            }
+        };
+    }
+    env!().observe(Observation::Started);
+    node.on_start(env!());
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    while !stop.load(Ordering::SeqCst) {
+        let now = clock.now();
+        let next = timers.values().min().copied();
+        let wait = next.map_or(POLL, |at| at.saturating_duration_since(now).min(POLL));
+        socket
+            .set_read_timeout(Some(wait.max(Duration::from_micros(100))))
+            .map_err(|e| RuntimeError::Io("set_read_timeout".into(), e))?;
+        match socket.recv_from(&mut buf) {
+            Ok((n, _)) => match postcard::from_bytes::<(u32, P::Msg)>(&buf[..n]) {
+                Ok((from, msg)) if spec.cluster.contains(NodeId(from)) => {
+                    stats.received += 1;
+                    node.on_message(env!(), NodeId(from), msg);
+                }
+                _ => stats.dropped += 1,
+            },
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            // ICMP "port unreachable" from an earlier send to a node that is down.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(RuntimeError::Io(format!("recv on {addr}"), e)),
+        }
+        // Every timer due now, earliest first.
+        loop {
+            let now = clock.now();
+            let due = timers
+                .iter()
+                .filter(|(_, at)| **at <= now)
+                .min_by_key(|(_, at)| **at)
+                .map(|(t, _)| t.clone());
+            let Some(timer) = due else { break };
+            timers.remove(&timer);
+            stats.timers += 1;
+            node.on_timer(env!(), timer);
+        }
+    }
+    Ok(stats)
+}
+
+/// `127.0.0.1:<base + i>` for each of `n` nodes.
+pub fn loopback_addrs(base_port: u16, n: usize) -> Result<Vec<SocketAddr>, RuntimeError> {
+    (0..n)
+        .map(|i| {
+            let port = u16::try_from(usize::from(base_port) + i).map_err(|_| {
+                RuntimeError::Spec(format!("ports {base_port}.. run past 65535 for {n} nodes"))
+            })?;
+            Ok(SocketAddr::from(([127, 0, 0, 1], port)))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_and_one_address_per_node() {
+        let cluster = Cluster::uniform("server", 3);
+        let mut spec = NodeSpec {
+            me: NodeId(0),
+            cluster,
+            addrs: loopback_addrs(40000, 3).unwrap(),
+            dir: PathBuf::from("unused"),
+            seed: Some(1),
+            epoch: SystemTime::UNIX_EPOCH,
+            protocol: "raft".into(),
+        };
+        assert!(check(&spec).is_ok());
+        spec.addrs[1] = "10.0.0.1:4000".parse().unwrap();
+        assert!(check(&spec)
+            .unwrap_err()
+            .to_string()
+            .contains("not a loopback"));
+        spec.addrs.pop();
+        assert!(check(&spec)
+            .unwrap_err()
+            .to_string()
+            .contains("2 addresses"));
+        assert!(loopback_addrs(65535, 2).is_err());
+    }
+}
