@@ -57,9 +57,10 @@ use std::time::Duration;
 /// The whole `tenure` command line for your own protocols: in your crate's
 /// `src/bin/NAME.rs`, `fn main() -> ExitCode { tenure::cli::main(MyProtocols) }`, where
 /// `MyProtocols` is a [`Catalogue`] of your [`Configurable`] protocols. Join the zoo with
-/// `(tenure::cli::Zoo, MyProtocols)` to run both.
+/// `(tenure::cli::Zoo, MyProtocols)` to run both. `main_real(catalogue, real)` also runs
+/// the protocols `real` lists as real processes (`node`, `cluster`, `check-trace`).
 pub mod cli {
-    pub use tenure_cli::{main, Tools};
+    pub use tenure_cli::{main, main_real, Tools};
     pub use tenure_zoo::Zoo;
 }
 
@@ -111,7 +112,7 @@ pub mod prelude {
     pub use crate::{millis, secs, Checker, Control, Outcome, Simulation, Violation};
     pub use tenure_core::{
         Catalogue, Cluster, Configurable, Env, HumanDuration, LocalTime, NodeId, Observation,
-        ParamError, Protocol, ProtocolInfo, Record, RoleInfo, RoleSpec, Roles, RunInfo, SimTime,
-        StorageExt, Variant, VariantInfo, Visitor,
+        ParamError, Protocol, ProtocolInfo, RealCatalogue, RealVisitor, Record, RoleInfo, RoleSpec,
+        Roles, RunInfo, SimTime, StorageExt, Variant, VariantInfo, Visitor,
     };
 }

@@ -53,7 +53,7 @@ impl Config {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Msg {
     RequestVote { term: u64 },
     Vote { term: u64 },
@@ -451,6 +451,13 @@ pub struct MyProtocols;
 
 impl Catalogue for MyProtocols {
     fn visit<V: Visitor>(&self, v: &mut V) {
+        v.visit::<MyElection>();
+    }
+}
+
+/// Its messages are serde, so it also runs as real processes (`node`, `cluster`).
+impl RealCatalogue for MyProtocols {
+    fn visit_real<V: RealVisitor>(&self, v: &mut V) {
         v.visit::<MyElection>();
     }
 }
