@@ -21,15 +21,18 @@ const AFTER_HELP: &str = "\
 Starts one `tenure node` process per node of the scenario's cluster, on 127.0.0.1, each
 with its own directory under --out (storage, observations.jsonl, node.log), and applies
 the scenario's faults at their times, for real:
-    crash    SIGKILL (storage keeps what the node wrote; a real machine keeps it all,
-             synced or not, when only the process dies)
-    restart  the node's process started again on the same directory
-    pause    SIGSTOP, then SIGCONT after the pause's duration
+    crash      SIGKILL (storage keeps what the node wrote; a real machine keeps it
+               all, synced or not, when only the process dies)
+    restart    the node's process started again on the same directory
+    pause      SIGSTOP, then SIGCONT after the pause's duration
+    partition, isolate, cut, one-way, bridge, heal
+               by a loopback proxy in front of every node: each node sends to the
+               proxies, which drop what a blocked link forbids
 A fault aimed at `leader` goes to the node whose log last says it leads. Faults a real
 machine cannot apply to one process (per-node clock drift, jumps, stalls and slews;
 power loss of unsynced writes; crash points; disk faults; slow handlers) are refused
-before anything starts, and so, for now, are network faults (partitions, cuts, loss,
-latency), which need a proxy per link. Every fault applied is written to
+before anything starts, and so, for now, are latency, loss and duplication (`network`).
+Every fault applied is written to
 --out/schedule.jsonl with when it was planned and when it was applied.
 
 At the end every node gets SIGTERM (SIGKILL if it does not stop), and the scenario's
@@ -50,7 +53,8 @@ pub struct ClusterArgs {
     /// Where the nodes' directories and the schedule go (must not exist).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
-    /// Node K listens on 127.0.0.1:BASE+K (default: a free block found at start).
+    /// Node K's proxy listens on 127.0.0.1:BASE+K and the node itself on BASE+N+K, for N
+    /// nodes (default: a free block found at start).
     #[arg(long, value_name = "PORT")]
     base_port: Option<u16>,
 }
@@ -63,7 +67,15 @@ fn bad(m: impl std::fmt::Display) -> Outcome {
 /// Why a fault cannot be applied to a real process, if it cannot.
 fn unsupported(fault: &Fault) -> Option<&'static str> {
     match fault {
-        Fault::Crash { .. } | Fault::Restart { .. } | Fault::Pause { .. } => None,
+        Fault::Crash { .. }
+        | Fault::Restart { .. }
+        | Fault::Pause { .. }
+        | Fault::Partition { .. }
+        | Fault::Isolate { .. }
+        | Fault::Cut { .. }
+        | Fault::OneWay { .. }
+        | Fault::Bridge { .. }
+        | Fault::Heal {} => None,
         Fault::ClockDrift { .. }
         | Fault::ClockJump { .. }
         | Fault::ClockStall { .. }
@@ -77,14 +89,8 @@ fn unsupported(fault: &Fault) -> Option<&'static str> {
         Fault::DiskStall { .. } | Fault::DiskError { .. } => Some("disk faults need the simulator's disk"),
         Fault::Slow { .. } => Some("handler times are the real machine's"),
         Fault::Request { .. } => Some("requests from outside are not delivered to real nodes yet"),
-        Fault::Partition { .. }
-        | Fault::Isolate { .. }
-        | Fault::Cut { .. }
-        | Fault::OneWay { .. }
-        | Fault::Bridge { .. }
-        | Fault::Heal {}
-        | Fault::Network { .. } => Some(
-            "network faults on loopback need a proxy per link, which tenure cluster does not have yet",
+        Fault::Network { .. } => Some(
+            "latency, loss and duplication on loopback are not applied by the proxy yet (partitions, cuts and one-way faults are)",
         ),
     }
 }
@@ -126,7 +132,9 @@ impl Drop for Processes {
 struct Launch<'a> {
     scenario: &'a Path,
     out: &'a Path,
+    /// Proxies at base.., nodes at base+nodes...
     base_port: u16,
+    nodes: usize,
     epoch_ns: u64,
     seed: u64,
 }
@@ -150,6 +158,10 @@ impl Launch<'_> {
             .arg("--dir")
             .arg(&dir)
             .args(["--base-port", &self.base_port.to_string()])
+            .args([
+                "--listen-port",
+                &(usize::from(self.base_port) + self.nodes + node).to_string(),
+            ])
             .args(["--epoch-ns", &self.epoch_ns.to_string()])
             .args(["--seed", &self.seed.to_string()])
             .stdin(Stdio::null())
@@ -254,7 +266,7 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         return bad(format!("--out {}: {e}", shown(&args.out)));
     }
     let nodes = cluster.size();
-    let base_port = match args.base_port.or_else(|| free_ports(nodes)) {
+    let base_port = match args.base_port.or_else(|| free_ports(2 * nodes)) {
         Some(p) => p,
         None => return bad("no free block of loopback ports; give --base-port"),
     };
@@ -262,10 +274,17 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
     let epoch_ns = epoch
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
+    if usize::from(base_port) + 2 * nodes > usize::from(u16::MAX) {
+        return bad(format!(
+            "--base-port {base_port}: {} ports from there run past 65535",
+            2 * nodes
+        ));
+    }
     let launch = Launch {
         scenario: &args.scenario,
         out: &args.out,
         base_port,
+        nodes,
         epoch_ns,
         seed: scenario.seed,
     };
@@ -283,6 +302,17 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         scenario.faults.len(),
         shown(&args.out)
     );
+    let port = |i: usize| std::net::SocketAddr::from(([127, 0, 0, 1], base_port + i as u16));
+    let fronts: Vec<_> = (0..nodes).map(port).collect();
+    let backs: Vec<_> = (0..nodes).map(|i| port(nodes + i)).collect();
+    let proxy = match crate::proxy::Proxy::start(&fronts, &backs) {
+        Ok(p) => p,
+        Err(e) => {
+            return bad(format!(
+                "cannot start the loopback proxy on 127.0.0.1:{base_port}..: {e}"
+            ))
+        }
+    };
     let mut procs = Processes {
         children: Vec::new(),
     };
@@ -320,6 +350,21 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
                 None => None,
             };
             let applied = match (&e.fault, node) {
+                (
+                    Fault::Partition { .. }
+                    | Fault::Cut { .. }
+                    | Fault::OneWay { .. }
+                    | Fault::Heal {},
+                    _,
+                )
+                | (Fault::Isolate { .. } | Fault::Bridge { .. }, Some(_)) => {
+                    if let Ok(mut links) = proxy.links.lock() {
+                        links.apply(&e.fault, node.map(|n| n as u32), nodes as u32);
+                        format!("{}: {} links blocked", e.fault.kind(), links.blocked.len())
+                    } else {
+                        "skipped: the proxy failed".to_string()
+                    }
+                }
                 (_, None) => "skipped: no node (no leader at that moment)".to_string(),
                 (Fault::Crash { .. }, Some(n)) if up[n] => {
                     procs.kill(n);
@@ -353,9 +398,8 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
             });
             let _ = writeln!(schedule, "{line}");
             eprintln!(
-                "tenure cluster: {} {}",
-                tenure_core::format_duration(started.elapsed()),
-                applied
+                "tenure cluster: {:.3}s {applied}",
+                started.elapsed().as_secs_f64()
             );
         }
         let next = events
@@ -388,6 +432,12 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         procs.kill(n);
     }
     drop(procs);
+    eprintln!(
+        "tenure cluster: the proxy forwarded {} datagrams and dropped {} on blocked links",
+        proxy.forwarded.load(Ordering::Relaxed),
+        proxy.dropped.load(Ordering::Relaxed)
+    );
+    drop(proxy);
     let dirs: Vec<PathBuf> = (0..nodes).map(|n| launch.dir(n)).collect();
     let history = match load(&dirs) {
         Ok(h) => h,

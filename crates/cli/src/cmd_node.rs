@@ -34,9 +34,12 @@ pub struct NodeArgs {
     /// The node's directory: storage and observation log.
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
-    /// Node K listens on 127.0.0.1:BASE+K.
+    /// Node K is reached at 127.0.0.1:BASE+K.
     #[arg(long, value_name = "PORT", default_value_t = 47_000)]
     base_port: u16,
+    /// Where this node listens, when a proxy sits in front of it (default BASE+K).
+    #[arg(long, value_name = "PORT")]
+    listen_port: Option<u16>,
     /// The cluster's time zero, in nanoseconds since the Unix epoch (default: now).
     #[arg(long, value_name = "NS")]
     epoch_ns: Option<u64>,
@@ -75,10 +78,24 @@ pub fn run(args: NodeArgs, tools: &Tools) -> Outcome {
         #[allow(clippy::disallowed_methods)] // a real process
         None => SystemTime::now(),
     };
+    let listen = match args.listen_port {
+        Some(p) => std::net::SocketAddr::from(([127, 0, 0, 1], p)),
+        None => match addrs.get(args.node as usize) {
+            Some(a) => *a,
+            None => {
+                return bad(format!(
+                    "--node {}: the cluster has nodes 0..{}",
+                    args.node,
+                    addrs.len()
+                ))
+            }
+        },
+    };
     let spec = NodeSpec {
         me: NodeId(args.node),
         cluster,
         addrs,
+        listen,
         dir: args.dir.clone(),
         seed: args.seed,
         epoch,

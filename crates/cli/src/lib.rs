@@ -28,6 +28,7 @@ mod fuzz_report;
 mod junit;
 mod output;
 mod progress;
+mod proxy;
 mod report;
 mod run_metrics;
 

@@ -1,6 +1,7 @@
 //! `tenure cluster` and `tenure check-trace`: the zoo's Raft, unchanged, as five real
-//! processes on loopback; its leader killed with SIGKILL; the logs judged with the
-//! simulator's checker; nothing left running; faults a real machine cannot apply refused.
+//! processes on loopback; its leader cut off by a loopback partition, then killed with
+//! SIGKILL; the logs judged with the simulator's checker; nothing left running; faults a
+//! real machine cannot apply refused.
 //!
 //! Real processes, sockets and clocks: not deterministic. The assertions hold for any
 //! run of a correct Raft (one leader per term, a new leader after the old one is
@@ -49,13 +50,22 @@ name = "raft"
 nodes = 5
 
 [[fault]]
+at = "1500ms"
+kind = "isolate"
+node = "leader"
+
+[[fault]]
 at = "2500ms"
+kind = "heal"
+
+[[fault]]
+at = "3500ms"
 kind = "crash"
 node = "leader"
 "#;
 
 #[test]
-fn five_real_raft_processes_survive_a_sigkill_of_their_leader_and_are_judged() {
+fn five_real_raft_processes_survive_a_partition_and_a_sigkill_of_their_leader() {
     let dir = scratch("raft");
     let scenario = dir.join("raft.toml");
     std::fs::write(&scenario, SCENARIO).unwrap();
@@ -70,9 +80,22 @@ fn five_real_raft_processes_survive_a_sigkill_of_their_leader_and_are_judged() {
         "a check it cannot judge is named, not passed: {t}"
     );
 
-    // The schedule: the leader was killed.
+    // The schedule: the leader was isolated, the network healed, a leader killed.
     let schedule = std::fs::read_to_string(out.join("schedule.jsonl")).unwrap();
-    let killed: serde_json::Value = serde_json::from_str(schedule.lines().next().unwrap()).unwrap();
+    let lines: Vec<serde_json::Value> = schedule
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{schedule}");
+    assert!(
+        lines[0]["applied"]
+            .as_str()
+            .unwrap()
+            .starts_with("isolate: 8 links blocked"),
+        "{schedule}"
+    );
+    assert!(t.contains("dropped"), "{t}");
+    let killed = &lines[2];
     assert!(
         killed["applied"].as_str().unwrap().starts_with("SIGKILL n"),
         "{schedule}"
@@ -127,7 +150,10 @@ fn faults_a_real_machine_cannot_apply_are_refused_before_anything_starts() {
     let o = tenure(&["cluster", s(&scenario), "--out", s(&out)]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
-    assert!(t.contains("fault[0]"), "names the field: {t}");
+    assert!(
+        t.contains("drift.toml:21:1: field `fault[2]`"),
+        "names the file, line and field: {t}"
+    );
     assert!(
         t.contains("`clock-drift` cannot be applied to real processes"),
         "{t}"

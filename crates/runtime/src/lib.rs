@@ -59,8 +59,11 @@ const POLL: Duration = Duration::from_millis(50);
 pub struct NodeSpec {
     pub me: NodeId,
     pub cluster: Cluster,
-    /// Every node's address (index = node id); all loopback.
+    /// Where each node is reached (index = node id): its own port, or a proxy's in front
+    /// of it (`tenure cluster`); all loopback.
     pub addrs: Vec<SocketAddr>,
+    /// Where this node listens (loopback): `addrs[me]` unless a proxy sits in front.
+    pub listen: SocketAddr,
     /// The node's storage and observation log.
     pub dir: PathBuf,
     /// Seeded randomness; `None` draws from the operating system.
@@ -270,7 +273,12 @@ pub fn check(spec: &NodeSpec) -> Result<(), RuntimeError> {
             spec.cluster.size()
         )));
     }
-    if let Some(a) = spec.addrs.iter().find(|a| !a.ip().is_loopback()) {
+    if let Some(a) = spec
+        .addrs
+        .iter()
+        .chain([&spec.listen])
+        .find(|a| !a.ip().is_loopback())
+    {
         return Err(RuntimeError::Spec(format!(
             "{a} is not a loopback address: tenure runs real clusters on this machine only"
         )));
@@ -320,7 +328,7 @@ where
         file,
         path: log_path,
     };
-    let addr = spec.addrs[me.index()];
+    let addr = spec.listen;
     let socket = UdpSocket::bind(addr).map_err(|e| RuntimeError::Io(format!("bind {addr}"), e))?;
     let clock = RealClock::new(spec.epoch);
     let mut rng = SplitMix64(spec.seed.map_or_else(os_seed, |s| {
@@ -413,6 +421,7 @@ mod tests {
             me: NodeId(0),
             cluster,
             addrs: loopback_addrs(40000, 3).unwrap(),
+            listen: "127.0.0.1:40000".parse().unwrap(),
             dir: PathBuf::from("unused"),
             seed: Some(1),
             epoch: SystemTime::UNIX_EPOCH,

@@ -62,6 +62,7 @@ fn spec(dir: &Path, me: u32, cluster: &Cluster, base: u16, epoch: SystemTime) ->
         me: NodeId(me),
         cluster: cluster.clone(),
         addrs: loopback_addrs(base, cluster.size()).unwrap(),
+        listen: loopback_addrs(base, cluster.size()).unwrap()[me as usize],
         dir: dir.join(format!("n{me}")),
         seed: Some(7),
         epoch,
