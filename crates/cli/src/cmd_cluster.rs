@@ -25,13 +25,16 @@ the scenario's faults at their times, for real:
                all, synced or not, when only the process dies)
     restart    the node's process started again on the same directory
     pause      SIGSTOP, then SIGCONT after the pause's duration
-    partition, isolate, cut, one-way, bridge, heal
+    partition, isolate, cut, one-way, bridge, heal, network
                by a loopback proxy in front of every node: each node sends to the
-               proxies, which drop what a blocked link forbids
+               proxies, which drop what a blocked link forbids and lose, duplicate
+               and delay the rest as the network says
 A fault aimed at `leader` goes to the node whose log last says it leads. Faults a real
 machine cannot apply to one process (per-node clock drift, jumps, stalls and slews;
 power loss of unsynced writes; crash points; disk faults; slow handlers) are refused
-before anything starts, and so, for now, are latency, loss and duplication (`network`).
+before anything starts, and so are per-link network settings ([[network.link]]). The
+scenario's [network] latency, loss and duplication, and its `network` faults, are the
+proxy's: delays drawn from the scenario's distribution on top of loopback's own.
 Every fault applied is written to
 --out/schedule.jsonl with when it was planned and when it was applied.
 
@@ -75,7 +78,8 @@ fn unsupported(fault: &Fault) -> Option<&'static str> {
         | Fault::Cut { .. }
         | Fault::OneWay { .. }
         | Fault::Bridge { .. }
-        | Fault::Heal {} => None,
+        | Fault::Heal {}
+        | Fault::Network { .. } => None,
         Fault::ClockDrift { .. }
         | Fault::ClockJump { .. }
         | Fault::ClockStall { .. }
@@ -89,9 +93,6 @@ fn unsupported(fault: &Fault) -> Option<&'static str> {
         Fault::DiskStall { .. } | Fault::DiskError { .. } => Some("disk faults need the simulator's disk"),
         Fault::Slow { .. } => Some("handler times are the real machine's"),
         Fault::Request { .. } => Some("requests from outside are not delivered to real nodes yet"),
-        Fault::Network { .. } => Some(
-            "latency, loss and duplication on loopback are not applied by the proxy yet (partitions, cuts and one-way faults are)",
-        ),
     }
 }
 
@@ -256,6 +257,12 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
             ));
         }
     }
+    if !scenario.network.links.is_empty() {
+        return bad(scenario.error_at(
+            "network.link[0]",
+            "per-link network settings are not applied by tenure cluster's proxy yet",
+        ));
+    }
     if args.out.exists() {
         return bad(format!(
             "--out {}: exists; a cluster run never writes over an earlier one: name a new folder",
@@ -305,7 +312,15 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
     let port = |i: usize| std::net::SocketAddr::from(([127, 0, 0, 1], base_port + i as u16));
     let fronts: Vec<_> = (0..nodes).map(port).collect();
     let backs: Vec<_> = (0..nodes).map(|i| port(nodes + i)).collect();
-    let proxy = match crate::proxy::Proxy::start(&fronts, &backs) {
+    // The scenario's own network, as the proxy applies it: its delay distribution (on top
+    // of loopback's), loss and duplication. Per-link settings are refused above.
+    let start_links = crate::proxy::Links {
+        loss: scenario.network.loss,
+        duplicate: scenario.network.duplicate,
+        latency: Some(scenario.network.latency.clone()),
+        ..Default::default()
+    };
+    let proxy = match crate::proxy::Proxy::start(&fronts, &backs, start_links, scenario.seed) {
         Ok(p) => p,
         Err(e) => {
             return bad(format!(
@@ -354,7 +369,8 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
                     Fault::Partition { .. }
                     | Fault::Cut { .. }
                     | Fault::OneWay { .. }
-                    | Fault::Heal {},
+                    | Fault::Heal {}
+                    | Fault::Network { .. },
                     _,
                 )
                 | (Fault::Isolate { .. } | Fault::Bridge { .. }, Some(_)) => {
@@ -433,7 +449,7 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
     }
     drop(procs);
     eprintln!(
-        "tenure cluster: the proxy forwarded {} datagrams and dropped {} on blocked links",
+        "tenure cluster: the proxy forwarded {} datagrams and dropped {} (blocked links and losses)",
         proxy.forwarded.load(Ordering::Relaxed),
         proxy.dropped.load(Ordering::Relaxed)
     );

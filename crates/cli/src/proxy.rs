@@ -1,25 +1,38 @@
 //! The loopback proxy of `tenure cluster`: one UDP socket per node that every other node
 //! sends to instead of the node itself, so the cluster can drop what a partition, a cut
-//! or a one-way fault forbids. A datagram names its sender (tenure-runtime puts the
-//! sender's id first, as a postcard varint); the proxy forwards it to the node's real
-//! port unless the link from that sender is blocked.
+//! or a one-way fault forbids, and lose, duplicate and delay what the scenario's
+//! `[network]` (and its `network` faults) say. A datagram names its sender
+//! (tenure-runtime puts the sender's id first, as a postcard varint); the proxy forwards
+//! it to the node's real port unless the link from that sender is blocked. Delays are
+//! drawn from the scenario's distribution with the simulator's sampler
+//! (`tenure_sim::net::sample`) and added to loopback's own; a delayed datagram waits in
+//! one queue, sent by one thread when it is due.
 
 // Real sockets and real time: what the proxy is for.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
-use std::collections::BTreeSet;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use std::time::Instant;
 use tenure_core::NodeId;
+use tenure_core::{Rng, SplitMix64};
+use tenure_scenario::Delay;
 use tenure_scenario::Fault;
 
-/// Which directed links drop everything: `(from, to)`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Which directed links drop everything: `(from, to)`; and what every other datagram
+/// meets on its way.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Links {
     pub blocked: BTreeSet<(u32, u32)>,
+    pub loss: f64,
+    pub duplicate: f64,
+    /// `None`: loopback's own delay only.
+    pub latency: Option<Delay>,
 }
 
 impl Links {
@@ -89,6 +102,21 @@ impl Links {
                 }
             }
             Fault::Heal {} => self.blocked.clear(),
+            Fault::Network {
+                latency,
+                loss,
+                duplicate,
+            } => {
+                if let Some(l) = latency {
+                    self.latency = Some(l.clone());
+                }
+                if let Some(l) = loss {
+                    self.loss = *l;
+                }
+                if let Some(d) = duplicate {
+                    self.duplicate = *d;
+                }
+            }
             _ => {}
         }
     }
@@ -99,15 +127,24 @@ pub struct Proxy {
     pub links: Arc<Mutex<Links>>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
-    /// Datagrams forwarded and dropped (by a blocked link).
+    /// Datagrams forwarded (each copy) and dropped (a blocked link, a loss).
     pub forwarded: Arc<AtomicU64>,
     pub dropped: Arc<AtomicU64>,
 }
 
 impl Proxy {
-    /// A proxy socket at `fronts[j]` for each node `j`, forwarding to `backs[j]`.
-    pub fn start(fronts: &[SocketAddr], backs: &[SocketAddr]) -> std::io::Result<Proxy> {
-        let links = Arc::new(Mutex::new(Links::default()));
+    /// A proxy socket at `fronts[j]` for each node `j`, forwarding to `backs[j]`, with
+    /// `links` to start with and draws from `seed`.
+    pub fn start(
+        fronts: &[SocketAddr],
+        backs: &[SocketAddr],
+        links: Links,
+        seed: u64,
+    ) -> std::io::Result<Proxy> {
+        let links = Arc::new(Mutex::new(links));
+        let rng = Arc::new(Mutex::new(SplitMix64(seed)));
+        type Queue = BinaryHeap<Reverse<(Instant, u64, SocketAddr, Vec<u8>)>>;
+        let queue: Arc<Mutex<Queue>> = Arc::new(Mutex::new(BinaryHeap::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let forwarded = Arc::new(AtomicU64::new(0));
         let dropped = Arc::new(AtomicU64::new(0));
@@ -118,6 +155,7 @@ impl Proxy {
             let (links, stop, back) = (links.clone(), stop.clone(), *back);
             let (fwd, drp) = (forwarded.clone(), dropped.clone());
             let to = j as u32;
+            let (rng, queue) = (rng.clone(), queue.clone());
             threads.push(std::thread::spawn(move || {
                 let mut buf = vec![0u8; tenure_runtime::MAX_DATAGRAM];
                 while !stop.load(Ordering::SeqCst) {
@@ -125,18 +163,73 @@ impl Proxy {
                         continue;
                     };
                     let from = postcard::take_from_bytes::<u32>(&buf[..n]).map(|(f, _)| f);
-                    let blocked = match from {
-                        Ok(f) => links
-                            .lock()
-                            .map(|l| l.blocked.contains(&(f, to)))
-                            .unwrap_or(false),
-                        Err(_) => true,
+                    // The datagram's fate: blocked, lost, or sent once or twice, each copy
+                    // after its own delay.
+                    let copies: Vec<Duration> = {
+                        let (Ok(links), Ok(mut rng)) = (links.lock(), rng.lock()) else {
+                            continue;
+                        };
+                        match from {
+                            Ok(f) if !links.blocked.contains(&(f, to)) => {
+                                if rng.chance(links.loss) {
+                                    Vec::new()
+                                } else {
+                                    let twice = rng.chance(links.duplicate);
+                                    (0..1 + usize::from(twice))
+                                        .map(|_| {
+                                            links.latency.as_ref().map_or(Duration::ZERO, |d| {
+                                                tenure_sim::net::sample(d, &mut *rng)
+                                            })
+                                        })
+                                        .collect()
+                                }
+                            }
+                            _ => Vec::new(),
+                        }
                     };
-                    if blocked {
+                    if copies.is_empty() {
                         drp.fetch_add(1, Ordering::Relaxed);
-                    } else if socket.send_to(&buf[..n], back).is_ok() {
-                        fwd.fetch_add(1, Ordering::Relaxed);
                     }
+                    for delay in copies {
+                        fwd.fetch_add(1, Ordering::Relaxed);
+                        if delay.is_zero() {
+                            let _ = socket.send_to(&buf[..n], back);
+                        } else if let Ok(mut q) = queue.lock() {
+                            let seq = q.len() as u64;
+                            q.push(Reverse((
+                                Instant::now() + delay,
+                                seq,
+                                back,
+                                buf[..n].to_vec(),
+                            )));
+                        }
+                    }
+                }
+            }));
+        }
+        // The delayed datagrams, sent when due.
+        {
+            let (stop, queue) = (stop.clone(), queue.clone());
+            let socket = UdpSocket::bind("127.0.0.1:0")?;
+            threads.push(std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let due: Vec<(SocketAddr, Vec<u8>)> = match queue.lock() {
+                        Ok(mut q) => {
+                            let now = Instant::now();
+                            let mut due = Vec::new();
+                            while q.peek().is_some_and(|Reverse((at, ..))| *at <= now) {
+                                if let Some(Reverse((_, _, to, bytes))) = q.pop() {
+                                    due.push((to, bytes));
+                                }
+                            }
+                            due
+                        }
+                        Err(_) => return,
+                    };
+                    for (to, bytes) in due {
+                        let _ = socket.send_to(&bytes, to);
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
                 }
             }));
         }
@@ -206,7 +299,8 @@ mod tests {
             let s = UdpSocket::bind("127.0.0.1:0").unwrap();
             s.local_addr().unwrap()
         };
-        let proxy = Proxy::start(&[front], &[back.local_addr().unwrap()]).unwrap();
+        let proxy =
+            Proxy::start(&[front], &[back.local_addr().unwrap()], Links::default(), 1).unwrap();
         proxy.links.lock().unwrap().blocked.insert((7, 0));
         let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
         // From 7: blocked. From 3: forwarded (and it is the one that arrives).
