@@ -186,7 +186,7 @@ pub fn judge(history: &History, checks: &[String]) -> Outcome {
         match violation {
             Some(v) => {
                 failed = true;
-                println!("FAIL {}: {v}", c.name());
+                println!("FAIL {v}");
             }
             None if judged.as_ref().is_some_and(|j| j.vacuous.is_some()) => {
                 vacuous = true;

@@ -38,6 +38,10 @@ proxy's: delays drawn from the scenario's distribution on top of loopback's own.
 Every fault applied is written to
 --out/schedule.jsonl with when it was planned and when it was applied.
 
+The schedule's clock starts when every node has started (its log says `started`): a
+fault at 0s finds every process running. schedule.jsonl gives each fault's time both on
+that clock and on the logs' (nanoseconds since the cluster's epoch).
+
 At the end every node gets SIGTERM (SIGKILL if it does not stop), and the scenario's
 checks judge the merged logs as `tenure check-trace` does; checks that compare time
 intervals of different nodes need a common clock and are listed as not judged.
@@ -61,6 +65,9 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "PORT")]
     base_port: Option<u16>,
 }
+
+/// How long the nodes may take to start before the run is abandoned.
+const BOOT_LIMIT: Duration = Duration::from_secs(60);
 
 fn bad(m: impl std::fmt::Display) -> Outcome {
     eprintln!("tenure: {m}");
@@ -337,6 +344,34 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
             Err(e) => return bad(format!("cannot start node {n}: {e}")),
         }
     }
+    // The schedule's time zero: every node has started (its log says so), so a fault at
+    // `0s` finds every process running, as in the simulator.
+    let booting = Instant::now();
+    let started_all = |out: &Path| {
+        (0..nodes).all(|n| {
+            std::fs::read_to_string(out.join(format!("n{n}/observations.jsonl")))
+                .is_ok_and(|t| t.contains("\"kind\":\"started\""))
+        })
+    };
+    while !started_all(&args.out) {
+        if let Some(n) = (0..nodes).find(|&n| {
+            procs.children[n]
+                .as_mut()
+                .is_some_and(|c| matches!(c.try_wait(), Ok(Some(_))))
+        }) {
+            return bad(format!(
+                "node {n} exited as it started; its log: {}",
+                shown(&launch.dir(n).join("node.log"))
+            ));
+        }
+        if booting.elapsed() > BOOT_LIMIT || stop.load(Ordering::SeqCst) {
+            return bad(format!(
+                "the nodes did not all start within {}s",
+                BOOT_LIMIT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let mut up = vec![true; nodes];
     let schedule_path = args.out.join("schedule.jsonl");
     let mut schedule = match std::fs::File::create(&schedule_path) {
@@ -408,6 +443,9 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
             let line = serde_json::json!({
                 "planned_at": tenure_core::format_duration(e.at),
                 "applied_at": format!("{:.3}s", started.elapsed().as_secs_f64()),
+                "applied_at_epoch_ns": SystemTime::now()
+                    .duration_since(epoch)
+                    .map_or(0, |d| d.as_nanos() as u64),
                 "fault": e.fault.kind(),
                 "node": node,
                 "applied": applied,

@@ -194,3 +194,46 @@ fn check_trace_refuses_what_it_cannot_judge() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("bound on their error"), "{}", text(&o));
 }
+
+/// Raft's forget-vote variant, as real processes, with the voter killed and restarted
+/// between two candidacies of one term: it votes twice and two nodes lead term 1, as in
+/// the simulator; the correct variant, with the same schedule, does not.
+#[test]
+fn forget_vote_restarted_at_the_right_moment_votes_twice_for_real() {
+    let dir = scratch("forget-vote");
+    let source = common::repo().join("scenarios/raft/forget-vote-restarted-voter.toml");
+    let o = tenure(&["cluster", s(&source), "--out", s(&dir.join("broken"))]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("FAIL single-leader-per-term: n0 and n1 both believed they led term 1"),
+        "{t}"
+    );
+    // The same file in the simulator finds the same two leaders.
+    let sim = tenure(&["run", s(&source)]);
+    assert!(
+        stdout(&sim).contains("n0 and n1 both believed they led term 1"),
+        "{}",
+        text(&sim)
+    );
+
+    let correct = dir.join("correct.toml");
+    std::fs::write(
+        &correct,
+        std::fs::read_to_string(&source)
+            .unwrap()
+            .replace("variant = \"forget-vote\"", "variant = \"correct\"")
+            .replace(
+                "outcome = \"violation\"\nchecker = \"single-leader-per-term\"",
+                "outcome = \"pass\"",
+            ),
+    )
+    .unwrap();
+    let o = tenure(&["cluster", s(&correct), "--out", s(&dir.join("correct"))]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        stdout(&o).contains("pass single-leader-per-term"),
+        "{}",
+        text(&o)
+    );
+}

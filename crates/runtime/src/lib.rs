@@ -364,23 +364,56 @@ where
         socket
             .set_read_timeout(Some(wait.max(Duration::from_micros(100))))
             .map_err(|e| RuntimeError::Io("set_read_timeout".into(), e))?;
-        match socket.recv_from(&mut buf) {
-            Ok((n, _)) => match postcard::from_bytes::<(u32, P::Msg)>(&buf[..n]) {
-                Ok((from, msg)) if spec.cluster.contains(NodeId(from)) => {
-                    stats.received += 1;
-                    node.on_message(env!(), NodeId(from), msg);
+        // Wait for a datagram or the next timer; then take every datagram already here
+        // before any timer that fell due: after a stall (a pause, a slow scheduler) the
+        // messages that arrived during it are handled first, as they arrived first.
+        let mut first = true;
+        loop {
+            let blocking = first;
+            let got = if first {
+                socket.recv_from(&mut buf)
+            } else {
+                socket
+                    .set_nonblocking(true)
+                    .and_then(|()| socket.recv_from(&mut buf))
+            };
+            first = false;
+            match got {
+                Ok((n, _)) => match postcard::from_bytes::<(u32, P::Msg)>(&buf[..n]) {
+                    Ok((from, msg)) if spec.cluster.contains(NodeId(from)) => {
+                        stats.received += 1;
+                        node.on_message(env!(), NodeId(from), msg);
+                        continue;
+                    }
+                    _ => {
+                        stats.dropped += 1;
+                        continue;
+                    }
+                },
+                // No datagram (in time); or a signal (the SIGSTOP and SIGCONT of a
+                // pause) cut the wait short.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    // The wait ended: still take what is already here.
+                    if blocking {
+                        continue;
+                    }
                 }
-                _ => stats.dropped += 1,
-            },
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) => {}
-            // ICMP "port unreachable" from an earlier send to a node that is down.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
-            Err(e) => return Err(RuntimeError::Io(format!("recv on {addr}"), e)),
+                // ICMP "port unreachable" from an earlier send to a node that is down.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                Err(e) => return Err(RuntimeError::Io(format!("recv on {addr}"), e)),
+            }
+            break;
         }
+        socket
+            .set_nonblocking(false)
+            .map_err(|e| RuntimeError::Io("set_nonblocking".into(), e))?;
         // Every timer due now, earliest first.
         loop {
             let now = clock.now();
