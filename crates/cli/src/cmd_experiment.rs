@@ -76,8 +76,7 @@ pub fn experiment(args: ExperimentArgs) -> Outcome {
 }
 
 fn bad(message: String) -> Outcome {
-    eprintln!("tenure experiment election-time: {message}");
-    Outcome::BadInput
+    crate::bad_input(format!("experiment election-time: {message}"))
 }
 
 fn election_time(args: ElectionTimeArgs) -> Outcome {
@@ -147,8 +146,7 @@ fn election_time(args: ElectionTimeArgs) -> Outcome {
         match write_plot(&args.out, name, &svg) {
             Ok(path) => eprintln!("wrote {}", path.display()),
             Err(e) => {
-                eprintln!("tenure experiment election-time: cannot write a plot: {e}");
-                return Outcome::BadInput;
+                return bad(format!("cannot write a plot: {e}"));
             }
         }
     }

@@ -162,6 +162,54 @@ impl Outcome {
     }
 }
 
+/// What every error tenure reports starts with, whatever the subcommand (clap's usage
+/// errors included): one voice, so a script or a person can spot errors alike.
+pub const ERROR_PREFIX: &str = "tenure: ";
+
+/// Reports an error on stderr: [`ERROR_PREFIX`] and the message.
+pub fn error(message: impl std::fmt::Display) {
+    eprintln!("{ERROR_PREFIX}{message}");
+}
+
+/// Reports bad input (see [`error`]); the command then exits 2.
+pub fn bad_input(message: impl std::fmt::Display) -> Outcome {
+    error(message);
+    Outcome::BadInput
+}
+
+/// A clap usage error as tenure reports it: with [`ERROR_PREFIX`] instead of clap's
+/// `error: `, and without clap's tip to write `-- -5` for a value that starts with a
+/// hyphen (after `--` clap takes no more flags, so the tip does not work): tenure's
+/// seeds, counts and durations are never negative, so it says that instead.
+fn usage_error(e: &clap::Error, args: &[String]) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() == ErrorKind::UnknownArgument {
+        if let Some(ContextValue::String(value)) = e.get(ContextKind::InvalidArg) {
+            let negative = value
+                .strip_prefix('-')
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+            // clap names `-5` for `-5s` or `-5..2`: find the whole argument.
+            let at = args.iter().position(|a| a.starts_with(value.as_str()));
+            let flag = at
+                .and_then(|i| i.checked_sub(1))
+                .map(|i| args[i].as_str())
+                .filter(|f| f.starts_with("--"));
+            if let (true, Some(flag), Some(at)) = (negative, flag, at) {
+                return format!(
+                    "{ERROR_PREFIX}{flag} {}: a negative value; seeds, counts and durations \
+                     are never negative\n",
+                    args[at]
+                );
+            }
+        }
+    }
+    let text = e.render().to_string();
+    match text.strip_prefix("error: ") {
+        Some(rest) => format!("{ERROR_PREFIX}{rest}"),
+        None => format!("{ERROR_PREFIX}{text}"),
+    }
+}
+
 /// `message` (an error ending in a list of known names, `...: a, b, c`) with "did you
 /// mean" added when one of those names is close to `name`.
 pub fn suggest_in(message: &str, name: &str) -> String {
@@ -272,9 +320,15 @@ pub fn main<C: Catalogue>(catalogue: C) -> ExitCode {
     quiet_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(e) if !e.use_stderr() => {
+            // --help and --version: not errors.
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return ExitCode::from(Outcome::Passed.code());
+        }
+        Err(e) => {
+            let args: Vec<String> = std::env::args().collect();
+            eprint!("{}", usage_error(&e, &args));
+            return ExitCode::from(Outcome::BadInput.code());
         }
     };
     tenure_sim::log::init_logging();
@@ -296,7 +350,7 @@ pub fn main<C: Catalogue>(catalogue: C) -> ExitCode {
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),
         Err(_) => {
-            eprintln!("tenure: internal error (the panic message is above). This is a bug in tenure or in a protocol; please report it with the command you ran.");
+            error("internal error (the panic message is above). This is a bug in tenure or in a protocol; please report it with the command you ran.");
             ExitCode::from(Outcome::Internal.code())
         }
     }

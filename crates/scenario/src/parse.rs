@@ -259,6 +259,26 @@ pub(crate) fn de_error(
     } else {
         message
     };
+    // serde's "unknown variant `x`, expected one of `a`, `b`": in tenure a variant is a
+    // protocol's variant, so the value is named by its field (`unknown outcome
+    // `violated``), with the values it may take and a suggestion.
+    let message = match quoted_after(&message, "unknown variant ") {
+        Some(value) => {
+            let expected: Vec<&str> = message
+                .split_once("expected ")
+                .map(|(_, list)| list.split('`').skip(1).step_by(2).collect())
+                .unwrap_or_default();
+            let what = field.rsplit('.').next().unwrap_or("value");
+            let what = what.split('[').next().unwrap_or(what);
+            let what = if what.is_empty() { "value" } else { what };
+            format!(
+                "unknown {what} `{value}`; expected one of: {}{}",
+                expected.join(", "),
+                crate::suggest::did_you_mean(value, expected.iter().copied())
+            )
+        }
+        None => message,
+    };
     let message = match quoted_after(&message, "unknown field ") {
         Some(name) => {
             let expected: Vec<&str> = message
@@ -499,7 +519,10 @@ impl Reader<'_> {
             Some(toml::Value::String(kind)) => {
                 return Err(self.err(
                     &format!("{prefix}.kind"),
-                    format!("unknown fault kind `{kind}`; expected one of: {kinds}"),
+                    format!(
+                        "unknown fault kind `{kind}`; expected one of: {kinds}{}",
+                        crate::suggest::did_you_mean(&kind, Fault::KINDS.iter().copied())
+                    ),
                 ))
             }
             Some(_) => {
@@ -966,7 +989,7 @@ mod tests {
         );
         assert_eq!(NetworkSpec::default().stream_timeout(), None);
         let err = error("[network]\nmode = \"tcp\"\n");
-        assert_error(&err, 5, "network.mode", "unknown variant `tcp`");
+        assert_error(&err, 5, "network.mode", "unknown mode `tcp`; expected one of: datagram, stream");
         let err = error("[network]\nmode = \"datagram\"\nconnection_timeout = \"2s\"\n");
         assert_error(
             &err,
@@ -1048,6 +1071,8 @@ mod tests {
     fn unknown_fault_kind_lists_the_kinds() {
         let err = error("[[fault]]\nat = \"1s\"\nkind = \"explode\"\n");
         assert_error(&err, 6, "fault[0].kind", "unknown fault kind `explode`");
+        let err = error("[[fault]]\nat = \"1s\"\nkind = \"pasue\"\nnode = 1\n");
+        assert_error(&err, 6, "fault[0].kind", "did you mean `pause`?");
         assert!(
             err.message.contains("partition, isolate, cut, one-way"),
             "{err}"
@@ -1089,7 +1114,14 @@ mod tests {
         let err = error("[expect]\noutcome = \"violation\"\n");
         assert_error(&err, 4, "expect.checker", "needs `checker`");
         let err = error("[expect]\noutcome = \"maybe\"\n");
-        assert_error(&err, 5, "expect.outcome", "unknown variant `maybe`");
+        assert_error(&err, 5, "expect.outcome", "unknown outcome `maybe`");
+        let err = error("[expect]\noutcome = \"violated\"\n");
+        assert_error(
+            &err,
+            5,
+            "expect.outcome",
+            "unknown outcome `violated`; expected one of: pass, violation; did you mean `violation`?",
+        );
     }
 
     #[test]

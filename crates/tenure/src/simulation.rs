@@ -191,8 +191,9 @@ impl<P: Protocol> Simulation<P> {
         match Profile::named(name) {
             Some(p) => self.fault_profile(p),
             None => panic!(
-                "tenure: unknown fault profile `{name}`; known profiles: {}",
-                PROFILE_NAMES.join(", ")
+                "tenure: unknown fault profile `{name}`; known profiles: {}{}",
+                PROFILE_NAMES.join(", "),
+                tenure_scenario::suggest::did_you_mean(name, PROFILE_NAMES.iter().copied())
             ),
         }
     }
@@ -231,7 +232,12 @@ impl<P: Protocol> Simulation<P> {
     pub fn check_with(mut self, name: &str, params: serde_json::Value) -> Self {
         let merged = tenure_sim::check_params(name, &params, &self.promises);
         if let Err(e) = tenure_check::build(name, &merged, &self.cluster) {
-            panic!("tenure: check `{name}`: {e}");
+            let known = tenure_check::catalog().iter().map(|c| c.name);
+            let hint = match e.message.starts_with("unknown checker") {
+                true => tenure_scenario::suggest::did_you_mean(name, known),
+                false => String::new(),
+            };
+            panic!("tenure: check `{name}`: {e}{hint}");
         }
         self.checks.push((name.to_string(), params));
         self
