@@ -48,6 +48,10 @@ impl Tools {
     }
 }
 
+/// The heading the scenario and run limits (`--max-*`, global flags) are grouped under
+/// in every command's help, after the command's own options.
+const LIMITS: &str = "Limits (every command)";
+
 /// Deterministic simulation and verification of leader election, leases, locks,
 /// fencing tokens and idempotent retries.
 #[derive(Parser, Debug)]
@@ -62,21 +66,21 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Longest simulated `duration` a scenario may ask for (default 1h).
-    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, global = true, help_heading = LIMITS, value_name = "DURATION", value_parser = parse_duration)]
     max_duration: Option<std::time::Duration>,
     /// Most nodes a scenario's cluster may have (default 2048).
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, help_heading = LIMITS, value_name = "N")]
     max_nodes: Option<u32>,
     /// Most `[[fault]]` events a scenario may list (default 10000).
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, help_heading = LIMITS, value_name = "N")]
     max_faults: Option<usize>,
     /// Most messages a run may have in flight at once (default 1000000); a run over it
     /// stops with an error.
-    #[arg(long, global = true, value_name = "N", value_parser = parse_positive)]
+    #[arg(long, global = true, help_heading = LIMITS, value_name = "N", value_parser = parse_positive)]
     max_in_flight: Option<usize>,
     /// Most trace events a run keeps for --trace, timelines and determinism checks
     /// (default 2000000, about 200 MB of JSON lines).
-    #[arg(long, global = true, value_name = "N", value_parser = parse_positive)]
+    #[arg(long, global = true, help_heading = LIMITS, value_name = "N", value_parser = parse_positive)]
     max_trace_events: Option<usize>,
 }
 
