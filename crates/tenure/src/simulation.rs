@@ -622,7 +622,7 @@ impl<P: Protocol> Simulation<P> {
             let v = &outcome.violations[0];
             match regressions::save(&file, outcome.seed, &v.to_string()) {
                 Ok(_) => message.push_str(&format!(
-                    "; saved to {} in your package, to be re-run first: commit it",
+                    "; saved to {} in your package, to be re-run first: say what it pins on its `pinned:` line and commit it",
                     file.strip_prefix(&dir).unwrap_or(&file).display()
                 )),
                 Err(e) => message.push_str(&format!("; could not save it: {e}")),
