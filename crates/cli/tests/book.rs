@@ -535,7 +535,9 @@ fn is_command(line: &str) -> bool {
 /// line and what is wrong.
 fn unchecked_outputs(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    let mut block: Option<(usize, String, Vec<(usize, String)>)> = None;
+    // The open block: its first line, its language and its lines (page line, text).
+    type Block = (usize, String, Vec<(usize, String)>);
+    let mut block: Option<Block> = None;
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         match &mut block {
@@ -565,9 +567,14 @@ fn unchecked_outputs(text: &str) -> Vec<(usize, String)> {
                 }
                 // A block that opens with a command (an output block may quote a replay
                 // command further down, as a panic message does).
-                let shows_command = lines.iter().find(|(_, l)| !l.is_empty()).is_some_and(|(_, l)| {
-                    is_command(l) && l.split_whitespace().any(|w| w == "tenure" || w == "cargo")
-                });
+                let shows_command =
+                    lines
+                        .iter()
+                        .find(|(_, l)| !l.is_empty())
+                        .is_some_and(|(_, l)| {
+                            is_command(l)
+                                && l.split_whitespace().any(|w| w == "tenure" || w == "cargo")
+                        });
                 if let Some((at, l)) = lines.iter().find(|(_, l)| !l.is_empty() && !is_command(l)) {
                     if shows_command {
                         out.push((
