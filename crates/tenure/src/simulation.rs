@@ -232,10 +232,17 @@ impl<P: Protocol> Simulation<P> {
     pub fn check_with(mut self, name: &str, params: serde_json::Value) -> Self {
         let merged = tenure_sim::check_params(name, &params, &self.promises);
         if let Err(e) = tenure_check::build(name, &merged, &self.cluster) {
-            let known = tenure_check::catalog().iter().map(|c| c.name);
-            let hint = match e.message.starts_with("unknown checker") {
-                true => tenure_scenario::suggest::did_you_mean(name, known),
-                false => String::new(),
+            let hint = if e.message.starts_with("unknown checker") {
+                let known = tenure_check::catalog().iter().map(|c| c.name);
+                tenure_scenario::suggest::did_you_mean(name, known)
+            } else if let Some(rest) = e.message.strip_prefix("unknown field `") {
+                // A misspelt parameter: serde lists the checker's own after "expected".
+                let field = rest.split('`').next().unwrap_or("");
+                let known = e.message.split_once("expected ").map_or("", |(_, l)| l);
+                let known = known.split('`').skip(1).step_by(2);
+                tenure_scenario::suggest::did_you_mean(field, known)
+            } else {
+                String::new()
             };
             panic!("tenure: check `{name}`: {e}{hint}");
         }
