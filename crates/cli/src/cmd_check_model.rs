@@ -236,11 +236,20 @@ fn parse_seeds(text: &str) -> Result<Range<u64>, ModelError> {
         field: "walk".to_string(),
         message: format!("`{text}` is not a seed count N or a range A..B"),
     };
+    let num = |s: &str| -> Result<u64, ModelError> {
+        let s = s.trim();
+        s.parse()
+            .map_err(|_| match s.bytes().all(|b| b.is_ascii_digit()) {
+                true if !s.is_empty() => ModelError {
+                    field: "walk".to_string(),
+                    message: format!("`{s}` is too large: seeds go up to {}", u64::MAX),
+                },
+                _ => bad(),
+            })
+    };
     let range = match text.split_once("..") {
-        Some((a, b)) => {
-            a.trim().parse().map_err(|_| bad())?..b.trim().parse().map_err(|_| bad())?
-        }
-        None => 0..text.trim().parse().map_err(|_| bad())?,
+        Some((a, b)) => num(a)?..num(b)?,
+        None => 0..num(text)?,
     };
     if range.is_empty() {
         return Err(bad());

@@ -141,6 +141,16 @@ fn bad_flags_and_names_on_the_command_line_are_refused_alike() {
             ],
             "is too large: seeds go up to 18446744073709551615",
         ),
+        (
+            &[
+                "check-model",
+                "--protocol",
+                "raft",
+                "--walk",
+                "0..99999999999999999999999",
+            ],
+            "is too large: seeds go up to 18446744073709551615",
+        ),
         // did you mean, for every name typed on the command line
         (
             &["fuzz", "--protocol", "rafft", "--seeds", "0..1"],
