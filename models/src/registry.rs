@@ -145,6 +145,19 @@ impl Models {
         &self.entries
     }
 
+    /// Every protocol of the catalogue, explored or not, in catalogue order of each kind.
+    pub fn protocol_names(&self) -> Vec<&'static str> {
+        let explored = self.entries.iter().map(|e| e.info.name);
+        explored
+            .chain(self.not_modelled.iter().map(|(n, _)| *n))
+            .collect()
+    }
+
+    /// The protocols that declare no model settings, each with the reason it gives.
+    pub fn not_modelled(&self) -> &[(&'static str, &'static str)] {
+        &self.not_modelled
+    }
+
     /// The entry for `protocol`, if the explorer runs it.
     pub fn lookup(&self, protocol: &str) -> Option<&ModelEntry> {
         self.entries.iter().find(|e| e.info.name == protocol)
@@ -152,18 +165,26 @@ impl Models {
 
     fn entry(&self, protocol: &str) -> Result<&ModelEntry, ModelError> {
         self.lookup(protocol).ok_or_else(|| {
-            let names: Vec<&str> = self.entries.iter().map(|e| e.info.name).collect();
-            let why = match self.not_modelled.iter().find(|(n, _)| *n == protocol) {
-                Some((_, why)) => format!(" ({why})"),
-                None => String::new(),
-            };
-            ModelError::new(
-                "protocol",
-                format!(
-                    "`{protocol}` is not explored by the model{why}; known: {}",
-                    names.join(", ")
+            let modelled: Vec<&str> = self.entries.iter().map(|e| e.info.name).collect();
+            match self.not_modelled.iter().find(|(n, _)| *n == protocol) {
+                // A real protocol without model settings: say so, not "unknown".
+                Some((_, why)) => ModelError::new(
+                    "protocol",
+                    format!(
+                        "`{protocol}` is a protocol the model checker does not explore: {why}; \
+                         `tenure fuzz --protocol {protocol}` simulates it. The model checker \
+                         explores: {}",
+                        modelled.join(", ")
+                    ),
                 ),
-            )
+                None => ModelError::new(
+                    "protocol",
+                    format!(
+                        "unknown protocol `{protocol}`; known protocols: {}",
+                        self.protocol_names().join(", ")
+                    ),
+                ),
+            }
         })
     }
 

@@ -180,6 +180,15 @@ pub fn build_checkers(
                 if message.starts_with("unknown checker") {
                     let names = tenure_check::catalog().iter().map(|c| c.name);
                     message += &tenure_scenario::suggest::did_you_mean(&spec.name, names);
+                } else if let Some(rest) = message.strip_prefix("unknown field `") {
+                    // A misspelt parameter: serde lists the checker's own
+                    // (`expected `max_overlap` or `bound``).
+                    let name = rest.split('`').next().unwrap_or("");
+                    let known = message
+                        .split_once("expected ")
+                        .map(|(_, list)| list.split('`').skip(1).step_by(2).collect::<Vec<_>>())
+                        .unwrap_or_default();
+                    message += &tenure_scenario::suggest::did_you_mean(name, known);
                 }
                 scenario.error_at(&path, message)
             })

@@ -56,37 +56,37 @@ fn parse_duration(s: &str) -> Option<Duration> {
 pub fn run(args: CheckHistoryArgs) -> Outcome {
     let shown = crate::shown(&args.file);
     if !MODELS.iter().any(|(m, _)| *m == args.model) {
-        eprintln!(
-            "error: --model: unknown model `{}`; known models: {}",
+        let message = format!(
+            "--model: unknown model `{}`; known models: {}",
             args.model,
             MODELS.iter().map(|m| m.0).collect::<Vec<_>>().join(", ")
         );
-        return Outcome::BadInput;
+        return crate::bad_input(crate::suggest_in(&message, &args.model));
     }
     let format = match args.format.as_deref() {
         None => None,
         Some(f) => match Format::from_name(f) {
             Some(f) => Some(f),
             None => {
-                eprintln!(
-                    "error: --format: unknown format `{f}`; known formats: {}",
+                let message = format!(
+                    "--format: unknown format `{f}`; known formats: {}",
                     Format::NAMES.join(", ")
                 );
-                return Outcome::BadInput;
+                return crate::bad_input(crate::suggest_in(&message, f));
             }
         },
     };
     let Some(timeout) = parse_duration(&args.timeout) else {
-        eprintln!(
-            "error: --timeout: expected a duration such as 10s, 500ms or 2m, got `{}`",
+        crate::error(format!(
+            "--timeout: expected a duration such as 10s, 500ms or 2m, got `{}`",
             args.timeout
-        );
+        ));
         return Outcome::BadInput;
     };
     let text = match std::fs::read_to_string(&args.file) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {shown}: {e}");
+            crate::error(format!("{shown}: {e}"));
             return Outcome::BadInput;
         }
     };
@@ -108,9 +108,9 @@ pub fn run(args: CheckHistoryArgs) -> Outcome {
         Ok(r) => r,
         Err(e) => {
             if e.line == 0 {
-                eprintln!("error: {shown}: {}", e.message);
+                crate::error(format!("{shown}: {}", e.message));
             } else {
-                eprintln!("error: {shown}:{}: {}", e.line, e.message);
+                crate::error(format!("{shown}:{}: {}", e.line, e.message));
             }
             return Outcome::BadInput;
         }

@@ -126,14 +126,33 @@ pub fn check_model(args: CheckModelArgs, tools: &Tools) -> Outcome {
     match run(&args, &tools.models) {
         Ok(outcome) => outcome,
         Err(e) => {
-            let text = e.to_string();
+            // A field the user typed is named as its flag.
             let text = match e.field.as_str() {
+                "protocol" | "variant" | "nodes" | "roles" | "checks" | "walk" => {
+                    format!("--{}: {}", e.field, e.message)
+                }
+                _ => e.to_string(),
+            };
+            // Suggest a name only for an unknown one (a known protocol without model
+            // settings is told so, not offered another).
+            let text = match e.field.as_str() {
+                _ if !e.message.starts_with("unknown ") && !e.message.contains(" has no ") => text,
                 "protocol" => crate::suggest_in(&text, &args.protocol),
                 "variant" => crate::suggest_in(&text, &args.variant),
+                "checks" => {
+                    let unknown = e.message.strip_prefix("unknown checker `");
+                    let name = unknown.and_then(|r| r.split('`').next()).unwrap_or("");
+                    let known = tenure_check::catalog().iter().map(|c| c.name);
+                    let known =
+                        known.chain(tenure_models::registry::MODEL_PROPERTIES.iter().copied());
+                    format!(
+                        "{text}{}",
+                        tenure_scenario::suggest::did_you_mean(name, known)
+                    )
+                }
                 _ => text,
             };
-            eprintln!("tenure check-model: {text}");
-            Outcome::BadInput
+            crate::bad_input(format!("check-model {text}"))
         }
     }
 }
@@ -217,11 +236,20 @@ fn parse_seeds(text: &str) -> Result<Range<u64>, ModelError> {
         field: "walk".to_string(),
         message: format!("`{text}` is not a seed count N or a range A..B"),
     };
+    let num = |s: &str| -> Result<u64, ModelError> {
+        let s = s.trim();
+        s.parse()
+            .map_err(|_| match s.bytes().all(|b| b.is_ascii_digit()) {
+                true if !s.is_empty() => ModelError {
+                    field: "walk".to_string(),
+                    message: format!("`{s}` is too large: seeds go up to {}", u64::MAX),
+                },
+                _ => bad(),
+            })
+    };
     let range = match text.split_once("..") {
-        Some((a, b)) => {
-            a.trim().parse().map_err(|_| bad())?..b.trim().parse().map_err(|_| bad())?
-        }
-        None => 0..text.trim().parse().map_err(|_| bad())?,
+        Some((a, b)) => num(a)?..num(b)?,
+        None => 0..num(text)?,
     };
     if range.is_empty() {
         return Err(bad());
@@ -271,13 +299,13 @@ fn progress_printer(max_memory: u64) -> impl FnMut(&Progress) {
     let mut last = started;
     move |p: &Progress| {
         if let Some(rss) = resident_bytes().filter(|r| *r > max_memory) {
-            eprintln!(
-                "tenure check-model: field `max-memory`: memory use {} is above the limit of {} after {} unique states (depth {}); lower --max-states or --max-depth, or raise --max-memory",
+            crate::error(format!(
+                "check-model --max-memory: memory use {} is above the limit of {} after {} unique states (depth {}); lower --max-states or --max-depth, or raise --max-memory",
                 size_text(rss),
                 size_text(max_memory),
                 p.unique_states,
                 p.depth
-            );
+            ));
             std::process::exit(i32::from(Outcome::BadInput.code()));
         }
         let now = std::time::Instant::now();
@@ -287,9 +315,9 @@ fn progress_printer(max_memory: u64) -> impl FnMut(&Progress) {
         last = now;
         let elapsed = now.duration_since(started).as_secs_f64();
         eprintln!(
-            "  ... {} states explored, {} unique, depth {}, {:.0} states/s",
-            p.states_explored,
+            "  ... {} distinct states found, {} of them expanded, depth {}, {:.0} states/s",
             p.unique_states,
+            p.states_explored,
             p.depth,
             p.unique_states as f64 / elapsed.max(1e-9)
         );

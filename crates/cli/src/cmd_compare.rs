@@ -423,11 +423,11 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
     for policy in args.backoff.iter().filter(|p| !p.trim().is_empty()) {
         let policy = policy.trim();
         if !tenure_protocols_policy_known(policy) {
-            eprintln!(
-                "tenure: --backoff: unknown policy `{policy}`; known policies: {}",
+            let message = format!(
+                "--backoff: unknown policy `{policy}`; known policies: {}",
                 BACKOFF_POLICIES.join(", ")
             );
-            return Outcome::BadInput;
+            return crate::bad_input(crate::suggest_in(&message, policy));
         }
         let mut table = serde_json::Map::new();
         table.insert("policy".into(), policy.into());

@@ -76,8 +76,7 @@ pub fn experiment(args: ExperimentArgs) -> Outcome {
 }
 
 fn bad(message: String) -> Outcome {
-    eprintln!("tenure experiment election-time: {message}");
-    Outcome::BadInput
+    crate::bad_input(format!("experiment election-time: {message}"))
 }
 
 fn election_time(args: ElectionTimeArgs) -> Outcome {
@@ -147,8 +146,7 @@ fn election_time(args: ElectionTimeArgs) -> Outcome {
         match write_plot(&args.out, name, &svg) {
             Ok(path) => eprintln!("wrote {}", path.display()),
             Err(e) => {
-                eprintln!("tenure experiment election-time: cannot write a plot: {e}");
-                return Outcome::BadInput;
+                return bad(format!("cannot write a plot: {e}"));
             }
         }
     }
@@ -213,6 +211,9 @@ fn run_all(
 ) -> Vec<RangeResult> {
     let start = std::time::Instant::now();
     let mut total = 0;
+    // The lines within a range are for a person watching; a pipe or a log gets one line
+    // per range (ten tenths of ten ranges were 90 lines of noise in a CI log).
+    let live = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let results = ranges
         .iter()
         .map(|range| {
@@ -222,7 +223,7 @@ fn run_all(
             let progress = |done: usize| {
                 // A line at every tenth of a long range, so a slow run shows life.
                 let t = done * 10 / n;
-                if n >= 200 && t > tenth.fetch_max(t, Ordering::Relaxed) && done < n {
+                if live && n >= 200 && t > tenth.fetch_max(t, Ordering::Relaxed) && done < n {
                     eprintln!("  {} ms: {done}/{n} trials", range_label(range));
                 }
             };

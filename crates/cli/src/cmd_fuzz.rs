@@ -144,7 +144,13 @@ pub fn parse_seeds(text: &str) -> Result<Range<u64>, String> {
     let num = |s: &str| {
         s.trim()
             .parse::<u64>()
-            .map_err(|_| format!("--seeds `{text}`: `{s}` is not a seed (a whole number)"))
+            .map_err(|_| match s.trim().bytes().all(|b| b.is_ascii_digit()) {
+                true if !s.trim().is_empty() => format!(
+                    "--seeds `{text}`: `{s}` is too large: seeds go up to {}",
+                    u64::MAX
+                ),
+                _ => format!("--seeds `{text}`: `{s}` is not a seed (a whole number)"),
+            })
     };
     let (a, b) = (num(a)?, num(b)?);
     if a > b {
@@ -275,9 +281,12 @@ fn target(args: &FuzzArgs, tools: &Tools) -> Result<(Target, String), Outcome> {
     let profile = args.profile.as_deref();
     if let Some(p) = profile {
         if !PROFILE_NAMES.contains(&p) {
-            return Err(bad(format!(
-                "--profile: unknown profile `{p}`; known profiles: {}",
-                PROFILE_NAMES.join(", ")
+            return Err(bad(crate::suggest_in(
+                &format!(
+                    "--profile: unknown profile `{p}`; known profiles: {}",
+                    PROFILE_NAMES.join(", ")
+                ),
+                p,
             )));
         }
     }

@@ -27,7 +27,8 @@ pub struct RunArgs {
     timeline: Option<PathBuf>,
     /// Write the run's client history (the clients' operations: invoke, then ok / fail
     /// / info) as a Jepsen EDN history, one map per line, for `tenure check-history`,
-    /// Knossos, Elle or Porcupine. Refuses to overwrite an existing file.
+    /// Knossos, Elle or Porcupine. Like every output: replaces tenure's own earlier
+    /// history, refuses any other existing file.
     #[arg(long, value_name = "OUT.edn")]
     history: Option<PathBuf>,
     /// Print a JSON report on stdout instead of text.
@@ -82,22 +83,18 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         (&args.trace, Kind::Trace),
         (&args.timeline, Kind::Timeline),
         (&args.audit, Kind::Audit),
+        (&args.history, Kind::History),
     ];
     for (out, kind) in outputs {
         if let Some(out) = out {
-            if let Err(e) = crate::output::check(out, kind, &[&args.file]) {
-                eprintln!("tenure: {e}");
-                return Outcome::BadInput;
+            match crate::output::check(out, kind, &[&args.file]) {
+                Ok(true) => eprintln!(
+                    "tenure: {} is tenure's own earlier output: replacing it",
+                    out.display()
+                ),
+                Ok(false) => {}
+                Err(e) => return crate::bad_input(e),
             }
-        }
-    }
-    if let Some(out) = &args.history {
-        if out.exists() {
-            eprintln!(
-                "tenure: refusing to overwrite {}: --history writes a new file",
-                out.display()
-            );
-            return Outcome::BadInput;
         }
     }
     let file = shown(&args.file);
@@ -112,8 +109,11 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
     // The full trace (every message and timer) costs memory in proportion to the run:
     // keep it only when an output needs it. A failing run is played again with it, for
     // the narrative's dropped-messages line (a run is a pure function of the seed).
+    // With RUST_LOG set the trace is kept from the start: a replay would print every
+    // log line a second time.
+    let logging = std::env::var_os("RUST_LOG").is_some();
     let options = RunOptions {
-        trace: args.trace.is_some() || args.timeline.is_some() || args.check_determinism,
+        trace: args.trace.is_some() || args.timeline.is_some() || args.check_determinism || logging,
         stop_at_first_violation: false,
     };
     let mut report = prepared.run(seed, &options);

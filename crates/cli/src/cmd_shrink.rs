@@ -169,6 +169,7 @@ pub fn run(args: ShrinkArgs, tools: &Tools) -> Outcome {
             "runs": shrunk.runs,
             "before": size_json(&shrunk.before),
             "after": size_json(&shrunk.after),
+            "faults": result.faults.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
             "saved": out,
             "replay": replay_command(&out, shrunk.seed),
         });
@@ -181,6 +182,11 @@ pub fn run(args: ShrinkArgs, tools: &Tools) -> Outcome {
     );
     println!("  before: {}", size_text(&shrunk.before));
     println!("  after:  {}", size_text(&shrunk.after));
+    // The events that survived: the story of the failure, without opening the file.
+    for (i, e) in result.faults.iter().enumerate() {
+        let lead = if i == 0 { "  faults:" } else { "         " };
+        println!("{lead} {e}");
+    }
     println!("  saved:  {out}");
     println!("  replay: {}", replay_command(&out, shrunk.seed));
     Outcome::Passed

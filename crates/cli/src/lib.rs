@@ -63,6 +63,10 @@ impl Tools {
     }
 }
 
+/// The heading the scenario and run limits (`--max-*`, global flags) are grouped under
+/// in every command's help, after the command's own options.
+const LIMITS: &str = "Limits (every command)";
+
 /// Deterministic simulation and verification of leader election, leases, locks,
 /// fencing tokens and idempotent retries.
 #[derive(Parser, Debug)]
@@ -77,21 +81,21 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Longest simulated `duration` a scenario may ask for (default 1h).
-    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, global = true, help_heading = LIMITS, value_name = "DURATION", value_parser = parse_duration)]
     max_duration: Option<std::time::Duration>,
     /// Most nodes a scenario's cluster may have (default 2048).
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, help_heading = LIMITS, value_name = "N")]
     max_nodes: Option<u32>,
     /// Most `[[fault]]` events a scenario may list (default 10000).
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, help_heading = LIMITS, value_name = "N")]
     max_faults: Option<usize>,
     /// Most messages a run may have in flight at once (default 1000000); a run over it
     /// stops with an error.
-    #[arg(long, global = true, value_name = "N", value_parser = parse_positive)]
+    #[arg(long, global = true, help_heading = LIMITS, value_name = "N", value_parser = parse_positive)]
     max_in_flight: Option<usize>,
     /// Most trace events a run keeps for --trace, timelines and determinism checks
     /// (default 2000000, about 200 MB of JSON lines).
-    #[arg(long, global = true, value_name = "N", value_parser = parse_positive)]
+    #[arg(long, global = true, help_heading = LIMITS, value_name = "N", value_parser = parse_positive)]
     max_trace_events: Option<usize>,
 }
 
@@ -185,6 +189,54 @@ impl Outcome {
             Outcome::Internal => 3,
             Outcome::Interrupted => 4,
         }
+    }
+}
+
+/// What every error tenure reports starts with, whatever the subcommand (clap's usage
+/// errors included): one voice, so a script or a person can spot errors alike.
+pub const ERROR_PREFIX: &str = "tenure: ";
+
+/// Reports an error on stderr: [`ERROR_PREFIX`] and the message.
+pub fn error(message: impl std::fmt::Display) {
+    eprintln!("{ERROR_PREFIX}{message}");
+}
+
+/// Reports bad input (see [`error`]); the command then exits 2.
+pub fn bad_input(message: impl std::fmt::Display) -> Outcome {
+    error(message);
+    Outcome::BadInput
+}
+
+/// A clap usage error as tenure reports it: with [`ERROR_PREFIX`] instead of clap's
+/// `error: `, and without clap's tip to write `-- -5` for a value that starts with a
+/// hyphen (after `--` clap takes no more flags, so the tip does not work): tenure's
+/// seeds, counts and durations are never negative, so it says that instead.
+fn usage_error(e: &clap::Error, args: &[String]) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() == ErrorKind::UnknownArgument {
+        if let Some(ContextValue::String(value)) = e.get(ContextKind::InvalidArg) {
+            let negative = value
+                .strip_prefix('-')
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+            // clap names `-5` for `-5s` or `-5..2`: find the whole argument.
+            let at = args.iter().position(|a| a.starts_with(value.as_str()));
+            let flag = at
+                .and_then(|i| i.checked_sub(1))
+                .map(|i| args[i].as_str())
+                .filter(|f| f.starts_with("--"));
+            if let (true, Some(flag), Some(at)) = (negative, flag, at) {
+                return format!(
+                    "{ERROR_PREFIX}{flag} {}: a negative value; seeds, counts and durations \
+                     are never negative\n",
+                    args[at]
+                );
+            }
+        }
+    }
+    let text = e.render().to_string();
+    match text.strip_prefix("error: ") {
+        Some(rest) => format!("{ERROR_PREFIX}{rest}"),
+        None => format!("{ERROR_PREFIX}{text}"),
     }
 }
 
@@ -304,9 +356,15 @@ pub fn main_real<C: Catalogue, R: tenure_core::RealCatalogue>(catalogue: C, real
     quiet_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(e) if !e.use_stderr() => {
+            // --help and --version: not errors.
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return ExitCode::from(Outcome::Passed.code());
+        }
+        Err(e) => {
+            let args: Vec<String> = std::env::args().collect();
+            eprint!("{}", usage_error(&e, &args));
+            return ExitCode::from(Outcome::BadInput.code());
         }
     };
     tenure_sim::log::init_logging();
@@ -331,7 +389,7 @@ pub fn main_real<C: Catalogue, R: tenure_core::RealCatalogue>(catalogue: C, real
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),
         Err(_) => {
-            eprintln!("tenure: internal error (the panic message is above). This is a bug in tenure or in a protocol; please report it with the command you ran.");
+            error("internal error (the panic message is above). This is a bug in tenure or in a protocol; please report it with the command you ran.");
             ExitCode::from(Outcome::Internal.code())
         }
     }

@@ -1,6 +1,11 @@
 //! Output files are checked before a run, so a bad path costs nothing and the verdict is
-//! never lost to a write error at the end: not an input, not a file the user wrote
-//! (only files tenure wrote are replaced), and writable (the file or its directory).
+//! never lost to a write error at the end: not an input, not a file the user wrote,
+//! and writable (the file or its directory).
+//!
+//! One rule for every output flag (`--trace`, `--timeline`, `--history`, `--audit`): a
+//! new or empty file is written; tenure's own earlier output of the same flag
+//! (recognised by its content) is replaced, and tenure says so; any other file is
+//! refused, before the run.
 
 use std::fs::OpenOptions;
 use std::path::Path;
@@ -12,9 +17,10 @@ pub enum Kind {
     Trace,
     /// `--timeline`: the HTML page (`<title>... — tenure timeline</title>`).
     Timeline,
-    /// `--audit`: a tamper-evident log, never written over (an existing non-empty file
-    /// is refused, even one tenure wrote: a log is evidence).
+    /// `--audit`: a hash-chained leadership log (`{"seq":0,...,"hash":...}`).
     Audit,
+    /// `--history`: a Jepsen EDN history, one map a line (`{:process ...}`).
+    History,
 }
 
 impl Kind {
@@ -23,6 +29,7 @@ impl Kind {
             Kind::Trace => "--trace",
             Kind::Timeline => "--timeline",
             Kind::Audit => "--audit",
+            Kind::History => "--history",
         }
     }
 
@@ -33,15 +40,17 @@ impl Kind {
             Kind::Timeline => {
                 text.starts_with("<!DOCTYPE html>") && text.contains(" — tenure timeline</title>")
             }
-            Kind::Audit => false,
+            Kind::Audit => text.starts_with("{\"seq\":0,") && text.contains("\"hash\":"),
+            Kind::History => text.starts_with("{:process "),
         }
     }
 }
 
 /// Checks that `out` may be written: it is none of `inputs`, it is not a file that
 /// tenure did not write, and it (or, when new, its directory) is writable. Creates
-/// nothing that stays: a probe file for a new path is removed at once.
-pub fn check(out: &Path, kind: Kind, inputs: &[&Path]) -> Result<(), String> {
+/// nothing that stays: a probe file for a new path is removed at once. `Ok(true)` when
+/// the write will replace tenure's own earlier output (the caller says so).
+pub fn check(out: &Path, kind: Kind, inputs: &[&Path]) -> Result<bool, String> {
     let flag = kind.flag();
     let shown = out.display();
     for input in inputs {
@@ -69,7 +78,7 @@ pub fn check(out: &Path, kind: Kind, inputs: &[&Path]) -> Result<(), String> {
             OpenOptions::new()
                 .append(true)
                 .open(out)
-                .map(drop)
+                .map(|_| meta.len() > 0)
                 .map_err(|e| format!("{flag} {shown}: cannot write: {e}"))
         }
         Err(_) => {
@@ -78,7 +87,7 @@ pub fn check(out: &Path, kind: Kind, inputs: &[&Path]) -> Result<(), String> {
                 Ok(f) => {
                     drop(f);
                     let _ = std::fs::remove_file(out);
-                    Ok(())
+                    Ok(false)
                 }
                 Err(e) => Err(format!("{flag} {shown}: cannot write: {e}")),
             }
@@ -135,15 +144,28 @@ mod tests {
         let d = dir("ours");
         let trace = d.join("t.jsonl");
         std::fs::write(&trace, "{\"event\":\"observed\"}\n").unwrap();
-        check(&trace, Kind::Trace, &[]).unwrap();
+        assert_eq!(check(&trace, Kind::Trace, &[]), Ok(true));
         let page = d.join("t.html");
         std::fs::write(&page, "<!DOCTYPE html>\n<title>x — tenure timeline</title>").unwrap();
-        check(&page, Kind::Timeline, &[]).unwrap();
+        assert_eq!(check(&page, Kind::Timeline, &[]), Ok(true));
         let empty = d.join("e.html");
         std::fs::write(&empty, "").unwrap();
-        check(&empty, Kind::Timeline, &[]).unwrap();
+        assert_eq!(check(&empty, Kind::Timeline, &[]), Ok(false));
         // A trace is not a timeline.
         assert!(check(&trace, Kind::Timeline, &[]).is_err());
+        let history = d.join("h.edn");
+        std::fs::write(&history, "{:process 4, :type :invoke, :f :write}\n").unwrap();
+        assert_eq!(check(&history, Kind::History, &[]), Ok(true));
+        let audit = d.join("a.jsonl");
+        std::fs::write(
+            &audit,
+            "{\"seq\":0,\"event\":\"elected\",\"hash\":\"ab\"}\n",
+        )
+        .unwrap();
+        assert_eq!(check(&audit, Kind::Audit, &[]), Ok(true));
+        // Each kind only its own.
+        assert!(check(&audit, Kind::History, &[]).is_err());
+        assert!(check(&history, Kind::Trace, &[]).is_err());
     }
 
     #[test]

@@ -326,10 +326,9 @@ fn run(args: &[String]) -> (Option<i32>, String) {
 }
 
 /// Removes what an earlier run of this test left at a path the command writes with
-/// `--audit`: tenure never overwrites an existing audit log (it is evidence), so without
-/// this a page that writes one under `tenure-out/` would run only once per checkout.
-/// Only paths under `tenure-out/` (git-ignored, the book's scratch directory) are
-/// touched.
+/// `--audit`, so the page's command prints the same every time (tenure replaces its own
+/// earlier log but says so). Only paths under `tenure-out/` (git-ignored, the book's
+/// scratch directory) are touched.
 fn clear_audit_output(args: &[String]) {
     for pair in args.windows(2) {
         if pair[0] == "--audit" && pair[1].starts_with("tenure-out/") {
@@ -511,6 +510,110 @@ fn summary_links(text: &str) -> Vec<(usize, String)> {
         }
     }
     out
+}
+
+/// Blocks in these languages are files (a CI config, a manifest, source), not a command
+/// and what it printed: a `tenure` inside one is part of the file.
+const FILE_LANGUAGES: &[&str] = &["rust", "toml", "yaml", "yml", "json", "edn", "ignore"];
+
+/// The commands a shell block may show besides `tenure` and `cargo`.
+const SHELL_WORDS: &[&str] = &[
+    "tenure", "cargo", "mkdir", "printf", "cd", "git", "export", "rm", "ls", "mdbook",
+];
+
+/// Whether `line` is a shell command: its first word (after `VAR=value` settings) is
+/// one of [`SHELL_WORDS`].
+fn is_command(line: &str) -> bool {
+    let word = line
+        .split_whitespace()
+        .find(|w| !(w.contains('=') && w.chars().next().is_some_and(|c| c.is_ascii_uppercase())));
+    word.is_some_and(|w| SHELL_WORDS.contains(&w))
+}
+
+/// The blocks of `text` that show a `tenure` or `cargo` command with output, or a `$ `
+/// line, outside a ```` ```console ```` block (so the test would not run them): page
+/// line and what is wrong.
+fn unchecked_outputs(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    // The open block: its first line, its language and its lines (page line, text).
+    type Block = (usize, String, Vec<(usize, String)>);
+    let mut block: Option<Block> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        match &mut block {
+            None if line.starts_with("```") => {
+                let lang = line
+                    .trim_start_matches('`')
+                    .split([',', ' '])
+                    .next()
+                    .unwrap_or("");
+                block = Some((i + 1, lang.to_string(), Vec::new()));
+            }
+            None => {}
+            Some((start, lang, lines)) if line.starts_with("```") => {
+                let lang = std::mem::take(lang);
+                let start = *start;
+                let lines = std::mem::take(lines);
+                block = None;
+                if lang == "console" || FILE_LANGUAGES.contains(&lang.as_str()) {
+                    continue;
+                }
+                if let Some((at, _)) = lines.iter().find(|(_, l)| l.starts_with("$ ")) {
+                    out.push((
+                        *at,
+                        format!("a `$` line in a ```{lang} block is not run: make it ```console"),
+                    ));
+                    continue;
+                }
+                // A block that opens with a command (an output block may quote a replay
+                // command further down, as a panic message does).
+                let shows_command =
+                    lines
+                        .iter()
+                        .find(|(_, l)| !l.is_empty())
+                        .is_some_and(|(_, l)| {
+                            is_command(l)
+                                && l.split_whitespace().any(|w| w == "tenure" || w == "cargo")
+                        });
+                if let Some((at, l)) = lines.iter().find(|(_, l)| !l.is_empty() && !is_command(l)) {
+                    if shows_command {
+                        out.push((
+                            *at,
+                            format!(
+                                "the ```{lang} block at line {start} shows a command and output (`{l}`), which the test does not check: make it ```console"
+                            ),
+                        ));
+                    }
+                }
+            }
+            Some((_, _, lines)) => lines.push((i + 1, line.to_string())),
+        }
+    }
+    out
+}
+
+/// Issue 27: every block that shows a `tenure` or `cargo` command with its output is a
+/// console block, which `every_command_in_the_book_runs_as_shown` runs, whatever tag
+/// it was written with. Shell blocks may show commands alone (to paste).
+#[test]
+fn every_command_shown_with_its_output_is_in_a_console_block() {
+    let mut wrong = Vec::new();
+    for page in all_pages() {
+        let text = std::fs::read_to_string(book_src().join(&page)).expect("a page");
+        for (line, what) in unchecked_outputs(&text) {
+            wrong.push(format!("book/src/{}:{line}: {what}", page.display()));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn an_output_outside_a_console_block_is_found() {
+    let page = "text\n\n```sh\ntenure fuzz --protocol raft\n# FAIL seed 7\n```\n\n```sh\ncargo test\nTENURE_SEED=1 cargo test x\n```\n\n```text\n$ tenure list\n```\n\n```yaml\nrun: |\n  tenure fuzz\n```\n\n```text\npanicked: seed 1\n  TENURE_SEED=1 cargo test x\n```\n";
+    let found = unchecked_outputs(page);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0].0, 5);
+    assert_eq!(found[1].0, 14);
 }
 
 #[test]

@@ -303,7 +303,10 @@ fn check_model_json_and_walks() {
 #[test]
 fn check_model_bad_input_is_exit_2_naming_the_field() {
     for (args, needle) in [
-        (&["--protocol", "paxos"][..], "protocol: `paxos`"),
+        (
+            &["--protocol", "paxos"][..],
+            "--protocol: unknown protocol `paxos`",
+        ),
         (
             &["--protocol", "leader-lease"][..],
             "stay with the simulator",

@@ -228,3 +228,27 @@ fn fsync_and_processing_are_options_and_in_the_header() {
         "{text}"
     );
 }
+
+/// Issue 27: into a pipe (as here) a range prints one progress line, not one per tenth
+/// of its trials (ten ranges made about 90 lines in a CI log).
+#[test]
+fn a_pipe_gets_one_progress_line_per_range() {
+    let out = scratch("pipe-progress");
+    let o = tenure(&[
+        "experiment",
+        "election-time",
+        "--trials",
+        "300",
+        "--ranges",
+        "150-300",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("election-time: 300 trials in"), "{err}");
+    assert!(
+        !err.lines().any(|l| l.contains("/300 trials")),
+        "within-range progress in a pipe:\n{err}"
+    );
+}

@@ -204,6 +204,32 @@ fn jobs_must_be_sensible_and_fuzz_names_its_two_forms() {
     assert!(text(&o).contains("--protocol"), "{}", text(&o));
 }
 
+/// Issue 27: `RUST_LOG=info` into a pipe: no colour codes, no alarming madsim warning
+/// about std's HashMap (tenure bans std HashMap where it could affect a run), and each
+/// log line once although a failing run used to be simulated twice.
+#[test]
+fn logs_into_a_pipe_are_plain_quiet_about_std_hashmap_and_printed_once() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_tenure"))
+        .args(["run", "scenarios/bully/split-brain.toml"])
+        .current_dir(repo())
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("tenure runs");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.stderr.contains(&0x1b),
+        "colour codes in a pipe:\n{stderr}"
+    );
+    assert!(!stderr.contains("std random state"), "{stderr}");
+    let faults: Vec<&str> = stderr.lines().filter(|l| l.contains("fault")).collect();
+    assert!(!faults.is_empty(), "RUST_LOG=info shows faults:\n{stderr}");
+    let mut seen = std::collections::BTreeSet::new();
+    for line in &faults {
+        assert!(seen.insert(*line), "printed twice: {line}\n{stderr}");
+    }
+}
+
 #[test]
 fn pipes_get_no_colour_codes() {
     let o = tenure(&["run", "scenarios/bully/split-brain.toml"]);

@@ -99,16 +99,33 @@ fn a_linearizable_run_gives_a_linearizable_history() {
 }
 
 #[test]
-fn history_refuses_to_overwrite_an_existing_file() {
+fn history_refuses_a_user_file_and_replaces_its_own_saying_so() {
+    // The one rule every output follows (issue 27).
     let edn = out_path("existing.edn");
     std::fs::write(&edn, "keep me\n").unwrap();
-    let o = tenure(&[
-        "run",
-        "scenarios/fencing/heavy-faults-linearizable.toml",
-        "--history",
-        edn.to_str().unwrap(),
-    ]);
+    let run = || {
+        tenure(&[
+            "run",
+            "scenarios/fencing/heavy-faults-linearizable.toml",
+            "--history",
+            edn.to_str().unwrap(),
+        ])
+    };
+    let o = run();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("refusing to overwrite"), "{}", text(&o));
+    assert!(text(&o).contains("tenure did not write it"), "{}", text(&o));
     assert_eq!(std::fs::read_to_string(&edn).unwrap(), "keep me\n");
+    std::fs::remove_file(&edn).unwrap();
+    let o = run();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!text(&o).contains("replacing it"), "{}", text(&o));
+    let first = std::fs::read_to_string(&edn).unwrap();
+    let o = run();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("tenure's own earlier output: replacing it"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&edn).unwrap(), first);
 }

@@ -2,11 +2,16 @@
 //! re-run first on every sweep (as proptest does with its `proptest-regressions`).
 //!
 //! `tenure-regressions/<test name>.txt` under the package's directory; one seed a line,
-//! `#` starts a comment (the violation that seed found, in words):
+//! `#` starts a comment. Beside each seed, the violation it found (written by the sweep)
+//! and, on the `pinned:` line under it, what it pins: the bug and its fix, written by
+//! the person who commits it (the sweep leaves [`PINNED_PLACEHOLDER`] there, and
+//! [`unexplained`] finds the seeds still without it):
 //!
 //! ```text
 //! # Seeds that failed a tenure sweep; re-run first on every sweep. Commit this file.
+//! # Under each seed, `pinned:` says what it pins: the bug it found and the fix.
 //! 17 # single-leader-per-term: n0 and n1 both believed they led term 3 (...)
+//! #   pinned: a restarted node forgot its vote; fixed by syncing the vote before replying
 //! ```
 
 use std::fs;
@@ -14,7 +19,38 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 const HEADER: &str =
-    "# Seeds that failed a tenure sweep; re-run first on every sweep. Commit this file.\n";
+    "# Seeds that failed a tenure sweep; re-run first on every sweep. Commit this file.\n\
+     # Under each seed, `pinned:` says what it pins: the bug it found and the fix.\n";
+
+/// What the sweep writes on a new seed's `pinned:` line, for a person to replace.
+pub const PINNED_PLACEHOLDER: &str =
+    "(say what this seed pins: the bug it found and its fix, then commit)";
+
+/// The seeds of a regressions file's text whose `pinned:` line is missing or still the
+/// placeholder: a committed file should explain every seed.
+pub fn unexplained(text: &str) -> Vec<u64> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.split('#').next().unwrap_or("").trim();
+        let Ok(seed) = body.parse::<u64>() else {
+            continue;
+        };
+        let pinned = lines[i + 1..]
+            .iter()
+            .take_while(|l| l.trim_start().starts_with('#'))
+            .find_map(|l| {
+                l.trim_start()
+                    .trim_start_matches('#')
+                    .trim()
+                    .strip_prefix("pinned:")
+            });
+        if pinned.is_none_or(|p| p.trim().is_empty() || p.trim() == PINNED_PLACEHOLDER) {
+            out.push(seed);
+        }
+    }
+    out
+}
 
 /// Where `test`'s seeds live under `package_dir`. Characters other than letters,
 /// digits, `-` and `_` become `_` (`tests::finds_it` -> `tests__finds_it.txt`).
@@ -88,7 +124,9 @@ pub fn save(path: &Path, seed: u64, comment: &str) -> Result<bool, String> {
         text.push('\n');
     }
     let comment = comment.replace(['\n', '\r'], " ");
-    text.push_str(&format!("{seed} # {comment}\n"));
+    text.push_str(&format!(
+        "{seed} # {comment}\n#   pinned: {PINNED_PLACEHOLDER}\n"
+    ));
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(at)?;
     }
@@ -150,8 +188,15 @@ mod tests {
         assert_eq!(load(&file), Ok(vec![17, 4]));
         assert_eq!(
             fs::read_to_string(&file).unwrap(),
-            format!("{HEADER}17 # checker: two lines\n4 # another\n")
+            format!(
+                "{HEADER}17 # checker: two lines\n#   pinned: {PINNED_PLACEHOLDER}\n\
+                 4 # another\n#   pinned: {PINNED_PLACEHOLDER}\n"
+            )
         );
+        let text = fs::read_to_string(&file).unwrap();
+        assert_eq!(unexplained(&text), vec![17, 4]);
+        let explained = text.replacen(PINNED_PLACEHOLDER, "a lost vote; fixed by a sync", 1);
+        assert_eq!(unexplained(&explained), vec![4]);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

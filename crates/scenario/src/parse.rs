@@ -259,6 +259,26 @@ pub(crate) fn de_error(
     } else {
         message
     };
+    // serde's "unknown variant `x`, expected one of `a`, `b`": in tenure a variant is a
+    // protocol's variant, so the value is named by its field (`unknown outcome
+    // `violated``), with the values it may take and a suggestion.
+    let message = match quoted_after(&message, "unknown variant ") {
+        Some(value) => {
+            let expected: Vec<&str> = message
+                .split_once("expected ")
+                .map(|(_, list)| list.split('`').skip(1).step_by(2).collect())
+                .unwrap_or_default();
+            let what = field.rsplit('.').next().unwrap_or("value");
+            let what = what.split('[').next().unwrap_or(what);
+            let what = if what.is_empty() { "value" } else { what };
+            format!(
+                "unknown {what} `{value}`; expected one of: {}{}",
+                expected.join(", "),
+                crate::suggest::did_you_mean(value, expected.iter().copied())
+            )
+        }
+        None => message,
+    };
     let message = match quoted_after(&message, "unknown field ") {
         Some(name) => {
             let expected: Vec<&str> = message
@@ -499,7 +519,10 @@ impl Reader<'_> {
             Some(toml::Value::String(kind)) => {
                 return Err(self.err(
                     &format!("{prefix}.kind"),
-                    format!("unknown fault kind `{kind}`; expected one of: {kinds}"),
+                    format!(
+                        "unknown fault kind `{kind}`; expected one of: {kinds}{}",
+                        crate::suggest::did_you_mean(&kind, Fault::KINDS.iter().copied())
+                    ),
                 ))
             }
             Some(_) => {
@@ -727,6 +750,109 @@ mod tests {
         assert_eq!(s.profile, None);
     }
 
+    /// The fields the parser accepts where `zz` is written (after `HEAD`): the list in
+    /// its "unknown field `zz`, expected ..." error.
+    fn fields_at(table: &str) -> Vec<String> {
+        let text = error(&format!("{table}\nzz = 1\n")).to_string();
+        assert!(text.contains("unknown field `zz`"), "{table}: {text}");
+        let list = text
+            .split_once("unknown field `zz`, expected ")
+            .map_or("", |(_, l)| l);
+        list.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Issue 27: `example.toml` is "a scenario file with every field". The fields come
+    /// from the parser itself (each table's unknown-field error lists them, each fault
+    /// kind's too), so a field added to the format fails this test until the example
+    /// shows it. A field may be shown in a comment (`# connection_timeout = "1s"`) where
+    /// it cannot be written beside the others (`nodes` beside `[cluster.roles]`).
+    #[test]
+    fn example_has_every_field() {
+        let example: toml::Table = EXAMPLE.parse().unwrap();
+        let in_comment = |field: &str| {
+            EXAMPLE.lines().any(|l| {
+                l.split_once('#')
+                    .is_some_and(|(_, c)| c.contains(&format!("{field} =")))
+            })
+        };
+        let mut missing = Vec::new();
+        let check = |what: &str, tables: Vec<&toml::Table>, fields: Vec<String>| {
+            assert!(!fields.is_empty(), "{what}: no fields found");
+            fields
+                .into_iter()
+                .filter(|f| !tables.iter().any(|t| t.contains_key(f)) && !in_comment(f))
+                .map(|f| format!("{what}: {f}"))
+                .collect::<Vec<_>>()
+        };
+        let table = |v: Option<&toml::Value>| v.and_then(toml::Value::as_table).cloned();
+        let array = |v: Option<&toml::Value>| -> Vec<toml::Table> {
+            v.and_then(toml::Value::as_array)
+                .map(|a| a.iter().filter_map(|t| t.as_table().cloned()).collect())
+                .unwrap_or_default()
+        };
+        // The top level (`HEAD` has `[protocol]` open: probe it with a fresh file).
+        let top = parse("zz = 1\n", "dir/bad.toml").unwrap_err().to_string();
+        let top: Vec<String> = top
+            .split_once("expected ")
+            .map_or("", |(_, l)| l)
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect();
+        missing.extend(check("top level", vec![&example], top));
+        let protocol = table(example.get("protocol")).unwrap_or_default();
+        // `HEAD` leaves `[protocol]` open.
+        missing.extend(check("[protocol]", vec![&protocol], fields_at("")));
+        let cluster = table(example.get("cluster")).unwrap_or_default();
+        missing.extend(check("[cluster]", vec![&cluster], fields_at("[cluster]")));
+        for (name, node) in [
+            ("network", "link"),
+            ("disk", "node"),
+            ("processing", "node"),
+        ] {
+            let t = table(example.get(name)).unwrap_or_default();
+            let fields = fields_at(&format!("[{name}]"));
+            missing.extend(check(&format!("[{name}]"), vec![&t], fields));
+            let rows = array(t.get(node));
+            let what = format!("[[{name}.{node}]]");
+            missing.extend(check(&what, rows.iter().collect(), fields_at(&what)));
+        }
+        let clocks = array(example.get("clock"));
+        missing.extend(check(
+            "[[clock]]",
+            clocks.iter().collect(),
+            fields_at("[[clock]]"),
+        ));
+        let expect = table(example.get("expect")).unwrap_or_default();
+        missing.extend(check("[expect]", vec![&expect], fields_at("[expect]")));
+        let faults = array(example.get("fault"));
+        for kind in Fault::KINDS {
+            let of_kind: Vec<&toml::Table> = faults
+                .iter()
+                .filter(|f| f.get("kind").and_then(toml::Value::as_str) == Some(kind))
+                .collect();
+            if of_kind.is_empty() {
+                missing.push(format!("[[fault]]: kind {kind}"));
+                continue;
+            }
+            let fields = fields_at(&format!("[[fault]]\nat = \"1s\"\nkind = \"{kind}\""));
+            if fields.is_empty() {
+                continue; // heal: no fields
+            }
+            missing.extend(check(&format!("[[fault]] {kind}"), of_kind, fields));
+        }
+        assert!(
+            missing.is_empty(),
+            "example.toml leaves out: {}",
+            missing.join("; ")
+        );
+    }
+
     #[test]
     fn the_full_example_parses_as_written() {
         let s = parse(EXAMPLE, "leader.toml").unwrap();
@@ -750,7 +876,7 @@ mod tests {
                     Duration::from_millis(20)
                 )),
                 loss: Some(0.5),
-                duplicate: None,
+                duplicate: Some(0.0),
             }]
         );
         assert_eq!(
@@ -761,7 +887,7 @@ mod tests {
                 drift: 0.01,
             }]
         );
-        assert_eq!(s.faults.len(), 8);
+        assert_eq!(s.faults.len(), 22);
         assert_eq!(
             s.faults[2],
             FaultEvent {
@@ -966,7 +1092,12 @@ mod tests {
         );
         assert_eq!(NetworkSpec::default().stream_timeout(), None);
         let err = error("[network]\nmode = \"tcp\"\n");
-        assert_error(&err, 5, "network.mode", "unknown variant `tcp`");
+        assert_error(
+            &err,
+            5,
+            "network.mode",
+            "unknown mode `tcp`; expected one of: datagram, stream",
+        );
         let err = error("[network]\nmode = \"datagram\"\nconnection_timeout = \"2s\"\n");
         assert_error(
             &err,
@@ -1048,6 +1179,8 @@ mod tests {
     fn unknown_fault_kind_lists_the_kinds() {
         let err = error("[[fault]]\nat = \"1s\"\nkind = \"explode\"\n");
         assert_error(&err, 6, "fault[0].kind", "unknown fault kind `explode`");
+        let err = error("[[fault]]\nat = \"1s\"\nkind = \"pasue\"\nnode = 1\n");
+        assert_error(&err, 6, "fault[0].kind", "did you mean `pause`?");
         assert!(
             err.message.contains("partition, isolate, cut, one-way"),
             "{err}"
@@ -1089,7 +1222,14 @@ mod tests {
         let err = error("[expect]\noutcome = \"violation\"\n");
         assert_error(&err, 4, "expect.checker", "needs `checker`");
         let err = error("[expect]\noutcome = \"maybe\"\n");
-        assert_error(&err, 5, "expect.outcome", "unknown variant `maybe`");
+        assert_error(&err, 5, "expect.outcome", "unknown outcome `maybe`");
+        let err = error("[expect]\noutcome = \"violated\"\n");
+        assert_error(
+            &err,
+            5,
+            "expect.outcome",
+            "unknown outcome `violated`; expected one of: pass, violation; did you mean `violation`?",
+        );
     }
 
     #[test]

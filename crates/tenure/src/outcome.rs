@@ -74,11 +74,18 @@ impl Outcome {
 
     /// `TENURE_SEED=<seed> cargo test -p <package> <test>`.
     pub fn replay_command(&self) -> String {
-        seeds::replay_command(
+        let command = seeds::replay_command(
             self.seed,
             self.context.package.as_deref(),
             &self.context.test,
-        )
+        );
+        // An `#[ignore]`d test runs only when asked: the command asks too.
+        let ignored = std::env::args().any(|a| a == "--ignored" || a == "--include-ignored");
+        if ignored {
+            format!("{command} -- --ignored")
+        } else {
+            command
+        }
     }
 
     /// The failure in words (checker, violation, seed, replay command); `None` if no

@@ -191,8 +191,9 @@ impl<P: Protocol> Simulation<P> {
         match Profile::named(name) {
             Some(p) => self.fault_profile(p),
             None => panic!(
-                "tenure: unknown fault profile `{name}`; known profiles: {}",
-                PROFILE_NAMES.join(", ")
+                "tenure: unknown fault profile `{name}`; known profiles: {}{}",
+                PROFILE_NAMES.join(", "),
+                tenure_scenario::suggest::did_you_mean(name, PROFILE_NAMES.iter().copied())
             ),
         }
     }
@@ -231,7 +232,19 @@ impl<P: Protocol> Simulation<P> {
     pub fn check_with(mut self, name: &str, params: serde_json::Value) -> Self {
         let merged = tenure_sim::check_params(name, &params, &self.promises);
         if let Err(e) = tenure_check::build(name, &merged, &self.cluster) {
-            panic!("tenure: check `{name}`: {e}");
+            let hint = if e.message.starts_with("unknown checker") {
+                let known = tenure_check::catalog().iter().map(|c| c.name);
+                tenure_scenario::suggest::did_you_mean(name, known)
+            } else if let Some(rest) = e.message.strip_prefix("unknown field `") {
+                // A misspelt parameter: serde lists the checker's own after "expected".
+                let field = rest.split('`').next().unwrap_or("");
+                let known = e.message.split_once("expected ").map_or("", |(_, l)| l);
+                let known = known.split('`').skip(1).step_by(2);
+                tenure_scenario::suggest::did_you_mean(field, known)
+            } else {
+                String::new()
+            };
+            panic!("tenure: check `{name}`: {e}{hint}");
         }
         self.checks.push((name.to_string(), params));
         self
@@ -616,7 +629,7 @@ impl<P: Protocol> Simulation<P> {
             let v = &outcome.violations[0];
             match regressions::save(&file, outcome.seed, &v.to_string()) {
                 Ok(_) => message.push_str(&format!(
-                    "; saved to {} in your package, to be re-run first: commit it",
+                    "; saved to {} in your package, to be re-run first: say what it pins on its `pinned:` line and commit it",
                     file.strip_prefix(&dir).unwrap_or(&file).display()
                 )),
                 Err(e) => message.push_str(&format!("; could not save it: {e}")),

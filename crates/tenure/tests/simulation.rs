@@ -186,6 +186,27 @@ fn a_bad_checker_parameter_is_named() {
 }
 
 #[test]
+#[should_panic(expected = "did you mean `single-leader-per-term`?")]
+fn a_misspelt_checker_gets_a_suggestion() {
+    let _ = raft("correct").check("single-leader-per-trem");
+}
+
+#[test]
+#[should_panic(expected = "did you mean `within`?")]
+fn a_misspelt_checker_parameter_gets_a_suggestion() {
+    let _ = raft("correct").check_with(
+        "leader-liveness",
+        tenure::serde_json::json!({"withn": "1s"}),
+    );
+}
+
+#[test]
+#[should_panic(expected = "did you mean `chaos`?")]
+fn a_misspelt_profile_gets_a_suggestion() {
+    let _ = raft("correct").profile("chaoss");
+}
+
+#[test]
 fn a_profile_draws_each_seeds_faults_from_the_seed() {
     let sim = raft("correct")
         .duration(secs(5))

@@ -280,7 +280,8 @@ pub fn page(scenario_name: &str, cluster: &Cluster, report: &Report, model: &Mod
             Some(node) => {
                 let c = l.center(node);
                 match m.kind.as_str() {
-                    "crash" => (c, "<path class=\"crash\" d=\"M-6,-6L6,6M-6,6L6,-6\"/>"),
+                    // A filled ▼ (the node goes down): not the red × of a dropped message.
+                    "crash" => (c, "<path class=\"crash\" d=\"M-6,-5L6,-5L0,6Z\"/>"),
                     "restart" => (c, "<path class=\"restart\" d=\"M-1,-7L9,0L-1,7Z\"/>"),
                     "write" => (
                         l.row_y(node, 1) + 5.5,
@@ -479,9 +480,11 @@ const LEGEND: &str = "<div class=\"legend\">\
 <span><b class=\"g msg\">→</b>message</span>\
 <span><b class=\"g drop\">×</b>dropped / lost</span>\
 <span><b class=\"g dens\">▮</b>message count (dense)</span>\
-<span><b class=\"g crash\">✕</b>crash</span>\
+<span><b class=\"g crash\">▼</b>crash</span>\
 <span><b class=\"g restart\">▶</b>restart</span>\
 <span><b class=\"g write\">◆</b>write (red: rejected)</span>\
+<span><b class=\"g clockmark\">↓</b>clock jump or drift change</span>\
+<span><i class=\"sw spark\"></i>clock minus true time, next to a node (wall: solid, monotonic: dotted)</span>\
 <span><b class=\"g viol\">│</b>violation</span>\
 <span><b class=\"g inv\">◯</b>record involved</span>\
 </div>";
@@ -512,9 +515,18 @@ fn clock_label(h: &mut String, track: &super::model::ClockTrack, end: SimTime, t
     } else {
         format!("wall {} mono {}", show(wlo, whi), show(mlo, mhi))
     };
+    // The label column ends where the sparkline starts: a long label (a 5-node fuzz
+    // run's "wall ...…... mono ...…...") is squeezed to fit rather than run under it.
+    const LABEL_TEXT_W: f64 = LABEL_W - 58.0 - 8.0 - 4.0;
+    let fit = if text.chars().count() as f64 * 5.8 > LABEL_TEXT_W {
+        format!(" textLength=\"{LABEL_TEXT_W:.0}\" lengthAdjust=\"spacingAndGlyphs\"")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         h,
-        "<text class=\"clock\" x=\"8\" y=\"{y:.1}\"><title>clock reading minus true time (wall: solid, monotonic: dotted)</title>{}</text>",
+        "<text class=\"clock\" x=\"8\" y=\"{y:.1}\"{fit}><title>{}: clock reading minus true time (wall: solid, monotonic: dotted)</title>{}</text>",
+        esc(&text),
         esc(&text)
     );
     // Sparkline, right of the label column.

@@ -796,3 +796,50 @@ fn a_burst_at_one_instant_is_one_line_and_other_resources_are_left_out() {
         ]
     );
 }
+
+/// Issue 27: a crash is not drawn as a dropped message's red ×; the legend names the
+/// clock marks and sparklines; a long clock label is squeezed into the label column.
+#[test]
+fn crashes_clocks_and_long_clock_labels_are_told_apart_and_fit() {
+    let mut a = rec(10, 0, Observation::Started);
+    a.mono = LocalTime(a.mono.0 + 1_234_567);
+    a.wall = LocalTime(a.wall.0 - 3_456_789_012);
+    let mut b = rec(50, 0, Observation::Note { text: "x".into() });
+    b.mono = LocalTime(b.mono.0 + 9_876_543);
+    b.wall = LocalTime(b.wall.0 + 7_654_321_098);
+    let r = report(
+        2,
+        100,
+        vec![
+            a,
+            rec(30, 1, Observation::Started),
+            rec(40, 1, Observation::Crashed),
+            b,
+        ],
+        vec![fault(40, "crash", &[1], "")],
+    );
+    let html = render("x", &Cluster::uniform("node", 2), &r);
+    let crash = html
+        .split("data-kind=\"crash\"")
+        .nth(1)
+        .expect("a crash mark");
+    let crash = &crash[..crash.find("</g>").unwrap()];
+    assert!(crash.contains("class=\"crash\""), "{crash}");
+    assert!(
+        !crash.contains("M-6,-6L6,6"),
+        "a crash drawn as an ×: {crash}"
+    );
+    let legend = &html[html.find("class=\"legend\"").unwrap()..];
+    assert!(legend.contains("▼</b>crash"), "{legend}");
+    assert!(legend.contains("×</b>dropped / lost"), "{legend}");
+    assert!(legend.contains("clock jump"), "{legend}");
+    assert!(legend.contains("sw spark"), "{legend}");
+    let label = html
+        .lines()
+        .find(|l| l.contains("<text class=\"clock\"") && l.contains("wall"))
+        .expect("node 0's clock label");
+    assert!(
+        label.contains("textLength="),
+        "a long label is fitted: {label}"
+    );
+}

@@ -82,6 +82,28 @@ fn fuzz_finds_the_planted_bug_and_shrink_cuts_it_to_three_faults() {
     assert_eq!(o.status.code(), Some(0), "{t}");
     let faults = faults_after(&t);
     assert!(faults <= 3, "shrunk to {faults} fault events: {t}");
+
+    // What the tutorial (section 10) says of these commands: the first failing seed is
+    // 2, and it shrinks to a cut and a crash.
+    let seed2 = out.join("my-election-vote-twice-seed2-single-leader-per-term.toml");
+    assert!(seed2.exists(), "no case for seed 2 in {}", out.display());
+    assert!(!out
+        .join("my-election-vote-twice-seed0-single-leader-per-term.toml")
+        .exists());
+    assert!(!out
+        .join("my-election-vote-twice-seed1-single-leader-per-term.toml")
+        .exists());
+    let o = bin()
+        .args(["shrink"])
+        .arg(&seed2)
+        .args(["--seed", "2", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(faults_after(&t), 2, "{t}");
+    assert!(t.contains("kind = \"cut\", nodes = [3, 4]"), "{t}");
+    assert!(t.contains("kind = \"crash\", node = 1"), "{t}");
 }
 
 /// The number in a `shrink` output's `after:` line.

@@ -177,3 +177,54 @@ fn a_crash_storm_of_one_node_shrinks_to_at_most_three_events() {
         "{shrunk}"
     );
 }
+
+/// The sweep the tutorial's section 6 replays: the planted bug fails it for real, so
+/// `TENURE_SEED=0 cargo test -p my-election the_planted_bug_fails_a_sweep -- --ignored`
+/// shows the failure again, the same way every time. Ignored because it fails on
+/// purpose; its seeds are in `tenure-regressions/planted-bug.txt`.
+#[test]
+#[ignore = "fails on purpose: the tutorial (section 6) replays it"]
+fn the_planted_bug_fails_a_sweep() {
+    simulation(Config::with_planted_bug())
+        .named("planted-bug")
+        .sweep(0..100);
+}
+
+/// Not part of the example proper: the tutorial (`book/src/tutorial.md`) quotes what
+/// these sweeps print and the regressions file; each quoted line must be one the code
+/// prints now (replay commands aside: they name the test that runs them).
+#[test]
+fn the_tutorial_quotes_what_the_sweeps_print() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(dir.join("../../book/src/tutorial.md")).unwrap();
+    let page: Vec<&str> = page.lines().map(str::trim).collect();
+    let quoted = |what: &str, text: &str| {
+        let lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+        for line in lines.filter(|l| !l.contains("cargo test") && !l.starts_with('(')) {
+            assert!(
+                page.contains(&line),
+                "book/src/tutorial.md does not quote this line of {what} (update the page):\n{line}\n\nall of it:\n{text}"
+            );
+        }
+    };
+    let count = simulation(Config::with_planted_bug()).sweep_count(0..50);
+    quoted("the counting sweep", &count.to_string());
+    let sim = simulation(Config::with_planted_bug());
+    let report = sim.sweep_report(0..100);
+    let failure = report.expect_failure();
+    quoted("the failing sweep's message", &failure.failure().unwrap());
+    quoted(
+        "the shrunk seed",
+        &sim.shrink(failure.seed).expect("it shrinks").to_string(),
+    );
+    let saved = std::fs::read_to_string(dir.join("tenure-regressions/planted-bug.txt")).unwrap();
+    quoted("tenure-regressions/planted-bug.txt", &saved);
+    for file in ["planted-bug.txt", "the_correct_election_passes_a_sweep.txt"] {
+        let text = std::fs::read_to_string(dir.join("tenure-regressions").join(file)).unwrap();
+        assert_eq!(
+            tenure::regressions::unexplained(&text),
+            Vec::<u64>::new(),
+            "tenure-regressions/{file}: say beside each seed what it pins"
+        );
+    }
+}
