@@ -103,6 +103,9 @@ static INFO: ProtocolInfo = ProtocolInfo {
                 "state-machine-safety",
                 "log-matching",
                 "single-leader-per-term",
+                // raft-rs's own fatal error for a log that lost acknowledged entries
+                // (`RaftLog::commit_to`: "to_commit is out of range").
+                "no-panic",
             ],
         },
         VariantInfo {

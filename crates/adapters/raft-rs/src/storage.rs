@@ -217,11 +217,12 @@ mod tests {
     }
 
     fn entry(index: u64, term: u64, data: &[u8]) -> Entry {
-        let mut e = Entry::default();
-        e.index = index;
-        e.term = term;
-        e.data = data.to_vec().into();
-        e
+        Entry {
+            index,
+            term,
+            data: data.to_vec().into(),
+            ..Entry::default()
+        }
     }
 
     #[test]
@@ -239,10 +240,12 @@ mod tests {
             &mut disk,
         );
         store.append(&[entry(2, 2, b"x")], &mut disk);
-        let mut hs = HardState::default();
-        hs.term = 2;
-        hs.vote = 3;
-        hs.commit = 1;
+        let hs = HardState {
+            term: 2,
+            vote: 3,
+            commit: 1,
+            ..HardState::default()
+        };
         store.set_hard_state(&hs, &mut disk);
         assert_eq!(store.last_index(), 2);
         assert_eq!(store.term(2).unwrap(), 2);
