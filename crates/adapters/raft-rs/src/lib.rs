@@ -1,4 +1,4 @@
-//! raft-rs (TiKV's Raft, crates.io `raft` =0.7.0, the Rust port of etcd's raft) run
+//! raft-rs (TiKV's Raft, the `raft` crate =0.7.0, the Rust port of etcd's raft) run
 //! unmodified under tenure: an adapter that drives `RawNode` from tenure's clock,
 //! network and disk, and reports what the real library did as observations.
 //!
@@ -76,7 +76,7 @@ pub enum RaftRsVariant {
 
 static INFO: ProtocolInfo = ProtocolInfo {
     name: "raft-rs",
-    summary: "raft-rs 0.7.0 (TiKV's Raft, crates.io `raft`), the real library run unmodified \
+    summary: "raft-rs 0.7.0 (TiKV's Raft, the `raft` crate), the real library run unmodified \
               through an adapter: ticks, Ready handling, a log on tenure's disk",
     roles: &[RoleInfo {
         name: "server",
