@@ -313,8 +313,14 @@ impl RaftRs {
     }
 
     /// Runs `f` (a call into raft-rs and the handling of its Readys) under
-    /// `catch_unwind`; a panic is recorded and halts the node.
-    fn guarded(&mut self, env: &mut E<'_>, input: &str, f: impl FnOnce(&mut RaftRs, &mut E<'_>)) {
+    /// `catch_unwind`; a panic is recorded, with `input()` (what the node was handling,
+    /// built only then), and halts the node.
+    fn guarded(
+        &mut self,
+        env: &mut E<'_>,
+        input: impl FnOnce() -> String,
+        f: impl FnOnce(&mut RaftRs, &mut E<'_>),
+    ) {
         if self.node.is_none() {
             return;
         }
@@ -323,7 +329,7 @@ impl RaftRs {
             self.node = None;
             env.observe(Observation::Panicked {
                 message: panic_message(&*panic),
-                input: input.to_string(),
+                input: input(),
             });
         }
     }
@@ -503,7 +509,7 @@ impl Protocol for RaftRs {
                 return;
             }
         }
-        self.guarded(env, "start", |s, env| s.handle_readies(env));
+        self.guarded(env, || "start".to_string(), |s, env| s.handle_readies(env));
         env.set_timer(RaftRsTimer::Tick, self.config.tick);
         env.set_timer(RaftRsTimer::Propose, self.config.propose_interval);
     }
@@ -512,8 +518,8 @@ impl Protocol for RaftRs {
         let Some(m) = msg.decode() else {
             return;
         };
-        let input = format!("{} from {from}", summary(&m));
-        self.guarded(env, &input, |s, env| {
+        let input = || format!("{msg:?} from {from}");
+        self.guarded(env, input, |s, env| {
             if let Some(node) = s.node.as_mut() {
                 // An error (a message from an unknown peer, a local message type) is
                 // raft-rs refusing the input; nothing changed.
@@ -530,12 +536,16 @@ impl Protocol for RaftRs {
                     return; // halted: no more ticks until a restart
                 }
                 env.set_timer(RaftRsTimer::Tick, self.config.tick);
-                self.guarded(env, "tick", |s, env| {
-                    if let Some(node) = s.node.as_mut() {
-                        node.tick();
-                    }
-                    s.handle_readies(env);
-                });
+                self.guarded(
+                    env,
+                    || "tick".to_string(),
+                    |s, env| {
+                        if let Some(node) = s.node.as_mut() {
+                            node.tick();
+                        }
+                        s.handle_readies(env);
+                    },
+                );
             }
             RaftRsTimer::Propose => {
                 if self.node.is_none() {
@@ -551,14 +561,18 @@ impl Protocol for RaftRs {
                 }
                 let value = env.next_u64() >> 1;
                 let data = format!("put k{} {value}", value % 8).into_bytes();
-                self.guarded(env, "propose", |s, env| {
-                    if let Some(node) = s.node.as_mut() {
-                        // A refused proposal (a leader stepping down meanwhile) is lost,
-                        // as a client's would be.
-                        let _ = node.propose(vec![], data);
-                    }
-                    s.handle_readies(env);
-                });
+                self.guarded(
+                    env,
+                    || "propose".to_string(),
+                    |s, env| {
+                        if let Some(node) = s.node.as_mut() {
+                            // A refused proposal (a leader stepping down meanwhile) is lost,
+                            // as a client's would be.
+                            let _ = node.propose(vec![], data);
+                        }
+                        s.handle_readies(env);
+                    },
+                );
             }
         }
     }
