@@ -65,10 +65,13 @@ fn every_broken_variant_is_shown_failing_a_checker_it_claims_to_break() {
 fn every_broken_variant_names_known_checkers() {
     let known: BTreeSet<&str> = tenure_check::catalog().iter().map(|c| c.name).collect();
     for entry in crate::support::zoo().entries() {
-        assert_eq!(
-            entry.info.variants[0].name, "correct",
-            "{}: correct comes first",
-            entry.info.name
+        // A correct variant comes first (the default of `fuzz --protocol`): `correct` in
+        // the zoo's models; real code names its configurations (raft-rs: `defaults`).
+        assert!(
+            entry.info.variants[0].breaks.is_empty(),
+            "{}: a correct variant comes first, not {}",
+            entry.info.name,
+            entry.info.variants[0].name
         );
         for v in entry.info.variants {
             for b in v.breaks {

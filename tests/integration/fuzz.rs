@@ -35,6 +35,15 @@ fn first_find(target: &Target, breaks: &[&str]) -> Option<SeedOutcome> {
 /// drew power flapping through the first election and after each leader crash.
 const NOT_YET_FOUND: &[&str] = &[];
 
+/// Broken variants found and shrunk by their own crate's tests instead of here, each with
+/// why (the test skips them).
+const FOUND_BY_THEIR_CRATE: &[&str] = &[
+    // Only power losses show it, and `power` is tried last here: thousands of seeds of a
+    // real Raft under the other profiles first would cost CI minutes.
+    // crates/adapters/raft-rs/tests/sim.rs finds it under `power`, shrinks and replays it.
+    "raft-rs/ack-before-persist",
+];
+
 /// Broken variants whose first fuzz find does not yet shrink to 3 fault events, each with
 /// why. The test fails if one of them starts shrinking to 3 (then take it off this list).
 const SHRINKS_TO_MORE: &[&str] = &[];
@@ -46,6 +55,9 @@ fn fuzz_finds_every_broken_variant_within_1000_seeds_and_shrinks_it_to_3_faults(
     for entry in crate::support::zoo().entries() {
         for variant in entry.info.variants.iter().filter(|v| !v.breaks.is_empty()) {
             let label = format!("{}/{}", entry.info.name, variant.name);
+            if FOUND_BY_THEIR_CRATE.contains(&label.as_str()) {
+                continue;
+            }
 
             // Some built-in profile finds it: chaos first, then each narrower one, then
             // `beyond`, past the protocol's assumptions (a leader lease without a

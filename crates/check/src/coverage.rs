@@ -248,6 +248,29 @@ pub fn judges(name: &str) -> Option<Judges> {
             "Owns",
             "record `Owns { resource, epoch }` where a coordinator starts acting as owner",
         ),
+        "log-matching" => j(
+            &["log-append"],
+            ("log write", "log writes"),
+            Group::Term("term", "terms"),
+            "LogAppend",
+            "record `LogAppend { index, term, digest }` for every entry a node writes to its \
+             log (and its recovered log after it starts)",
+        ),
+        "state-machine-safety" => j(
+            &["log-apply"],
+            ("applied entry", "applied entries"),
+            Group::Term("term", "terms"),
+            "LogApply",
+            "record `LogApply { index, term, digest }` where a node applies a committed entry",
+        ),
+        "no-panic" => j(
+            &["started"],
+            ("process", "processes"),
+            Group::None,
+            "Started",
+            "the host records `Started` for every process; record `Panicked` where the code \
+             under test panics",
+        ),
         _ => return None,
     })
 }
@@ -263,7 +286,9 @@ fn group_of(obs: &Observation) -> Option<GroupOf<'_>> {
         Observation::Leader { term }
         | Observation::Follower { term, .. }
         | Observation::Serves { term }
-        | Observation::LeaseStart { term } => GroupOf::Term(*term),
+        | Observation::LeaseStart { term }
+        | Observation::LogAppend { term, .. }
+        | Observation::LogApply { term, .. } => GroupOf::Term(*term),
         Observation::Acts { resource, .. }
         | Observation::Holds { resource, .. }
         | Observation::Waiting { resource }

@@ -32,6 +32,9 @@
 //! | `deadlock` | [`deadlock`] |
 //! | `no-starvation` | [`no_starvation`] |
 //! | `single-owner` | [`single_owner`] |
+//! | `log-matching` | [`log_matching`] |
+//! | `state-machine-safety` | [`state_machine_safety`] |
+//! | `no-panic` | [`no_panic`] |
 //!
 //! Semantics shared by all of them: beliefs are intervals of TRUE time (the simulator's
 //! clock, never a node's reading). A node's belief ends at its next contrary observation
@@ -58,15 +61,18 @@ pub mod lease_safety;
 pub mod lease_safety_belief;
 pub mod linearizability;
 pub mod lock_liveness;
+pub mod log_matching;
 pub mod mutual_exclusion;
 pub mod mutual_exclusion_belief;
 pub mod no_lost_update;
+pub mod no_panic;
 pub mod no_starvation;
 mod overlap;
 pub mod single_leader_at_a_time;
 pub mod single_leader_at_a_time_belief;
 pub mod single_leader_per_term;
 pub mod single_owner;
+pub mod state_machine_safety;
 pub mod testing;
 
 /// A property judged over a run's records.
@@ -204,6 +210,9 @@ const CATALOG: &[CheckerInfo] = &[
     deadlock::INFO,
     no_starvation::INFO,
     single_owner::INFO,
+    log_matching::INFO,
+    state_machine_safety::INFO,
+    no_panic::INFO,
 ];
 
 /// Every checker, in a stable order.
@@ -299,6 +308,15 @@ fn build_bare(
             read_params(params)?,
             cluster,
         )?),
+        log_matching::NAME => Box::new(log_matching::LogMatching::new(
+            read_params(params)?,
+            cluster,
+        )?),
+        state_machine_safety::NAME => Box::new(state_machine_safety::StateMachineSafety::new(
+            read_params(params)?,
+            cluster,
+        )?),
+        no_panic::NAME => Box::new(no_panic::NoPanic::new(read_params(params)?, cluster)?),
         _ => {
             let known: Vec<&str> = CATALOG.iter().map(|c| c.name).collect();
             return Err(CheckError::new(
@@ -385,7 +403,7 @@ mod tests {
         let cluster = Cluster::uniform("node", 3);
         let names: std::collections::BTreeSet<&str> = catalog().iter().map(|c| c.name).collect();
         assert_eq!(names.len(), catalog().len());
-        assert_eq!(catalog().len(), 16);
+        assert_eq!(catalog().len(), 19);
         for info in catalog() {
             let checker = build(info.name, &serde_json::Value::Null, &cluster).unwrap();
             assert_eq!(checker.name(), info.name);
@@ -407,7 +425,8 @@ mod tests {
              single-leader-at-a-time, single-leader-at-a-time-belief, leader-liveness, \
              mutual-exclusion, mutual-exclusion-belief, lease-safety, lease-safety-belief, \
              fencing-safety, no-lost-update, exactly-once, lock-liveness, linearizability, \
-             deadlock, no-starvation, single-owner"
+             deadlock, no-starvation, single-owner, log-matching, state-machine-safety, \
+             no-panic"
         );
     }
 

@@ -210,6 +210,22 @@ impl H {
         })
     }
     /// A pause leaves no observation of its own; a note marks it for people.
+    /// `LogAppend { index, term, digest }`.
+    pub fn log_append(self, index: u64, term: u64, digest: u64) -> H {
+        self.obs(Observation::LogAppend {
+            index,
+            term,
+            digest,
+        })
+    }
+    /// `LogApply { index, term, digest }`.
+    pub fn log_apply(self, index: u64, term: u64, digest: u64) -> H {
+        self.obs(Observation::LogApply {
+            index,
+            term,
+            digest,
+        })
+    }
     pub fn note(self, text: &str) -> H {
         self.obs(Observation::Note { text: text.into() })
     }

@@ -109,6 +109,20 @@ pub enum Observation {
         value: OpValue,
     },
 
+    // --- replicated logs ---
+    /// The node wrote the entry of `term` whose content hashes to `digest` at `index` of
+    /// its log: its log now holds that entry at `index` and nothing after it (a write at
+    /// `index` replaces the entry there and every later one). After `Started`, a node
+    /// reports the log it recovered, from index 1. `log-matching` judges these.
+    LogAppend { index: u64, term: u64, digest: u64 },
+    /// The node applied the committed entry at `index` (written in `term`, content
+    /// hashed to `digest`) to its state machine. `state-machine-safety` judges these.
+    LogApply { index: u64, term: u64, digest: u64 },
+    /// Code under test panicked inside the node (the host or adapter caught it):
+    /// `message` is the panic's, `input` what the node was handling. `no-panic` judges
+    /// these; the node stops handling input until it restarts.
+    Panicked { message: String, input: String },
+
     /// A free-form note for people reading the trace; no checker reads it.
     Note { text: String },
     /// A user-defined observation for a user-defined checker: one number.
@@ -237,6 +251,9 @@ impl Observation {
             Observation::Completed { .. } => "completed",
             Observation::Invoke { .. } => "invoke",
             Observation::Complete { .. } => "complete",
+            Observation::LogAppend { .. } => "log-append",
+            Observation::LogApply { .. } => "log-apply",
+            Observation::Panicked { .. } => "panicked",
             Observation::Note { .. } => "note",
             Observation::Structured { .. } => "structured",
             Observation::Custom { .. } => "custom",

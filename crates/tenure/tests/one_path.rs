@@ -15,9 +15,12 @@ fn every_zoo_protocol_gets_one_verdict_on_every_path() {
     let mut compared = 0;
     for protocol in tenure::catalogue_names(&Zoo) {
         for variant in tenure::paths::variants(&Zoo, protocol) {
+            // Real code run through an adapter costs about ten times a zoo model's seed
+            // (raft-rs: ~16 ms of CPU against ~1.7 ms for the zoo's Raft): fewer seeds.
+            let seeds = if protocol == "raft-rs" { 25 } else { SEEDS };
             for profile in ["chaos", "power"] {
                 compared +=
-                    same_verdict_on_every_path(&Zoo, protocol, Some(variant), profile, 0..SEEDS)
+                    same_verdict_on_every_path(&Zoo, protocol, Some(variant), profile, 0..seeds)
                         .unwrap_or_else(|e| panic!("{e}"));
             }
         }

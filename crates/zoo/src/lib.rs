@@ -1,6 +1,7 @@
 //! tenure-zoo: the protocol zoo's one catalogue. The simulator, the model checker and the
 //! `tenure` CLI all read this list; adding a protocol to the zoo means one line here
-//! (plus the protocol's module, its scenarios and its book page).
+//! (plus the protocol's module, its scenarios and its book page). Real libraries run
+//! through adapter crates (`crates/adapters/*`) are listed here too.
 
 use tenure_core::{Catalogue, Visitor};
 use tenure_protocols::{
@@ -9,6 +10,7 @@ use tenure_protocols::{
     redlock::Redlock, sharded_lock::ShardedLock, versioned_store::VersionedStore,
     zookeeper::ZooKeeper,
 };
+use tenure_raft_rs::RaftRs;
 
 /// The zoo, in the order `tenure list` shows it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -28,6 +30,8 @@ impl Catalogue for Zoo {
         v.visit::<MultiLock>();
         v.visit::<ShardedLock>();
         v.visit::<VersionedStore>();
+        // Real code: raft-rs 0.7.0 through its adapter (crates/adapters/raft-rs).
+        v.visit::<RaftRs>();
     }
 }
 
