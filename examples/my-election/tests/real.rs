@@ -33,5 +33,8 @@ fn my_election_runs_for_real_as_five_processes_and_passes_its_check() {
         let log = std::fs::read_to_string(out.join(format!("n{n}/observations.jsonl"))).unwrap();
         leaders += usize::from(log.contains("\"kind\":\"leader\""));
     }
-    assert!(leaders >= 2, "a new leader after the first was cut off: {text}");
+    assert!(
+        leaders >= 2,
+        "a new leader after the first was cut off: {text}"
+    );
 }
