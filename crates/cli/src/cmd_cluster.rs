@@ -235,12 +235,9 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         Err(e) => return bad(e),
     };
     let name = &scenario.protocol.name;
-    let Some(launcher) = tools.launchers.get(name) else {
-        return bad(format!(
-            "{}: protocol `{name}` does not run as real nodes (its messages have no wire encoding); those that do: {}",
-            shown(&args.scenario),
-            tools.launchers.names().join(", ")
-        ));
+    let launcher = match crate::cmd_node::launcher_for(tools, &scenario, &args.scenario) {
+        Ok(l) => l,
+        Err(e) => return bad(e),
     };
     let cluster = match scenario.resolve_cluster(launcher.info) {
         Ok(c) => c,

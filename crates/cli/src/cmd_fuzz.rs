@@ -218,6 +218,18 @@ fn write_timeline(
 
 /// Writes `contents` to `dir/<stem>.toml`, or `<stem>-2.toml`, ... : never over a file.
 pub fn write_new(dir: &Path, stem: &str, suffix: &str, contents: &str) -> std::io::Result<PathBuf> {
+    write_named(dir, stem, suffix, contents, false)
+}
+
+/// `dir/<stem><suffix>.toml`, then `-2`, `-3`, ...: the first name that is free (then
+/// `contents` is written there) or, with `reuse`, that holds exactly `contents` already.
+fn write_named(
+    dir: &Path,
+    stem: &str,
+    suffix: &str,
+    contents: &str,
+    reuse: bool,
+) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     for n in 1u32.. {
         let name = if n == 1 {
@@ -235,7 +247,11 @@ pub fn write_new(dir: &Path, stem: &str, suffix: &str, contents: &str) -> std::i
                 f.write_all(contents.as_bytes())?;
                 return Ok(path);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if reuse && std::fs::read(&path).is_ok_and(|old| old == contents.as_bytes()) {
+                    return Ok(path);
+                }
+            }
             Err(e) => return Err(e),
         }
     }
@@ -383,35 +399,7 @@ pub fn write_new_or_same(
     suffix: &str,
     contents: &str,
 ) -> std::io::Result<PathBuf> {
-    for n in 1u32.. {
-        let name = if n == 1 {
-            format!("{stem}{suffix}.toml")
-        } else {
-            format!("{stem}{suffix}-{n}.toml")
-        };
-        let path = dir.join(name);
-        match std::fs::read(&path) {
-            Ok(old) if old == contents.as_bytes() => return Ok(path),
-            Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(dir)?;
-                match std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)
-                {
-                    Ok(mut f) => {
-                        f.write_all(contents.as_bytes())?;
-                        return Ok(path);
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                    Err(e) => return Err(e),
-                }
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    unreachable!("u32 names run out")
+    write_named(dir, stem, suffix, contents, true)
 }
 
 /// The regression corpus file of `target` under `dir`: `<protocol or scenario>-<variant>-<profile>.txt`.

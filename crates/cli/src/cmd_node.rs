@@ -48,6 +48,22 @@ pub struct NodeArgs {
     seed: Option<u64>,
 }
 
+/// The launcher of `scenario`'s protocol, or why it does not run as real nodes.
+pub fn launcher_for<'t>(
+    tools: &'t Tools,
+    scenario: &tenure_scenario::Scenario,
+    file: &std::path::Path,
+) -> Result<&'t tenure_runtime::Launcher, String> {
+    let name = &scenario.protocol.name;
+    tools.launchers.get(name).ok_or_else(|| {
+        format!(
+            "{}: protocol `{name}` does not run as real nodes (its messages have no wire encoding); those that do: {}",
+            shown(file),
+            tools.launchers.names().join(", ")
+        )
+    })
+}
+
 pub fn run(args: NodeArgs, tools: &Tools) -> Outcome {
     let bad = |m: String| {
         eprintln!("tenure: {m}");
@@ -58,12 +74,9 @@ pub fn run(args: NodeArgs, tools: &Tools) -> Outcome {
         Err(e) => return bad(e.to_string()),
     };
     let name = &scenario.protocol.name;
-    let Some(launcher) = tools.launchers.get(name) else {
-        return bad(format!(
-            "{}: protocol `{name}` does not run as real nodes (its messages have no wire encoding); those that do: {}",
-            shown(&args.scenario),
-            tools.launchers.names().join(", ")
-        ));
+    let launcher = match launcher_for(tools, &scenario, &args.scenario) {
+        Ok(l) => l,
+        Err(e) => return bad(e),
     };
     let cluster = match scenario.resolve_cluster(launcher.info) {
         Ok(c) => c,

@@ -7,23 +7,8 @@
 //! run of a correct Raft (one leader per term, a new leader after the old one is
 //! killed within the run's seconds of real time, with election timeouts of 150-300ms).
 
-use std::path::{Path, PathBuf};
-
 mod common;
-use common::{stdout, tenure, text};
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("cluster")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{s, scratch, stdout, tenure, text};
 
 /// Processes whose command line mentions `needle` (Linux: /proc).
 fn processes_mentioning(needle: &str) -> Vec<String> {
@@ -66,7 +51,7 @@ node = "leader"
 
 #[test]
 fn five_real_raft_processes_survive_a_partition_and_a_sigkill_of_their_leader() {
-    let dir = scratch("raft");
+    let dir = scratch("cluster", "raft");
     let scenario = dir.join("raft.toml");
     std::fs::write(&scenario, SCENARIO).unwrap();
     let out = dir.join("out");
@@ -136,7 +121,7 @@ fn five_real_raft_processes_survive_a_partition_and_a_sigkill_of_their_leader() 
 
 #[test]
 fn faults_a_real_machine_cannot_apply_are_refused_before_anything_starts() {
-    let dir = scratch("refused");
+    let dir = scratch("cluster", "refused");
     let scenario = dir.join("drift.toml");
     std::fs::write(
         &scenario,
@@ -186,7 +171,7 @@ fn faults_a_real_machine_cannot_apply_are_refused_before_anything_starts() {
 
 #[test]
 fn check_trace_refuses_what_it_cannot_judge() {
-    let dir = scratch("trace");
+    let dir = scratch("cluster", "trace");
     let o = tenure(&["check-trace", s(&dir), "--checks", "single-leader-per-term"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("no observations.jsonl"), "{}", text(&o));
@@ -200,7 +185,7 @@ fn check_trace_refuses_what_it_cannot_judge() {
 /// the simulator; the correct variant, with the same schedule, does not.
 #[test]
 fn forget_vote_restarted_at_the_right_moment_votes_twice_for_real() {
-    let dir = scratch("forget-vote");
+    let dir = scratch("cluster", "forget-vote");
     let source = common::repo().join("scenarios/raft/forget-vote-restarted-voter.toml");
     let o = tenure(&["cluster", s(&source), "--out", s(&dir.join("broken"))]);
     let t = text(&o);

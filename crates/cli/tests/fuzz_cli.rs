@@ -2,29 +2,15 @@
 //! shards that add up to the whole range, Ctrl-C that loses nothing, clear help.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{repo, stdout, tenure, text};
-
-/// A fresh scratch directory named after the test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("fuzz-cli")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{repo, s, scratch, stdout, tenure, text};
 
 #[test]
 fn fuzz_saves_each_failure_as_a_case_that_replays_and_shrinks() {
-    let out = scratch("saves");
+    let out = scratch("fuzz-cli", "saves");
     let o = tenure(&[
         "fuzz",
         "--protocol",
@@ -201,7 +187,7 @@ fn seed_verdict(line: &str) -> serde_json::Value {
 
 #[test]
 fn shards_concatenated_are_the_whole_range_whatever_the_jobs() {
-    let out = scratch("shards");
+    let out = scratch("fuzz-cli", "shards");
     let whole = json_lines(&["--seeds", "40..90", "--jobs", "2"], &out);
     let mut shards = json_lines(
         &["--seeds", "40..90", "--shard", "1/2", "--jobs", "1"],
@@ -230,7 +216,7 @@ fn shards_concatenated_are_the_whole_range_whatever_the_jobs() {
 
 #[test]
 fn ctrl_c_loses_no_failure_found_before_it() {
-    let out = scratch("interrupt");
+    let out = scratch("fuzz-cli", "interrupt");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tenure"))
         .args([
             "fuzz",
@@ -382,7 +368,7 @@ fn a_printed_seed_is_a_scenario_that_replays_that_run() {
         "51",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let file = scratch("printed").join("seed51.toml");
+    let file = scratch("fuzz-cli", "printed").join("seed51.toml");
     std::fs::write(&file, &o.stdout).unwrap();
     let replay = tenure(&["run", s(&file), "--seed", "51"]);
     assert_eq!(replay.status.code(), Some(1), "{}", text(&replay));
@@ -396,7 +382,7 @@ fn a_printed_seed_is_a_scenario_that_replays_that_run() {
         "--seeds",
         "51..52",
         "--out",
-        s(&scratch("printed-fuzz")),
+        s(&scratch("fuzz-cli", "printed-fuzz")),
     ]);
     let verdict = stdout(&fuzzed)
         .lines()
@@ -422,7 +408,7 @@ fn an_empty_seed_range_is_an_error_not_a_green_run_of_nothing() {
 
 #[test]
 fn max_failures_stops_at_the_first_failure_and_names_the_seeds_covered() {
-    let out = scratch("max-failures");
+    let out = scratch("fuzz-cli", "max-failures");
     let o = tenure(&[
         "fuzz",
         "--protocol",
@@ -447,7 +433,7 @@ fn max_failures_stops_at_the_first_failure_and_names_the_seeds_covered() {
 
 #[test]
 fn sigterm_during_a_time_budget_writes_a_partial_report_and_exits_4() {
-    let out = scratch("sigterm");
+    let out = scratch("fuzz-cli", "sigterm");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tenure"))
         .args([
             "fuzz",
@@ -508,7 +494,7 @@ fn sigterm_during_a_time_budget_writes_a_partial_report_and_exits_4() {
 
 #[test]
 fn a_regression_corpus_is_run_first_and_grows_by_one_seed_per_new_failure_group() {
-    let dir = scratch("corpus");
+    let dir = scratch("fuzz-cli", "corpus");
     std::fs::create_dir_all(dir.join("tenure-regressions")).unwrap();
     let fuzz = |seeds: &str, extra: &[&str]| {
         let mut args = vec![
@@ -578,7 +564,7 @@ fn a_regression_corpus_is_run_first_and_grows_by_one_seed_per_new_failure_group(
 
 #[test]
 fn merge_refuses_what_is_not_a_shard_with_the_file_and_line() {
-    let dir = scratch("merge-bad");
+    let dir = scratch("fuzz-cli", "merge-bad");
     let empty = dir.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let o = tenure(&["fuzz", "merge", s(&empty)]);
@@ -618,7 +604,7 @@ fn merge_refuses_what_is_not_a_shard_with_the_file_and_line() {
 
 #[test]
 fn a_merge_of_passing_shards_passes_and_names_what_it_covered() {
-    let dir = scratch("merge-pass");
+    let dir = scratch("fuzz-cli", "merge-pass");
     for k in 1..=2 {
         let out = dir.join(k.to_string());
         let o = Command::new(env!("CARGO_BIN_EXE_tenure"))
@@ -660,7 +646,7 @@ fn a_merge_of_passing_shards_passes_and_names_what_it_covered() {
 
 #[test]
 fn failures_of_one_shape_collapse_to_one_entry() {
-    let out = scratch("collapse");
+    let out = scratch("fuzz-cli", "collapse");
     let o = tenure(&[
         "fuzz",
         "--protocol",

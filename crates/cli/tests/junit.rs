@@ -2,27 +2,12 @@
 //! schema (tests/data/junit/junit-10.xsd, with xmllint), a failure that carries its replay
 //! command, exit codes as without --junit, and no file overwritten.
 
-use std::path::{Path, PathBuf};
-
 mod common;
-use common::{repo, tenure, text, validate_junit};
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("junit")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{repo, s, scratch, tenure, text, validate_junit};
 
 #[test]
 fn a_fuzz_failure_is_a_junit_failure_with_its_replay_command() {
-    let dir = scratch("fuzz");
+    let dir = scratch("junit", "fuzz");
     let junit = dir.join("fuzz.xml");
     let out = dir.join("out");
     let o = tenure(&[
@@ -83,7 +68,7 @@ fn a_fuzz_failure_is_a_junit_failure_with_its_replay_command() {
 
 #[test]
 fn a_passing_fuzz_run_is_a_green_suite() {
-    let dir = scratch("pass");
+    let dir = scratch("junit", "pass");
     let junit = dir.join("fuzz.xml");
     let o = tenure(&[
         "fuzz",
@@ -105,7 +90,7 @@ fn a_passing_fuzz_run_is_a_green_suite() {
 
 #[test]
 fn verify_writes_a_test_case_per_scenario_and_a_failure_names_its_replay() {
-    let dir = scratch("verify");
+    let dir = scratch("junit", "verify");
     let source = std::fs::read_to_string(repo().join("scenarios/raft/leader-crash.toml")).unwrap();
     let wrong = source.replace(
         "[expect]\noutcome = \"pass\"",
