@@ -482,7 +482,8 @@ fn sigterm_during_a_time_budget_writes_a_partial_report_and_exits_4() {
     let covered = 1 + rest.len();
     assert!(
         summary.contains(&format!(
-            "fuzzed {covered} seeds of raft/correct (0..; covered 0..{covered})"
+            "fuzzed {covered} seed{} of raft/correct (0..; covered 0..{covered})",
+            if covered == 1 { "" } else { "s" }
         )),
         "the report names exactly the seeds whose lines were written: {summary}"
     );
