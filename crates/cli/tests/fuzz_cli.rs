@@ -214,11 +214,31 @@ fn shards_concatenated_are_the_whole_range_whatever_the_jobs() {
     );
 }
 
+/// `tenure ARGS` started from the repository's root, stdout piped (read line by line).
+fn spawn_tenure(args: &[&str], stderr: Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_tenure"))
+        .args(args)
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("tenure starts")
+}
+
+/// Sends `sig` (`-INT`, `-TERM`) to `child`, as a terminal or a CI runner would.
+fn signal(child: &std::process::Child, sig: &str) {
+    let kill = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(kill.success());
+}
+
 #[test]
 fn ctrl_c_loses_no_failure_found_before_it() {
     let out = scratch("fuzz-cli", "interrupt");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tenure"))
-        .args([
+    let mut child = spawn_tenure(
+        &[
             "fuzz",
             "--protocol",
             "redis-lock",
@@ -230,12 +250,9 @@ fn ctrl_c_loses_no_failure_found_before_it() {
             "2",
             "--out",
             s(&out),
-        ])
-        .current_dir(repo())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("tenure starts");
+        ],
+        Stdio::null(),
+    );
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
     for line in lines.by_ref() {
@@ -246,11 +263,7 @@ fn ctrl_c_loses_no_failure_found_before_it() {
             break;
         }
     }
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(kill.success());
+    signal(&child, "-INT");
     seen.extend(lines.map(|l| l.unwrap()));
     let status = child.wait().unwrap();
     assert_eq!(
@@ -434,8 +447,8 @@ fn max_failures_stops_at_the_first_failure_and_names_the_seeds_covered() {
 #[test]
 fn sigterm_during_a_time_budget_writes_a_partial_report_and_exits_4() {
     let out = scratch("fuzz-cli", "sigterm");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tenure"))
-        .args([
+    let mut child = spawn_tenure(
+        &[
             "fuzz",
             "--protocol",
             "raft",
@@ -446,22 +459,15 @@ fn sigterm_during_a_time_budget_writes_a_partial_report_and_exits_4() {
             "--json",
             "--out",
             s(&out),
-        ])
-        .current_dir(repo())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tenure starts");
+        ],
+        Stdio::piped(),
+    );
     // Wait until seeds have been handed over (a JSON line each on stdout).
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().expect("a seed's line").unwrap();
     let first: serde_json::Value = serde_json::from_str(&first).unwrap();
     assert_eq!(first["seed"], 0, "{first}");
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(kill.success());
+    signal(&child, "-TERM");
     let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
