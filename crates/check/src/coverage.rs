@@ -256,6 +256,17 @@ pub fn judges(name: &str) -> Option<Judges> {
             "record `LogAppend { index, term, digest }` for every entry a node writes to its \
              log (and its recovered log after it starts)",
         ),
+        "leader-completeness" => Judges {
+            also: Some((&["leader"], ("leadership", "leaderships"))),
+            ..j(
+                &["log-apply"],
+                ("applied entry", "applied entries"),
+                Group::Term("term", "terms"),
+                "LogApply",
+                "record `LogApply { index, term, digest }` where a node applies a committed \
+                 entry, `LogAppend` for every entry it writes and `Leader { term }`",
+            )
+        },
         "state-machine-safety" => j(
             &["log-apply"],
             ("applied entry", "applied entries"),

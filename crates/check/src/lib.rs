@@ -33,6 +33,7 @@
 //! | `no-starvation` | [`no_starvation`] |
 //! | `single-owner` | [`single_owner`] |
 //! | `log-matching` | [`log_matching`] |
+//! | `leader-completeness` | [`leader_completeness`] |
 //! | `state-machine-safety` | [`state_machine_safety`] |
 //! | `no-panic` | [`no_panic`] |
 //!
@@ -56,6 +57,7 @@ pub mod coverage;
 pub mod deadlock;
 pub mod exactly_once;
 pub mod fencing_safety;
+pub mod leader_completeness;
 pub mod leader_liveness;
 pub mod lease_safety;
 pub mod lease_safety_belief;
@@ -211,6 +213,7 @@ const CATALOG: &[CheckerInfo] = &[
     no_starvation::INFO,
     single_owner::INFO,
     log_matching::INFO,
+    leader_completeness::INFO,
     state_machine_safety::INFO,
     no_panic::INFO,
 ];
@@ -305,6 +308,10 @@ fn build_bare(
             cluster,
         )?),
         single_owner::NAME => Box::new(single_owner::SingleOwner::new(
+            read_params(params)?,
+            cluster,
+        )?),
+        leader_completeness::NAME => Box::new(leader_completeness::LeaderCompleteness::new(
             read_params(params)?,
             cluster,
         )?),
@@ -403,7 +410,7 @@ mod tests {
         let cluster = Cluster::uniform("node", 3);
         let names: std::collections::BTreeSet<&str> = catalog().iter().map(|c| c.name).collect();
         assert_eq!(names.len(), catalog().len());
-        assert_eq!(catalog().len(), 19);
+        assert_eq!(catalog().len(), 20);
         for info in catalog() {
             let checker = build(info.name, &serde_json::Value::Null, &cluster).unwrap();
             assert_eq!(checker.name(), info.name);
@@ -425,7 +432,8 @@ mod tests {
              single-leader-at-a-time, single-leader-at-a-time-belief, leader-liveness, \
              mutual-exclusion, mutual-exclusion-belief, lease-safety, lease-safety-belief, \
              fencing-safety, no-lost-update, exactly-once, lock-liveness, linearizability, \
-             deadlock, no-starvation, single-owner, log-matching, state-machine-safety, \
+             deadlock, no-starvation, single-owner, log-matching, leader-completeness, \
+             state-machine-safety, \
              no-panic"
         );
     }

@@ -69,8 +69,10 @@ fn hardened_and_defaults_pass_under_chaos_and_power_and_judge_something() {
                 );
                 for check in [
                     "log-matching",
+                    "leader-completeness",
                     "state-machine-safety",
                     "single-leader-per-term",
+                    "linearizability",
                 ] {
                     let judged = outcome
                         .judged
@@ -150,4 +152,77 @@ fn a_panic_inside_raft_rs_is_a_violation_with_its_message_and_replays() {
         panic!("replays")
     };
     assert_eq!((g.time, &g.message), (f.time, &f.message));
+}
+
+/// raft-rs 0.7.0's `LeaseBased` reads (etcd-io/raft #166): a leader cut off from its
+/// peers keeps answering reads for up to two election timeouts, while they elect a new
+/// leader after one. Found by the built-in `partitions` profile within 1,000 seeds,
+/// shrunk to at most three fault events; the report names the stale read, the write it
+/// missed and both leaders; `hardened` (Safe reads) passes the same shrunk schedule.
+#[test]
+fn lease_based_reads_are_stale_after_a_partition_and_hardened_is_not() {
+    let t = target("lease-reads", "partitions");
+    let found = (0..1000).find_map(|s| match run_seed(&t, s, false).result {
+        SeedResult::Fail(f) if f.checker == "linearizability" => Some((s, f)),
+        _ => None,
+    });
+    let (seed, failure) = found.expect("a stale read within 1,000 seeds of partitions");
+    println!(
+        "lease-reads under partitions: seed {seed}: {}",
+        failure.message
+    );
+    let shrunk = tenure_fuzz::shrink(zoo(), &failure.case, seed).expect("it shrinks");
+    assert_eq!(shrunk.checker, "linearizability");
+    assert!(
+        shrunk.after.faults <= 3,
+        "{} fault events:\n{}",
+        shrunk.after.faults,
+        shrunk.scenario.to_toml()
+    );
+    let replay = tenure_sim::Prepared::new(shrunk.scenario.clone(), zoo())
+        .expect("the shrunk case is valid")
+        .run(shrunk.seed, &tenure_sim::RunOptions::default());
+    let v = replay
+        .violations
+        .iter()
+        .find(|v| v.checker == "linearizability")
+        .expect("the shrunk case replays");
+    // A read that cannot be placed, the write it missed, and two nodes that each
+    // believed they led when it returned (the deposed one and its successor).
+    assert!(v.message.contains("'s read(\""), "{}", v.message);
+    assert!(v.message.contains("(last placed: "), "{}", v.message);
+    let leaders = v
+        .message
+        .split("leading when it returned: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no leaders named: {}", v.message));
+    assert_eq!(leaders.matches("(term ").count(), 2, "{}", v.message);
+    // The control: Safe reads (ReadIndex with a quorum round) pass the same schedule.
+    let mut control = shrunk.scenario.clone();
+    control.protocol.variant = "hardened".to_string();
+    let replay = tenure_sim::Prepared::new(control, zoo())
+        .expect("valid")
+        .run(shrunk.seed, &tenure_sim::RunOptions::default());
+    assert!(
+        replay.violations.is_empty(),
+        "{:?}",
+        replay.violations.first().map(|v| &v.message)
+    );
+}
+
+/// Regression (found by `tenure fuzz --protocol raft-rs --variant hardened --profile
+/// power`, seed 1638): the adapter handed raft-rs the log it read back after a crash,
+/// unsynced writes included (they survive a crash in the page cache). raft-rs
+/// acknowledged them as stable, a power loss then took them, and the leader's next
+/// heartbeat made raft-rs panic: "to_commit 98 is out of range [last_index 97]". The
+/// adapter now syncs the recovered log before raft-rs sees it.
+#[test]
+fn recovered_log_is_synced_before_raft_rs_acknowledges_it_hardened_power_seed_1638() {
+    let t = target("hardened", "power");
+    let outcome = run_seed(&t, 1638, false);
+    assert!(
+        matches!(outcome.result, SeedResult::Pass),
+        "seed 1638: {}",
+        describe(&outcome.result)
+    );
 }

@@ -225,6 +225,10 @@ pub fn client_history_edn(history: &History) -> String {
 pub struct Linearizability {
     params: Params,
     collector: Collector,
+    /// Every change of a node's belief about leading: (record index, time, node, the
+    /// term it leads, `None` when it stops or never did), to name the leaders of the
+    /// moment a replicated service answered wrongly.
+    roles: Vec<(usize, SimTime, NodeId, Option<u64>)>,
 }
 
 impl Linearizability {
@@ -245,6 +249,7 @@ impl Linearizability {
         Ok(Linearizability {
             params,
             collector: Collector::new(cluster),
+            roles: Vec::new(),
         })
     }
 }
@@ -256,6 +261,15 @@ impl Checker for Linearizability {
 
     fn on_record(&mut self, index: usize, record: &Record) -> Option<Violation> {
         self.collector.on_record(index, record);
+        let leads = match record.obs {
+            Observation::Leader { term } => Some(term),
+            Observation::Follower { .. }
+            | Observation::Candidate { .. }
+            | Observation::Crashed
+            | Observation::Started => None,
+            _ => return None,
+        };
+        self.roles.push((index, record.time, record.node, leads));
         None
     }
 
@@ -329,6 +343,45 @@ impl Checker for Linearizability {
                 cx.prefix.len(),
                 cx.state
             );
+            // Who left that state: the last operation placed, when it is a node's (the
+            // write a stale read missed).
+            if let Some(last) = cx.prefix.last().filter(|o| c.node_of(o.process).is_some()) {
+                let returned = last.ret.map_or("never returned".to_string(), |r| {
+                    format!("returned at {}", times[r])
+                });
+                message.push_str(&format!(
+                    " (last placed: n{}'s {}, {returned})",
+                    who(last.process),
+                    last.op
+                ));
+                for pos in [Some(last.call), last.ret].into_iter().flatten() {
+                    if let Some(r) = records[pos] {
+                        recs.insert(r);
+                    }
+                }
+            }
+            // Who believed they led when it returned (a stale read from a deposed leader
+            // shows two).
+            if let Some(until) = stuck.ret.and_then(|r| records[r]) {
+                let mut now: BTreeMap<NodeId, (usize, SimTime, Option<u64>)> = BTreeMap::new();
+                for &(i, t, n, leads) in self.roles.iter().take_while(|r| r.0 <= until) {
+                    now.insert(n, (i, t, leads));
+                }
+                let leaders: Vec<String> = now
+                    .iter()
+                    .filter_map(|(n, &(i, t, leads))| {
+                        let term = leads?;
+                        recs.insert(i);
+                        Some(format!("{n} (term {term}, since {t})"))
+                    })
+                    .collect();
+                if !leaders.is_empty() {
+                    message.push_str(&format!(
+                        "; leading when it returned: {}",
+                        leaders.join(", ")
+                    ));
+                }
+            }
         }
         if message.is_empty() {
             message = format!(
@@ -424,7 +477,8 @@ mod tests {
         let v = run(&lost_update(OpOutcome::Ok)).expect("a violation");
         assert_eq!(v.checker, NAME);
         assert_eq!(v.nodes, vec![NodeId(0)]);
-        assert_eq!(v.records, vec![6, 7]);
+        // the stale write, and the write it missed (the last operation placed)
+        assert_eq!(v.records, vec![4, 5, 6, 7]);
         assert_eq!(v.time, SimTime(31_000_000));
         assert!(
             v.message
@@ -432,7 +486,51 @@ mod tests {
             "{}",
             v.message
         );
-        assert!(v.message.contains("the state is 1"), "{}", v.message);
+        assert!(
+            v.message
+                .contains("the state is 1 (last placed: n1's cas(\"r\", [0 1]) -> ok, returned at 0.021_000s)"),
+            "{}",
+            v.message
+        );
+    }
+
+    /// A deposed leader (n0, term 1) answers a read after the new leader (n1, term 2)
+    /// has answered a write: the report names the stale read, the write it missed and
+    /// both leaders.
+    #[test]
+    fn a_stale_read_names_both_leaders_of_its_moment() {
+        let h = H::new(Cluster::uniform("node", 3))
+            .at_ms(1)
+            .node(0)
+            .leader(1)
+            .at_ms(50)
+            .node(1)
+            .leader(2)
+            .at_ms(60)
+            .node(2)
+            .obs(invoke("write", OpValue::Int(5)))
+            .at_ms(61)
+            .obs(complete("write", OpOutcome::Ok, OpValue::Int(5)))
+            .at_ms(70)
+            .node(0)
+            .obs(invoke("read", OpValue::Nil))
+            .at_ms(71)
+            .obs(complete("read", OpOutcome::Ok, OpValue::Int(0)))
+            .at_ms(80)
+            .node(0)
+            .follower(2, Some(1))
+            .end_ms(100)
+            .history();
+        let v = run(&h).expect("a violation");
+        assert_eq!(
+            v.message,
+            "n0's read(\"r\") -> 0 (invoked at 0.070_000s, returned at 0.071_000s) cannot be \
+             linearized (cas-register model): after the longest linearizable prefix (2 \
+             operations) the state is 5 (last placed: n2's write(\"r\", 5) -> ok, returned at \
+             0.061_000s); leading when it returned: n0 (term 1, since 0.001_000s), n1 (term 2, \
+             since 0.050_000s)"
+        );
+        assert_eq!(v.records, vec![0, 1, 2, 3, 4, 5]);
     }
 
     #[test]
@@ -490,7 +588,8 @@ mod tests {
             *value = OpValue::Int(6);
         }
         let v = run(&bad).expect("a violation");
-        assert_eq!(v.records, vec![3, 4]);
+        // the read, and the crashed write placed last (its outcome unknown)
+        assert_eq!(v.records, vec![0, 3, 4]);
         assert_eq!(v.nodes, vec![NodeId(0)]);
         assert!(v.message.starts_with("n0's read("), "{}", v.message);
     }
