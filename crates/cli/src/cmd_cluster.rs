@@ -295,7 +295,10 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
             ));
         }
         for (i, e) in scenario.faults.iter().enumerate() {
-            if let Fault::Network { loss, duplicate, .. } = &e.fault {
+            if let Fault::Network {
+                loss, duplicate, ..
+            } = &e.fault
+            {
                 if lossy(loss.unwrap_or(0.0), duplicate.unwrap_or(0.0)) {
                     return bad(scenario.error_at(
                         &format!("fault[{i}]"),
@@ -370,13 +373,9 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         ..Default::default()
     };
     let started_proxy = match stream {
-        Some(timeout) => crate::proxy::Proxy::start_stream(
-            &fronts,
-            &backs,
-            start_links,
-            scenario.seed,
-            timeout,
-        ),
+        Some(timeout) => {
+            crate::proxy::Proxy::start_stream(&fronts, &backs, start_links, scenario.seed, timeout)
+        }
         None => crate::proxy::Proxy::start(&fronts, &backs, start_links, scenario.seed),
     };
     let proxy = match started_proxy {

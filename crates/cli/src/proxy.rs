@@ -170,7 +170,9 @@ impl Piped {
 
 /// Whether the directed link `from -> to` is blocked now.
 fn blocked(links: &Mutex<Links>, from: u32, to: u32) -> bool {
-    links.lock().map_or(true, |l| l.blocked.contains(&(from, to)))
+    links
+        .lock()
+        .map_or(true, |l| l.blocked.contains(&(from, to)))
 }
 
 impl Proxy {
@@ -306,16 +308,25 @@ impl Proxy {
             let listener = TcpListener::bind(front)?;
             listener.set_nonblocking(true)?;
             let (links, stop, back, to) = (links.clone(), stop.clone(), *back, j as u32);
-            let (fwd, drp, rng, conns) =
-                (forwarded.clone(), dropped.clone(), rng.clone(), conns.clone());
+            let (fwd, drp, rng, conns) = (
+                forwarded.clone(),
+                dropped.clone(),
+                rng.clone(),
+                conns.clone(),
+            );
             threads.push(std::thread::spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
                     let Ok((client, _)) = listener.accept() else {
                         std::thread::sleep(Duration::from_millis(2));
                         continue;
                     };
-                    let (links, fwd, drp, rng, conns) =
-                        (links.clone(), fwd.clone(), drp.clone(), rng.clone(), conns.clone());
+                    let (links, fwd, drp, rng, conns) = (
+                        links.clone(),
+                        fwd.clone(),
+                        drp.clone(),
+                        rng.clone(),
+                        conns.clone(),
+                    );
                     std::thread::spawn(move || {
                         let piped = open(client, to, back, &links, timeout);
                         let Some(p) = piped else {
@@ -473,9 +484,10 @@ fn pipe(
                 Ok(n) => n,
             };
             let delay = match (links_r.lock(), rng.lock()) {
-                (Ok(l), Ok(mut r)) => l.latency.as_ref().map_or(Duration::ZERO, |d| {
-                    tenure_sim::net::sample(d, &mut *r)
-                }),
+                (Ok(l), Ok(mut r)) => l
+                    .latency
+                    .as_ref()
+                    .map_or(Duration::ZERO, |d| tenure_sim::net::sample(d, &mut *r)),
                 _ => break,
             };
             last = last.max(Instant::now() + delay);

@@ -193,16 +193,58 @@ fn overlapping_logs(dir: &std::path::Path) {
     let logs = [
         vec![
             at(0, 0, Observation::Started),
-            at(10, 0, Observation::Holds { resource: r(), token: 1 }),
-            at(10, 0, Observation::Acts { resource: r(), token: 1 }),
-            at(20, 0, Observation::Acts { resource: r(), token: 1 }),
+            at(
+                10,
+                0,
+                Observation::Holds {
+                    resource: r(),
+                    token: 1,
+                },
+            ),
+            at(
+                10,
+                0,
+                Observation::Acts {
+                    resource: r(),
+                    token: 1,
+                },
+            ),
+            at(
+                20,
+                0,
+                Observation::Acts {
+                    resource: r(),
+                    token: 1,
+                },
+            ),
             at(20, 0, Observation::Releases { resource: r() }),
         ],
         vec![
             at(0, 1, Observation::Started),
-            at(15, 1, Observation::Holds { resource: r(), token: 2 }),
-            at(15, 1, Observation::Acts { resource: r(), token: 2 }),
-            at(30, 1, Observation::Acts { resource: r(), token: 2 }),
+            at(
+                15,
+                1,
+                Observation::Holds {
+                    resource: r(),
+                    token: 2,
+                },
+            ),
+            at(
+                15,
+                1,
+                Observation::Acts {
+                    resource: r(),
+                    token: 2,
+                },
+            ),
+            at(
+                30,
+                1,
+                Observation::Acts {
+                    resource: r(),
+                    token: 2,
+                },
+            ),
             at(30, 1, Observation::Releases { resource: r() }),
         ],
     ];
@@ -237,35 +279,78 @@ fn check_trace_judges_overlaps_within_a_stated_clock_error() {
     assert_eq!(o.status.code(), Some(2), "{t}");
     for c in ["mutual-exclusion", "mutual-exclusion-belief"] {
         assert!(t.contains(&format!("not judged {c}: ")), "{t}");
-        assert!(!t.contains(&format!("pass {c}")), "not judged is not passed: {t}");
+        assert!(
+            !t.contains(&format!("pass {c}")),
+            "not judged is not passed: {t}"
+        );
     }
-    assert!(t.contains("give --clock-error"), "says how to judge them: {t}");
+    assert!(
+        t.contains("give --clock-error"),
+        "says how to judge them: {t}"
+    );
 
-    let o = tenure(&["check-trace", s(&dir), "--checks", checks, "--clock-error", "1ms"]);
+    let o = tenure(&[
+        "check-trace",
+        s(&dir),
+        "--checks",
+        checks,
+        "--clock-error",
+        "1ms",
+    ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
-    assert!(t.contains("clock error bound 1ms, given by --clock-error"), "{t}");
+    assert!(
+        t.contains("clock error bound 1ms, given by --clock-error"),
+        "{t}"
+    );
     assert!(t.contains("FAIL mutual-exclusion:"), "{t}");
     assert!(!t.contains("not judged"), "{t}");
 
-    let o = tenure(&["check-trace", s(&dir), "--checks", checks, "--clock-error", "10ms"]);
+    let o = tenure(&[
+        "check-trace",
+        s(&dir),
+        "--checks",
+        checks,
+        "--clock-error",
+        "10ms",
+    ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("clock error bound 10ms, given by --clock-error"), "{t}");
+    assert!(
+        t.contains("clock error bound 10ms, given by --clock-error"),
+        "{t}"
+    );
     assert!(t.contains("pass mutual-exclusion:"), "{t}");
     assert!(t.contains("pass mutual-exclusion-belief:"), "{t}");
 
     // lease-safety takes no tolerance: never judged on real logs, bound or not.
-    let o = tenure(&["check-trace", s(&dir), "--checks", "lease-safety", "--clock-error", "1ms"]);
+    let o = tenure(&[
+        "check-trace",
+        s(&dir),
+        "--checks",
+        "lease-safety",
+        "--clock-error",
+        "1ms",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("not judged lease-safety"), "{}", text(&o));
 
     // A bound that is not a duration is bad input, said in one voice.
     for bad in ["-1ms", "soon", "5"] {
-        let o = tenure(&["check-trace", s(&dir), "--checks", checks, "--clock-error", bad]);
+        let o = tenure(&[
+            "check-trace",
+            s(&dir),
+            "--checks",
+            checks,
+            "--clock-error",
+            bad,
+        ]);
         let t = text(&o);
         assert_eq!(o.status.code(), Some(2), "{bad}: {t}");
-        assert!(t.starts_with("tenure: ") && t.contains("--clock-error"), "{bad}: {t}");
+        assert!(
+            t.starts_with("tenure: ") && t.contains("--clock-error"),
+            "{bad}: {t}"
+        );
     }
 }
 
@@ -315,7 +400,10 @@ fn forget_vote_restarted_at_the_right_moment_votes_twice_for_real() {
 /// The node's exit line's count of connections reset (stream mode), if it stopped on
 /// SIGTERM and said so.
 fn resets_said(node_log: &str) -> Option<u64> {
-    let line = node_log.lines().rev().find(|l| l.contains("connections reset"))?;
+    let line = node_log
+        .lines()
+        .rev()
+        .find(|l| l.contains("connections reset"))?;
     let before = line.split(" connections reset").next()?;
     before.rsplit(' ').next()?.parse().ok()
 }
@@ -334,10 +422,20 @@ fn etcd_lock_on_tcp_survives_a_partition_past_the_connection_timeout_and_a_sigki
     assert_eq!(sim.status.code(), Some(0), "{}", text(&sim));
 
     let out = dir.join("out");
-    let o = tenure(&["cluster", s(&source), "--out", s(&out), "--clock-error", "1ms"]);
+    let o = tenure(&[
+        "cluster",
+        s(&source),
+        "--out",
+        s(&out),
+        "--clock-error",
+        "1ms",
+    ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("on 127.0.0.1:") && t.contains("stream mode: TCP"), "{t}");
+    assert!(
+        t.contains("on 127.0.0.1:") && t.contains("stream mode: TCP"),
+        "{t}"
+    );
     assert!(!t.contains("0.0.0.0"), "loopback only: {t}");
     for c in ["fencing-safety", "no-lost-update", "mutual-exclusion"] {
         assert!(t.contains(&format!("pass {c}: ")), "{c}: {t}");
@@ -354,7 +452,10 @@ fn etcd_lock_on_tcp_survives_a_partition_past_the_connection_timeout_and_a_sigki
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["applied"].to_string())
         .collect();
     assert_eq!(applied.len(), 4, "{schedule}");
-    assert!(applied[0].contains("isolate: 8 links blocked"), "{schedule}");
+    assert!(
+        applied[0].contains("isolate: 8 links blocked"),
+        "{schedule}"
+    );
     assert!(applied[2].contains("SIGKILL n2"), "{schedule}");
     assert!(applied[3].contains("restarted n2"), "{schedule}");
 
@@ -375,10 +476,23 @@ fn etcd_lock_on_tcp_survives_a_partition_past_the_connection_timeout_and_a_sigki
     assert!(n0 >= 2, "the server was told of both: {}", log(0));
 
     // The same logs, judged again; without a bound the overlap check is not judged.
-    let again = tenure(&["check-trace", s(&out), "--checks", "fencing-safety,mutual-exclusion"]);
+    let again = tenure(&[
+        "check-trace",
+        s(&out),
+        "--checks",
+        "fencing-safety,mutual-exclusion",
+    ]);
     assert_eq!(again.status.code(), Some(2), "{}", text(&again));
-    assert!(stdout(&again).contains("pass fencing-safety"), "{}", text(&again));
-    assert!(stdout(&again).contains("not judged mutual-exclusion"), "{}", text(&again));
+    assert!(
+        stdout(&again).contains("pass fencing-safety"),
+        "{}",
+        text(&again)
+    );
+    assert!(
+        stdout(&again).contains("not judged mutual-exclusion"),
+        "{}",
+        text(&again)
+    );
 
     assert_eq!(processes_mentioning(s(&out)), Vec::<String>::new());
 }

@@ -9,9 +9,7 @@
 use crate::{NodeSpec, RuntimeError, Stats};
 use serde::{de::DeserializeOwned, Serialize};
 use std::sync::atomic::AtomicBool;
-use tenure_core::{
-    Cluster, Configurable, ProtocolInfo, RealCatalogue, RealVisitor, Transport,
-};
+use tenure_core::{Cluster, Configurable, ProtocolInfo, RealCatalogue, RealVisitor, Transport};
 
 type RunFn = fn(
     params: &serde_json::Value,

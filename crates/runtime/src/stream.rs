@@ -111,7 +111,10 @@ pub fn dial(addr: SocketAddr, me: NodeId, timeout: Duration) -> io::Result<TcpSt
     let mut ack = [0u8; 1];
     s.read_exact(&mut ack)?;
     if ack[0] != ACK {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "not a tenure node"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a tenure node",
+        ));
     }
     s.set_read_timeout(None)?;
     Ok(s)
@@ -153,12 +156,16 @@ struct Link {
     inc: Option<(u64, TcpStream)>,
 }
 
+/// A message on its way to a peer's writer: the peer's epoch when it was sent, and the
+/// encoded message.
+type Queued = (u64, Vec<u8>);
+
 /// The protocol's sends, handed to the peers' writers.
 struct Outbox {
     /// Per peer: its writer's queue, and its epoch (how many resets the pair has had):
     /// a message queued in an earlier epoch was queued on a reset connection, and is
     /// lost.
-    peers: Vec<(Sender<(u64, Vec<u8>)>, Arc<AtomicU64>)>,
+    peers: Vec<(Sender<Queued>, Arc<AtomicU64>)>,
 }
 
 impl<M: Serialize> Wire<M> for Outbox {
@@ -216,7 +223,7 @@ struct Writer {
 }
 
 impl Writer {
-    fn run(self, queue: Receiver<(u64, Vec<u8>)>) {
+    fn run(self, queue: Receiver<Queued>) {
         // The open connection: its id, the epoch it was opened in, the stream.
         let mut conn: Option<(u64, u64, TcpStream)> = None;
         loop {
@@ -389,7 +396,8 @@ where
     drop(tx);
     let mut links: Vec<Link> = (0..n).map(|_| Link::default()).collect();
     let mut node = P::new(config, me, &spec.cluster);
-    core.env::<P::Msg>(&mut outbox).observe(Observation::Started);
+    core.env::<P::Msg>(&mut outbox)
+        .observe(Observation::Started);
     node.on_start(&mut core.env(&mut outbox));
     let result = (|| {
         while !stop.load(Ordering::SeqCst) {

@@ -219,7 +219,9 @@ fn a_peer_killed_with_sigkill_is_a_disconnect_then_a_new_connection() {
     });
     assert_eq!(disconnects(&records(&n0), 1), 0, "no reset before the kill");
     child.sigkill();
-    wait_for("node 0 told of the reset", || disconnects(&records(&n0), 1) >= 1);
+    wait_for("node 0 told of the reset", || {
+        disconnects(&records(&n0), 1) >= 1
+    });
 
     // Node 1 again, on the same directory: node 0's pings reach it over a new connection,
     // and node 0 hears from it again after the reset.
