@@ -539,7 +539,7 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
     drop(procs);
     if stream.is_some() {
         eprintln!(
-            "tenure cluster: the proxy piped {} connections, refused {} (blocked links) and reset {} (links blocked for the connection timeout)",
+            "tenure cluster: the proxy piped {} connections, refused {} (a blocked link, or the node down) and reset {} (links blocked for the connection timeout)",
             proxy.forwarded.load(Ordering::Relaxed),
             proxy.dropped.load(Ordering::Relaxed),
             proxy.resets.load(Ordering::Relaxed)
