@@ -318,3 +318,74 @@ pub fn judge(history: &History, plan: &Plan) -> Outcome {
         Outcome::Passed
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(name: &str, params: serde_json::Value) -> Check {
+        Check {
+            name: name.into(),
+            params,
+        }
+    }
+
+    #[test]
+    fn a_clock_error_bound_is_added_to_a_declared_tolerance_and_stated() {
+        let checks = [
+            check(
+                "mutual-exclusion",
+                serde_json::json!({"max_overlap": "30ms"}),
+            ),
+            check("single-leader-at-a-time", serde_json::json!({})),
+            check("lease-safety", serde_json::json!({})),
+            check("fencing-safety", serde_json::json!({})),
+        ];
+        let ce = ClockError {
+            bound: Duration::from_millis(1),
+            source: "--clock-error",
+        };
+        let p = plan(&checks, Some(ce));
+        let judged: Vec<&str> = p.judged.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            judged,
+            [
+                "mutual-exclusion",
+                "single-leader-at-a-time",
+                "fencing-safety"
+            ]
+        );
+        assert_eq!(p.judged[0].params["max_overlap"], "31ms");
+        assert_eq!(p.judged[1].params["max_overlap"], "1ms");
+        assert_eq!(
+            p.judged[1].params["bound"],
+            "clock error bound 1ms, given by --clock-error"
+        );
+        assert_eq!(p.judged[2].params, serde_json::json!({}), "untouched");
+        assert_eq!(
+            p.derivations[0],
+            "mutual-exclusion: max_overlap 31ms = 30ms (declared) + 1ms (clock error bound 1ms, given by --clock-error)"
+        );
+        assert_eq!(p.not_judged.len(), 1);
+        assert_eq!(p.not_judged[0].0, "lease-safety");
+        // The judged checks build with those parameters.
+        let cluster = tenure_core::Cluster::uniform("node", 2);
+        for c in &p.judged {
+            tenure_check::build(&c.name, &c.params, &cluster).unwrap();
+        }
+
+        // Without a bound: the overlap checks are not judged, the rest are.
+        let p = plan(&checks, None);
+        let not: Vec<&str> = p.not_judged.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            not,
+            [
+                "mutual-exclusion",
+                "single-leader-at-a-time",
+                "lease-safety"
+            ]
+        );
+        assert_eq!(p.judged.len(), 1);
+        assert!(p.derivations.is_empty());
+    }
+}

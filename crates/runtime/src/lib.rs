@@ -7,6 +7,9 @@
 //!   table gives it; a non-loopback address is refused). A message is
 //!   `postcard(from, msg)`: the protocol's `Msg` must be `Serialize + Deserialize`. A
 //!   datagram that does not decode is dropped and counted, as the network may.
+//!   In stream mode ([`NodeSpec::stream`]: the protocol's `Transport::Stream`, or a
+//!   scenario's `[network] mode = "stream"`) TCP connections on loopback instead, with
+//!   `on_disconnect` when one is reset: see [`stream`].
 //! - **Clocks**: monotonic from [`Instant`], wall from [`SystemTime`], both in
 //!   nanoseconds since the cluster's epoch (a time every node is given), so their readings
 //!   compare with a simulated run's.
