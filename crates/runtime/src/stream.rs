@@ -232,6 +232,11 @@ impl Writer {
                 Err(RecvTimeoutError::Timeout) if !self.stop.load(Ordering::SeqCst) => continue,
                 Err(_) => break,
             };
+            // Stopping: what is still queued is not sent (each could wait a whole
+            // timeout for a peer that is stopping too).
+            if self.stop.load(Ordering::SeqCst) {
+                break;
+            }
             let now = self.epoch.load(Ordering::SeqCst);
             if epoch < now {
                 // Queued on a connection that was reset since.
@@ -412,7 +417,12 @@ where
             };
             while let Some(event) = next {
                 handle(&mut core, &mut node, &mut outbox, &mut links, event);
-                next = events.try_recv().ok();
+                // A backlog (slow fsyncs, a stopped process) does not delay a stop.
+                next = if stop.load(Ordering::SeqCst) {
+                    None
+                } else {
+                    events.try_recv().ok()
+                };
             }
             core.fire_due(&mut node, &mut outbox);
         }
@@ -428,15 +438,20 @@ where
         }
     }
     drop(outbox);
+    // Connections the loop has not seen yet (before the join: a writer blocked on one
+    // is freed by its shutdown), then those opened while the threads stopped.
+    let close_opened = |events: &Receiver<Event>| {
+        while let Ok(e) = events.try_recv() {
+            if let Event::Opened { stream, .. } = e {
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+        }
+    };
+    close_opened(&events);
     for t in threads {
         let _ = t.join();
     }
-    // Connections opened while stopping.
-    while let Ok(e) = events.try_recv() {
-        if let Event::Opened { stream, .. } = e {
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-    }
+    close_opened(&events);
     core.stats.dropped += lost.load(Ordering::Relaxed);
     result.map(|()| core.stats)
 }
@@ -518,6 +533,11 @@ fn handle<P>(
             }
             outbox.peers[peer.index()].1.fetch_add(1, Ordering::SeqCst);
             core.stats.disconnects += 1;
+            // Said as it happens (the exit line's count needs a clean exit).
+            eprintln!(
+                "tenure-runtime: n{}: the connection with n{} was reset",
+                core.me.0, peer.0
+            );
             node.on_disconnect(&mut core.env(outbox), peer);
         }
     }
