@@ -5,7 +5,7 @@
 // Real processes and real time: what these commands are for.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
-use crate::cmd_check_trace::{judge, load, NEEDS_COMMON_CLOCK};
+use crate::cmd_check_trace::{judge, load, plan, Check, ClockError};
 use crate::{shown, Outcome, Tools};
 use clap::Args;
 use std::io::Write;
@@ -29,6 +29,13 @@ the scenario's faults at their times, for real:
                by a loopback proxy in front of every node: each node sends to the
                proxies, which drop what a blocked link forbids and lose, duplicate
                and delay the rest as the network says
+In stream mode (the protocol's transport, e.g. zookeeper and etcd-lock, or `[network]
+mode = \"stream\"`) the nodes talk over TCP and the proxy pipes their connections: a
+blocked link holds their bytes, a link blocked for the connection timeout
+(`connection_timeout`, 1s by default) has its connections closed (both nodes see the
+reset: `on_disconnect`), and new connections across it are refused until the heal;
+a killed node's connections end at once. Loss and duplication do not apply to TCP and
+are refused in stream mode.
 A fault aimed at `leader` goes to the node whose log last says it leads. Faults a real
 machine cannot apply to one process (per-node clock drift, jumps, stalls and slews;
 power loss of unsynced writes; crash points; disk faults; slow handlers) are refused
@@ -43,8 +50,12 @@ fault at 0s finds every process running. schedule.jsonl gives each fault's time 
 that clock and on the logs' (nanoseconds since the cluster's epoch).
 
 At the end every node gets SIGTERM (SIGKILL if it does not stop), and the scenario's
-checks judge the merged logs as `tenure check-trace` does; checks that compare time
-intervals of different nodes need a common clock and are listed as not judged.
+checks judge the merged logs as `tenure check-trace` does. Checks that compare time
+intervals of different nodes (single-leader-at-a-time, mutual-exclusion and their
+belief forms) are judged only with --clock-error, a bound on the error between the
+nodes' timestamps (here one machine's clock, read by different processes), added to
+their tolerance and stated in the report; without it they are listed as not judged,
+as are lease-safety (no tolerance) and the liveness checks.
 
 Not deterministic: real processes, sockets and clocks. The same command gives another
 run; --out keeps every node's log and the schedule. No process outlives the command.
@@ -64,6 +75,10 @@ pub struct ClusterArgs {
     /// nodes (default: a free block found at start).
     #[arg(long, value_name = "PORT")]
     base_port: Option<u16>,
+    /// A bound on the error between the nodes' timestamps (e.g. 1ms): judges the
+    /// checks that compare time intervals of different nodes (see check-trace).
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration)]
+    clock_error: Option<Duration>,
 }
 
 /// How long the nodes may take to start before the run is abandoned.
@@ -214,8 +229,8 @@ fn current_leader(out: &Path, nodes: usize, up: &[bool]) -> Option<usize> {
     best.map(|(_, _, n)| n)
 }
 
-/// A free block of `n` loopback UDP ports (the search starts at a place drawn from the
-/// process id, so two clusters started together look in different places).
+/// A free block of `n` loopback ports, UDP and TCP (the search starts at a place drawn
+/// from the process id, so two clusters started together look in different places).
 fn free_ports(n: usize) -> Option<u16> {
     let from = 20_000 + (std::process::id() % 300) as u16 * 97;
     (from..60_000).chain(20_000..from).step_by(97).find(|base| {
@@ -223,7 +238,10 @@ fn free_ports(n: usize) -> Option<u16> {
             u16::try_from(i)
                 .ok()
                 .and_then(|i| base.checked_add(i))
-                .is_some_and(|p| std::net::UdpSocket::bind(("127.0.0.1", p)).is_ok())
+                .is_some_and(|p| {
+                    std::net::UdpSocket::bind(("127.0.0.1", p)).is_ok()
+                        && std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()
+                })
         })
     })
 }
@@ -267,6 +285,29 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
             "per-link network settings are not applied by tenure cluster's proxy yet",
         ));
     }
+    let stream = crate::cmd_node::stream_timeout(launcher, &scenario);
+    if stream.is_some() {
+        let lossy = |loss: f64, dup: f64| loss > 0.0 || dup > 0.0;
+        if lossy(scenario.network.loss, scenario.network.duplicate) {
+            return bad(scenario.error_at(
+                "network.loss",
+                "stream mode runs on TCP, which retransmits and deduplicates: tenure cluster's proxy cannot lose or duplicate its segments (the simulator delays a lost one by a retransmission timeout); set loss and duplicate to 0 for a real run",
+            ));
+        }
+        for (i, e) in scenario.faults.iter().enumerate() {
+            if let Fault::Network {
+                loss, duplicate, ..
+            } = &e.fault
+            {
+                if lossy(loss.unwrap_or(0.0), duplicate.unwrap_or(0.0)) {
+                    return bad(scenario.error_at(
+                        &format!("fault[{i}]"),
+                        "`network` with loss or duplication cannot be applied in stream mode: TCP retransmits and deduplicates",
+                    ));
+                }
+            }
+        }
+    }
     if args.out.exists() {
         return bad(format!(
             "--out {}: exists; a cluster run never writes over an earlier one: name a new folder",
@@ -305,10 +346,17 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
     eprintln!(
-        "tenure cluster: {} nodes of {}/{} on 127.0.0.1:{base_port}.., {} of real time, {} faults; logs in {} (not deterministic: real processes, sockets and clocks)",
+        "tenure cluster: {} nodes of {}/{} on 127.0.0.1:{base_port}.. ({}), {} of real time, {} faults; logs in {} (not deterministic: real processes, sockets and clocks)",
         nodes,
         name,
         scenario.protocol.variant,
+        match stream {
+            Some(t) => format!(
+                "stream mode: TCP, connection timeout {}",
+                tenure_core::format_duration(t)
+            ),
+            None => "datagrams: UDP".to_string(),
+        },
         tenure_core::format_duration(scenario.duration),
         scenario.faults.len(),
         shown(&args.out)
@@ -324,7 +372,13 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         latency: Some(scenario.network.latency.clone()),
         ..Default::default()
     };
-    let proxy = match crate::proxy::Proxy::start(&fronts, &backs, start_links, scenario.seed) {
+    let started_proxy = match stream {
+        Some(timeout) => {
+            crate::proxy::Proxy::start_stream(&fronts, &backs, start_links, scenario.seed, timeout)
+        }
+        None => crate::proxy::Proxy::start(&fronts, &backs, start_links, scenario.seed),
+    };
+    let proxy = match started_proxy {
         Ok(p) => p,
         Err(e) => {
             return bad(format!(
@@ -483,26 +537,49 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         procs.kill(n);
     }
     drop(procs);
-    eprintln!(
-        "tenure cluster: the proxy forwarded {} datagrams and dropped {} (blocked links and losses)",
-        proxy.forwarded.load(Ordering::Relaxed),
-        proxy.dropped.load(Ordering::Relaxed)
-    );
+    if stream.is_some() {
+        eprintln!(
+            "tenure cluster: the proxy piped {} connections, refused {} (a blocked link, or the node down) and reset {} (links blocked for the connection timeout)",
+            proxy.forwarded.load(Ordering::Relaxed),
+            proxy.dropped.load(Ordering::Relaxed),
+            proxy.resets.load(Ordering::Relaxed)
+        );
+    } else {
+        eprintln!(
+            "tenure cluster: the proxy forwarded {} datagrams and dropped {} (blocked links and losses)",
+            proxy.forwarded.load(Ordering::Relaxed),
+            proxy.dropped.load(Ordering::Relaxed)
+        );
+    }
     drop(proxy);
     let dirs: Vec<PathBuf> = (0..nodes).map(|n| launch.dir(n)).collect();
     let history = match load(&dirs) {
         Ok(h) => h,
         Err(e) => return bad(e),
     };
-    let checks: Vec<String> = scenario.checks.iter().map(|c| c.name.clone()).collect();
-    let (judged, not_judged): (Vec<String>, Vec<String>) = checks
-        .into_iter()
-        .partition(|c| !NEEDS_COMMON_CLOCK.contains(&c.as_str()) && !c.ends_with("-liveness"));
-    for c in &not_judged {
-        println!("not judged {c}: compares time across nodes or needs the fault schedule's end; judge it in the simulator");
+    // The liveness checks need the fault schedule's end, which real time blurs.
+    let (liveness, checks): (Vec<Check>, Vec<Check>) = scenario
+        .checks
+        .iter()
+        .map(|c| Check {
+            name: c.name.clone(),
+            params: c.params.clone(),
+        })
+        .partition(|c| c.name.ends_with("-liveness"));
+    let clock_error = args.clock_error.map(|bound| ClockError {
+        bound,
+        source: "--clock-error",
+    });
+    let mut plan = plan(&checks, clock_error);
+    for c in liveness {
+        plan.not_judged.push((
+            c.name,
+            "needs the fault schedule's end, which real time blurs; judge it in the simulator"
+                .into(),
+        ));
     }
     if stop.load(Ordering::SeqCst) {
         eprintln!("tenure cluster: interrupted; judging the logs so far");
     }
-    judge(&history, &judged)
+    judge(&history, &plan)
 }

@@ -15,8 +15,9 @@ use tenure_runtime::{loopback_addrs, NodeSpec};
 
 const AFTER_HELP: &str = "\
 The node runs the scenario's protocol, variant and parameters, unchanged, on the real
-machine: UDP on 127.0.0.1 ports BASE.., the OS's clocks and timers, storage in DIR (fsync
-for sync), observations appended to DIR/observations.jsonl for `tenure check-trace`.
+machine: UDP on 127.0.0.1 ports BASE.. (TCP in stream mode: the protocol's transport or
+`[network] mode = \"stream\"`), the OS's clocks and timers, storage in DIR (fsync for
+sync), observations appended to DIR/observations.jsonl for `tenure check-trace`.
 It runs until SIGTERM or Ctrl-C. The scenario's faults are not applied here: `tenure
 cluster` applies them to the processes. Not deterministic.
 
@@ -62,6 +63,23 @@ pub fn launcher_for<'t>(
             tools.launchers.names().join(", ")
         )
     })
+}
+
+/// How `scenario` runs for real: `Some(connection timeout)` in stream mode (TCP), `None`
+/// on datagrams (UDP). `[network] mode` when written, else the protocol's own transport,
+/// as in the simulator.
+pub fn stream_timeout(
+    launcher: &tenure_runtime::Launcher,
+    scenario: &tenure_scenario::Scenario,
+) -> Option<Duration> {
+    let mut network = scenario.network.clone();
+    if network.mode.is_none() {
+        network.mode = Some(match (launcher.transport)() {
+            tenure_core::Transport::Stream => tenure_scenario::NetworkMode::Stream,
+            tenure_core::Transport::Datagram => tenure_scenario::NetworkMode::Datagram,
+        });
+    }
+    network.stream_timeout()
 }
 
 pub fn run(args: NodeArgs, tools: &Tools) -> Outcome {
@@ -113,6 +131,7 @@ pub fn run(args: NodeArgs, tools: &Tools) -> Outcome {
         seed: args.seed,
         epoch,
         protocol: name.clone(),
+        stream: stream_timeout(launcher, &scenario),
     };
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -127,13 +146,18 @@ pub fn run(args: NodeArgs, tools: &Tools) -> Outcome {
     ) {
         Ok(stats) => {
             eprintln!(
-                "tenure node n{}: stopped; {} sent, {} received, {} dropped, {} timers, {} observations",
+                "tenure node n{}: stopped; {} sent, {} received, {} dropped, {} timers, {} observations{}",
                 args.node,
                 stats.sent,
                 stats.received,
                 stats.dropped,
                 stats.timers,
-                stats.observations
+                stats.observations,
+                if spec.stream.is_some() {
+                    format!(", {} connections reset", stats.disconnects)
+                } else {
+                    String::new()
+                }
             );
             Outcome::Passed
         }

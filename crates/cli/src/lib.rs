@@ -108,7 +108,7 @@ fn parse_positive(text: &str) -> Result<usize, String> {
     }
 }
 
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     tenure_core::parse_duration(text)
 }
 

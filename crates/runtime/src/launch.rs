@@ -9,7 +9,7 @@
 use crate::{NodeSpec, RuntimeError, Stats};
 use serde::{de::DeserializeOwned, Serialize};
 use std::sync::atomic::AtomicBool;
-use tenure_core::{Cluster, Configurable, ProtocolInfo, RealCatalogue, RealVisitor};
+use tenure_core::{Cluster, Configurable, ProtocolInfo, RealCatalogue, RealVisitor, Transport};
 
 type RunFn = fn(
     params: &serde_json::Value,
@@ -31,6 +31,9 @@ pub struct Launcher {
     pub run: RunFn,
     /// The configuration alone: to refuse a bad scenario before any process starts.
     pub check: CheckFn,
+    /// The protocol's own transport (`Configurable::transport`): what a scenario that
+    /// does not write `[network] mode` runs on.
+    pub transport: fn() -> Transport,
 }
 
 fn configure<P: Configurable>(
@@ -83,6 +86,7 @@ impl Launchers {
                     info: P::info(),
                     run: run::<P>,
                     check: check::<P>,
+                    transport: P::transport,
                 });
             }
         }

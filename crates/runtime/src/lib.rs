@@ -7,6 +7,9 @@
 //!   table gives it; a non-loopback address is refused). A message is
 //!   `postcard(from, msg)`: the protocol's `Msg` must be `Serialize + Deserialize`. A
 //!   datagram that does not decode is dropped and counted, as the network may.
+//!   In stream mode ([`NodeSpec::stream`]: the protocol's `Transport::Stream`, or a
+//!   scenario's `[network] mode = "stream"`) TCP connections on loopback instead, with
+//!   `on_disconnect` when one is reset: see [`stream`].
 //! - **Clocks**: monotonic from [`Instant`], wall from [`SystemTime`], both in
 //!   nanoseconds since the cluster's epoch (a time every node is given), so their readings
 //!   compare with a simulated run's.
@@ -30,6 +33,7 @@
 
 pub mod launch;
 pub mod storage;
+pub mod stream;
 
 pub use launch::{Launcher, Launchers};
 pub use storage::{DirStorage, StorageError};
@@ -72,6 +76,10 @@ pub struct NodeSpec {
     pub epoch: SystemTime,
     /// The protocol's name, written in the directory's owner file.
     pub protocol: String,
+    /// `None`: datagrams (UDP). `Some(timeout)`: connections (TCP, stream mode), with
+    /// `timeout` for opening one (connect and handshake); the scenario's
+    /// `connection_timeout`.
+    pub stream: Option<Duration>,
 }
 
 #[derive(Debug)]
@@ -98,10 +106,14 @@ impl std::error::Error for RuntimeError {}
 pub struct Stats {
     pub sent: u64,
     pub received: u64,
-    /// Datagrams that did not decode, or claimed a sender outside the cluster.
+    /// Datagrams (frames) that did not decode, or claimed a sender outside the cluster;
+    /// in stream mode also messages lost on a reset connection or sent while no
+    /// connection could be opened.
     pub dropped: u64,
     pub timers: u64,
     pub observations: u64,
+    /// Stream mode: connections reset (each end's `on_disconnect` calls).
+    pub disconnects: u64,
 }
 
 fn since(epoch: SystemTime, t: SystemTime) -> i64 {
@@ -157,18 +169,53 @@ impl ObsLog {
     }
 }
 
-struct RealEnv<'a, M, T> {
-    me: NodeId,
-    cluster: &'a Cluster,
+/// How a node's messages leave it: datagrams (UDP) or connections (TCP, [`stream`]).
+pub(crate) trait Wire<M> {
+    /// Hands `msg` for `to` to the operating system (or to the connection's writer);
+    /// `false` if it was not (then it is not counted as sent).
+    fn send(&mut self, me: NodeId, to: NodeId, msg: &M) -> bool;
+}
+
+/// Datagram mode: one UDP datagram per message, `postcard(from, msg)`.
+struct Udp<'a> {
     socket: &'a UdpSocket,
     addrs: &'a [SocketAddr],
+}
+
+impl<M: Serialize> Wire<M> for Udp<'_> {
+    fn send(&mut self, me: NodeId, to: NodeId, msg: &M) -> bool {
+        let Some(addr) = self.addrs.get(to.index()) else {
+            return false;
+        };
+        match postcard::to_stdvec(&(me.0, msg)) {
+            // A datagram the OS drops is a lost message: the network may lose it.
+            Ok(bytes) if bytes.len() <= MAX_DATAGRAM => self.socket.send_to(&bytes, addr).is_ok(),
+            Ok(bytes) => {
+                eprintln!(
+                    "tenure-runtime: n{}: a message of {} bytes is over the datagram limit {MAX_DATAGRAM}: not sent",
+                    me.0,
+                    bytes.len()
+                );
+                false
+            }
+            Err(e) => {
+                eprintln!("tenure-runtime: n{}: cannot encode a message: {e}", me.0);
+                false
+            }
+        }
+    }
+}
+
+pub(crate) struct RealEnv<'a, M, T> {
+    me: NodeId,
+    cluster: &'a Cluster,
+    wire: &'a mut dyn Wire<M>,
     clock: &'a RealClock,
     timers: &'a mut BTreeMap<T, Instant>,
     storage: &'a mut DirStorage,
     rng: &'a mut SplitMix64,
     log: &'a mut ObsLog,
     stats: &'a mut Stats,
-    _msg: std::marker::PhantomData<M>,
 }
 
 impl<M, T> Clock for RealEnv<'_, M, T> {
@@ -180,24 +227,10 @@ impl<M, T> Clock for RealEnv<'_, M, T> {
     }
 }
 
-impl<M: Serialize, T> Network<M> for RealEnv<'_, M, T> {
+impl<M, T> Network<M> for RealEnv<'_, M, T> {
     fn send(&mut self, to: NodeId, msg: M) {
-        let Some(addr) = self.addrs.get(to.index()) else {
-            return;
-        };
-        match postcard::to_stdvec(&(self.me.0, &msg)) {
-            Ok(bytes) if bytes.len() <= MAX_DATAGRAM => {
-                // A datagram the OS drops is a lost message: the network may lose it.
-                if self.socket.send_to(&bytes, addr).is_ok() {
-                    self.stats.sent += 1;
-                }
-            }
-            Ok(bytes) => eprintln!(
-                "tenure-runtime: n{}: a message of {} bytes is over the datagram limit {MAX_DATAGRAM}: not sent",
-                self.me.0,
-                bytes.len()
-            ),
-            Err(e) => eprintln!("tenure-runtime: n{}: cannot encode a message: {e}", self.me.0),
+        if self.wire.send(self.me, to, &msg) {
+            self.stats.sent += 1;
         }
     }
 }
@@ -248,7 +281,7 @@ impl<M, T> Observe for RealEnv<'_, M, T> {
     }
 }
 
-impl<M: Serialize, T: Ord> Env<M, T> for RealEnv<'_, M, T> {
+impl<M, T: Ord> Env<M, T> for RealEnv<'_, M, T> {
     fn me(&self) -> NodeId {
         self.me
     }
@@ -299,70 +332,138 @@ fn os_seed() -> u64 {
     u64::from_le_bytes(b)
 }
 
+/// What a node's loop keeps whatever its transport: the clocks, timers, storage,
+/// randomness, log and counts.
+pub(crate) struct Core<T> {
+    me: NodeId,
+    cluster: Cluster,
+    clock: RealClock,
+    timers: BTreeMap<T, Instant>,
+    storage: DirStorage,
+    rng: SplitMix64,
+    log: ObsLog,
+    pub(crate) stats: Stats,
+}
+
+impl<T: Ord + Clone> Core<T> {
+    fn open(spec: &NodeSpec) -> Result<Core<T>, RuntimeError> {
+        let me = spec.me;
+        let storage =
+            DirStorage::open(&spec.dir, me, &spec.protocol).map_err(RuntimeError::Storage)?;
+        // The cluster, for `tenure check-trace` (every node writes the same).
+        let cluster_path = spec.dir.join("cluster.json");
+        std::fs::write(
+            &cluster_path,
+            serde_json::to_string(&spec.cluster).expect("a cluster serializes"),
+        )
+        .map_err(|e| RuntimeError::Io(cluster_path.display().to_string(), e))?;
+        let log_path = spec.dir.join("observations.jsonl");
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| RuntimeError::Io(log_path.display().to_string(), e))?;
+        Ok(Core {
+            me,
+            cluster: spec.cluster.clone(),
+            clock: RealClock::new(spec.epoch),
+            timers: BTreeMap::new(),
+            storage,
+            rng: SplitMix64(spec.seed.map_or_else(os_seed, |s| {
+                s ^ u64::from(me.0).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            })),
+            log: ObsLog {
+                file,
+                path: log_path,
+            },
+            stats: Stats::default(),
+        })
+    }
+
+    pub(crate) fn env<'a, M>(&'a mut self, wire: &'a mut dyn Wire<M>) -> RealEnv<'a, M, T> {
+        RealEnv {
+            me: self.me,
+            cluster: &self.cluster,
+            wire,
+            clock: &self.clock,
+            timers: &mut self.timers,
+            storage: &mut self.storage,
+            rng: &mut self.rng,
+            log: &mut self.log,
+            stats: &mut self.stats,
+        }
+    }
+
+    /// How long the loop may wait for input: until the next timer, at most [`POLL`].
+    pub(crate) fn wait(&self) -> Duration {
+        let now = self.clock.now();
+        let next = self.timers.values().min().copied();
+        next.map_or(POLL, |at| at.saturating_duration_since(now).min(POLL))
+            .max(Duration::from_micros(100))
+    }
+
+    /// Every timer due now, earliest first.
+    pub(crate) fn fire_due<P: Protocol<Timer = T>>(
+        &mut self,
+        node: &mut P,
+        wire: &mut dyn Wire<P::Msg>,
+    ) {
+        loop {
+            let now = self.clock.now();
+            let due = self
+                .timers
+                .iter()
+                .filter(|(_, at)| **at <= now)
+                .min_by_key(|(_, at)| **at)
+                .map(|(t, _)| t.clone());
+            let Some(timer) = due else { break };
+            self.timers.remove(&timer);
+            self.stats.timers += 1;
+            node.on_timer(&mut self.env(wire), timer);
+        }
+    }
+}
+
 /// Runs node `spec.me` of a `P` cluster until `stop` is set. Every observation is in
 /// `spec.dir/observations.jsonl` (appended: a restart continues the log, after a
-/// `started` record).
+/// `started` record). Datagrams (UDP) unless `spec.stream` asks for connections (TCP,
+/// see [`stream`]).
 pub fn run<P>(config: &P::Config, spec: &NodeSpec, stop: &AtomicBool) -> Result<Stats, RuntimeError>
 where
     P: Protocol,
     P::Msg: Serialize + DeserializeOwned,
 {
     check(spec)?;
+    match spec.stream {
+        None => run_datagrams::<P>(config, spec, stop),
+        Some(timeout) => stream::run::<P>(config, spec, timeout, stop),
+    }
+}
+
+fn run_datagrams<P>(
+    config: &P::Config,
+    spec: &NodeSpec,
+    stop: &AtomicBool,
+) -> Result<Stats, RuntimeError>
+where
+    P: Protocol,
+    P::Msg: Serialize + DeserializeOwned,
+{
     let me = spec.me;
-    let mut storage =
-        DirStorage::open(&spec.dir, me, &spec.protocol).map_err(RuntimeError::Storage)?;
-    // The cluster, for `tenure check-trace` (every node writes the same).
-    let cluster_path = spec.dir.join("cluster.json");
-    std::fs::write(
-        &cluster_path,
-        serde_json::to_string(&spec.cluster).expect("a cluster serializes"),
-    )
-    .map_err(|e| RuntimeError::Io(cluster_path.display().to_string(), e))?;
-    let log_path = spec.dir.join("observations.jsonl");
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .map_err(|e| RuntimeError::Io(log_path.display().to_string(), e))?;
-    let mut log = ObsLog {
-        file,
-        path: log_path,
-    };
+    let mut core: Core<P::Timer> = Core::open(spec)?;
     let addr = spec.listen;
     let socket = UdpSocket::bind(addr).map_err(|e| RuntimeError::Io(format!("bind {addr}"), e))?;
-    let clock = RealClock::new(spec.epoch);
-    let mut rng = SplitMix64(spec.seed.map_or_else(os_seed, |s| {
-        s ^ u64::from(me.0).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-    }));
-    let mut timers: BTreeMap<P::Timer, Instant> = BTreeMap::new();
-    let mut stats = Stats::default();
+    let mut wire = Udp {
+        socket: &socket,
+        addrs: &spec.addrs,
+    };
     let mut node = P::new(config, me, &spec.cluster);
-    macro_rules! env {
-        () => {
-            &mut RealEnv::<P::Msg, P::Timer> {
-                me,
-                cluster: &spec.cluster,
-                socket: &socket,
-                addrs: &spec.addrs,
-                clock: &clock,
-                timers: &mut timers,
-                storage: &mut storage,
-                rng: &mut rng,
-                log: &mut log,
-                stats: &mut stats,
-                _msg: std::marker::PhantomData,
-            }
-        };
-    }
-    env!().observe(Observation::Started);
-    node.on_start(env!());
+    core.env::<P::Msg>(&mut wire).observe(Observation::Started);
+    node.on_start(&mut core.env(&mut wire));
     let mut buf = vec![0u8; MAX_DATAGRAM];
     while !stop.load(Ordering::SeqCst) {
-        let now = clock.now();
-        let next = timers.values().min().copied();
-        let wait = next.map_or(POLL, |at| at.saturating_duration_since(now).min(POLL));
         socket
-            .set_read_timeout(Some(wait.max(Duration::from_micros(100))))
+            .set_read_timeout(Some(core.wait()))
             .map_err(|e| RuntimeError::Io("set_read_timeout".into(), e))?;
         // Wait for a datagram or the next timer; then take every datagram already here
         // before any timer that fell due: after a stall (a pause, a slow scheduler) the
@@ -381,12 +482,12 @@ where
             match got {
                 Ok((n, _)) => match postcard::from_bytes::<(u32, P::Msg)>(&buf[..n]) {
                     Ok((from, msg)) if spec.cluster.contains(NodeId(from)) => {
-                        stats.received += 1;
-                        node.on_message(env!(), NodeId(from), msg);
+                        core.stats.received += 1;
+                        node.on_message(&mut core.env(&mut wire), NodeId(from), msg);
                         continue;
                     }
                     _ => {
-                        stats.dropped += 1;
+                        core.stats.dropped += 1;
                         continue;
                     }
                 },
@@ -414,21 +515,9 @@ where
         socket
             .set_nonblocking(false)
             .map_err(|e| RuntimeError::Io("set_nonblocking".into(), e))?;
-        // Every timer due now, earliest first.
-        loop {
-            let now = clock.now();
-            let due = timers
-                .iter()
-                .filter(|(_, at)| **at <= now)
-                .min_by_key(|(_, at)| **at)
-                .map(|(t, _)| t.clone());
-            let Some(timer) = due else { break };
-            timers.remove(&timer);
-            stats.timers += 1;
-            node.on_timer(env!(), timer);
-        }
+        core.fire_due(&mut node, &mut wire);
     }
-    Ok(stats)
+    Ok(core.stats)
 }
 
 /// `127.0.0.1:<base + i>` for each of `n` nodes.
@@ -459,6 +548,7 @@ mod tests {
             seed: Some(1),
             epoch: SystemTime::UNIX_EPOCH,
             protocol: "raft".into(),
+            stream: None,
         };
         assert!(check(&spec).is_ok());
         spec.addrs[1] = "10.0.0.1:4000".parse().unwrap();

@@ -67,6 +67,7 @@ fn spec(dir: &Path, me: u32, cluster: &Cluster, base: u16, epoch: SystemTime) ->
         seed: Some(7),
         epoch,
         protocol: "raft".into(),
+        stream: None,
     }
 }
 

@@ -36,10 +36,14 @@ impl Catalogue for Zoo {
 }
 
 /// The zoo's protocols that also run as real processes (`tenure node`, `tenure cluster`):
-/// those whose messages have a wire encoding (serde).
+/// those whose messages have a wire encoding (serde). Raft on datagrams (UDP); etcd-lock
+/// and zookeeper on their own transport, streams (TCP, with `on_disconnect` when a
+/// connection is reset).
 impl tenure_core::RealCatalogue for Zoo {
     fn visit_real<V: tenure_core::RealVisitor>(&self, v: &mut V) {
         v.visit::<Raft>();
+        v.visit::<EtcdLock>();
+        v.visit::<ZooKeeper>();
     }
 }
 
