@@ -899,6 +899,12 @@ impl Protocol for RaftRs {
         }
     }
 
+    /// Every key must survive a power loss but the commit index, which raft-rs does not
+    /// ask to be durable (`Ready::must_sync` is false when only it moved).
+    fn durable(key: &str) -> bool {
+        key != storage::COMMIT_KEY
+    }
+
     fn on_start(&mut self, env: &mut E<'_>) {
         let store = LogStore::load(self.voters(), env);
         for e in &store.entries {

@@ -17,6 +17,10 @@ use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
 use raft::{GetEntriesContext, RaftState, StorageError};
 
 pub(crate) const HARD_STATE_KEY: &str = "hs";
+/// The commit index, written on its own whenever only it changed: raft-rs does not ask
+/// for it to be durable (`Ready::must_sync` is false when only the commit index moved),
+/// so the adapter declares this key not durable (`Protocol::durable`).
+pub(crate) const COMMIT_KEY: &str = "commit";
 pub(crate) const LAST_KEY: &str = "last";
 
 fn entry_key(index: u64) -> String {
@@ -63,6 +67,10 @@ impl LogStore {
             store.hard_state.vote = vote;
             store.hard_state.commit = commit;
         }
+        if let Some(commit) = storage.get(COMMIT_KEY) {
+            let commit: u64 = commit.parse().expect("stored commit index parses");
+            store.hard_state.commit = store.hard_state.commit.max(commit);
+        }
         let last: u64 = storage
             .get(LAST_KEY)
             .map(|v| v.parse().expect("stored last index parses"))
@@ -108,11 +116,16 @@ impl LogStore {
         hs: &HardState,
         storage: &mut S,
     ) {
+        let (term, vote) = (self.hard_state.term, self.hard_state.vote);
         self.hard_state = hs.clone();
-        storage.put(
-            HARD_STATE_KEY,
-            format!("{},{},{}", hs.term, hs.vote, hs.commit),
-        );
+        if (hs.term, hs.vote) == (term, vote) {
+            storage.put(COMMIT_KEY, hs.commit.to_string());
+        } else {
+            storage.put(
+                HARD_STATE_KEY,
+                format!("{},{},{}", hs.term, hs.vote, hs.commit),
+            );
+        }
     }
 }
 
