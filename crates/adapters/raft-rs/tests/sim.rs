@@ -117,6 +117,16 @@ fn ack_before_persist_is_found_under_power_and_shrinks_to_3_faults() {
         failure.checker,
         failure.message
     );
+    shrink_to_3_and_replay(&failure, seed);
+}
+
+/// Shrinks a failure to at most three fault events and replays the shrunk case with the
+/// seed it records: it fails the same check. Returns the shrunk case and the replayed
+/// violation's message.
+fn shrink_to_3_and_replay(
+    failure: &tenure_fuzz::Failure,
+    seed: u64,
+) -> (tenure_fuzz::Shrunk, String) {
     let shrunk = tenure_fuzz::shrink(zoo(), &failure.case, seed).expect("it shrinks");
     assert_eq!(shrunk.checker, failure.checker);
     assert!(
@@ -128,10 +138,12 @@ fn ack_before_persist_is_found_under_power_and_shrinks_to_3_faults() {
     let replay = tenure_sim::Prepared::new(shrunk.scenario.clone(), zoo())
         .expect("the shrunk case is valid")
         .run(shrunk.seed, &tenure_sim::RunOptions::default());
-    assert!(replay
+    let v = replay
         .violations
-        .iter()
-        .any(|v| v.checker == failure.checker));
+        .into_iter()
+        .find(|v| v.checker == failure.checker)
+        .expect("the shrunk case replays");
+    (shrunk, v.message)
 }
 
 #[test]
@@ -171,32 +183,16 @@ fn lease_based_reads_are_stale_after_a_partition_and_hardened_is_not() {
         "lease-reads under partitions: seed {seed}: {}",
         failure.message
     );
-    let shrunk = tenure_fuzz::shrink(zoo(), &failure.case, seed).expect("it shrinks");
-    assert_eq!(shrunk.checker, "linearizability");
-    assert!(
-        shrunk.after.faults <= 3,
-        "{} fault events:\n{}",
-        shrunk.after.faults,
-        shrunk.scenario.to_toml()
-    );
-    let replay = tenure_sim::Prepared::new(shrunk.scenario.clone(), zoo())
-        .expect("the shrunk case is valid")
-        .run(shrunk.seed, &tenure_sim::RunOptions::default());
-    let v = replay
-        .violations
-        .iter()
-        .find(|v| v.checker == "linearizability")
-        .expect("the shrunk case replays");
+    let (shrunk, message) = shrink_to_3_and_replay(&failure, seed);
     // A read that cannot be placed, the write it missed, and two nodes that each
     // believed they led when it returned (the deposed one and its successor).
-    assert!(v.message.contains("'s read(\""), "{}", v.message);
-    assert!(v.message.contains("(last placed: "), "{}", v.message);
-    let leaders = v
-        .message
+    assert!(message.contains("'s read(\""), "{message}");
+    assert!(message.contains("(last placed: "), "{message}");
+    let leaders = message
         .split("leading when it returned: ")
         .nth(1)
-        .unwrap_or_else(|| panic!("no leaders named: {}", v.message));
-    assert_eq!(leaders.matches("(term ").count(), 2, "{}", v.message);
+        .unwrap_or_else(|| panic!("no leaders named: {message}"));
+    assert_eq!(leaders.matches("(term ").count(), 2, "{message}");
     // The control: Safe reads (ReadIndex with a quorum round) pass the same schedule.
     let mut control = shrunk.scenario.clone();
     control.protocol.variant = "hardened".to_string();
