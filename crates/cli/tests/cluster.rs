@@ -298,14 +298,17 @@ fn check_trace_judges_overlaps_within_a_stated_clock_error() {
         "says how to judge them: {t}"
     );
 
-    let o = tenure(&[
-        "check-trace",
-        s(&dir),
-        "--checks",
-        checks,
-        "--clock-error",
-        "1ms",
-    ]);
+    let with_bound = |checks: &str, bound: &str| {
+        tenure(&[
+            "check-trace",
+            s(&dir),
+            "--checks",
+            checks,
+            "--clock-error",
+            bound,
+        ])
+    };
+    let o = with_bound(checks, "1ms");
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(
@@ -315,14 +318,7 @@ fn check_trace_judges_overlaps_within_a_stated_clock_error() {
     assert!(t.contains("FAIL mutual-exclusion:"), "{t}");
     assert!(!t.contains("not judged"), "{t}");
 
-    let o = tenure(&[
-        "check-trace",
-        s(&dir),
-        "--checks",
-        checks,
-        "--clock-error",
-        "10ms",
-    ]);
+    let o = with_bound(checks, "10ms");
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(
@@ -333,14 +329,7 @@ fn check_trace_judges_overlaps_within_a_stated_clock_error() {
     assert!(t.contains("pass mutual-exclusion-belief:"), "{t}");
 
     // lease-safety takes no tolerance: never judged on real logs, bound or not.
-    let o = tenure(&[
-        "check-trace",
-        s(&dir),
-        "--checks",
-        "lease-safety",
-        "--clock-error",
-        "1ms",
-    ]);
+    let o = with_bound("lease-safety", "1ms");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("not judged lease-safety"), "{}", text(&o));
 

@@ -8,6 +8,8 @@
 
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)] // a real cluster
 
+mod common;
+use common::records;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,20 +22,7 @@ use tenure_runtime::{loopback_addrs, DirStorage, NodeSpec};
 const SAFETY_LIMIT: Duration = Duration::from_secs(120);
 
 fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("runtime")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn records(dir: &Path) -> Vec<Record> {
-    std::fs::read_to_string(dir.join("observations.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    common::scratch("runtime", name)
 }
 
 /// A free block of `n` loopback UDP ports (bound and released: another process may take

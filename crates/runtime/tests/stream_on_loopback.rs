@@ -8,6 +8,8 @@
 
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)] // a real cluster
 
+mod common;
+use common::records;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener};
 use std::path::{Path, PathBuf};
@@ -70,20 +72,7 @@ impl Protocol for Pinger {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("runtime-stream")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn records(dir: &Path) -> Vec<Record> {
-    std::fs::read_to_string(dir.join("observations.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    common::scratch("runtime-stream", name)
 }
 
 /// The node's records after its `n`th start (1-based).
