@@ -99,6 +99,26 @@ pub struct Judges {
     /// The observation a protocol must record, as its author writes it.
     missing: &'static str,
     fix: &'static str,
+    /// What in a run could have broken the property (see [`Opportunity`]).
+    opportunity: Opportunity,
+}
+
+/// What could have made a check fail in a run. A check that judged observations but
+/// had no such opportunity is not judged ("could not fail"): mutual exclusion over a run
+/// in which one client ever acted says nothing about the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opportunity {
+    /// Any judged observation could break it (a panic, a double effect, a read).
+    Any,
+    /// Two nodes recorded one of these kinds (two nodes sought leadership, served a
+    /// lease, applied entries). The words say what the run lacked.
+    TwoNodes(&'static [&'static str], &'static str),
+    /// Two nodes recorded the primary kind on one resource (two holders of one lock).
+    TwoNodesOnOne(&'static str),
+    /// Two clients wrote to one resource (`Write`'s `client`).
+    TwoWritersOnOne,
+    /// Two terms among these kinds (a leadership changed hands).
+    TwoTerms(&'static [&'static str], &'static str),
 }
 
 /// What the built-in checker `name` judges.
@@ -110,8 +130,9 @@ pub fn judges(name: &str) -> Option<Judges> {
         also: None,
         missing,
         fix,
+        opportunity: Opportunity::Any,
     };
-    Some(match name {
+    let mut found = match name {
         "single-leader-per-term" => j(
             &["leader"],
             ("leadership", "leaderships"),
@@ -283,7 +304,57 @@ pub fn judges(name: &str) -> Option<Judges> {
              under test panics",
         ),
         _ => return None,
-    })
+    };
+    found.opportunity = opportunity_of(name);
+    Some(found)
+}
+
+/// What could have broken the built-in check `name` in a run.
+fn opportunity_of(name: &str) -> Opportunity {
+    use Opportunity::*;
+    match name {
+        "single-leader-per-term" => TwoNodes(
+            &["leader", "candidate"],
+            "sought leadership: two leaders of one term need two nodes seeking it",
+        ),
+        "single-leader-at-a-time" => TwoNodes(
+            &["serves"],
+            "acted as leader: two leaders acting at once need two nodes acting",
+        ),
+        "single-leader-at-a-time-belief" => TwoNodes(
+            &["leader"],
+            "believed it led: two leaders at once need two nodes leading",
+        ),
+        "mutual-exclusion" => TwoNodesOnOne("acted on"),
+        "mutual-exclusion-belief" => TwoNodesOnOne("held"),
+        "single-owner" => TwoNodesOnOne("owned"),
+        "lease-safety" => TwoNodes(
+            &["serves"],
+            "acted on a lease: two leases overlapping need two nodes acting on one",
+        ),
+        "lease-safety-belief" => TwoNodes(
+            &["lease-start"],
+            "held a lease: two leases overlapping need two holders",
+        ),
+        "fencing-safety" | "no-lost-update" => TwoWritersOnOne,
+        "deadlock" => TwoNodes(
+            &["waiting"],
+            "waited for a lock: a wait-for cycle needs two waiting nodes",
+        ),
+        "log-matching" => TwoNodes(
+            &["log-append"],
+            "wrote a log: logs disagree only when two nodes write them",
+        ),
+        "state-machine-safety" => TwoNodes(
+            &["log-apply"],
+            "applied entries: state machines disagree only when two nodes apply",
+        ),
+        "leader-completeness" => TwoTerms(
+            &["leader"],
+            "led: a leader missing a committed entry needs a later leader",
+        ),
+        _ => Any,
+    }
 }
 
 /// The group of a judged observation: its term, or its resource or key.
@@ -324,6 +395,13 @@ pub struct Counter {
     terms: BTreeSet<u64>,
     names: BTreeSet<String>,
     nodes: BTreeSet<u32>,
+    /// Whether the run had an opportunity to break the property, and what of one it
+    /// has seen so far (see [`Opportunity`]).
+    opportunity_met: bool,
+    opportunity_nodes: BTreeSet<u32>,
+    opportunity_terms: BTreeSet<u64>,
+    /// Per resource: the first node (or writing client) seen on it.
+    first_on: std::collections::BTreeMap<String, u32>,
 }
 
 impl Counter {
@@ -336,11 +414,100 @@ impl Counter {
             terms: BTreeSet::new(),
             names: BTreeSet::new(),
             nodes: BTreeSet::new(),
+            opportunity_met: judges.opportunity == Opportunity::Any,
+            opportunity_nodes: BTreeSet::new(),
+            opportunity_terms: BTreeSet::new(),
+            first_on: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// Notes what `record` offers to break the property, until the run has offered it.
+    fn look_for_opportunity(&mut self, record: &Record, kind: &str) {
+        let mut on_one = |resource: &str, who: u32| match self.first_on.get(resource) {
+            Some(first) => *first != who,
+            None => {
+                self.first_on.insert(resource.to_string(), who);
+                false
+            }
+        };
+        self.opportunity_met = match self.judges.opportunity {
+            Opportunity::Any => true,
+            Opportunity::TwoNodes(kinds, _) => {
+                kinds.contains(&kind) && {
+                    self.opportunity_nodes.insert(record.node.0);
+                    self.opportunity_nodes.len() >= 2
+                }
+            }
+            Opportunity::TwoTerms(kinds, _) => {
+                kinds.contains(&kind)
+                    && match group_of(&record.obs) {
+                        Some(GroupOf::Term(t)) => {
+                            self.opportunity_terms.insert(t);
+                            self.opportunity_terms.len() >= 2
+                        }
+                        _ => false,
+                    }
+            }
+            Opportunity::TwoNodesOnOne(_) => {
+                self.judges.kinds.contains(&kind)
+                    && match group_of(&record.obs) {
+                        Some(GroupOf::Name(r)) => on_one(r, record.node.0),
+                        _ => false,
+                    }
+            }
+            Opportunity::TwoWritersOnOne => match &record.obs {
+                tenure_core::Observation::Write {
+                    resource, client, ..
+                } => on_one(resource, client.0),
+                _ => false,
+            },
+        };
+    }
+
+    /// `Some` when the run recorded what the check judges but nothing that could have
+    /// broken it: what it lacked, in words.
+    pub fn could_not_fail(&self) -> Option<String> {
+        if self.opportunity_met || self.primary == 0 {
+            return None;
+        }
+        let nodes = |set: &BTreeSet<u32>| {
+            let names: Vec<String> = set.iter().map(|n| format!("n{n}")).collect();
+            match names.as_slice() {
+                [] => "no node".to_string(),
+                [one] => format!("only {one}"),
+                many => format!("only {}", many.join(", ")),
+            }
+        };
+        Some(match self.judges.opportunity {
+            Opportunity::Any => return None,
+            Opportunity::TwoNodes(_, what) => format!("{} {what}", nodes(&self.opportunity_nodes)),
+            Opportunity::TwoTerms(_, what) => format!(
+                "no leadership changed hands ({}): only one term {what}",
+                match self.opportunity_terms.iter().next() {
+                    Some(t) => format!("term {t} only"),
+                    None => "no term".to_string(),
+                }
+            ),
+            Opportunity::TwoNodesOnOne(verb) => format!(
+                "no resource was {verb} by two nodes ({} by {}): it breaks only when two \
+                 nodes contend for one",
+                self.first_on.keys().cloned().collect::<Vec<_>>().join(", "),
+                nodes(&self.first_on.values().copied().collect()),
+            ),
+            Opportunity::TwoWritersOnOne => format!(
+                "no resource was written by two clients ({} by {}): a stale write needs a \
+                 second writer",
+                self.first_on.keys().cloned().collect::<Vec<_>>().join(", "),
+                nodes(&self.first_on.values().copied().collect()),
+            ),
+        })
     }
 
     pub fn on_record(&mut self, record: &Record) {
         let kind = record.obs.kind();
+        if !self.opportunity_met {
+            self.look_for_opportunity(record, kind);
+        }
         if self.judges.kinds.contains(&kind) {
             self.primary += 1;
             self.nodes.insert(record.node.0);
@@ -416,6 +583,31 @@ impl Checker for Counting {
 
     fn judged(&self) -> Option<Judged> {
         Some(self.counter.judged())
+    }
+
+    fn not_judged(&self) -> Option<crate::verdict::NotJudged> {
+        use crate::verdict::{NotJudged, Reason};
+        let judged = self.counter.judged();
+        if let Some(v) = &judged.vacuous {
+            let noun = judged
+                .counts
+                .first()
+                .map(|(w, _)| w.as_str())
+                .unwrap_or("observations");
+            return Some(NotJudged::new(
+                Reason::Vacuous,
+                format!(
+                    "judged no {noun}: the run recorded no `{}`; {}",
+                    v.missing, v.fix
+                ),
+            ));
+        }
+        if let Some(n) = self.inner.not_judged() {
+            return Some(n);
+        }
+        self.counter
+            .could_not_fail()
+            .map(|why| NotJudged::new(Reason::CouldNotFail, why))
     }
 }
 

@@ -236,6 +236,8 @@ pub struct LeaderLiveness {
     last_index: Option<usize>,
     closed: Vec<Gap>,
     open: Option<Gap>,
+    /// Set by `finish` when the leader was due after the end: not judged (too short).
+    too_short: Option<crate::verdict::NotJudged>,
 }
 
 impl LeaderLiveness {
@@ -265,6 +267,7 @@ impl LeaderLiveness {
             last_index: None,
             closed: Vec::new(),
             open: None,
+            too_short: None,
         };
         checker.settle(SimTime::ZERO);
         Ok(checker)
@@ -365,6 +368,10 @@ impl Checker for LeaderLiveness {
         None
     }
 
+    fn not_judged(&self) -> Option<crate::verdict::NotJudged> {
+        self.too_short.clone()
+    }
+
     fn finish(&mut self, info: &RunInfo) -> Option<Violation> {
         let mut v = self.judge_end(info)?;
         if let Some(bound) = &self.bound {
@@ -389,14 +396,17 @@ impl LeaderLiveness {
         }
         let due = info.calm_from + self.within;
         if due > end {
-            return Some(
+            // Not a violation: the run gave the property no time to hold in.
+            self.too_short = Some(crate::verdict::NotJudged::new(
+                crate::verdict::Reason::TooShort,
                 LeaderLivenessViolation::RunTooShort {
                     calm_from: info.calm_from,
                     within: self.within,
                     end,
                 }
-                .into(),
-            );
+                .to_string(),
+            ));
+            return None;
         }
         let gap = self.closed.iter().find(|g| g.to > due)?;
         Some(
@@ -574,12 +584,17 @@ mod tests {
     }
 
     #[test]
-    fn a_run_too_short_to_judge_is_a_violation() {
+    fn a_run_too_short_to_judge_is_not_judged_and_not_a_violation() {
         let h = steady().calm_ms(900).end_ms(1000).history();
-        let (at, v) = judge_with("leader-liveness", json!({"within": "200ms"}), &h).unwrap();
-        assert_eq!(at, At::Finish);
         assert_eq!(
-            v.message,
+            judge_with("leader-liveness", json!({"within": "200ms"}), &h),
+            None
+        );
+        let v = crate::testing::verdict_with("leader-liveness", json!({"within": "200ms"}), &h);
+        let n = v.verdict.not_judged().expect("not judged");
+        assert_eq!(n.reason, crate::verdict::Reason::TooShort);
+        assert_eq!(
+            n.why,
             "the run ended at 1.000_000s, too short to judge liveness: it was calm from \
              0.900_000s and a leader was due within 200ms, by 1.100_000s"
         );

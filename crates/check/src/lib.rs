@@ -76,6 +76,7 @@ pub mod single_leader_per_term;
 pub mod single_owner;
 pub mod state_machine_safety;
 pub mod testing;
+pub mod verdict;
 
 /// A property judged over a run's records.
 ///
@@ -95,9 +96,18 @@ pub trait Checker: Send {
     fn judged(&self) -> Option<coverage::Judged> {
         None
     }
+    /// After [`Checker::finish`] found no violation: `Some` when this run gave the check
+    /// nothing to judge, with the reason ([`verdict::Reason`]: too short, undecided,
+    /// could not fail) and what the run lacked. `None` (the default) is a pass. Built-in
+    /// checkers also say when they were vacuous or could not fail (their
+    /// [`coverage::Counter`] does, from the observations).
+    fn not_judged(&self) -> Option<verdict::NotJudged> {
+        None
+    }
 }
 
 pub use coverage::{Judged, Vacuous};
+pub use verdict::{CheckVerdict, NotJudged, Overall, Reason, Verdict};
 
 /// A broken property: who, when (true time) and why, in words and as data.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -338,8 +348,19 @@ fn build_bare(
 }
 
 /// Offline: feeds every record of `history` to every checker, then finishes them.
-/// Returns the first violation of each checker that found one, in checker order.
+/// Returns the first violation of each checker that found one, in checker order. A
+/// check that found none may still not have been judged: [`verdict::judge_history`]
+/// gives each check its verdict.
 pub fn check_history(history: &History, checkers: &mut [Box<dyn Checker>]) -> Vec<Violation> {
+    run_checkers(history, checkers).into_iter().flatten().collect()
+}
+
+/// Feeds every record to every checker and finishes them: each checker's first
+/// violation, if any, in checker order.
+pub(crate) fn run_checkers(
+    history: &History,
+    checkers: &mut [Box<dyn Checker>],
+) -> Vec<Option<Violation>> {
     let mut found: Vec<Option<Violation>> = checkers.iter().map(|_| None).collect();
     for (index, record) in history.records.iter().enumerate() {
         for (checker, slot) in checkers.iter_mut().zip(found.iter_mut()) {
@@ -353,7 +374,7 @@ pub fn check_history(history: &History, checkers: &mut [Box<dyn Checker>]) -> Ve
             *slot = checker.finish(&history.info);
         }
     }
-    found.into_iter().flatten().collect()
+    found
 }
 
 /// Reads a checker's parameters; an error names the field at fault.

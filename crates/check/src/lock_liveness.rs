@@ -194,6 +194,10 @@ pub struct LockLiveness {
     /// (node, resource) -> (wait start, record).
     waiting: BTreeMap<(NodeId, String), (SimTime, usize)>,
     long_waits: Vec<LongWait>,
+    /// When the first wait began (its deadline is the earliest of all).
+    first_wait: Option<SimTime>,
+    /// Set by `finish` when no wait's deadline fell inside the run.
+    not_judged: Option<crate::verdict::NotJudged>,
 }
 
 impl LockLiveness {
@@ -207,6 +211,8 @@ impl LockLiveness {
             clock: TrueClock::default(),
             waiting: BTreeMap::new(),
             long_waits: Vec::new(),
+            first_wait: None,
+            not_judged: None,
         })
     }
 
@@ -236,6 +242,7 @@ impl Checker for LockLiveness {
         let judged = |r: &str| self.only.as_deref().is_none_or(|only| only == r);
         match &record.obs {
             Observation::Waiting { resource } if judged(resource) => {
+                self.first_wait.get_or_insert(record.time);
                 self.waiting
                     .entry((record.node, resource.clone()))
                     .or_insert((record.time, index));
@@ -270,8 +277,41 @@ impl Checker for LockLiveness {
         None
     }
 
+    fn not_judged(&self) -> Option<crate::verdict::NotJudged> {
+        self.not_judged.clone()
+    }
+
     fn finish(&mut self, info: &RunInfo) -> Option<Violation> {
         let end = info.end.max(self.clock.now);
+        // Liveness is owed only from a deadline on: a run in which no wait's deadline
+        // came is too short to judge it (a wait served early met its deadline, but the
+        // run never reached the time the property is about).
+        use crate::verdict::{NotJudged, Reason};
+        self.not_judged = match self.first_wait {
+            None => Some(NotJudged::new(
+                Reason::CouldNotFail,
+                format!(
+                    "no client waited for {}: lock liveness breaks only when a waiter is \
+                     not served",
+                    self.only.as_deref().map_or("a lock".to_string(), |r| format!("`{r}`"))
+                ),
+            )),
+            Some(first) => {
+                let due = first.max(info.calm_from) + self.within;
+                (due > end).then(|| {
+                    NotJudged::new(
+                        Reason::TooShort,
+                        format!(
+                            "no wait's deadline fell inside the run: the earliest, at {due} \
+                             (max(first wait {first}, calm from {}) + within {}), is after \
+                             the end at {end}",
+                            info.calm_from,
+                            format_duration(self.within)
+                        ),
+                    )
+                })
+            }
+        };
         let open: Vec<(NodeId, String)> = self.waiting.keys().cloned().collect();
         for (node, resource) in open {
             self.end_wait(node, resource, WaitEnd::StillWaiting { end });

@@ -267,6 +267,21 @@ pub fn judge_with(
     judge(checker.as_mut(), history)
 }
 
+/// Builds checker `name` from JSON `params` and gives its verdict over `history` (pass,
+/// fail, or not judged and why); panics if the checker cannot be built.
+pub fn verdict_with(
+    name: &str,
+    params: serde_json::Value,
+    history: &History,
+) -> crate::verdict::CheckVerdict {
+    let checker = crate::build(name, &params, &history.info.cluster)
+        .unwrap_or_else(|e| panic!("cannot build {name}: {e}"));
+    let mut checkers = vec![checker];
+    crate::verdict::judge_history(history, &mut checkers)
+        .pop()
+        .expect("one checker, one verdict")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

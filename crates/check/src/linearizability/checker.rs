@@ -229,6 +229,8 @@ pub struct Linearizability {
     /// term it leads, `None` when it stops or never did), to name the leaders of the
     /// moment a replicated service answered wrongly.
     roles: Vec<(usize, SimTime, NodeId, Option<u64>)>,
+    /// Set by `finish` when the search ran out of its budget: not judged (undecided).
+    undecided: Option<crate::verdict::NotJudged>,
 }
 
 impl Linearizability {
@@ -250,6 +252,7 @@ impl Linearizability {
             params,
             collector: Collector::new(cluster),
             roles: Vec::new(),
+            undecided: None,
         })
     }
 }
@@ -271,6 +274,10 @@ impl Checker for Linearizability {
         };
         self.roles.push((index, record.time, record.node, leads));
         None
+    }
+
+    fn not_judged(&self) -> Option<crate::verdict::NotJudged> {
+        self.undecided.clone()
     }
 
     fn finish(&mut self, info: &RunInfo) -> Option<Violation> {
@@ -303,18 +310,17 @@ impl Checker for Linearizability {
             return None;
         }
         let Some(cx) = report.counterexample.as_ref() else {
-            // Unknown: undecided within the budget. Not a proof of a violation, but the
-            // property was not shown either, so it is reported (as Jepsen's :unknown is).
-            return Some(Violation {
-                checker: NAME,
-                time: info.end,
-                nodes: Vec::new(),
-                message: format!(
-                    "undecided: the search ran out of its {} steps over {} operations (raise max_steps)",
+            // Unknown: undecided within the budget. Not a proof of a violation, and the
+            // property was not shown either: not judged (Jepsen's :unknown), never a
+            // failure.
+            self.undecided = Some(crate::verdict::NotJudged::new(
+                crate::verdict::Reason::Undecided,
+                format!(
+                    "the search ran out of its {} steps over {} operations (raise max_steps)",
                     self.params.max_steps, report.operations
                 ),
-                records: Vec::new(),
-            });
+            ));
+            return None;
         };
         let c = &self.collector;
         // A process's node ("n3"); the initial writes' process shows as its number.
