@@ -5,16 +5,19 @@
 // Real processes and real time: what these commands are for.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
-use crate::cmd_check_trace::{judge, load, plan, Check, ClockError};
+use crate::cmd_check_trace::load;
+use crate::real_verdict::{Check, ClockError};
 use crate::{shown, Outcome, Tools};
 use clap::Args;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use tenure_core::{Observation, Record};
+use tenure_core::{NodeId, Observation, Record, SimTime};
 use tenure_scenario::{Fault, FaultEvent, NodeSel, Scenario};
 
 const AFTER_HELP: &str = "\
@@ -22,7 +25,10 @@ Starts one `tenure node` process per node of the scenario's cluster, on 127.0.0.
 with its own directory under --out (storage, observations.jsonl, node.log), and applies
 the scenario's faults at their times, for real:
     crash      SIGKILL (storage keeps what the node wrote; a real machine keeps it
-               all, synced or not, when only the process dies)
+               all, synced or not, when only the process dies); a killed process
+               cannot say so, so tenure cluster appends its `crashed` record to its
+               observations.jsonl, stamped with the moment of the kill (or with the
+               node's last record, if that is later)
     restart    the node's process started again on the same directory
     pause      SIGSTOP, then SIGCONT after the pause's duration
     partition, isolate, cut, one-way, bridge, heal, network
@@ -42,26 +48,37 @@ power loss of unsynced writes; crash points; disk faults; slow handlers) are ref
 before anything starts, and so are per-link network settings ([[network.link]]). The
 scenario's [network] latency, loss and duplication, and its `network` faults, are the
 proxy's: delays drawn from the scenario's distribution on top of loopback's own.
-Every fault applied is written to
---out/schedule.jsonl with when it was planned and when it was applied.
+Every fault is written to --out/schedule.jsonl with when it was planned and when it
+was applied (`applied`), or why it was skipped (`skipped`: no leader at that moment,
+a node already down); a fault whose signal failed (the process had exited on its
+own, or kill(2) refused) is an error (`error`), said at once on stderr, and the run
+then exits 3 unless a check failed: it was not the scenario's run. A node that exits
+on its own is the same error.
 
 The schedule's clock starts when every node has started (its log says `started`): a
 fault at 0s finds every process running. schedule.jsonl gives each fault's time both on
 that clock and on the logs' (nanoseconds since the cluster's epoch).
 
 At the end every node gets SIGTERM (SIGKILL if it does not stop), and the scenario's
-checks judge the merged logs as `tenure check-trace` does. Checks that compare time
-intervals of different nodes (single-leader-at-a-time, mutual-exclusion and their
-belief forms) are judged only with --clock-error, a bound on the error between the
-nodes' timestamps (here one machine's clock, read by different processes), added to
-their tolerance and stated in the report; without it they are listed as not judged,
-as are lease-safety (no tolerance) and the liveness checks.
+checks judge the merged logs with the code `tenure check-trace` runs: the same logs
+get the same verdict and exit code from both. Checks that compare time intervals of
+different nodes (single-leader-at-a-time, mutual-exclusion and their belief forms)
+are judged only with --clock-error, a bound on the error between the nodes'
+timestamps (here one machine's clock, read by different processes), added to their
+tolerance and stated in the report; without it they are listed as not judged, as are
+lease-safety (no tolerance) and the liveness checks (they count from the end of the
+fault schedule, which real time blurs). A check not judged is never a pass.
 
 Not deterministic: real processes, sockets and clocks. The same command gives another
-run; --out keeps every node's log and the schedule. No process outlives the command.
+run; --out keeps every node's log and the schedule. No process outlives the command:
+the nodes are told to die with it (`tenure node --parent PID`), even if it is killed
+with SIGKILL. With the scenario's seed, each start of a node draws from its own random
+stream (seed, node, incarnation).
 
-Exit codes: 0 every judged check passed, 1 a check failed, 2 bad input (including a
-fault that cannot be applied for real, or an --out that exists), 3 internal error.";
+Exit codes: 0 every check passed, 1 a check failed, 2 bad input (including a fault that
+cannot be applied for real, or an --out that exists) or a check that judged nothing,
+3 internal error (including a fault whose signal failed), 5 no check failed but at
+least one was not judged (never a pass).";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
@@ -125,18 +142,44 @@ struct Processes {
 }
 
 impl Processes {
-    fn signal(&self, node: usize, sig: &str) -> bool {
-        let Some(Some(child)) = self.children.get(node) else {
-            return false;
+    /// Sends `sig` to node `node`'s process; `Err` says why it could not (no process,
+    /// one that had already exited, kill(2) refused).
+    fn signal(&mut self, node: usize, sig: Signal) -> Result<(), String> {
+        let Some(Some(child)) = self.children.get_mut(node) else {
+            return Err(format!("cannot send {sig} to n{node}: it has no process"));
         };
-        Command::new("kill")
-            .args([sig, &child.id().to_string()])
-            .status()
-            .is_ok_and(|s| s.success())
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!(
+                "cannot send {sig} to n{node}: its process had already exited ({status})"
+            ));
+        }
+        let pid = Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, sig)
+            .map_err(|e| format!("cannot send {sig} to n{node} (pid {pid}): {e}"))
     }
 
-    fn kill(&mut self, node: usize) {
+    /// SIGKILL to node `node`, stamped on the logs' clock (nanoseconds since `epoch`)
+    /// just before it is sent; the process is reaped. Returns the stamp.
+    fn kill(&mut self, node: usize, epoch: SystemTime) -> Result<SimTime, String> {
+        let at = SimTime(since(epoch));
+        self.signal(node, Signal::SIGKILL)?;
         if let Some(mut child) = self.children[node].take() {
+            let _ = child.wait();
+        }
+        Ok(at)
+    }
+
+    /// Whether node `node` has a process that has not exited.
+    fn alive(&mut self, node: usize) -> bool {
+        self.children[node]
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Kills and reaps every process left, without a word (the end of an aborted run).
+    fn kill_all(&mut self) {
+        for child in self.children.iter_mut().filter_map(Option::take) {
+            let mut child = child;
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -145,10 +188,114 @@ impl Processes {
 
 impl Drop for Processes {
     fn drop(&mut self) {
-        for i in 0..self.children.len() {
-            // A stopped process must be continued to die of SIGTERM; SIGKILL needs not.
-            self.kill(i);
+        self.kill_all();
+    }
+}
+
+/// Nanoseconds from `epoch` to now: the clock every node stamps its records with.
+fn since(epoch: SystemTime) -> u64 {
+    SystemTime::now()
+        .duration_since(epoch)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// SIGKILL to node `n` and its `crashed` record appended to its log (see
+/// [`tenure_runtime::record_kill`]); the words for the schedule, and the record's time.
+fn kill_and_record(
+    procs: &mut Processes,
+    n: usize,
+    dir: &Path,
+    epoch: SystemTime,
+) -> Result<(String, u64), String> {
+    let at = procs.kill(n, epoch)?;
+    let k = tenure_runtime::record_kill(dir, NodeId(n as u32), at).map_err(|e| {
+        format!(
+            "n{n} was killed, but its `crashed` record could not be written to {}: {e}",
+            shown(&dir.join("observations.jsonl"))
+        )
+    })?;
+    let mut what = format!("SIGKILL n{n}");
+    if k.record.time > at {
+        what.push_str(&format!(
+            "; crashed recorded at its last record, {} after the kill",
+            tenure_core::format_duration(Duration::from_nanos(k.record.time.0 - at.0))
+        ));
+    }
+    if k.cut > 0 {
+        what.push_str(&format!(
+            "; the {} bytes of a line it did not finish cut from its log",
+            k.cut
+        ));
+    }
+    Ok((what, k.record.time.0))
+}
+
+/// A `crash`: SIGKILL and the `crashed` record; the process's pending pause ends go
+/// with it.
+fn crash(
+    procs: &mut Processes,
+    n: usize,
+    dir: &Path,
+    epoch: SystemTime,
+    resumes: &mut Vec<(Duration, usize)>,
+) -> Applied {
+    match kill_and_record(procs, n, dir, epoch) {
+        Ok((what, at)) => {
+            resumes.retain(|(_, r)| *r != n);
+            Applied::Done(what, Some(at))
         }
+        Err(e) => Applied::Failed(e),
+    }
+}
+
+/// A `pause` at `now`: SIGSTOP, and SIGCONT due after `duration`, if the SIGSTOP went.
+fn pause(
+    procs: &mut Processes,
+    n: usize,
+    now: Duration,
+    duration: Duration,
+    resumes: &mut Vec<(Duration, usize)>,
+) -> Applied {
+    match procs.signal(n, Signal::SIGSTOP) {
+        Ok(()) => {
+            resumes.push((now + duration, n));
+            Applied::Done(
+                format!(
+                    "SIGSTOP n{n} for {}",
+                    tenure_core::format_duration(duration)
+                ),
+                None,
+            )
+        }
+        Err(e) => Applied::Failed(e),
+    }
+}
+
+/// What became of one fault.
+#[derive(Debug, PartialEq, Eq)]
+enum Applied {
+    /// Applied; for a crash, the time of the `crashed` record written.
+    Done(String, Option<u64>),
+    /// Not applicable at that moment (no leader, the node already down or up).
+    Skipped(String),
+    /// It should have been applied and was not: a signal failed.
+    Failed(String),
+}
+
+impl Applied {
+    /// The fault's line in schedule.jsonl.
+    fn schedule_line(&self, base: serde_json::Value) -> serde_json::Value {
+        let mut line = base;
+        let (key, text) = match self {
+            Applied::Done(t, _) => ("applied", t),
+            Applied::Skipped(t) => ("skipped", t),
+            Applied::Failed(t) => ("error", t),
+        };
+        line[key] = text.as_str().into();
+        if let Applied::Done(_, Some(at)) = self {
+            line["crashed_at_epoch_ns"] = (*at).into();
+        }
+        line
     }
 }
 
@@ -187,6 +334,7 @@ impl Launch<'_> {
             ])
             .args(["--epoch-ns", &self.epoch_ns.to_string()])
             .args(["--seed", &self.seed.to_string()])
+            .args(["--parent", &std::process::id().to_string()])
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -322,10 +470,12 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         Some(p) => p,
         None => return bad("no free block of loopback ports; give --base-port"),
     };
-    let epoch = SystemTime::now();
-    let epoch_ns = epoch
+    let epoch_ns = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
+    // The nodes' epoch exactly as they read it from --epoch-ns, so a `crashed` record
+    // written here is on their clock.
+    let epoch = SystemTime::UNIX_EPOCH + Duration::from_nanos(epoch_ns);
     if usize::from(base_port) + 2 * nodes > usize::from(u16::MAX) {
         return bad(format!(
             "--base-port {base_port}: {} ports from there run past 65535",
@@ -430,19 +580,65 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         Err(e) => return bad(format!("{}: {e}", shown(&schedule_path))),
     };
     let started = Instant::now();
+    // Faults that should have been applied and were not (a signal failed), and nodes
+    // that exited on their own: the run was not the scenario's.
+    let mut errors = 0usize;
+    let note = |schedule: &mut std::fs::File, line: serde_json::Value, said: &str, error: bool| {
+        let _ = writeln!(schedule, "{line}");
+        let at = started.elapsed().as_secs_f64();
+        if error {
+            eprintln!("tenure: cluster at {at:.3}s: {said}");
+        } else {
+            eprintln!("tenure cluster: {at:.3}s {said}");
+        }
+    };
     // Pauses to end: (when, node).
     let mut resumes: Vec<(Duration, usize)> = Vec::new();
     let mut events: std::collections::VecDeque<&FaultEvent> = scenario.faults.iter().collect();
     while started.elapsed() < scenario.duration && !stop.load(Ordering::SeqCst) {
         let now = started.elapsed();
+        // A node that exited on its own is not what the scenario asked for.
+        for (n, up) in up.iter_mut().enumerate() {
+            let exited = match procs.children[n].as_mut() {
+                Some(c) if *up => c.try_wait().ok().flatten(),
+                _ => None,
+            };
+            if let Some(status) = exited {
+                *up = false;
+                errors += 1;
+                let said = format!(
+                    "n{n} exited on its own ({status}); its log: {}",
+                    shown(&launch.dir(n).join("node.log"))
+                );
+                let line = serde_json::json!({
+                    "at": format!("{:.3}s", now.as_secs_f64()),
+                    "node": n,
+                    "error": said,
+                });
+                note(&mut schedule, line, &said, true);
+            }
+        }
+        let mut due = Vec::new();
         resumes.retain(|(at, n)| {
             if *at <= now {
-                procs.signal(*n, "-CONT");
+                due.push(*n);
                 false
             } else {
                 true
             }
         });
+        for n in due {
+            if let Err(e) = procs.signal(n, Signal::SIGCONT) {
+                errors += 1;
+                let line = serde_json::json!({
+                    "at": format!("{:.3}s", now.as_secs_f64()),
+                    "fault": "pause",
+                    "node": n,
+                    "error": format!("the end of the pause: {e}"),
+                });
+                note(&mut schedule, line, &e, true);
+            }
+        }
         while events.front().is_some_and(|e| e.at <= now) {
             let e = events.pop_front().expect("checked");
             let node = match e.fault.node() {
@@ -460,52 +656,63 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
                     _,
                 )
                 | (Fault::Isolate { .. } | Fault::Bridge { .. }, Some(_)) => {
-                    if let Ok(mut links) = proxy.links.lock() {
-                        links.apply(&e.fault, node.map(|n| n as u32), nodes as u32);
-                        format!("{}: {} links blocked", e.fault.kind(), links.blocked.len())
-                    } else {
-                        "skipped: the proxy failed".to_string()
+                    match proxy.links.lock() {
+                        Ok(mut links) => {
+                            links.apply(&e.fault, node.map(|n| n as u32), nodes as u32);
+                            Applied::Done(
+                                format!(
+                                    "{}: {} links blocked",
+                                    e.fault.kind(),
+                                    links.blocked.len()
+                                ),
+                                None,
+                            )
+                        }
+                        Err(_) => Applied::Failed("the proxy failed".to_string()),
                     }
                 }
-                (_, None) => "skipped: no node (no leader at that moment)".to_string(),
+                (_, None) => Applied::Skipped("no node (no leader at that moment)".to_string()),
                 (Fault::Crash { .. }, Some(n)) if up[n] => {
-                    procs.kill(n);
-                    up[n] = false;
-                    format!("SIGKILL n{n}")
+                    let a = crash(&mut procs, n, &launch.dir(n), epoch, &mut resumes);
+                    up[n] = procs.alive(n);
+                    a
                 }
                 (Fault::Restart { .. }, Some(n)) if !up[n] => match launch.start(n) {
                     Ok(c) => {
                         procs.children[n] = Some(c);
                         up[n] = true;
-                        format!("restarted n{n}")
+                        Applied::Done(format!("restarted n{n}"), None)
                     }
-                    Err(err) => format!("restart of n{n} failed: {err}"),
+                    Err(err) => Applied::Failed(format!("restart of n{n} failed: {err}")),
                 },
                 (Fault::Pause { duration, .. }, Some(n)) if up[n] => {
-                    procs.signal(n, "-STOP");
-                    resumes.push((now + *duration, n));
-                    format!(
-                        "SIGSTOP n{n} for {}",
-                        tenure_core::format_duration(*duration)
-                    )
+                    pause(&mut procs, n, now, *duration, &mut resumes)
                 }
-                (_, Some(n)) => format!("skipped: n{n} is {}", if up[n] { "up" } else { "down" }),
+                (_, Some(n)) => {
+                    Applied::Skipped(format!("n{n} is {}", if up[n] { "up" } else { "down" }))
+                }
             };
-            let line = serde_json::json!({
+            let line = applied.schedule_line(serde_json::json!({
                 "planned_at": tenure_core::format_duration(e.at),
                 "applied_at": format!("{:.3}s", started.elapsed().as_secs_f64()),
-                "applied_at_epoch_ns": SystemTime::now()
-                    .duration_since(epoch)
-                    .map_or(0, |d| d.as_nanos() as u64),
+                "applied_at_epoch_ns": since(epoch),
                 "fault": e.fault.kind(),
                 "node": node,
-                "applied": applied,
-            });
-            let _ = writeln!(schedule, "{line}");
-            eprintln!(
-                "tenure cluster: {:.3}s {applied}",
-                started.elapsed().as_secs_f64()
-            );
+            }));
+            match &applied {
+                Applied::Done(what, _) => note(&mut schedule, line, what, false),
+                Applied::Skipped(why) => note(
+                    &mut schedule,
+                    line,
+                    &format!("{}: skipped: {why}", e.fault.kind()),
+                    false,
+                ),
+                Applied::Failed(why) => {
+                    errors += 1;
+                    let said = format!("{} not applied: {why}", e.fault.kind());
+                    note(&mut schedule, line, &said, true);
+                }
+            }
         }
         let next = events
             .front()
@@ -520,22 +727,30 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
                 .min(Duration::from_millis(20)),
         );
     }
-    // The end: continue the paused, ask every node to stop, then make sure.
+    // The end: continue the paused, ask every node to stop, then make sure (a node
+    // that has to be killed gets its `crashed` record, as any killed node).
     for (_, n) in resumes.drain(..) {
-        procs.signal(n, "-CONT");
+        let _ = procs.signal(n, Signal::SIGCONT);
     }
-    for n in 0..nodes {
-        procs.signal(n, "-TERM");
+    for n in (0..nodes).filter(|n| up[*n]) {
+        let _ = procs.signal(n, Signal::SIGTERM);
     }
     let deadline = Instant::now() + Duration::from_secs(5);
     for n in 0..nodes {
-        if let Some(child) = procs.children[n].as_mut() {
-            while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(10));
+        let Some(child) = procs.children[n].as_mut() else {
+            continue;
+        };
+        while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if matches!(child.try_wait(), Ok(None)) {
+            match kill_and_record(&mut procs, n, &launch.dir(n), epoch) {
+                Ok((what, _)) => eprintln!("tenure cluster: n{n} did not stop on SIGTERM: {what}"),
+                Err(e) => eprintln!("tenure: {e}"),
             }
         }
-        procs.kill(n);
     }
+    procs.kill_all();
     drop(procs);
     if stream.is_some() {
         eprintln!(
@@ -557,29 +772,134 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         Ok(h) => h,
         Err(e) => return bad(e),
     };
-    // The liveness checks need the fault schedule's end, which real time blurs.
-    let (liveness, checks): (Vec<Check>, Vec<Check>) = scenario
+    let checks: Vec<Check> = scenario
         .checks
         .iter()
         .map(|c| Check {
             name: c.name.clone(),
             params: c.params.clone(),
         })
-        .partition(|c| c.name.ends_with("-liveness"));
+        .collect();
     let clock_error = args.clock_error.map(|bound| ClockError {
         bound,
         source: "--clock-error",
     });
-    let mut plan = plan(&checks, clock_error);
-    for c in liveness {
-        plan.not_judged.push((
-            c.name,
-            "needs the fault schedule's end, which real time blurs; judge it in the simulator"
-                .into(),
-        ));
-    }
     if stop.load(Ordering::SeqCst) {
         eprintln!("tenure cluster: interrupted; judging the logs so far");
     }
-    judge(&history, &plan)
+    let verdict = crate::real_verdict::report(&history, &checks, clock_error);
+    match verdict {
+        Outcome::CheckFailed | Outcome::BadInput => verdict,
+        _ if errors > 0 => {
+            eprintln!(
+                "tenure: {errors} of the scenario's faults or nodes went wrong (see above and {}): this was not the scenario's run, whatever its checks say",
+                shown(&schedule_path)
+            );
+            Outcome::Internal
+        }
+        _ => verdict,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A node process: `sleep` (alive until killed) or `true` (exited and reaped).
+    fn processes(alive: bool) -> Processes {
+        let mut child = Command::new(if alive { "sleep" } else { "true" })
+            .args(if alive { &["600"][..] } else { &[][..] })
+            .spawn()
+            .unwrap();
+        if !alive {
+            child.wait().unwrap();
+        }
+        Processes {
+            children: vec![Some(child)],
+        }
+    }
+
+    /// A signal that cannot be sent is an error, not an applied fault: the schedule
+    /// line says "error" and no "applied", and no SIGCONT is left due. (Before, `kill
+    /// -STOP` failing was ignored and the pause logged as applied.)
+    #[test]
+    fn a_pause_or_a_crash_whose_signal_fails_is_an_error_not_applied() {
+        let dir = std::env::temp_dir().join(format!("tenure-cluster-gone-{}", std::process::id()));
+        let mut procs = processes(false);
+        let mut resumes = Vec::new();
+        let second = Duration::from_secs(1);
+        let a = pause(&mut procs, 0, second, second, &mut resumes);
+        let Applied::Failed(why) = &a else {
+            panic!("a pause of an exited process: {a:?}")
+        };
+        assert!(
+            why.contains("SIGSTOP") && why.contains("already exited"),
+            "{why}"
+        );
+        assert!(resumes.is_empty());
+        let line = a.schedule_line(serde_json::json!({"fault": "pause"}));
+        assert!(
+            line.get("applied").is_none() && line["error"] == why.as_str(),
+            "{line}"
+        );
+
+        let a = crash(&mut procs, 0, &dir, SystemTime::UNIX_EPOCH, &mut resumes);
+        assert!(
+            matches!(&a, Applied::Failed(w) if w.contains("SIGKILL")),
+            "{a:?}"
+        );
+        assert!(
+            !dir.exists(),
+            "no record written for a kill that did not happen"
+        );
+    }
+
+    /// A pause and then a crash of a live process: SIGSTOP (its SIGCONT due), then
+    /// SIGKILL, the process reaped, its `crashed` record appended to its log, stamped
+    /// no earlier than the kill was sent and after the log's last record; the pending
+    /// SIGCONT goes with the process.
+    #[test]
+    fn a_crash_kills_the_process_and_writes_its_crashed_record() {
+        let dir = std::env::temp_dir().join(format!("tenure-cluster-crash-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let epoch = SystemTime::now() - Duration::from_secs(1);
+        let started = Record {
+            time: SimTime(since(epoch)),
+            node: NodeId(0),
+            mono: tenure_core::LocalTime(since(epoch) as i64),
+            wall: tenure_core::LocalTime(since(epoch) as i64),
+            obs: Observation::Started,
+        };
+        std::fs::write(
+            dir.join("observations.jsonl"),
+            serde_json::to_string(&started).unwrap() + "\n",
+        )
+        .unwrap();
+        let mut procs = processes(true);
+        let mut resumes = Vec::new();
+        let second = Duration::from_secs(1);
+        let a = pause(&mut procs, 0, second, second, &mut resumes);
+        assert_eq!(a, Applied::Done("SIGSTOP n0 for 1s".into(), None));
+        assert_eq!(resumes, [(2 * second, 0)]);
+
+        let before = since(epoch);
+        let a = crash(&mut procs, 0, &dir, epoch, &mut resumes);
+        let Applied::Done(what, Some(at)) = &a else {
+            panic!("{a:?}")
+        };
+        assert_eq!(what, "SIGKILL n0");
+        assert!(*at >= before && *at >= started.time.0, "{at} {before}");
+        assert!(resumes.is_empty(), "the killed process is not continued");
+        assert!(procs.children[0].is_none(), "reaped");
+        let log = std::fs::read_to_string(dir.join("observations.jsonl")).unwrap();
+        let last: Record = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+        assert_eq!(
+            (last.obs, last.time, last.node),
+            (Observation::Crashed, SimTime(*at), NodeId(0))
+        );
+        let line = a.schedule_line(serde_json::json!({}));
+        assert_eq!(line["crashed_at_epoch_ns"], *at);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

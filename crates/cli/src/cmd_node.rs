@@ -18,11 +18,18 @@ The node runs the scenario's protocol, variant and parameters, unchanged, on the
 machine: UDP on 127.0.0.1 ports BASE.. (TCP in stream mode: the protocol's transport or
 `[network] mode = \"stream\"`), the OS's clocks and timers, storage in DIR (fsync for
 sync), observations appended to DIR/observations.jsonl for `tenure check-trace`.
-It runs until SIGTERM or Ctrl-C. The scenario's faults are not applied here: `tenure
+It runs until SIGTERM or Ctrl-C, or, with --parent PID, until process PID is gone
+(`tenure cluster` starts its nodes so: they die with it, even when it is killed with
+SIGKILL, paused nodes included). The scenario's faults are not applied here: `tenure
 cluster` applies them to the processes. Not deterministic.
 
+With --seed, the node's randomness is a stream of its own for each start: (seed, node,
+incarnation), the incarnation being the number of times the node has started in DIR
+before (the `started` records in its log). The first start draws what the simulator's
+node draws; a restart never repeats an earlier life's draws.
+
 Exit codes: 0 stopped by a signal, 2 bad input (a scenario, a directory of another node,
-a port in use), 3 internal error.";
+a port in use, a --parent that is not this process's parent), 3 internal error.";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
@@ -44,9 +51,38 @@ pub struct NodeArgs {
     /// The cluster's time zero, in nanoseconds since the Unix epoch (default: now).
     #[arg(long, value_name = "NS")]
     epoch_ns: Option<u64>,
-    /// Seeded randomness (default: the operating system's).
+    /// Seeded randomness (default: the operating system's): each start of the node
+    /// draws from the stream (SEED, node, incarnation).
     #[arg(long, value_name = "SEED")]
     seed: Option<u64>,
+    /// Exit when process PID, this node's parent, is gone (`tenure cluster` sets it).
+    #[arg(long, value_name = "PID")]
+    parent: Option<u32>,
+}
+
+/// The node dies with its parent `pid`: on Linux the kernel sends it SIGKILL when the
+/// parent dies (`PR_SET_PDEATHSIG`, which also ends a node stopped by SIGSTOP);
+/// everywhere a thread watches the parent and stops the node when it is gone. `Err` if
+/// `pid` is not the parent (already gone: the node was orphaned before it could ask).
+fn die_with_parent(pid: u32, stop: Arc<AtomicBool>) -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| format!("--parent {pid}: prctl(PR_SET_PDEATHSIG): {e}"))?;
+    // The parent may have died before the kernel was asked: then it is not the parent.
+    let parent = std::os::unix::process::parent_id();
+    if parent != pid {
+        return Err(format!(
+            "--parent {pid}: this process's parent is {parent}: {pid} is gone (or never was its parent)"
+        ));
+    }
+    std::thread::spawn(move || {
+        while std::os::unix::process::parent_id() == pid {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("tenure node: the parent process {pid} is gone: stopping");
+        stop.store(true, Ordering::SeqCst);
+    });
+    Ok(())
 }
 
 /// The launcher of `scenario`'s protocol, or why it does not run as real nodes.
@@ -138,6 +174,11 @@ pub fn run(args: NodeArgs, tools: &Tools) -> Outcome {
         let stop = stop.clone();
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
+    if let Some(pid) = args.parent {
+        if let Err(e) = die_with_parent(pid, stop.clone()) {
+            return bad(e);
+        }
+    }
     match (launcher.run)(
         &scenario.protocol.params,
         &scenario.protocol.variant,
@@ -146,8 +187,9 @@ pub fn run(args: NodeArgs, tools: &Tools) -> Outcome {
     ) {
         Ok(stats) => {
             eprintln!(
-                "tenure node n{}: stopped; {} sent, {} received, {} dropped, {} timers, {} observations{}",
+                "tenure node n{} (incarnation {}): stopped; {} sent, {} received, {} dropped, {} timers, {} observations{}",
                 args.node,
+                stats.incarnation,
                 stats.sent,
                 stats.received,
                 stats.dropped,
@@ -162,5 +204,24 @@ pub fn run(args: NodeArgs, tools: &Tools) -> Outcome {
             Outcome::Passed
         }
         Err(e) => bad(format!("node {}: {e}", args.node)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tenure_core::{NodeId, Rng};
+
+    /// A real node's first start draws what the simulator's node draws under the same
+    /// seed (its stream `SeededRng::node`); its restarts draw other streams.
+    #[test]
+    fn a_first_start_draws_the_simulators_node_stream() {
+        for (seed, node) in [(1, 0), (7, 3), (u64::MAX, 40)] {
+            let draws = |rng: &mut dyn Rng| (0..8).map(|_| rng.next_u64()).collect::<Vec<_>>();
+            let sim = draws(&mut tenure_sim::rng::SeededRng::node(seed, node as usize));
+            let first = draws(&mut tenure_runtime::NodeRng::seeded(seed, NodeId(node), 0));
+            let again = draws(&mut tenure_runtime::NodeRng::seeded(seed, NodeId(node), 1));
+            assert_eq!(first, sim);
+            assert_ne!(again, sim);
+        }
     }
 }

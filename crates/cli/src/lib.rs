@@ -29,6 +29,7 @@ mod junit;
 mod output;
 mod progress;
 mod proxy;
+mod real_verdict;
 mod report;
 mod run_metrics;
 
@@ -178,6 +179,8 @@ pub enum Outcome {
     Internal,
     /// Stopped by a signal (Ctrl-C, SIGTERM) before the work was done, nothing failed.
     Interrupted,
+    /// Nothing failed, but a check was not judged (never a pass).
+    NotJudged,
 }
 
 impl Outcome {
@@ -188,6 +191,7 @@ impl Outcome {
             Outcome::BadInput => 2,
             Outcome::Internal => 3,
             Outcome::Interrupted => 4,
+            Outcome::NotJudged => 5,
         }
     }
 }

@@ -16,7 +16,11 @@
 //! - **Timers**: real deadlines on the monotonic clock; the loop sleeps in `recv` until
 //!   the next one.
 //! - **Storage**: [`DirStorage`] in the node's directory (fsync for `sync`).
-//! - **Randomness**: a given seed (SplitMix64 of seed and node), or the OS's.
+//! - **Randomness**: with a seed, one ChaCha8 stream per (seed, node, incarnation)
+//!   ([`NodeRng`]): a restarted node draws afresh, as in the simulator (where a node's
+//!   one stream runs on across its restarts), and its first life draws what the
+//!   simulator's node stream draws. The incarnation is the number of `started` records
+//!   already in the node's log. Without a seed, the OS's randomness.
 //! - **Observations**: one JSON line per observation in `observations.jsonl` in the
 //!   node's directory, in the shape of a simulated history's records (`time` is real
 //!   time since the epoch, `mono`/`wall` the node's own readings), appended and flushed
@@ -39,6 +43,8 @@ pub use launch::{Launcher, Launchers};
 pub use storage::{DirStorage, StorageError};
 pub use tenure_core::{NoRealProtocols, RealCatalogue, RealVisitor};
 
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde::{de::DeserializeOwned, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -49,7 +55,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 use tenure_core::{
     Clock, Cluster, Env, LocalTime, Network, NodeId, Observation, Observe, Protocol, Record, Rng,
-    SimTime, SplitMix64, Storage, SyncError, Timers,
+    SimTime, Storage, SyncError, Timers,
 };
 
 /// The largest datagram a node sends or accepts.
@@ -114,6 +120,9 @@ pub struct Stats {
     pub observations: u64,
     /// Stream mode: connections reset (each end's `on_disconnect` calls).
     pub disconnects: u64,
+    /// How many times the node had started before this run ([`incarnation`]): with a
+    /// seed, its random stream is (seed, node, incarnation).
+    pub incarnation: u32,
 }
 
 fn since(epoch: SystemTime, t: SystemTime) -> i64 {
@@ -213,7 +222,7 @@ pub(crate) struct RealEnv<'a, M, T> {
     clock: &'a RealClock,
     timers: &'a mut BTreeMap<T, Instant>,
     storage: &'a mut DirStorage,
-    rng: &'a mut SplitMix64,
+    rng: &'a mut NodeRng,
     log: &'a mut ObsLog,
     stats: &'a mut Stats,
 }
@@ -319,6 +328,56 @@ pub fn check(spec: &NodeSpec) -> Result<(), RuntimeError> {
     Ok(())
 }
 
+/// A real node's randomness: a ChaCha8 stream, as the simulator's.
+#[derive(Clone, Debug)]
+pub struct NodeRng(ChaCha8Rng);
+
+impl NodeRng {
+    /// Incarnation `incarnation` (0 for the first start) of node `node` under `seed`.
+    /// The first incarnation draws the simulator's stream of that node
+    /// (`tenure_sim::rng::SeededRng::node`: stream `1 + node`); each later one has a
+    /// stream of its own (`2^63 + incarnation * 2^32 + node`, apart from every stream
+    /// the simulator uses), so a restarted process never repeats its earlier draws. (The
+    /// simulator keeps one stream per node across restarts; a real process cannot
+    /// carry its position over, so it moves to a fresh stream.)
+    pub fn seeded(seed: u64, node: NodeId, incarnation: u32) -> NodeRng {
+        let stream = match incarnation {
+            0 => 1 + u64::from(node.0),
+            k => (1 << 63) | (u64::from(k.min(i32::MAX as u32)) << 32) | u64::from(node.0),
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(stream);
+        NodeRng(rng)
+    }
+
+    /// The operating system's randomness (no seed).
+    pub fn from_os() -> NodeRng {
+        NodeRng(ChaCha8Rng::seed_from_u64(os_seed()))
+    }
+}
+
+impl Rng for NodeRng {
+    fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+}
+
+/// How many times the node whose log is `dir/observations.jsonl` has started before:
+/// the number of `started` records in it (a life that died before its `started` record
+/// drew nothing).
+pub fn incarnation(dir: &std::path::Path) -> u32 {
+    std::fs::read_to_string(dir.join("observations.jsonl"))
+        .map(|text| {
+            text.lines()
+                .filter(|l| {
+                    serde_json::from_str::<Record>(l)
+                        .is_ok_and(|r| matches!(r.obs, Observation::Started))
+                })
+                .count() as u32
+        })
+        .unwrap_or(0)
+}
+
 fn os_seed() -> u64 {
     let mut b = [0u8; 8];
     // No OS randomness at all: fall back to the time (still not a fixed seed).
@@ -340,7 +399,7 @@ pub(crate) struct Core<T> {
     clock: RealClock,
     timers: BTreeMap<T, Instant>,
     storage: DirStorage,
-    rng: SplitMix64,
+    rng: NodeRng,
     log: ObsLog,
     pub(crate) stats: Stats,
 }
@@ -358,6 +417,7 @@ impl<T: Ord + Clone> Core<T> {
         )
         .map_err(|e| RuntimeError::Io(cluster_path.display().to_string(), e))?;
         let log_path = spec.dir.join("observations.jsonl");
+        let incarnation = incarnation(&spec.dir);
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -369,14 +429,18 @@ impl<T: Ord + Clone> Core<T> {
             clock: RealClock::new(spec.epoch),
             timers: BTreeMap::new(),
             storage,
-            rng: SplitMix64(spec.seed.map_or_else(os_seed, |s| {
-                s ^ u64::from(me.0).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            })),
+            rng: match spec.seed {
+                Some(seed) => NodeRng::seeded(seed, me, incarnation),
+                None => NodeRng::from_os(),
+            },
             log: ObsLog {
                 file,
                 path: log_path,
             },
-            stats: Stats::default(),
+            stats: Stats {
+                incarnation,
+                ..Stats::default()
+            },
         })
     }
 
@@ -520,6 +584,58 @@ where
     Ok(core.stats)
 }
 
+/// What [`record_kill`] appended to a killed node's log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KillRecord {
+    /// The `crashed` record appended.
+    pub record: Record,
+    /// Bytes of a partial last line (the process killed in the middle of a write)
+    /// removed first: not a record, and it would have made the next line unreadable.
+    pub cut: usize,
+}
+
+/// A node killed with SIGKILL cannot say so: whoever killed it appends its `crashed`
+/// record to its log (`dir/observations.jsonl`), after the process is gone, so the
+/// checkers see every belief it held end there. `killed_at` is the moment the kill was
+/// sent, on the log's clock (nanoseconds since the cluster's epoch, as the node stamps
+/// its records); the record is stamped with it, or with the node's last record if that
+/// is later (the process was still writing after the signal left), so the log stays in
+/// time order. Its monotonic reading is extrapolated from the node's last record.
+pub fn record_kill(
+    dir: &std::path::Path,
+    me: NodeId,
+    killed_at: SimTime,
+) -> io::Result<KillRecord> {
+    let path = dir.join("observations.jsonl");
+    let text = std::fs::read_to_string(&path)?;
+    // A line the process did not finish is not evidence: cut it, so the record starts
+    // a line of its own.
+    let whole = text.rfind('\n').map_or(0, |i| i + 1);
+    let cut = text.len() - whole;
+    let last = text[..whole]
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Record>(l).ok());
+    let time = last.as_ref().map_or(killed_at, |l| l.time.max(killed_at));
+    let mono = last.as_ref().map_or(LocalTime(time.0 as i64), |l| {
+        LocalTime(l.mono.0 + (time.0 - l.time.0) as i64)
+    });
+    let record = Record {
+        time,
+        node: me,
+        mono,
+        wall: LocalTime(time.0 as i64),
+        obs: Observation::Crashed,
+    };
+    let file = OpenOptions::new().write(true).open(&path)?;
+    file.set_len(whole as u64)?;
+    let mut file = OpenOptions::new().append(true).open(&path)?;
+    let mut line = serde_json::to_string(&record).expect("records serialize");
+    line.push('\n');
+    file.write_all(line.as_bytes())?;
+    Ok(KillRecord { record, cut })
+}
+
 /// `127.0.0.1:<base + i>` for each of `n` nodes.
 pub fn loopback_addrs(base_port: u16, n: usize) -> Result<Vec<SocketAddr>, RuntimeError> {
     (0..n)
@@ -562,5 +678,137 @@ mod tests {
             .to_string()
             .contains("2 addresses"));
         assert!(loopback_addrs(65535, 2).is_err());
+    }
+
+    /// The `crashed` record of a killed node goes after everything it wrote: at the
+    /// kill, or at its last record if that is later; a line it did not finish is cut.
+    #[test]
+    fn a_kill_is_recorded_after_the_nodes_last_record() {
+        let dir = std::env::temp_dir().join(format!("tenure-runtime-kill-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let ms = |n: u64| n * 1_000_000;
+        let at = |t: u64, obs| Record {
+            time: SimTime(ms(t)),
+            node: NodeId(2),
+            mono: LocalTime(ms(t) as i64 + 5),
+            wall: LocalTime(ms(t) as i64),
+            obs,
+        };
+        let write = |partial: &str| {
+            let mut text: String = [
+                at(10, Observation::Started),
+                at(20, Observation::Leader { term: 3 }),
+            ]
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+            text.push_str(partial);
+            std::fs::write(dir.join("observations.jsonl"), text).unwrap();
+        };
+        let log = || -> Vec<Record> {
+            std::fs::read_to_string(dir.join("observations.jsonl"))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("every line a record"))
+                .collect()
+        };
+
+        // Killed at 30ms: the record says 30ms, its monotonic reading extrapolated.
+        write("");
+        let k = record_kill(&dir, NodeId(2), SimTime(ms(30))).unwrap();
+        assert_eq!(k.cut, 0);
+        assert_eq!(
+            k.record,
+            Record {
+                mono: LocalTime(ms(30) as i64 + 5),
+                ..at(30, Observation::Crashed)
+            }
+        );
+        assert_eq!(log().last(), Some(&k.record));
+
+        // The kill left at 15ms, the node still wrote at 20ms, and died in a write.
+        write("{\"time\":2100");
+        let k = record_kill(&dir, NodeId(2), SimTime(ms(15))).unwrap();
+        assert_eq!(k.cut, "{\"time\":2100".len());
+        assert_eq!(
+            k.record.time,
+            SimTime(ms(20)),
+            "never before the node's last record"
+        );
+        let times: Vec<SimTime> = log().iter().map(|r| r.time).collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+        assert_eq!(log().len(), 3);
+        assert_eq!(log()[2].obs, Observation::Crashed);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    struct NoWire;
+    impl Wire<u8> for NoWire {
+        fn send(&mut self, _: NodeId, _: NodeId, _: &u8) -> bool {
+            false
+        }
+    }
+
+    /// A start of node 1 in `dir` (as `run` starts it: `started`, then the protocol's
+    /// draws): its incarnation and its first draws.
+    fn a_life(dir: &std::path::Path) -> (u32, Vec<u64>) {
+        let spec = NodeSpec {
+            me: NodeId(1),
+            cluster: Cluster::uniform("server", 3),
+            addrs: loopback_addrs(40000, 3).unwrap(),
+            listen: "127.0.0.1:40001".parse().unwrap(),
+            dir: dir.to_path_buf(),
+            seed: Some(7),
+            epoch: SystemTime::UNIX_EPOCH,
+            protocol: "raft".into(),
+            stream: None,
+        };
+        let mut core: Core<u8> = Core::open(&spec).unwrap();
+        let mut wire = NoWire;
+        let mut env = core.env(&mut wire);
+        env.observe(Observation::Started);
+        let draws = (0..4).map(|_| env.next_u64()).collect();
+        (core.stats.incarnation, draws)
+    }
+
+    /// A restarted node draws from a stream of its own (before: the same seed every
+    /// life, so a ZooKeeper client's protected-mode GUID was the same in each), and the
+    /// same (seed, node, incarnation) draws the same.
+    #[test]
+    fn each_incarnation_draws_its_own_stream() {
+        let scratch = |name: &str| {
+            let d = std::env::temp_dir().join(format!(
+                "tenure-runtime-incarnation-{name}-{}",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&d);
+            d
+        };
+        let (a, b) = (scratch("a"), scratch("b"));
+        let first = a_life(&a);
+        let second = a_life(&a);
+        let third = a_life(&a);
+        assert_eq!((first.0, second.0, third.0), (0, 1, 2));
+        assert_ne!(first.1, second.1, "a restart draws afresh");
+        assert_ne!(second.1, third.1);
+        assert_ne!(first.1, third.1);
+        // Another directory, another run of the same node: the same draws, life by life.
+        assert_eq!(a_life(&b), first);
+        assert_eq!(a_life(&b), second);
+        let mut rng = NodeRng::seeded(7, NodeId(1), 1);
+        assert_eq!((0..4).map(|_| rng.next_u64()).collect::<Vec<_>>(), second.1);
+        // Another node, another seed: other draws.
+        assert_ne!(
+            NodeRng::seeded(7, NodeId(2), 1).next_u64(),
+            NodeRng::seeded(7, NodeId(1), 1).next_u64()
+        );
+        assert_ne!(
+            NodeRng::seeded(8, NodeId(1), 1).next_u64(),
+            NodeRng::seeded(7, NodeId(1), 1).next_u64()
+        );
+        for d in [a, b] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
     }
 }

@@ -111,9 +111,12 @@ fn five_real_raft_nodes_elect_one_leader_per_term() {
 /// One node of a 3-node cluster whose peers never start stands for election again and
 /// again, storing and syncing its term; killed with SIGKILL, its directory still holds
 /// the terms. The test re-runs itself as the child process (`TENURE_RUNTIME_CHILD`).
+/// A process kill leaves the operating system's page cache, so this holds even with a
+/// `sync` that does nothing: what `sync` makes durable is tested against a model disk
+/// that a power loss empties (`storage::tests`, with a no-op sync as negative control).
 #[test]
 #[allow(clippy::disallowed_methods)]
-fn a_node_killed_with_sigkill_keeps_what_it_synced() {
+fn a_node_killed_with_sigkill_keeps_what_it_wrote() {
     if let Ok(dir) = std::env::var("TENURE_RUNTIME_CHILD") {
         let base: u16 = std::env::var("TENURE_RUNTIME_PORT")
             .unwrap()
@@ -131,7 +134,7 @@ fn a_node_killed_with_sigkill_keeps_what_it_synced() {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "a_node_killed_with_sigkill_keeps_what_it_synced",
+            "a_node_killed_with_sigkill_keeps_what_it_wrote",
             "--nocapture",
         ])
         .env("TENURE_RUNTIME_CHILD", &dir)
