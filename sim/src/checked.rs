@@ -7,6 +7,7 @@
 use crate::play;
 use crate::run::{RunOutput, Sim};
 use std::sync::{Arc, Mutex};
+use tenure_check::verdict::{self, CheckVerdict, StoppedAt};
 use tenure_check::{Checker, Judged, Violation};
 use tenure_core::Protocol;
 use tenure_scenario::FaultEvent;
@@ -18,6 +19,8 @@ pub struct CheckedRun {
     pub violations: Vec<Violation>,
     /// What each checker judged, in checker order (a vacuous one judged nothing).
     pub judged: Vec<Judged>,
+    /// Each checker's verdict, in checker order: pass, fail, or not judged and why.
+    pub verdicts: Vec<CheckVerdict>,
 }
 
 impl<P: Protocol> Sim<P> {
@@ -66,24 +69,30 @@ impl<P: Protocol> Sim<P> {
                 }
             }
         }
-        // A check that found a violation judged something; a run stopped early did not
-        // reach its end, where a check that saw nothing yet might still have.
-        let judged = checkers
-            .iter()
-            .zip(slots.iter())
-            .map(|(c, slot)| {
-                let mut j = c.judged().unwrap_or_else(|| Judged::not_reported(c.name()));
-                if slot.is_some() || output.stopped_early {
-                    j.vacuous = None;
-                }
-                j
-            })
-            .collect();
+        let stopped = output.stopped_early.then(|| {
+            match slots.iter().flatten().min_by_key(|v| v.time) {
+                Some(first) => StoppedAt {
+                    time: first.time,
+                    because: format!("{} was violated", first.checker),
+                },
+                None => StoppedAt {
+                    time: output.history.info.end,
+                    because: output
+                        .stats
+                        .stopped_by
+                        .as_ref()
+                        .map_or("stopped".to_string(), |s| s.to_string()),
+                },
+            }
+        });
+        let verdicts = verdict::verdicts(checkers, slots.clone(), stopped.as_ref());
+        let judged = verdicts.iter().map(|v| v.judged.clone()).collect();
         let violations = slots.iter_mut().filter_map(Option::take).collect();
         CheckedRun {
             output,
             violations,
             judged,
+            verdicts,
         }
     }
 }

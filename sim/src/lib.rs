@@ -23,6 +23,7 @@ compile_error!(
 );
 
 #[cfg(madsim)]
+mod assumptions;
 mod checked;
 #[cfg(madsim)]
 pub mod clock;
@@ -48,6 +49,7 @@ pub mod trace;
 mod world;
 
 #[cfg(madsim)]
+pub use assumptions::broken_assumptions;
 pub use checked::CheckedRun;
 #[cfg(madsim)]
 pub use control::{Action, Control};

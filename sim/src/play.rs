@@ -10,6 +10,7 @@ use crate::run::{RunOutput, Sim};
 use crate::trace::TraceEvent;
 use crate::world::Stats;
 use std::marker::PhantomData;
+use tenure_check::verdict::{CheckVerdict, Overall, Verdict};
 use tenure_check::{Checker, Judged, Violation};
 use tenure_core::{
     Assumptions, Cluster, Configurable, History, NodeId, Promise, Protocol, Request,
@@ -38,15 +39,35 @@ pub struct Report {
     /// What each check judged, in the order the checks are listed.
     pub judged: Vec<Judged>,
     /// Whether the run met the scenario's `[expect]` (its outcome, and which checks it
-    /// expects to judge nothing).
+    /// expects not to be judged).
     pub expectation_met: bool,
+    /// Each check's verdict, in the order the checks are listed: pass, fail, or not
+    /// judged and why. Every output derives from these.
+    pub verdicts: Vec<CheckVerdict>,
+    /// The protocol's declared assumptions this scenario's own faults and clocks go
+    /// beyond (empty when within them): an annotation of the verdict, never a reason to
+    /// withhold one.
+    pub beyond: Vec<tenure_core::Broken>,
 }
 
 impl Report {
-    /// No check failed. A vacuous check ([`Report::vacuous`]) did not fail, but did not
-    /// pass either: callers say so.
+    /// No check failed. A check not judged ([`Report::not_judged`]) did not fail, but
+    /// did not pass either: use [`Report::overall`] for the run's verdict.
     pub fn passed(&self) -> bool {
         self.violations.is_empty()
+    }
+
+    /// The run's verdict: fail if a check failed, not judged if a check was not judged
+    /// (or there was none), pass otherwise.
+    pub fn overall(&self) -> Overall {
+        Overall::of(&self.verdicts)
+    }
+
+    /// The checks that were not judged in this run, with their reasons.
+    pub fn not_judged(&self) -> impl Iterator<Item = &CheckVerdict> {
+        self.verdicts
+            .iter()
+            .filter(|v| matches!(v.verdict, Verdict::NotJudged(_)))
     }
 
     /// The checks that judged nothing in this run.
@@ -68,6 +89,10 @@ pub struct Prepared {
     pub promises: Vec<Promise>,
     /// The environment the protocol is designed for, with this scenario's parameters.
     pub assumptions: Assumptions,
+    /// The scenario listed no checks, so its checks are the protocol's promises.
+    pub checks_from_promises: bool,
+    /// The assumptions the scenario's own faults and clocks go beyond.
+    pub beyond: Vec<tenure_core::Broken>,
     runner: Runner,
 }
 
@@ -108,18 +133,34 @@ impl Prepared {
             }
             scenario.network.mode = Some(mode);
         }
+        // No `checks` line: the protocol's promises are the checks, as `fuzz --protocol`
+        // judges (a run with nothing to judge never says PASS).
+        let checks_from_promises = scenario.checks.is_empty();
+        if checks_from_promises {
+            let promises = entry.playable.promises(&scenario, &cluster)?;
+            scenario.checks = promises
+                .iter()
+                .map(|p| tenure_scenario::CheckSpec {
+                    name: p.check.to_string(),
+                    params: serde_json::Value::Null,
+                })
+                .collect();
+        }
         let Playing {
             runner,
             promises,
             assumptions,
         } = entry.playable.prepare(&scenario, &cluster)?;
         build_checkers(&scenario, &cluster, &promises)?;
+        let beyond = crate::broken_assumptions(&scenario, &assumptions);
         Ok(Prepared {
             scenario,
             cluster,
             info: entry.info,
             promises,
             assumptions,
+            checks_from_promises,
+            beyond,
             runner,
         })
     }
@@ -206,6 +247,12 @@ pub(crate) struct Playing {
 /// A protocol that can play scenarios (type-erased over `P`).
 pub(crate) trait Playable {
     fn prepare(&self, scenario: &Scenario, cluster: &Cluster) -> Result<Playing, ScenarioError>;
+    /// What the protocol promises for this scenario's parameters and variant.
+    fn promises(
+        &self,
+        scenario: &Scenario,
+        cluster: &Cluster,
+    ) -> Result<Vec<Promise>, ScenarioError>;
 }
 
 pub(crate) struct Protocolled<P>(pub PhantomData<fn() -> P>);
@@ -214,6 +261,17 @@ impl<P: Configurable> Playable for Protocolled<P>
 where
     P::Config: Sync,
 {
+    fn promises(
+        &self,
+        scenario: &Scenario,
+        cluster: &Cluster,
+    ) -> Result<Vec<Promise>, ScenarioError> {
+        let params: P::Params = scenario.params()?;
+        let config = P::configure_named(params, &scenario.protocol.variant, cluster)
+            .map_err(|e| scenario.param_error(&e))?;
+        Ok(P::promises(&config, cluster))
+    }
+
     fn prepare(&self, scenario: &Scenario, cluster: &Cluster) -> Result<Playing, ScenarioError> {
         let params: P::Params = scenario.params()?;
         let config = P::configure_named(params, &scenario.protocol.variant, cluster)
@@ -223,12 +281,14 @@ where
         let scenario = scenario.clone();
         let cluster = cluster.clone();
         let run_promises = promises.clone();
+        let run_assumptions = assumptions.clone();
         Ok(Playing {
             runner: Box::new(move |seed, options| {
                 play::<P>(
                     &scenario,
                     &cluster,
                     &run_promises,
+                    &run_assumptions,
                     config.clone(),
                     seed,
                     options,
@@ -289,6 +349,7 @@ fn play<P: Protocol>(
     scenario: &Scenario,
     cluster: &Cluster,
     promises: &[Promise],
+    assumptions: &Assumptions,
     config: P::Config,
     seed: u64,
     options: &RunOptions,
@@ -304,11 +365,12 @@ fn play<P: Protocol>(
             },
         violations,
         judged,
+        verdicts,
     } = simulation::<P>(scenario, cluster, config, seed)
         .trace(options.trace)
         .run_checked(checkers, options.stop_at_first_violation);
-    let expectation_met = judge(&scenario.expect, &violations, stopped_early)
-        && vacuity_expected(&scenario.expect_vacuous, &judged, stopped_early);
+    let expectation_met = expectation_met(scenario, &verdicts, stopped_early);
+    let beyond = crate::broken_assumptions(scenario, assumptions);
     Report {
         seed,
         violations,
@@ -318,7 +380,41 @@ fn play<P: Protocol>(
         stopped_early,
         judged,
         expectation_met,
+        verdicts,
+        beyond,
     }
+}
+
+/// Whether a run's verdicts meet the scenario's `[expect]`: `pass` when no check failed
+/// and exactly the checks the scenario expects not to be judged were not judged;
+/// `violation` when the named check FAILED (a check not judged, an undecided search
+/// included, never meets it) and no other check failed (unless the run stopped at the
+/// first violation), with the same rule for the checks not judged.
+pub fn expectation_met(scenario: &Scenario, verdicts: &[CheckVerdict], stopped: bool) -> bool {
+    let violations: Vec<&Violation> = verdicts.iter().filter_map(|v| v.verdict.violation()).collect();
+    let outcome = match &scenario.expect {
+        Expectation::Pass => violations.is_empty(),
+        Expectation::Violation { checker } => {
+            violations.iter().any(|v| v.checker == checker)
+                && (stopped || violations.iter().all(|v| v.checker == checker))
+        }
+    };
+    outcome && not_judged_expected(&scenario.expect_vacuous, verdicts, stopped)
+}
+
+/// The checks not judged are exactly those the scenario expects not to be (`[expect]
+/// vacuous`); a run stopped early at a violation is judged by its violation alone.
+pub fn not_judged_expected(expected: &[String], verdicts: &[CheckVerdict], stopped: bool) -> bool {
+    if stopped {
+        return true;
+    }
+    let not_judged: Vec<&str> = verdicts
+        .iter()
+        .filter(|v| v.verdict.not_judged().is_some())
+        .map(|v| v.check.as_str())
+        .collect();
+    not_judged.iter().all(|v| expected.iter().any(|e| e == v))
+        && expected.iter().all(|e| not_judged.contains(&e.as_str()))
 }
 
 /// The checks that judged nothing are exactly those the scenario expects to (`[expect]

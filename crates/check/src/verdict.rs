@@ -250,9 +250,9 @@ pub fn verdicts(
                     Some(at) => Verdict::NotJudged(NotJudged::new(
                         Reason::TooShort,
                         format!(
-                            "the run stopped at {} when {} was violated, before this check \
-                             could be judged to the end",
-                            at.time, at.check
+                            "the run stopped at {} ({}), before this check could be judged \
+                             to the end",
+                            at.time, at.because
                         ),
                     )),
                     None => match c.not_judged() {
@@ -275,11 +275,11 @@ pub fn verdicts(
         .collect()
 }
 
-/// Where a run stopped early: the violation that stopped it.
+/// Where a run stopped early, and why (`mutual-exclusion was violated`, a limit).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoppedAt {
-    pub check: String,
     pub time: tenure_core::SimTime,
+    pub because: String,
 }
 
 /// Offline: feeds every record of `history` to every checker, finishes them, and gives

@@ -27,7 +27,7 @@ pub struct CheckHistoryArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
-    /// Give up with "unknown" (exit 3) after this long, e.g. 10s, 500ms, 2m.
+    /// Give up with "unknown" (not judged: undecided, exit 5) after this long, e.g. 10s, 500ms, 2m.
     #[arg(long, default_value = "10s")]
     timeout: String,
     /// Also give up after this many search steps (deterministic, unlike --timeout).
@@ -123,7 +123,7 @@ pub fn run(args: CheckHistoryArgs) -> Outcome {
         print!("{shown}: {}", report.text());
         if report.verdict == Verdict::Unknown {
             println!(
-                "no answer within --timeout {} / --max-steps: the search gave up (raise them to search longer)",
+                "not judged (undecided): no answer within --timeout {} / --max-steps: the search gave up (raise them to search longer)",
                 args.timeout
             );
         }
@@ -131,7 +131,7 @@ pub fn run(args: CheckHistoryArgs) -> Outcome {
     match report.verdict {
         Verdict::Linearizable => Outcome::Passed,
         Verdict::NotLinearizable => Outcome::CheckFailed,
-        Verdict::Unknown => Outcome::Internal,
+        Verdict::Unknown => Outcome::NotJudged,
     }
 }
 

@@ -847,7 +847,7 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
     };
     let _ = writeln!(
         out,
-        "{}fuzzed {} seed{} of {} ({range_text}){regressions} in {elapsed:.1}s: {} failed{}{}",
+        "{}fuzzed {} seed{} of {} ({range_text}){regressions} in {elapsed:.1}s: {} failed{}{}{}",
         if interrupted {
             "interrupted: "
         } else if summary.stopped && time_budget.is_none() {
@@ -859,6 +859,11 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
         if summary.seeds == 1 { "" } else { "s" },
         target.label(),
         report.failed,
+        if report.not_judged > 0 {
+            format!(", {} not judged", report.not_judged)
+        } else {
+            String::new()
+        },
         if report.nondeterministic > 0 {
             format!(", {} NONDETERMINISTIC", report.nondeterministic)
         } else {
@@ -876,8 +881,26 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
         }
         eprintln!(
             "tenure: stopped after {} seeds: a check that judges nothing would pass every seed \
-             (exit 2); fix the protocol's observations or the checks",
+             (not judged: exit 5); fix the protocol's observations or the checks",
             summary.seeds
+        );
+    }
+    // Per check: the seeds in which nothing failed but it was not judged, with why. A
+    // check judged in no seed at all has no verdict over the run (exit 5).
+    let mut never_judged = Vec::new();
+    for c in &summary.not_judged_by_check {
+        if c.total() > 0 {
+            let _ = writeln!(out, "  {}: {}", c.check, c.words());
+        }
+        if c.seeds > 0 && c.total() == c.seeds && !report.failed_checks().contains(&c.check) {
+            never_judged.push(c.check.clone());
+        }
+    }
+    if !never_judged.is_empty() {
+        let _ = writeln!(
+            out,
+            "NOT JUDGED in any seed: {} (no verdict over this run: exit 5)",
+            never_judged.join(", ")
         );
     }
     if report.limited > 0 {
@@ -913,6 +936,22 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
         j["stopped"] = serde_json::json!(summary.stopped);
         j["interrupted"] = serde_json::json!(interrupted);
         j["vacuous"] = serde_json::json!(summary.vacuous);
+        j["not_judged_seeds"] = serde_json::json!(summary.not_judged);
+        j["never_judged"] = serde_json::json!(never_judged);
+        j["not_judged"] = summary
+            .not_judged_by_check
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "check": c.check,
+                    "seeds": c.seeds,
+                    "not_judged": c.total(),
+                    "reasons": c.reasons.iter().map(|(r, n, seed, why)| serde_json::json!({
+                        "reason": r.key(), "seeds": n, "first_seed": seed, "why": why
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
         eprintln!("{}", serde_json::json!({ "summary": j }));
     }
     if let Some(path) = &args.junit {
@@ -924,12 +963,14 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
     }
     if report.nondeterministic > 0 || report.panicked > 0 {
         Outcome::Internal
-    } else if report.limited > 0 || !summary.vacuous.is_empty() {
+    } else if report.limited > 0 {
         Outcome::BadInput
     } else if report.failed > 0 || failed_writes {
         Outcome::CheckFailed
     } else if interrupted {
         Outcome::Interrupted
+    } else if !summary.vacuous.is_empty() || !never_judged.is_empty() {
+        Outcome::NotJudged
     } else {
         Outcome::Passed
     }
@@ -1048,7 +1089,7 @@ fn merge(args: MergeArgs) -> Outcome {
             let mut out = stdout.lock();
             let _ = writeln!(
                 out,
-                "merged {} seed{} of {} under profile {} from {} folder{} ({} file{}; covered {}){}: {} failed",
+                "merged {} seed{} of {} under profile {} from {} folder{} ({} file{}; covered {}){}: {} failed{}",
                 report.seeds,
                 if report.seeds == 1 { "" } else { "s" },
                 report.target,
@@ -1063,7 +1104,12 @@ fn merge(args: MergeArgs) -> Outcome {
                 } else {
                     String::new()
                 },
-                report.failed
+                report.failed,
+                if report.not_judged > 0 {
+                    format!(", {} not judged (no check failed; not a pass)", report.not_judged)
+                } else {
+                    String::new()
+                }
             );
             let print_one = format!(
                 "{} fuzz --protocol {} --variant {} --profile {}",

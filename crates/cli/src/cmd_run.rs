@@ -2,8 +2,8 @@
 
 use crate::output::Kind;
 use crate::report::{
-    expectation_text, json_report, judged_lines, narrative, protocol_label, replay_command,
-    unexpected_vacuity,
+    beyond_lines, expectation_text, json_report, judged_lines, narrative, not_judged_lines,
+    outcome_of, protocol_label, replay_command, unexpected_not_judged,
 };
 use crate::Tools;
 use crate::{shown, Outcome};
@@ -106,6 +106,23 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         crate::plural(prepared.cluster.size() as u64, "node", "nodes"),
         tenure_core::format_duration(s.duration)
     );
+    if prepared.checks_from_promises {
+        let names: Vec<&str> = s.checks.iter().map(|c| c.name.as_str()).collect();
+        eprintln!(
+            "tenure: {file} lists no checks: judging {}'s promises ({})",
+            s.protocol.name,
+            if names.is_empty() {
+                "it promises none".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+    }
+    // The declared assumptions the scenario's own faults and clocks go beyond: named
+    // before the run and in the verdict, as `fuzz` names them for drawn faults.
+    for b in &prepared.beyond {
+        eprintln!("tenure: {file} goes beyond {}'s declared assumptions: {b}", s.protocol.name);
+    }
     // The full trace (every message and timer) costs memory in proportion to the run:
     // keep it only when an output needs it. A failing run is played again with it, for
     // the narrative's dropped-messages line (a run is a pure function of the seed).
@@ -218,38 +235,74 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         println!("{}", serde_json::to_string_pretty(&json).expect("json"));
     } else {
         let label = protocol_label(s);
-        let names: Vec<&str> = s.checks.iter().map(|c| c.name.as_str()).collect();
         let stats = &report.stats;
-        if report.passed() {
-            anstream::println!(
-                "{} {file} ({label}) seed {seed}: {} passed [{}]; {} simulated, {}",
-                crate::colour::pass("PASS"),
-                crate::plural(names.len() as u64, "check", "checks"),
-                names.join(", "),
-                tenure_core::format_duration(s.duration),
-                crate::plural(stats.messages_sent, "message", "messages")
-            );
-        } else {
-            for v in &report.violations {
-                anstream::println!(
-                    "{} {file} ({label}) seed {seed}: {} violated at {}",
-                    crate::colour::fail("FAIL"),
-                    v.checker,
-                    v.time
-                );
-                println!("  {}", v.message);
-                println!("  events leading to it (* = involved):");
-                for line in narrative(&report, v, 16) {
-                    println!("  {line}");
+        let overall = report.overall();
+        let tally = tenure_check::verdict::Tally::of(&report.verdicts);
+        let names = |pick: fn(&tenure_check::Verdict) -> bool| -> Vec<&str> {
+            report
+                .verdicts
+                .iter()
+                .filter(|v| pick(&v.verdict))
+                .map(|v| v.check.as_str())
+                .collect()
+        };
+        match overall {
+            tenure_check::Overall::Fail => {
+                for v in &report.violations {
+                    anstream::println!(
+                        "{} {file} ({label}) seed {seed}: {} violated at {}",
+                        crate::colour::fail("FAIL"),
+                        v.checker,
+                        v.time
+                    );
+                    println!("  {}", v.message);
+                    println!("  events leading to it (* = involved):");
+                    for line in narrative(&report, v, 16) {
+                        println!("  {line}");
+                    }
                 }
             }
-            let passed: Vec<&str> = names
-                .iter()
-                .copied()
-                .filter(|n| !report.violations.iter().any(|v| v.checker == *n))
-                .collect();
+            tenure_check::Overall::Pass => anstream::println!(
+                "{} {file} ({label}) seed {seed}: {} passed [{}]; {} simulated, {}",
+                crate::colour::pass("PASS"),
+                crate::plural(tally.passed, "check", "checks"),
+                names(|v| v.is_pass()).join(", "),
+                tenure_core::format_duration(s.duration),
+                crate::plural(stats.messages_sent, "message", "messages")
+            ),
+            tenure_check::Overall::NotJudged => anstream::println!(
+                "{} {file} ({label}) seed {seed}: {}; {} simulated, {}",
+                crate::colour::fail("NOT JUDGED"),
+                tally.words(),
+                tenure_core::format_duration(s.duration),
+                crate::plural(stats.messages_sent, "message", "messages")
+            ),
+        }
+        if overall != tenure_check::Overall::Pass {
+            let passed = names(|v| v.is_pass());
             if !passed.is_empty() {
                 println!("  passed: {}", passed.join(", "));
+            }
+        }
+        if s.checks.is_empty() {
+            println!(
+                "  not judged: the scenario lists no checks and {} promises none: nothing \
+                 was judged",
+                s.protocol.name
+            );
+        }
+        for line in not_judged_lines(&report) {
+            println!("  not judged: {line}");
+        }
+        let beyond = beyond_lines(&report);
+        if !beyond.is_empty() {
+            println!(
+                "  beyond {}'s declared assumptions (the verdict stands, outside what it \
+                 was designed for):",
+                s.protocol.name
+            );
+            for line in beyond {
+                println!("    {line}");
             }
         }
         println!(
@@ -279,21 +332,12 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
             println!("{line}");
         }
     }
-    let vacuous = unexpected_vacuity(&prepared, &report);
-    for v in &vacuous {
-        eprintln!("tenure: {file} seed {seed}: {v}");
+    for line in unexpected_not_judged(&prepared, &report) {
+        eprintln!("tenure: {file} seed {seed}: {line}");
     }
     if trace_refused {
         Outcome::BadInput
-    } else if !report.passed() {
-        Outcome::CheckFailed
-    } else if !vacuous.is_empty() {
-        // A check that judged nothing has not passed (exit 2, as bad input: the
-        // scenario asks for a check its protocol gives nothing to judge).
-        Outcome::BadInput
-    } else if report.passed() {
-        Outcome::Passed
     } else {
-        Outcome::CheckFailed
+        outcome_of(report.overall())
     }
 }

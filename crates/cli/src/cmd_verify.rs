@@ -102,7 +102,7 @@ fn verify_files(
         out,
     };
     let (mut met, mut unmet, mut invalid, mut internal) = (0usize, 0usize, 0usize, 0usize);
-    let mut vacuous_files = 0usize;
+    let mut not_judged_files = 0usize;
     for path in files {
         let file = shown(path);
         // A panic (a bug in tenure or a protocol) is that file's internal error; the
@@ -157,18 +157,44 @@ fn verify_files(
             }
         };
         let s = &prepared.scenario;
-        let mut got = if report.passed() {
+        let mut got = if report.passed() && report.not_judged().next().is_some() {
+            "no violation".to_string()
+        } else if report.passed() {
             "pass".to_string()
         } else {
             let names: Vec<&str> = report.violations.iter().map(|v| v.checker).collect();
             format!("violation of {}", names.join(", "))
         };
-        let vacuous: Vec<&str> = report.vacuous().map(|j| j.check.as_str()).collect();
-        if !vacuous.is_empty() {
-            got += &format!("; {} judged nothing", vacuous.join(", "));
+        let not_judged: Vec<String> = report
+            .not_judged()
+            .filter_map(|v| Some(format!("{} ({})", v.check, v.verdict.not_judged()?.reason)))
+            .collect();
+        if !not_judged.is_empty() {
+            got += &format!("; not judged: {}", not_judged.join(", "));
         }
-        let unexpected = crate::report::unexpected_vacuity(&prepared, &report);
+        let unexpected = crate::report::unexpected_not_judged(&prepared, &report);
         let replay = replay_command(&file, s.seed);
+        // Unmet only because a check was not judged: exit 5 and a skipped JUnit case,
+        // not a failure.
+        let only_not_judged = !report.expectation_met
+            && !unexpected.is_empty()
+                && tenure_sim::play::expectation_met(
+                    s,
+                    &report
+                        .verdicts
+                        .iter()
+                        .map(|v| {
+                            let mut v = v.clone();
+                            if v.verdict.not_judged().is_some()
+                                && !s.expect_vacuous.contains(&v.check)
+                            {
+                                v.verdict = tenure_check::Verdict::Pass;
+                            }
+                            v
+                        })
+                        .collect::<Vec<_>>(),
+                    report.stopped_early,
+                );
         cases.push(if report.expectation_met {
             case(
                 &file,
@@ -178,6 +204,19 @@ fn verify_files(
                     protocol_label(s),
                     s.seed
                 )),
+            )
+        } else if only_not_judged {
+            case(
+                &file,
+                Verdict::Skipped {
+                    message: format!(
+                        "{} seed {}: not judged: {}",
+                        protocol_label(s),
+                        s.seed,
+                        unexpected.join("; ")
+                    ),
+                },
+                None,
             )
         } else {
             let mut text: Vec<String> = report.violations.iter().map(|v| v.to_string()).collect();
@@ -202,8 +241,8 @@ fn verify_files(
             met += 1;
         } else {
             unmet += 1;
-            if !unexpected.is_empty() {
-                vacuous_files += 1;
+            if only_not_judged {
+                not_judged_files += 1;
             }
         }
         if json {
@@ -254,16 +293,20 @@ fn verify_files(
             if internal == 1 { "error" } else { "errors" }
         );
     }
-    if vacuous_files > 0 {
-        summary += &format!(" ({vacuous_files} with a check that judged nothing: exit 2)");
+    if not_judged_files > 0 {
+        summary += &format!(
+            " ({not_judged_files} only because a check was not judged: exit 5)"
+        );
     }
     eprintln!("{summary}");
     if internal > 0 {
         Outcome::Internal
-    } else if invalid > 0 || vacuous_files > 0 {
+    } else if invalid > 0 {
         Outcome::BadInput
-    } else if unmet > 0 {
+    } else if unmet > not_judged_files {
         Outcome::CheckFailed
+    } else if not_judged_files > 0 {
+        Outcome::NotJudged
     } else {
         Outcome::Passed
     }

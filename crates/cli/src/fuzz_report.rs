@@ -113,6 +113,7 @@ pub fn print_coverage(out: &mut dyn Write, r: &Report) {
 /// (resolved from here).
 pub fn report_json(r: &Report, resolve: &dyn Fn(&str) -> String) -> serde_json::Value {
     let mut j = r.verdict_json();
+    j["not_judged_seeds"] = serde_json::json!(r.not_judged);
     if let Some(groups) = j["groups"].as_array_mut() {
         for (gj, g) in groups.iter_mut().zip(&r.groups) {
             if let Some(examples) = gj["examples"].as_array_mut() {
@@ -257,6 +258,7 @@ pub fn junit_suite(r: &Report, seconds: Option<f64>, resolve: &dyn Fn(&str) -> S
             ("seeds".into(), r.seeds.to_string()),
             ("covered".into(), r.covered_text()),
             ("failed".into(), r.failed.to_string()),
+            ("not_judged".into(), r.not_judged.to_string()),
         ],
         cases,
     }

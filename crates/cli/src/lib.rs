@@ -5,9 +5,11 @@
 //! timelines) for its own protocols with one line in its `src/bin/` (see the tutorial and
 //! `examples/my-election`). The `tenure` binary is `main(tenure_zoo::Zoo)`.
 //!
-//! Exit codes: 0 every check passed (or every scenario met its expectation), 1 a check
-//! failed, 2 bad input or usage, 3 internal error (a bug in tenure or a protocol,
-//! nondeterminism included), 4 (`fuzz`) stopped by Ctrl-C or SIGTERM with nothing failed.
+//! Exit codes: 0 every check judged and passed (or every scenario met its expectation),
+//! 1 a check failed, 2 bad input or usage, 3 internal error (a bug in tenure or a
+//! protocol, nondeterminism included), 4 (`fuzz`) stopped by Ctrl-C or SIGTERM with
+//! nothing failed, 5 nothing failed but a check was not judged (vacuous, could not
+//! fail, too short, undecided): never a pass.
 
 mod cmd_audit;
 mod cmd_check_history;
@@ -128,7 +130,7 @@ impl Cli {
 }
 
 const EXIT_CODES: &str =
-    "Exit codes: 0 all checks passed, 1 a check failed, 2 bad input or usage, or a check that judged nothing (vacuous: not a pass), 3 internal error, 4 (fuzz) stopped by Ctrl-C or SIGTERM with nothing failed.\n\
+    "Exit codes: 0 every check judged and passed (verify: every scenario met its expectation), 1 a check failed, 2 bad input or usage, 3 internal error (nondeterminism included), 4 (fuzz) stopped by Ctrl-C or SIGTERM with nothing failed, 5 nothing failed but a check was not judged (vacuous, could not fail, too short, undecided): never a pass.\n\
 Limits: scenarios may simulate at most 1h on at most 2048 nodes with at most 10000 fault events; \
 a file over a limit is refused (exit 2) naming the field and the limit. Raise them with \
 --max-duration, --max-nodes, --max-faults. A run may have at most 1000000 messages in flight \

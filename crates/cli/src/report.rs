@@ -1,6 +1,7 @@
 //! How results are shown: one summary line, the violation with the events that led to
 //! it, and the exact command that replays the run.
 
+use tenure_check::verdict::{Overall, Verdict};
 use tenure_check::Violation;
 use tenure_scenario::{Expectation, Scenario};
 use tenure_sim::Report;
@@ -29,29 +30,60 @@ pub fn narrative(report: &Report, v: &Violation, context: usize) -> Vec<String> 
     tenure_timeline::narrative::lines(report, v, context)
 }
 
-/// What each check judged, a line each, with the parameters it ran with and where each
-/// came from (the protocol's promise, with its derivation, or the scenario), so no
-/// tolerance or bound is unprinted.
+/// What each check judged, a line each, with its verdict (pass, FAIL, or not judged
+/// and why), the parameters it ran with and where each came from (the protocol's
+/// promise, with its derivation, or the scenario), so no tolerance or bound is
+/// unprinted.
 pub fn judged_lines(prepared: &tenure_sim::Prepared, report: &Report) -> Vec<String> {
     let s = &prepared.scenario;
-    let mut out = vec!["judged:".to_string()];
-    for (spec, j) in s.checks.iter().zip(&report.judged) {
+    let mut out = vec![if prepared.checks_from_promises {
+        format!(
+            "judged (the scenario lists no checks: {}'s promises):",
+            s.protocol.name
+        )
+    } else {
+        "judged:".to_string()
+    }];
+    for (spec, v) in s.checks.iter().zip(&report.verdicts) {
         let promise = prepared.promises.iter().find(|p| p.check == spec.name);
-        let mut line = format!("  {}: {}", j.check, j.summary);
+        let verdict = match &v.verdict {
+            Verdict::Pass => "pass".to_string(),
+            Verdict::Fail(_) => "FAIL".to_string(),
+            Verdict::NotJudged(n) => format!(
+                "NOT JUDGED ({}{})",
+                n.reason,
+                if s.expect_vacuous.contains(&v.check) {
+                    ", as the scenario expects"
+                } else {
+                    ""
+                }
+            ),
+        };
+        let mut line = format!("  {}: {verdict}: {}", v.check, v.judged.summary);
         let shown = params_text(&s.protocol.name, &spec.params, promise);
         if !shown.is_empty() {
             line += &format!(" [{shown}]");
         }
-        if j.vacuous.is_some() {
-            line += if s.expect_vacuous.contains(&j.check) {
-                " (VACUOUS, as the scenario expects)"
-            } else {
-                " (VACUOUS: judged nothing)"
-            };
-        }
         out.push(line);
     }
     out
+}
+
+/// The checks not judged, a line each with the reason and what the run lacked:
+/// `lock-liveness (too short): no wait's deadline fell inside the run ...`.
+pub fn not_judged_lines(report: &Report) -> Vec<String> {
+    report
+        .not_judged()
+        .filter_map(|v| {
+            let n = v.verdict.not_judged()?;
+            Some(format!("{} ({}): {}", v.check, n.reason, n.why))
+        })
+        .collect()
+}
+
+/// The declared assumptions the scenario goes beyond, a line each (empty when within).
+pub fn beyond_lines(report: &Report) -> Vec<String> {
+    report.beyond.iter().map(|b| b.to_string()).collect()
 }
 
 /// A check's parameters in words, each with where it came from: `within 7.2s, declared
@@ -107,15 +139,17 @@ pub fn hint_lines(report: &Report) -> Vec<String> {
     out
 }
 
-/// The vacuous checks the scenario does not expect, each as a message naming the
-/// missing observation and the fix.
-pub fn unexpected_vacuity(prepared: &tenure_sim::Prepared, report: &Report) -> Vec<String> {
+/// The checks not judged that the scenario does not expect, each as a message naming the
+/// reason and what the run lacked.
+pub fn unexpected_not_judged(prepared: &tenure_sim::Prepared, report: &Report) -> Vec<String> {
     let s = &prepared.scenario;
     report
-        .vacuous()
-        .filter(|j| !s.expect_vacuous.contains(&j.check))
-        .filter_map(|j| j.vacuous_message(Some(&s.protocol.name)))
-        .map(|m| format!("VACUOUS: {m}"))
+        .not_judged()
+        .filter(|v| !s.expect_vacuous.contains(&v.check))
+        .filter_map(|v| {
+            let n = v.verdict.not_judged()?;
+            Some(format!("NOT JUDGED: {} ({}): {}", v.check, n.reason, n.why))
+        })
         .collect()
 }
 
@@ -131,15 +165,38 @@ pub fn json_report(scenario: &Scenario, file: &str, report: &Report) -> serde_js
         "protocol": scenario.protocol.name,
         "variant": scenario.protocol.variant,
         "seed": report.seed,
-        "outcome": if report.passed() { "pass" } else { "violation" },
+        "outcome": outcome_key(report.overall()),
         "checks": scenario.checks.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        "verdicts": report.verdicts.iter().map(|v| v.to_json()).collect::<Vec<_>>(),
         "violations": report.violations,
         "judged": report.judged,
         "vacuous": report.vacuous().map(|j| j.check.clone()).collect::<Vec<_>>(),
+        "not_judged": report.not_judged().map(|v| v.check.clone()).collect::<Vec<_>>(),
+        "beyond_assumptions": beyond_lines(report),
         "expectation": expectation,
         "expectation_met": report.expectation_met,
         "simulated_ns": report.history.info.end.as_nanos(),
         "stats": report.stats,
         "replay": replay_command(file, report.seed),
     })
+}
+
+/// A run's overall verdict as JSON's `outcome` spells it: `pass`, `violation` (a check
+/// failed) or `not-judged`.
+pub fn outcome_key(overall: Overall) -> &'static str {
+    match overall {
+        Overall::Pass => "pass",
+        Overall::Fail => "violation",
+        Overall::NotJudged => "not-judged",
+    }
+}
+
+/// The exit a run's verdict gives: 0 every check judged and passed, 1 a check failed, 5
+/// nothing failed but a check was not judged (or there was none).
+pub fn outcome_of(overall: Overall) -> crate::Outcome {
+    match overall {
+        Overall::Pass => crate::Outcome::Passed,
+        Overall::Fail => crate::Outcome::CheckFailed,
+        Overall::NotJudged => crate::Outcome::NotJudged,
+    }
 }

@@ -43,6 +43,9 @@ pub struct SeedOutcome {
     pub result: SeedResult,
     /// What each check judged in this seed (empty if it never ran to a report).
     pub judged: Vec<tenure_check::Judged>,
+    /// The checks not judged in this seed, with why (none when a check failed: the run
+    /// stopped there, so the others were not judged to the end, which says nothing).
+    pub not_judged: Vec<(String, tenure_check::NotJudged)>,
     /// Where each drawn fault landed (see [`crate::coverage`]).
     pub landed: Vec<crate::coverage::Landed>,
     /// The seed's first durability hint (a message sent before a write was synced), if
@@ -55,7 +58,7 @@ pub struct SeedOutcome {
 
 #[derive(Clone, Debug)]
 pub enum SeedResult {
-    /// Every check passed.
+    /// No check failed (some may not have been judged: [`SeedOutcome::not_judged`]).
     Pass,
     /// A check failed.
     Fail(Box<Failure>),
@@ -125,6 +128,15 @@ impl SeedOutcome {
     /// One JSON line about this seed; the same for a seed whatever else ran.
     pub fn to_json(&self) -> serde_json::Value {
         let mut line = self.result_json();
+        if matches!(self.result, SeedResult::Pass) && !self.not_judged.is_empty() {
+            // No check failed, but not every check was judged: never "pass".
+            line["outcome"] = "not-judged".into();
+            line["not_judged"] = self
+                .not_judged
+                .iter()
+                .map(|(c, n)| serde_json::json!({"check": c, "reason": n.reason.key(), "why": n.why}))
+                .collect();
+        }
         // Coverage, per seed (so shards can be merged): each check's primary count and
         // where each fault kind landed.
         let judged: serde_json::Map<String, serde_json::Value> = self
@@ -196,6 +208,11 @@ pub struct FuzzSummary {
     pub panicked: u64,
     /// Seeds stopped by a run limit (`--max-in-flight`).
     pub limited: u64,
+    /// Seeds in which no check failed but some check was not judged.
+    pub not_judged: u64,
+    /// Per check (in the order first seen): in how many seeds it was not judged, per
+    /// reason, with the first seed's words for each reason.
+    pub not_judged_by_check: Vec<NotJudgedCount>,
     /// True if the stop flag, `max_failures` or a vacuous check ended the run before the
     /// range did.
     pub stopped: bool,
@@ -208,6 +225,38 @@ pub struct FuzzSummary {
     /// Seeds with a durability hint, and the first seed's first hint.
     pub hint_seeds: u64,
     pub first_hint: Option<(u64, String)>,
+}
+
+/// How often one check was not judged over a fuzz run's seeds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NotJudgedCount {
+    pub check: String,
+    /// Seeds in which the check ran to the end (judged or not).
+    pub seeds: u64,
+    /// Per reason: seeds, and the first such seed with its words.
+    pub reasons: Vec<(tenure_check::Reason, u64, u64, String)>,
+}
+
+impl NotJudgedCount {
+    /// Seeds in which the check was not judged, whatever the reason.
+    pub fn total(&self) -> u64 {
+        self.reasons.iter().map(|r| r.1).sum()
+    }
+
+    /// `not judged in 12 of 300 seeds (10 too short, e.g. seed 4: ...; 2 could not fail)`.
+    pub fn words(&self) -> String {
+        let parts: Vec<String> = self
+            .reasons
+            .iter()
+            .map(|(reason, n, seed, why)| format!("{n} {reason}, e.g. seed {seed}: {why}"))
+            .collect();
+        format!(
+            "not judged in {} of {} seeds ({})",
+            self.total(),
+            self.seeds,
+            parts.join("; ")
+        )
+    }
 }
 
 /// How many seeds a fuzz run looks at before it concludes a check judges nothing.
@@ -226,6 +275,7 @@ pub fn shard(range: Range<u64>, index: u64, count: u64) -> Range<u64> {
 pub fn run_seed(target: &Target, seed: u64, check_determinism: bool) -> SeedOutcome {
     let mut simulated = SimTime::ZERO;
     let mut judged = Vec::new();
+    let mut not_judged = Vec::new();
     let mut landed = Vec::new();
     let mut hint = None;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -235,6 +285,7 @@ pub fn run_seed(target: &Target, seed: u64, check_determinism: bool) -> SeedOutc
             check_determinism,
             &mut simulated,
             &mut judged,
+            &mut not_judged,
             &mut landed,
             &mut hint,
         )
@@ -251,6 +302,7 @@ pub fn run_seed(target: &Target, seed: u64, check_determinism: bool) -> SeedOutc
         seed,
         result,
         judged,
+        not_judged,
         landed,
         hint,
         simulated,
@@ -263,6 +315,7 @@ fn seed_result(
     check_determinism: bool,
     simulated: &mut SimTime,
     judged: &mut Vec<tenure_check::Judged>,
+    not_judged: &mut Vec<(String, tenure_check::NotJudged)>,
     landed: &mut Vec<crate::coverage::Landed>,
     hint: &mut Option<String>,
 ) -> SeedResult {
@@ -274,6 +327,12 @@ fn seed_result(
     let report = prepared.run(seed, &options);
     *simulated = report.history.info.end;
     judged.clone_from(&report.judged);
+    if report.violations.is_empty() {
+        *not_judged = report
+            .not_judged()
+            .filter_map(|v| Some((v.check.clone(), v.verdict.not_judged()?.clone())))
+            .collect();
+    }
     *landed = crate::coverage::landed(&prepared.scenario.faults, &report.history);
     *hint = report
         .stats
@@ -305,7 +364,7 @@ fn seed_result(
     case.expect = Expectation::Violation {
         checker: v.checker.to_string(),
     };
-    let beyond = crate::target::broken_assumptions(&case, &prepared.assumptions)
+    let beyond = tenure_sim::broken_assumptions(&case, &prepared.assumptions)
         .iter()
         .map(ToString::to_string)
         .collect();
@@ -341,6 +400,35 @@ pub fn fuzz(
         |seed| run_seed(target, seed, options.check_determinism),
         |_, o| {
             summary.seeds += 1;
+            if matches!(o.result, SeedResult::Pass) {
+                if !o.not_judged.is_empty() {
+                    summary.not_judged += 1;
+                }
+                for j in &o.judged {
+                    let i = match summary
+                        .not_judged_by_check
+                        .iter()
+                        .position(|c| c.check == j.check)
+                    {
+                        Some(i) => i,
+                        None => {
+                            summary.not_judged_by_check.push(NotJudgedCount {
+                                check: j.check.clone(),
+                                ..Default::default()
+                            });
+                            summary.not_judged_by_check.len() - 1
+                        }
+                    };
+                    let count = &mut summary.not_judged_by_check[i];
+                    count.seeds += 1;
+                    if let Some((_, n)) = o.not_judged.iter().find(|(c, _)| *c == j.check) {
+                        match count.reasons.iter_mut().find(|r| r.0 == n.reason) {
+                            Some(r) => r.1 += 1,
+                            None => count.reasons.push((n.reason, 1, o.seed, n.why.clone())),
+                        }
+                    }
+                }
+            }
             match o.result {
                 SeedResult::Pass => {}
                 SeedResult::Fail(_) => summary.failed += 1,

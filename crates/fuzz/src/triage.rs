@@ -114,8 +114,9 @@ pub struct SeedLine {
 }
 
 impl SeedLine {
+    /// Not a pass and not "not judged" (no check failed there either).
     fn failed(&self) -> bool {
-        self.outcome != "pass"
+        self.outcome != "pass" && self.outcome != "not-judged"
     }
 }
 
@@ -156,6 +157,8 @@ pub struct Report {
     /// The seeds counted, as maximal ranges `start..end`.
     pub covered: Vec<(u64, u64)>,
     pub failed: u64,
+    /// Seeds in which no check failed but some check was not judged (never a pass).
+    pub not_judged: u64,
     pub nondeterministic: u64,
     pub panicked: u64,
     pub limited: u64,
@@ -183,6 +186,13 @@ pub struct ReportBuilder {
     failures: Vec<SeedLine>,
 }
 
+impl Report {
+    /// The checks that failed in some seed.
+    pub fn failed_checks(&self) -> Vec<String> {
+        self.groups.iter().map(|g| g.checker.clone()).collect()
+    }
+}
+
 impl ReportBuilder {
     pub fn new(keep: usize) -> ReportBuilder {
         ReportBuilder {
@@ -193,6 +203,7 @@ impl ReportBuilder {
                 seeds: 0,
                 covered: Vec::new(),
                 failed: 0,
+                not_judged: 0,
                 nondeterministic: 0,
                 panicked: 0,
                 limited: 0,
@@ -273,6 +284,7 @@ impl ReportBuilder {
         }
         match line.outcome.as_str() {
             "pass" => {}
+            "not-judged" => r.not_judged += 1,
             "violation" => r.failed += 1,
             "nondeterministic" => r.nondeterministic += 1,
             "panic" => r.panicked += 1,

@@ -43,8 +43,9 @@ pub struct Scenario {
     /// The checks to run, in the order written, each with its raw parameters.
     pub checks: Vec<CheckSpec>,
     pub expect: Expectation,
-    /// `[expect] vacuous`: checks the scenario expects to judge nothing (a check that
-    /// judges nothing is otherwise an error, never a pass).
+    /// `[expect] vacuous` (or `not_judged`): checks the scenario expects not to be
+    /// judged, for any reason (vacuous, could not fail, too short, undecided); a check
+    /// not judged is otherwise never a pass.
     pub expect_vacuous: Vec<String>,
     /// The random fault profile (`[profile]`), kept raw until it is specified.
     pub profile: Option<serde_json::Value>,

@@ -165,8 +165,12 @@ struct RawExpect {
     #[serde(default)]
     outcome: Outcome,
     checker: Option<String>,
+    /// Checks expected not to be judged (any reason: vacuous, could not fail, too short,
+    /// undecided); `not_judged` is the same list under its newer name.
     #[serde(default)]
     vacuous: Vec<String>,
+    #[serde(default)]
+    not_judged: Vec<String>,
 }
 
 #[derive(Deserialize, Default, PartialEq)]
@@ -403,7 +407,9 @@ impl Reader<'_> {
             faults.push(event);
         }
         let checks = self.checks(&raw.checks, &raw.check)?;
-        for name in &raw.expect.vacuous {
+        let mut expected_not_judged = raw.expect.vacuous.clone();
+        expected_not_judged.extend(raw.expect.not_judged.iter().cloned());
+        for name in &expected_not_judged {
             if !raw.checks.contains(name) {
                 return Err(self.err(
                     "expect.vacuous",
@@ -414,7 +420,7 @@ impl Reader<'_> {
                 ));
             }
         }
-        let expect_vacuous = raw.expect.vacuous.clone();
+        let expect_vacuous = expected_not_judged;
         let expect = self.expect(raw.expect, &raw.checks)?;
         let profile = match &raw.profile {
             Some(t) => Some(self.json("profile", t)?),

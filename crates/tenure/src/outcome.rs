@@ -2,6 +2,7 @@
 
 use crate::seeds;
 use std::fmt::Write as _;
+use tenure_check::verdict::{CheckVerdict, Overall};
 use tenure_check::{Judged, Violation};
 use tenure_core::History;
 use tenure_scenario::FaultEvent;
@@ -38,6 +39,9 @@ pub struct Outcome {
     /// What each checker judged, in the order they were added (built-in checks first,
     /// then your own). A vacuous check judged nothing: see [`Outcome::vacuous`].
     pub judged: Vec<Judged>,
+    /// Each check's verdict, in the order they were added: pass, fail, or not judged and
+    /// why (vacuous, could not fail, too short, undecided).
+    pub verdicts: Vec<CheckVerdict>,
     /// The declared assumptions the run's faults went beyond, in words (empty: within
     /// them, so a failure of a correct protocol is a bug, not a lesson).
     pub beyond: Vec<String>,
@@ -54,10 +58,20 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// No check failed and every check judged something: a check that judged nothing
-    /// has not passed.
+    /// Every check was judged and passed: a check not judged (vacuous, could not fail,
+    /// too short, undecided) has not passed.
     pub fn passed(&self) -> bool {
-        self.violations.is_empty() && self.vacuous().next().is_none()
+        self.overall() == Overall::Pass
+    }
+
+    /// The run's verdict: fail, not judged, or pass (see [`Overall::of`]).
+    pub fn overall(&self) -> Overall {
+        Overall::of(&self.verdicts)
+    }
+
+    /// The checks not judged in this run, with why.
+    pub fn not_judged(&self) -> impl Iterator<Item = &CheckVerdict> {
+        self.verdicts.iter().filter(|v| v.verdict.not_judged().is_some())
     }
 
     /// The checks that judged nothing in this run (none when it stopped at a violation).
@@ -92,12 +106,18 @@ impl Outcome {
     /// check failed. A run whose checks judged nothing says so instead.
     pub fn failure(&self) -> Option<String> {
         let Some(first) = self.violations.first() else {
-            let vacuous = self.vacuous_messages();
-            if vacuous.is_empty() {
+            let not_judged: Vec<String> = self
+                .not_judged()
+                .filter_map(|v| Some(format!("{}: {}", v.check, v.verdict.not_judged()?)))
+                .collect();
+            if not_judged.is_empty() && !self.verdicts.is_empty() {
                 return None;
             }
-            let mut m = format!("tenure: seed {}: a check judged nothing\n", self.seed);
-            for v in vacuous {
+            let mut m = format!("tenure: seed {}: not judged (not a pass)\n", self.seed);
+            if self.verdicts.is_empty() {
+                let _ = writeln!(m, "  no checks: add one with .check(..) or .checker(..)");
+            }
+            for v in not_judged {
                 let _ = writeln!(m, "  {v}");
             }
             let _ = write!(m, "replay this seed:\n  {}", self.replay_command());
@@ -149,7 +169,8 @@ impl Outcome {
         tenure_audit::leadership_log(&self.history)
     }
 
-    /// Panics with [`Outcome::failure`] if a checker found a violation or judged nothing.
+    /// Panics with [`Outcome::failure`] if a checker found a violation or a check was not
+    /// judged.
     #[track_caller]
     pub fn assert_ok(&self) {
         if let Some(message) = self.failure() {
@@ -158,13 +179,14 @@ impl Outcome {
     }
 }
 
-/// Whether a sweep's checks judge anything: a check that judged nothing in every one
-/// of the first [`tenure_fuzz::VACUITY_PROBE_SEEDS`] seeds that ran to their end (and
-/// something in none) is vacuous, and the sweep fails, as `tenure fuzz` stops (exit 2).
+/// Whether a sweep's checks judge anything: a check not judged in every one of the first
+/// [`tenure_fuzz::VACUITY_PROBE_SEEDS`] seeds that ran to their end (vacuous, could not
+/// fail, too short, undecided) is judged in none, and the sweep fails, as `tenure fuzz`
+/// stops (exit 5).
 #[derive(Default)]
 pub(crate) struct VacuityProbe {
     seeds: u64,
-    /// Per check: seeds it was vacuous in, seeds it judged in, its first message.
+    /// Per check: seeds it was not judged in, seeds it judged in, its first message.
     per: Vec<(String, u64, u64, Option<String>)>,
     concluded: bool,
 }
@@ -177,24 +199,26 @@ impl VacuityProbe {
             return None;
         }
         self.seeds += 1;
-        for j in &outcome.judged {
-            let i = match self.per.iter().position(|(c, ..)| *c == j.check) {
+        // A run stopped at a violation judged its failing check; the others say nothing.
+        let stopped = !outcome.violations.is_empty();
+        for v in &outcome.verdicts {
+            let i = match self.per.iter().position(|(c, ..)| *c == v.check) {
                 Some(i) => i,
                 None => {
-                    self.per.push((j.check.clone(), 0, 0, None));
+                    self.per.push((v.check.clone(), 0, 0, None));
                     self.per.len() - 1
                 }
             };
             let slot = &mut self.per[i];
-            if j.vacuous.is_some() {
-                slot.1 += 1;
-                if slot.3.is_none() {
-                    slot.3 = j.vacuous_message(Some(&outcome.protocol));
+            match v.verdict.not_judged() {
+                Some(n) if !stopped => {
+                    slot.1 += 1;
+                    if slot.3.is_none() {
+                        slot.3 = Some(format!("{} was not judged: {n}", v.check));
+                    }
                 }
-            } else if outcome.violations.iter().any(|v| v.checker == j.check)
-                || j.counts.first().is_some_and(|(_, n)| *n > 0)
-            {
-                slot.2 += 1;
+                Some(_) => {}
+                None => slot.2 += 1,
             }
         }
         (self.seeds >= tenure_fuzz::VACUITY_PROBE_SEEDS).then(|| self.conclude())
@@ -212,7 +236,7 @@ impl VacuityProbe {
             .iter()
             .filter(|(_, vacuous, judged, _)| *vacuous > 0 && *judged == 0)
             .filter_map(|(_, _, _, m)| m.clone())
-            .map(|m| format!("{m} (it judged nothing in any of the first {seeds} seeds)"))
+            .map(|m| format!("{m} (and in every one of the first {seeds} seeds)"))
             .collect()
     }
 }

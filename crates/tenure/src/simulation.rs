@@ -478,6 +478,7 @@ impl<P: Protocol> Simulation<P> {
             output,
             violations,
             judged,
+            verdicts,
         } = sim.run_checked(checkers, self.stop_at_first_violation);
         // A run stopped by a limit has no verdict: not a pass to report.
         if let Some(limit) = &output.stats.stopped_by {
@@ -491,6 +492,7 @@ impl<P: Protocol> Simulation<P> {
             seed,
             violations,
             judged,
+            verdicts,
             beyond,
             protocol: self.protocol.clone(),
             history: output.history,

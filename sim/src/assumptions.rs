@@ -1,0 +1,166 @@
+//! The declared assumptions a scenario goes beyond: `tenure run` names them before and in
+//! its verdict, and `fuzz` for the schedules it draws, through this one function.
+
+use tenure_core::{format_duration, Assumptions, Broken};
+use tenure_scenario::Scenario;
+
+/// The declared assumptions a scenario's faults go beyond: drifts above `max_drift`,
+/// wall-clock steps above `max_wall_jump`, pauses above `max_pause`, and restarts sooner
+/// than `min_restart_delay` after a crash. Empty when every fault is within them.
+pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Broken> {
+    use tenure_scenario::{Fault, NodeSel};
+    let who = |n: &NodeSel| match n {
+        NodeSel::Id(i) => format!("n{i}"),
+        NodeSel::Leader => "the leader".to_string(),
+    };
+    let mut out = Vec::new();
+    for c in &case.clocks {
+        out.extend(assumptions.drift(c.drift, format!("drift {} of {}", c.drift, c.node)));
+    }
+    out.extend(assumptions.latency(
+        case.network.latency.max(),
+        format!(
+            "message delay up to {}",
+            format_duration(case.network.latency.max())
+        ),
+    ));
+    for l in &case.network.links {
+        if let Some(latency) = &l.latency {
+            out.extend(assumptions.latency(
+                latency.max(),
+                format!(
+                    "delay up to {} on the link {} -> {}",
+                    format_duration(latency.max()),
+                    l.from,
+                    l.to
+                ),
+            ));
+        }
+    }
+    for e in &case.faults {
+        if let Fault::Network {
+            latency: Some(latency),
+            ..
+        } = &e.fault
+        {
+            out.extend(assumptions.latency(
+                latency.max(),
+                format!(
+                    "message delay up to {} from {}",
+                    format_duration(latency.max()),
+                    format_duration(e.at)
+                ),
+            ));
+        }
+    }
+    let mut crashed: Vec<(String, std::time::Duration)> = Vec::new();
+    for e in &case.faults {
+        match &e.fault {
+            Fault::ClockDrift { node, drift } => out.extend(assumptions.drift(
+                *drift,
+                format!(
+                    "drift {drift} of {} at {}",
+                    who(node),
+                    format_duration(e.at)
+                ),
+            )),
+            Fault::ClockJump { node, by } => {
+                let size = std::time::Duration::from_nanos(by.0.unsigned_abs());
+                out.extend(assumptions.wall_jump(
+                    size,
+                    format!(
+                        "wall-clock step {}{} of {} at {}",
+                        if by.0 < 0 { "-" } else { "+" },
+                        format_duration(size),
+                        who(node),
+                        format_duration(e.at)
+                    ),
+                ))
+            }
+            // A stalled clock stands still while true time runs: for its length, a rate
+            // error of 100%, past any declared drift bound.
+            Fault::ClockStall { node, duration } => out.extend(assumptions.drift(
+                1.0,
+                format!(
+                    "clock stall {} of {} at {} (its clock stands still: a rate error of 100% for that long)",
+                    format_duration(*duration),
+                    who(node),
+                    format_duration(e.at)
+                ),
+            )),
+            // A slew changes the wall clock's rate by `ppm` and moves it by `by` in all.
+            Fault::ClockSlew { node, by, ppm } => {
+                let size = std::time::Duration::from_nanos(by.0.unsigned_abs());
+                out.extend(assumptions.wall_jump(
+                    size,
+                    format!(
+                        "wall-clock slew {}{} of {} at {}",
+                        if by.0 < 0 { "-" } else { "+" },
+                        format_duration(size),
+                        who(node),
+                        format_duration(e.at)
+                    ),
+                ));
+                out.extend(assumptions.drift(
+                    ppm / 1e6,
+                    format!(
+                        "wall-clock slew rate {ppm}ppm of {} at {}",
+                        who(node),
+                        format_duration(e.at)
+                    ),
+                ));
+            }
+            Fault::DiskStall { node, duration } => out.extend(assumptions.pause(
+                *duration,
+                format!(
+                    "disk stall {} of {} at {} (its handlers wait as in a pause)",
+                    format_duration(*duration),
+                    who(node),
+                    format_duration(e.at)
+                ),
+            )),
+            Fault::Pause { node, duration } => out.extend(assumptions.pause(
+                *duration,
+                format!(
+                    "pause {} of {} at {}",
+                    format_duration(*duration),
+                    who(node),
+                    format_duration(e.at)
+                ),
+            )),
+            Fault::Partition { .. }
+            | Fault::Isolate { .. }
+            | Fault::Cut { .. }
+            | Fault::OneWay { .. }
+            | Fault::Bridge { .. } => out.extend(assumptions.network_fault(format!(
+                "a {} at {}",
+                e.fault.kind(),
+                format_duration(e.at)
+            ))),
+            Fault::Network {
+                loss: Some(loss), ..
+            } if *loss > 0.0 => out.extend(assumptions.network_fault(format!(
+                "message loss {loss} from {}",
+                format_duration(e.at)
+            ))),
+            Fault::Crash { node } => crashed.push((who(node), e.at)),
+            Fault::Restart { node } => {
+                let name = who(node);
+                if let Some(i) = crashed.iter().position(|(n, _)| *n == name) {
+                    let (_, at) = crashed.remove(i);
+                    let down = e.at.saturating_sub(at);
+                    out.extend(assumptions.restart_delay(
+                        down,
+                        format!(
+                            "{name} restarted {} after its crash at {}",
+                            format_duration(down),
+                            format_duration(at)
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
