@@ -143,7 +143,7 @@ mod tests {
             })
             .collect();
         let run = Sim::<Raft>::new(cluster.clone(), raft("correct", &cluster), 1)
-            .duration(Duration::from_secs(5))
+            .duration(Duration::from_secs(10))
             .timeline(&events)
             .run_checked(checkers(&cluster, &["leader-liveness"]), true);
         assert_eq!(run.violations.len(), 1);

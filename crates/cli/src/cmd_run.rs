@@ -294,17 +294,6 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         for line in not_judged_lines(&report) {
             println!("  not judged: {line}");
         }
-        let beyond = beyond_lines(&report);
-        if !beyond.is_empty() {
-            println!(
-                "  beyond {}'s declared assumptions (the verdict stands, outside what it \
-                 was designed for):",
-                s.protocol.name
-            );
-            for line in beyond {
-                println!("    {line}");
-            }
-        }
         println!(
             "  the scenario expects {}: {}",
             expectation_text(&s.expect),
@@ -316,6 +305,17 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
         );
         if !report.passed() {
             println!("  replay: {}", replay_command(&file, seed));
+        }
+        let beyond = beyond_lines(&report);
+        if !beyond.is_empty() {
+            println!(
+                "  beyond {}'s declared assumptions (the verdict stands, outside what it \
+                 was designed for):",
+                s.protocol.name
+            );
+            for line in beyond {
+                println!("    {line}");
+            }
         }
         if let Some(m) = &metrics {
             println!("metrics:");

@@ -154,7 +154,7 @@ fn bad_input_exits_2_naming_file_and_line() {
 }
 
 #[test]
-fn a_step_budget_that_runs_out_exits_3_with_unknown() {
+fn a_step_budget_that_runs_out_exits_5_not_judged_undecided() {
     let o = tenure(&[
         "check-history",
         &format!("{CORPUS}/kv/c50-ok.txt"),
@@ -163,7 +163,7 @@ fn a_step_budget_that_runs_out_exits_3_with_unknown() {
         "--max-steps",
         "1000",
     ]);
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
     assert!(text(&o).contains("unknown"), "{}", text(&o));
 }
 
@@ -235,7 +235,7 @@ fn a_process_that_invokes_after_an_info_is_bad_input() {
 }
 
 #[test]
-fn a_timeout_answers_unknown_with_exit_3_never_a_guess() {
+fn a_timeout_answers_unknown_with_exit_5_never_a_guess() {
     // Twelve concurrent appends of different strings, then a get no order explains:
     // refuting it means trying 12! orders, far more than 300 ms allow.
     let mut h = String::new();
@@ -260,6 +260,6 @@ fn a_timeout_answers_unknown_with_exit_3_never_a_guess() {
         "--timeout",
         "300ms",
     ]);
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
     assert!(text(&o).contains(": unknown (model kv"), "{}", text(&o));
 }

@@ -161,21 +161,22 @@ fn a_check_with_nothing_to_judge_is_vacuous_on_run_verify_and_fuzz() {
         let file = dir.join("s.toml");
         std::fs::write(&file, scenario_with(protocol, judged, check, false)).unwrap();
         let file = file.to_str().unwrap();
-        let want = format!("VACUOUS: {check} judged no ");
-        // run: exit 2, naming the missing observation.
+        let want = format!("NOT JUDGED: {check} (vacuous): judged no ");
+        // run: exit 5 (not judged), naming the missing observation.
         let run = tenure(&["run", file]);
         let t = text(&run);
-        assert_eq!(run.status.code(), Some(2), "{t}");
+        assert_eq!(run.status.code(), Some(5), "{t}");
+        assert!(!t.contains("PASS"), "{t}");
         assert!(
-            t.contains(&want) && t.contains(&format!("{protocol} records no `{missing}`")),
+            t.contains(&want) && t.contains(&format!("records no `{missing}`")),
             "{t}"
         );
-        // verify: exit 2, the same words.
+        // verify: exit 5, the same words.
         let verify = tenure(&["verify", file]);
         let t = text(&verify);
-        assert_eq!(verify.status.code(), Some(2), "{t}");
+        assert_eq!(verify.status.code(), Some(5), "{t}");
         assert!(t.contains(&want), "{t}");
-        // fuzz: exit 2 after the first 20 seeds, not 1,000.
+        // fuzz: exit 5 after the first 20 seeds, not 1,000.
         let fuzz = tenure(&[
             "fuzz",
             file,
@@ -185,7 +186,7 @@ fn a_check_with_nothing_to_judge_is_vacuous_on_run_verify_and_fuzz() {
             dir.join("out").to_str().unwrap(),
         ]);
         let t = text(&fuzz);
-        assert_eq!(fuzz.status.code(), Some(2), "{t}");
+        assert_eq!(fuzz.status.code(), Some(5), "{t}");
         assert!(
             t.contains(&format!("{check} judged no "))
                 && t.contains("it judged nothing in any of the first 20 seeds"),

@@ -112,13 +112,13 @@ fn a_check_with_nothing_to_judge_is_vacuous_not_passed() {
     );
     let failure = std::panic::catch_unwind(|| outcome.assert_ok()).unwrap_err();
     let text = failure.downcast_ref::<String>().unwrap();
-    assert!(text.contains("a check judged nothing"), "{text}");
+    assert!(text.contains("not judged (not a pass)"), "{text}");
     // A sweep stops after its first 20 seeds and says why.
     let report = sim.sweep_report(0..1000);
     assert_eq!(report.seeds_run, 20);
     assert!(!report.passed());
     assert!(
-        report.vacuous[0].ends_with("(it judged nothing in any of the first 20 seeds)"),
+        report.vacuous[0].ends_with("(and in every one of the first 20 seeds)"),
         "{:?}",
         report.vacuous
     );

@@ -152,6 +152,8 @@ mod tests {
             stopped_early: false,
             judged: Vec::new(),
             expectation_met: true,
+            verdicts: Vec::new(),
+            beyond: Vec::new(),
         }
     }
 

@@ -58,6 +58,8 @@ fn report(n_nodes: u32, end_ms: u64, records: Vec<Record>, extra: Vec<TraceEvent
         stopped_early: false,
         judged: Vec::new(),
         expectation_met: true,
+        verdicts: Vec::new(),
+        beyond: Vec::new(),
     }
 }
 

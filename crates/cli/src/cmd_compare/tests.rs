@@ -32,6 +32,8 @@ fn report(end_ms: u64, records: Vec<Record>) -> Report {
         stopped_early: false,
         judged: Vec::new(),
         expectation_met: true,
+        verdicts: Vec::new(),
+        beyond: Vec::new(),
     }
 }
 
