@@ -157,3 +157,33 @@ pub fn steps_down_on_higher_term<P: Protocol>(
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::finished_at_every_state;
+
+    /// Safety checkers (online and end-judged) are finished at every state; liveness
+    /// checkers and names the catalog does not know never are.
+    #[test]
+    fn which_checkers_are_finished_at_every_state() {
+        for name in [
+            "mutual-exclusion",
+            "lease-safety",
+            "single-leader-at-a-time",
+            "mutual-exclusion-belief",
+            "no-lost-update",
+            "exactly-once",
+            "linearizability",
+        ] {
+            assert!(finished_at_every_state(name), "{name}");
+        }
+        for name in [
+            "lock-liveness",
+            "leader-liveness",
+            "deadlock",
+            "my-own-check",
+        ] {
+            assert!(!finished_at_every_state(name), "{name}");
+        }
+    }
+}
