@@ -1071,6 +1071,9 @@ pub(crate) mod tests {
         assert_eq!(
             read_reply(&mut correct),
             vec![
+                Effect::CancelTimer {
+                    timer: Timer::Workload(WorkloadTimer::Request)
+                },
                 Effect::Observe(Observation::Complete {
                     f: "read".into(),
                     key: "counter".into(),
@@ -1085,8 +1088,9 @@ pub(crate) mod tests {
         );
         let (mut c, owner) = acquiring("release-before-write");
         let effects = read_reply(&mut c);
+        assert_eq!(effects[..3], read_reply(&mut acquiring("correct").0)[..]);
         assert_eq!(
-            effects[2..],
+            effects[3..],
             [
                 Effect::Send {
                     to: SERVER,
