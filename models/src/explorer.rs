@@ -5,6 +5,7 @@
 //! shortest one; parent pointers rebuild it as a numbered list of steps.
 
 use crate::property::{judge, CheckerFactory, Constraint, Invariant, StepInvariant};
+use crate::state::TICK;
 use crate::{Action, Bounds, State};
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
@@ -118,8 +119,8 @@ pub struct Explorer<P: Protocol> {
     config: P::Config,
     cluster: Cluster,
     bounds: Bounds,
-    /// Each path checker, and whether its `finish` is a safety verdict to take at
-    /// every state ([`property::JUDGED_AT_END`](crate::property::JUDGED_AT_END)).
+    /// Each path checker, and whether it is finished at every state, as if the run
+    /// ended there ([`property::finished_at_every_state`](crate::property::finished_at_every_state)).
     checks: Vec<(CheckerFactory, bool)>,
     invariants: Vec<(String, Invariant<P>)>,
     step_invariants: Vec<(String, StepInvariant<P>)>,
@@ -130,6 +131,17 @@ struct Entry<P: Protocol> {
     parent: Option<usize>,
     action: Option<Action<P>>,
     records: Vec<Record>,
+    /// A checker finished at every state passed here but would report at a later end
+    /// with no new record (an overlap under way, not yet longer than tolerated): a
+    /// successor that adds no record is judged again, at its own later time.
+    pending: bool,
+}
+
+/// What judging one state found.
+struct Judged {
+    broken: Option<(String, String)>,
+    /// See [`Entry::pending`].
+    pending: bool,
 }
 
 impl<P: Protocol> Explorer<P> {
@@ -145,11 +157,14 @@ impl<P: Protocol> Explorer<P> {
         }
     }
 
-    /// Judges every path with a fresh checker from `factory`. A checker whose safety
-    /// verdict is only given at the end of a run (`no-lost-update`, `exactly-once`) is
-    /// also finished at every state, since a run may end anywhere.
+    /// Judges every path with a fresh checker from `factory`. A safety checker of
+    /// tenure-check's catalog is also finished at every state, since a run may end
+    /// anywhere: an overlap of actions still open, which `mutual-exclusion` reports
+    /// online only once both sections have ended, is reported there (see
+    /// [`property`](crate::property)). Liveness checkers and checkers the catalog does
+    /// not know are only fed records.
     pub fn check(mut self, factory: CheckerFactory) -> Self {
-        let at_end = crate::property::JUDGED_AT_END.contains(&factory().name());
+        let at_end = crate::property::finished_at_every_state(factory().name());
         self.checks.push((factory, at_end));
         self
     }
@@ -195,26 +210,88 @@ impl<P: Protocol> Explorer<P> {
         self.constraints.iter().all(|c| c(state))
     }
 
-    /// The first broken property of `state`, reached by a path whose records are
-    /// `records` (of which the last `new_records` are new in this step).
-    fn violation(
+    /// Judges `state` at `depth`, reached by a path whose records are `records()` (of
+    /// which the last `new_records` are new in this step; `parent_pending`: the parent's
+    /// [`Entry::pending`]). The records are only gathered if some checker must look.
+    ///
+    /// Every check is fed the path's records; each one finished at every state is then
+    /// finished as if the run ended at this state's logical time. A state that adds no
+    /// record differs from its parent only in that time, and a safety verdict can only
+    /// get worse as the end of a run moves later with nothing new observed (an overlap
+    /// grows, a settled one stays): so it is judged again only if its parent was
+    /// pending, which a state with new records finds out by also finishing its checkers
+    /// at the deepest end the bounds allow.
+    fn judge_state(
         &self,
         state: &State<P>,
-        records: &[Record],
+        depth: usize,
         new_records: usize,
-    ) -> Option<(String, String)> {
+        parent_pending: bool,
+        records: impl FnOnce() -> Vec<Record>,
+    ) -> Judged {
         for (name, invariant) in &self.invariants {
             if let Some(message) = invariant(state) {
-                return Some((name.clone(), message));
+                return Judged {
+                    broken: Some((name.clone(), message)),
+                    pending: false,
+                };
             }
         }
-        // A checker that passed the prefix only needs to look again if there is more.
-        if new_records == 0 {
-            return None;
+        let passed = |pending| Judged {
+            broken: None,
+            pending,
+        };
+        if self.checks.is_empty() || (new_records == 0 && !parent_pending) {
+            // Nothing new to judge: the parent's verdict stands.
+            return passed(false);
         }
-        self.checks
-            .iter()
-            .find_map(|(f, at_end)| judge(f, *at_end, records, &self.cluster))
+        let records = records();
+        let end = logical_time(depth);
+        if new_records == 0 {
+            // Only time moved on, and the parent was pending: finish again, later.
+            let broken = self
+                .checks
+                .iter()
+                .filter(|(_, at_end)| *at_end)
+                .find_map(|(f, _)| judge(f, Some(end), &records, &self.cluster));
+            return Judged {
+                pending: broken.is_none(),
+                broken,
+            };
+        }
+        let latest = end_info(
+            &self.cluster,
+            logical_time(depth.max(self.bounds.max_depth)),
+        );
+        let mut pending = false;
+        for (factory, at_end) in &self.checks {
+            let mut checker = factory();
+            let online = records.iter().enumerate().find_map(|(i, r)| {
+                checker
+                    .on_record(i, r)
+                    .map(|v| (v.checker.to_string(), v.message))
+            });
+            if online.is_some() {
+                return Judged {
+                    broken: online,
+                    pending: false,
+                };
+            }
+            // Would it report at any end this path can still reach without a record?
+            // Only then is its verdict at this very end worth a second replay.
+            if *at_end && checker.finish(&latest).is_some() {
+                match judge(factory, Some(end), &records, &self.cluster) {
+                    Some(broken) => {
+                        return Judged {
+                            broken: Some(broken),
+                            pending: false,
+                        }
+                    }
+                    None => pending = true,
+                }
+            }
+        }
+        passed(pending)
     }
 
     /// Breadth-first search of every state within the bounds; stops at the first
@@ -250,11 +327,14 @@ impl<P: Protocol> Explorer<P> {
             parent: None,
             action: None,
             records,
+            pending: false,
         }];
         report.unique_states = 1;
-        if let Some((property, message)) =
-            self.violation(&initial, &entries[0].records, entries[0].records.len())
-        {
+        let judged = self.judge_state(&initial, 0, entries[0].records.len(), false, || {
+            entries[0].records.clone()
+        });
+        entries[0].pending = judged.pending;
+        if let Some((property, message)) = judged.broken {
             report.counterexample = Some(self.counterexample(&entries, 0, property, message, 0));
         }
         let mut queue: VecDeque<(usize, usize, State<P>)> = VecDeque::new();
@@ -299,18 +379,23 @@ impl<P: Protocol> Explorer<P> {
                 }
                 report.unique_states += 1;
                 let new_len = new.len();
+                let parent_pending = entries[index].pending;
                 entries.push(Entry {
                     parent: Some(index),
                     action: Some(action),
                     records: new,
+                    pending: false,
                 });
                 let child = entries.len() - 1;
                 let found = if step_broken.is_some() {
                     step_broken
-                } else if self.checks.is_empty() || new_len == 0 {
-                    self.violation(&next, &[], 0)
                 } else {
-                    self.violation(&next, &path_records(&entries, child), new_len)
+                    let judged =
+                        self.judge_state(&next, depth + 1, new_len, parent_pending, || {
+                            path_records(&entries, child)
+                        });
+                    entries[child].pending = judged.pending;
+                    judged.broken
                 };
                 if let Some((property, message)) = found {
                     report.max_depth_reached = report.max_depth_reached.max(depth + 1);
@@ -360,10 +445,12 @@ impl<P: Protocol> Explorer<P> {
 
     /// Random walks, one per seed: from the initial state, take a uniformly chosen
     /// enabled action whose successor the constraints keep (drawn from
-    /// `SplitMix64(seed)`) until `max_depth` steps or no such action is left; the end of
-    /// a walk is the end of a run, where end-judged checkers give their verdict. Faults
-    /// use the same budgets as exploration. Returns at the first seed that breaks a
-    /// property.
+    /// `SplitMix64(seed)`) until `max_depth` steps or no such action is left. Records are
+    /// judged as they are made; the end of a walk is the end of a run, where every
+    /// safety checker is finished, and a violation found there is reported at the
+    /// walk's earliest prefix that shows it (as if each step had been judged as an
+    /// end). Faults use the same budgets as exploration. Returns at the first seed that
+    /// breaks a property.
     pub fn walk(&self, seeds: Range<u64>, max_depth: usize) -> WalkReport {
         let mut report = WalkReport {
             seeds_run: 0,
@@ -392,6 +479,8 @@ impl<P: Protocol> Explorer<P> {
             State::<P>::initial(&self.config, &self.cluster, &self.bounds);
         let mut checkers: Vec<_> = self.checks.iter().map(|(f, _)| f()).collect();
         let mut steps: Vec<String> = Vec::new();
+        // marks[k]: how many records the first k steps made (with the start's).
+        let mut marks = vec![records.len()];
         let mut judged = 0;
         let mut step_broken = None;
         loop {
@@ -414,19 +503,30 @@ impl<P: Protocol> Explorer<P> {
             };
             let Some((action, next, new)) = next else {
                 // The walk ends here: so does the run.
-                let broken = broken.or_else(|| self.finish_at_end(&mut checkers, &records));
-                let length = steps.len() as u64;
-                let found = broken.map(|(property, message)| Counterexample {
-                    property,
-                    message,
-                    depth: steps.len(),
-                    steps,
-                    records,
+                let length = steps.len();
+                let found = match broken {
+                    Some(broken) => Some((broken, length)),
+                    None => self.finish_at_end(&mut checkers, length).map(|broken| {
+                        self.earliest_end(&records, &marks)
+                            .unwrap_or((broken, length))
+                    }),
+                };
+                let found = found.map(|((property, message), depth)| {
+                    steps.truncate(depth);
+                    records.truncate(marks[depth]);
+                    Counterexample {
+                        property,
+                        message,
+                        depth,
+                        steps,
+                        records,
+                    }
                 });
-                return (found, length);
+                return (found, length as u64);
             };
             let before = std::mem::replace(&mut state, next);
             records.extend(new);
+            marks.push(records.len());
             steps.push(action.to_string());
             step_broken = self.step_violation(&before, &action, &state);
         }
@@ -459,27 +559,59 @@ impl<P: Protocol> Explorer<P> {
         None
     }
 
-    /// The end-of-run verdicts of the end-judged checkers, over all `records`.
+    /// The end-of-run verdicts of the checkers finished at every state, fed every
+    /// record of a path of `depth` steps, with the run ending there.
     fn finish_at_end(
         &self,
         checkers: &mut [Box<dyn Checker>],
-        records: &[Record],
+        depth: usize,
     ) -> Option<(String, String)> {
-        let info = end_info(&self.cluster, records);
+        let info = end_info(&self.cluster, logical_time(depth));
         self.checks
             .iter()
             .zip(checkers.iter_mut())
             .filter(|((_, at_end), _)| *at_end)
             .find_map(|(_, c)| c.finish(&info).map(|v| (v.checker.to_string(), v.message)))
     }
+
+    /// The first prefix of a walk (`marks[k]`: the records of its first k steps) at
+    /// whose end a checker finished there reports a violation, with its length. Only
+    /// run once a walk's end showed one, so the cost of judging every prefix afresh is
+    /// paid by failing walks alone.
+    fn earliest_end(
+        &self,
+        records: &[Record],
+        marks: &[usize],
+    ) -> Option<((String, String), usize)> {
+        marks.iter().enumerate().find_map(|(depth, mark)| {
+            self.checks
+                .iter()
+                .filter(|(_, at_end)| *at_end)
+                .find_map(|(f, _)| {
+                    judge(
+                        f,
+                        Some(logical_time(depth)),
+                        &records[..*mark],
+                        &self.cluster,
+                    )
+                })
+                .map(|broken| (broken, depth))
+        })
+    }
 }
 
-/// What an end-judged checker needs to know when a run ends after `records`.
-pub(crate) fn end_info(cluster: &Cluster, records: &[Record]) -> RunInfo {
+/// The logical time of a state `depth` steps from the start (records made by the step
+/// into it are stamped with it).
+fn logical_time(depth: usize) -> SimTime {
+    SimTime::ZERO + TICK * depth as u32
+}
+
+/// What a checker needs to know when a run ends at logical time `end`.
+pub(crate) fn end_info(cluster: &Cluster, end: SimTime) -> RunInfo {
     RunInfo {
         cluster: cluster.clone(),
         seed: 0,
-        end: records.last().map_or(SimTime::ZERO, |r| r.time),
+        end,
         calm_from: SimTime::ZERO,
     }
 }

@@ -17,7 +17,9 @@
 //!   [`Report`] with, on failure, a shortest [`Counterexample`] as numbered steps.
 //!   [`Explorer::walk`] takes seeded random walks for cheap deep runs.
 //! * Properties are the simulator's checkers run over each path's records
-//!   ([`property::Checker`]), state invariants such as
+//!   ([`property::Checker`]), every safety checker also finished at every state as if
+//!   the run ended there (so an overlap of actions still under way is seen; see
+//!   [`property`]), state invariants such as
 //!   [`property::one_leader_at_a_time`], and constraints that bound the state space
 //!   such as [`property::stored_at_most`] (Raft's term).
 //!
@@ -46,6 +48,7 @@
 //! | redis-lock correct, 3 clients, 1 duplicate, depth ≤ 16 | 74,455 | 16 | 1.9 s | ≈39k |
 //! | redis-lock correct, same, no depth bound (complete) | 369,423 | 33 | 18 s | ≈21k |
 //! | redis-lock plain-del-release found (shortest) | 38,084 | 14 | 0.9 s | |
+//! | redis-lock release-before-write found (shortest) | 12,367 | 10 | 0.2 s | |
 //! | etcd-lock correct, quiet timers, depth ≤ 20 | 70,170 | 20 | 1.2 s | ≈57k |
 //! | zookeeper correct (lock), quiet timers, depth ≤ 40 | 54,382 | 40 | 0.9 s | ≈59k |
 //! | idempotency correct, 1 crash, 1 duplicate (complete) | 306 | 16 | < 0.01 s | |

@@ -4,14 +4,29 @@
 //!   a path (every `Observe` effect, plus the host's `Started`/`Crashed`), stamped with
 //!   logical time = depth × 1ms (so `0.003_000s` in a message means step 3). Checkers
 //!   are stateful and not `Clone`, so the explorer builds a fresh one per new state and
-//!   replays the path's records (cheap at model sizes). `finish` is not called: a path
-//!   cut by the depth bound is not the end of a run, so liveness is out of scope here.
+//!   replays the path's records (cheap at model sizes).
+//! * **Every state is a possible end of the run.** A run may stop anywhere, so every
+//!   safety checker ([`tenure_check::CheckKind::Safety`] and
+//!   [`tenure_check::CheckKind::AtEnd`]) is also *finished* at every state the search
+//!   keeps, with the run's end at that state's logical time (its depth × 1ms): what
+//!   `finish` reports is what the simulator would report had the run ended there. That
+//!   is how an overlap still open is seen: `mutual-exclusion`, `lease-safety` and
+//!   `single-leader-at-a-time` report an interleaving of actions online only once both
+//!   sections have ended, which a bounded path (a client making one attempt) may never
+//!   reach; their `finish` reports it as soon as it is certain. A belief overlap still
+//!   open is measured up to that time, like at the end of a simulated run. Liveness
+//!   checkers are never finished (a bounded path is not the end of a run, and
+//!   "eventually" cannot be judged on it; the registry refuses them), nor is a checker
+//!   whose kind tenure-check does not know (a user's own: its `finish` may judge
+//!   liveness). A random walk judges its records as it goes and finishes at the end of
+//!   its path; when that finds a violation, the walk's earliest prefix that shows one
+//!   is the counterexample.
 //! * **State invariants**: predicates over a single state, for properties that need
 //!   "at the same moment" (two nodes both believe they lead), which a path of logical
 //!   steps expresses exactly.
 
 use crate::State;
-use tenure_core::{Cluster, Protocol, Record};
+use tenure_core::{Cluster, Protocol, Record, SimTime};
 
 pub use tenure_check::{CheckError, Checker, Violation};
 
@@ -46,17 +61,22 @@ pub type StepInvariant<P> =
 /// judged further nor expanded), like a TLA+ state constraint.
 pub type Constraint<P> = Box<dyn Fn(&State<P>) -> bool + Send + Sync>;
 
-/// The checkers whose safety verdict is only given by `finish` (judged at the end of a
-/// run). Since a run may end at any state, the explorer finishes them at every state
-/// and a walk at its last one. Liveness checkers are not here: a bounded path is not
-/// the end of a run, and "eventually" cannot be judged on it.
-pub const JUDGED_AT_END: &[&str] = &["no-lost-update", "exactly-once"];
+/// Whether the explorer finishes checker `name` at every state (see the module docs):
+/// the safety checkers of tenure-check's catalog ([`tenure_check::CheckKind::Safety`],
+/// [`tenure_check::CheckKind::AtEnd`]); never liveness checkers, nor checkers the
+/// catalog does not know.
+pub fn finished_at_every_state(name: &str) -> bool {
+    matches!(
+        tenure_check::kind_of(name),
+        Some(tenure_check::CheckKind::Safety | tenure_check::CheckKind::AtEnd)
+    )
+}
 
-/// Runs a fresh checker over `records` (then, if `at_end`, finishes it there); the
-/// first violation, if any.
+/// Runs a fresh checker over `records`, then, if `at_end` is `Some(end)`, finishes it
+/// as if the run ended at logical time `end`; the first violation, if any.
 pub(crate) fn judge(
     factory: &CheckerFactory,
-    at_end: bool,
+    at_end: Option<SimTime>,
     records: &[Record],
     cluster: &Cluster,
 ) -> Option<(String, String)> {
@@ -68,8 +88,7 @@ pub(crate) fn judge(
     });
     online.or_else(|| {
         at_end
-            .then(|| checker.finish(&crate::explorer::end_info(cluster, records)))
-            .flatten()
+            .and_then(|end| checker.finish(&crate::explorer::end_info(cluster, end)))
             .map(|v| (v.checker.to_string(), v.message))
     })
 }
@@ -137,4 +156,34 @@ pub fn steps_down_on_higher_term<P: Protocol>(
         })
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::finished_at_every_state;
+
+    /// Safety checkers (online and end-judged) are finished at every state; liveness
+    /// checkers and names the catalog does not know never are.
+    #[test]
+    fn which_checkers_are_finished_at_every_state() {
+        for name in [
+            "mutual-exclusion",
+            "lease-safety",
+            "single-leader-at-a-time",
+            "mutual-exclusion-belief",
+            "no-lost-update",
+            "exactly-once",
+            "linearizability",
+        ] {
+            assert!(finished_at_every_state(name), "{name}");
+        }
+        for name in [
+            "lock-liveness",
+            "leader-liveness",
+            "deadlock",
+            "my-own-check",
+        ] {
+            assert!(!finished_at_every_state(name), "{name}");
+        }
+    }
 }

@@ -8,7 +8,11 @@
 //! * `fencing` unfenced: the stale write lands.
 //! * `redis-lock` plain-del-release: a late duplicate of a plain `DEL` deletes the next
 //!   holder's lock.
+//! * `redis-lock` release-before-write: a client acts after its hold ended; only the
+//!   actions overlap, and only finishing `mutual-exclusion` at every state shows it.
 
+use serde_json::Value;
+use tenure_core::{Record, RunInfo, SimTime};
 use tenure_models::{Query, Report};
 
 fn query(protocol: &str, variant: &str) -> Query {
@@ -35,7 +39,11 @@ fn fenced_storage_stays_safe_exhaustively() {
 }
 
 /// The paused holder: n1 holds token 1, time leaps (its TTL is over at the server), n2
-/// gets the lock, and n1 still believes it holds it.
+/// gets the lock, and n1 still believes it holds it. The overlap began at step 7 and
+/// has lasted a step at step 8, which observes nothing (a read delivered to the
+/// storage): a state with no new record is judged again when its parent had an overlap
+/// under way (without that, the first state at depth 8 to show it would be one that
+/// records something).
 #[test]
 fn fenced_lock_still_loses_mutual_exclusion_of_belief_under_a_pause() {
     let mut q = query("fencing", "correct");
@@ -43,6 +51,23 @@ fn fenced_lock_still_loses_mutual_exclusion_of_belief_under_a_pause() {
     let cex = explore(&q).counterexample.expect("a paused holder");
     assert_eq!(cex.property, "mutual-exclusion-belief");
     assert_eq!(cex.depth, 8);
+    assert_eq!(
+        cex.steps[7],
+        "n2 -> n3 Resource(Read { resource: \"counter\", op: 1, token: Some(2) }) delivered"
+    );
+    let step_7 = SimTime::ZERO + tenure_core::model::TICK * 7;
+    assert!(
+        cex.records.iter().all(|r| r.time <= step_7),
+        "step 8 observes nothing"
+    );
+    assert!(
+        cex.message.ends_with(
+            "from 0.007_000s for 0.001_000s (still at the end of the run) (n1 with token 1 \
+             since 0.003_000s, n2 with token 2 since 0.007_000s; tolerated overlap 0s)"
+        ),
+        "{}",
+        cex.message
+    );
     assert_eq!(
         cex.steps[..7],
         [
@@ -127,6 +152,136 @@ fn compare_and_delete_keeps_mutual_exclusion_to_depth_16() {
     assert!(report.complete, "{report}");
     // 80,718 since a client remembers its timed-out acquires.
     assert_eq!(report.unique_states, 80_718);
+}
+
+/// The client releases once its read returns and writes after its work: n1 acquires
+/// and acts between n2's read and n2's write. Found at the shortest depth, 10, as an
+/// interleaving of ACTIONS still open (no client ever holds again, so neither section
+/// ends, and `mutual-exclusion` would report it online only once both had ended).
+#[test]
+fn release_before_write_is_found_as_an_open_overlap_of_actions() {
+    let report = explore(&query("redis-lock", "release-before-write"));
+    let cex = report
+        .counterexample
+        .expect("release-before-write is broken");
+    assert_eq!(cex.property, "mutual-exclusion");
+    assert_eq!(cex.depth, 10);
+    assert_eq!(
+        cex.message,
+        "n2 and n1 both acted on `counter` as its holder: n2 with token 0 from 0.004_000s \
+         to 0.010_000s, n1 with token 0 from 0.009_000s to 0.009_000s; their actions \
+         interleaved over 0.000_000s (tolerated overlap 0s)"
+    );
+    assert_eq!(
+        cex.steps[6..],
+        [
+            "n2 -> n0 Lock(DelIfOwner { key: \"counter\", owner: 480410753986237055 }) delivered",
+            "n1 -> n0 Lock(Set { req: 1, key: \"counter\", owner: 4932980744878494312, ttl: Some(2s) }) delivered",
+            "n0 -> n1 Lock(SetReply { req: 1, granted: true, token: None }) delivered",
+            "n2 timer Workload(Work) fired",
+        ]
+    );
+}
+
+/// Negative control: the old judgement, which fed `mutual-exclusion` the path's records
+/// and never finished it, passes the very counterexample path; finishing it at the
+/// path's last state (depth 10) reports the overlap. The beliefs never overlap on it
+/// (`mutual-exclusion-belief` passes even when finished), and with only the belief
+/// check the whole search to depth 12 finds nothing.
+#[test]
+fn release_before_write_is_invisible_without_finishing_and_to_beliefs() {
+    let q = query("redis-lock", "release-before-write");
+    let cex = explore(&q)
+        .counterexample
+        .expect("release-before-write is broken");
+    let end = SimTime::ZERO + tenure_core::model::TICK * cex.depth as u32;
+    let judge = |name: &str, finish: bool| {
+        let mut checker = tenure_check::build(name, &Value::Null, &q.cluster).unwrap();
+        let online = cex
+            .records
+            .iter()
+            .enumerate()
+            .find_map(|(i, r): (usize, &Record)| checker.on_record(i, r));
+        online.or_else(|| {
+            finish
+                .then(|| {
+                    checker.finish(&RunInfo {
+                        cluster: q.cluster.clone(),
+                        seed: 0,
+                        end,
+                        calm_from: SimTime::ZERO,
+                    })
+                })
+                .flatten()
+        })
+    };
+    assert_eq!(judge("mutual-exclusion", false), None, "records alone");
+    let v = judge("mutual-exclusion", true).expect("finished at the last state");
+    assert_eq!(v.message, cex.message);
+    assert_eq!(judge("mutual-exclusion-belief", true), None);
+
+    let mut beliefs = q.clone();
+    beliefs.checks = vec!["mutual-exclusion-belief".into()];
+    // Two steps past the interleaving (the default depth 16 takes about 119k states).
+    beliefs.bounds.max_depth = 12;
+    let report = explore(&beliefs);
+    assert!(report.counterexample.is_none(), "{report}");
+    assert!(
+        report.complete && report.max_depth_reached == 12,
+        "{report}"
+    );
+}
+
+/// Random walks (the defaults of `check-model --walk`) find it too, as an overlap of
+/// actions, cut to the walk's earliest prefix at whose end it shows: one step shorter
+/// and the path passes.
+#[test]
+fn random_walks_find_release_before_write_at_the_earliest_end() {
+    let models = zoo();
+    let q = models
+        .query_for_walks("redis-lock", "release-before-write")
+        .unwrap();
+    let walk = models
+        .walk_model(&q, 0..1000, tenure_models::registry::WALK_DEPTH)
+        .unwrap();
+    let failure = walk.failure.expect("a walk breaks it");
+    let cex = failure.counterexample;
+    assert_eq!(cex.property, "mutual-exclusion", "{cex}");
+    assert_eq!(cex.steps.len(), cex.depth);
+    let finished_at = |depth: usize| {
+        let mut checker =
+            tenure_check::build("mutual-exclusion", &Value::Null, &q.cluster).unwrap();
+        let last = SimTime::ZERO + tenure_core::model::TICK * depth as u32;
+        let online = cex
+            .records
+            .iter()
+            .take_while(|r| r.time <= last)
+            .enumerate()
+            .find_map(|(i, r)| checker.on_record(i, r));
+        online.or_else(|| {
+            checker.finish(&RunInfo {
+                cluster: q.cluster.clone(),
+                seed: 0,
+                end: last,
+                calm_from: SimTime::ZERO,
+            })
+        })
+    };
+    assert!(finished_at(cex.depth).is_some(), "{cex}");
+    assert!(finished_at(cex.depth - 1).is_none(), "{cex}");
+    assert!(cex
+        .records
+        .iter()
+        .all(|r| r.time <= SimTime::ZERO + tenure_core::model::TICK * cex.depth as u32));
+}
+
+/// The correct variant passes the same defaults (the actions and the beliefs), with
+/// both judged at every state: `compare_and_delete_keeps_mutual_exclusion_to_depth_16`
+/// runs them; here, that `mutual-exclusion` is among them.
+#[test]
+fn redis_lock_judges_actions_by_default() {
+    let q = query("redis-lock", "correct");
+    assert_eq!(q.checks, ["mutual-exclusion", "mutual-exclusion-belief"]);
 }
 
 #[test]

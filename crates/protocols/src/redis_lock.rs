@@ -32,6 +32,13 @@
 //!   still holds it. Breaks mutual-exclusion.
 //! * `no-ttl`: `SET` without `PX`. A holder that crashes never releases, and every other
 //!   client waits forever. Breaks lock-liveness.
+//! * `release-before-write`: the client releases its lock as soon as its read returns,
+//!   before its work and its write (a critical section that ends too early, as an
+//!   `unlock` placed before the write instead of after it). The next client acquires and
+//!   reads while the first still works, and the first then writes without the lock: it
+//!   keeps acting after its hold ended, as a holder does whose lease ran out. No two
+//!   clients ever *believe* they hold the lock at once (`mutual-exclusion-belief`
+//!   passes); only their actions interleave. Breaks mutual-exclusion.
 //!
 //! [`SingleServerConfig`] and [`RedisLock`] are shared with the `fencing` protocol,
 //! which is the same machinery with tokens and a fenced resource.
@@ -104,6 +111,9 @@ pub struct SingleServerConfig {
     pub issue_tokens: bool,
     pub resource_mode: FencingMode,
     pub acquire_timeout: Duration,
+    /// Whether a client releases its lock as soon as its read returns, before its
+    /// write (`redis-lock release-before-write`, a planted bug).
+    pub release_after_read: bool,
     pub workload: WorkloadConfig,
     pub roles: Roles<LockRole>,
 }
@@ -129,6 +139,8 @@ pub struct SingleServerLock {
     timed_out: Vec<(u64, u64, LocalTime)>,
     /// The owner value of the lock we were granted and have not released.
     held_owner: Option<u64>,
+    /// Release as soon as the read returns (see [`SingleServerConfig::release_after_read`]).
+    release_after_read: bool,
 }
 
 /// How many timed-out acquires a client remembers (older late replies are ignored).
@@ -289,6 +301,7 @@ impl Protocol for RedisLock {
                     attempt: None,
                     timed_out: Vec::new(),
                     held_owner: None,
+                    release_after_read: config.release_after_read,
                 },
                 workload: Workload::new(config.workload.clone()),
             })),
@@ -317,7 +330,13 @@ impl Protocol for RedisLock {
             ) => c.on_set_reply(env, req, granted, token),
             (RedisLock::Client(c), Msg::Resource(m)) => {
                 let c = &mut **c;
+                let read = matches!(m, ResourceMsg::ReadReply { .. });
                 c.workload.on_resource_reply(env, &mut c.lock, m);
+                // The planted bug: the read is in, so the lock "is no longer needed";
+                // the work and the write go on without it.
+                if c.lock.release_after_read && read && c.workload.phase() == Phase::Working {
+                    c.workload.release_early(env, &mut c.lock);
+                }
             }
             (RedisLock::Storage(r), Msg::Resource(m)) => r.on_message(env, from, m),
             _ => {}
@@ -421,6 +440,7 @@ impl LockParams {
             issue_tokens,
             resource_mode,
             acquire_timeout: self.acquire_timeout.0,
+            release_after_read: false,
             workload: self.workload(cluster)?,
             roles: Roles::of(cluster)?,
         })
@@ -473,6 +493,11 @@ static INFO: ProtocolInfo = ProtocolInfo {
             summary: "SET without PX: a crashed holder blocks everyone forever",
             breaks: &["lock-liveness"],
         },
+        VariantInfo {
+            name: "release-before-write",
+            summary: "the client releases its lock once its read returns and writes after: it acts without the lock while the next holder acts (beliefs never overlap, actions do)",
+            breaks: &["mutual-exclusion"],
+        },
     ],
 };
 
@@ -486,6 +511,7 @@ pub enum RedisLockVariant {
     MonotonicExpiry,
     PlainDelRelease,
     NoTtl,
+    ReleaseBeforeWrite,
 }
 
 /// The largest wall-clock step a TTL lock server that expires by its wall clock is
@@ -518,8 +544,12 @@ impl Configurable for RedisLock {
             RedisLockVariant::MonotonicExpiry => (Monotonic, true, ReleaseKind::CompareAndDelete),
             RedisLockVariant::PlainDelRelease => (Wall, true, ReleaseKind::PlainDel),
             RedisLockVariant::NoTtl => (Wall, false, ReleaseKind::CompareAndDelete),
+            RedisLockVariant::ReleaseBeforeWrite => (Wall, true, ReleaseKind::CompareAndDelete),
         };
-        params.single_server(cluster, expiry, ttl, release, false, FencingMode::Unfenced)
+        let mut config =
+            params.single_server(cluster, expiry, ttl, release, false, FencingMode::Unfenced)?;
+        config.release_after_read = variant == RedisLockVariant::ReleaseBeforeWrite;
+        Ok(config)
     }
 
     fn promises(config: &SingleServerConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
@@ -588,9 +618,12 @@ impl Configurable for RedisLock {
                 "no-ttl",
                 "lock-liveness is liveness: a bounded path cannot show `never`",
             )],
-            // Timing is left free in a model, so actions at one logical instant cannot
-            // interleave in true time: the model judges the belief, which the actions
-            // follow here (a client acts right after it believes it holds).
+            // The model judges the actions themselves (`mutual-exclusion`, finished at
+            // every state, so an interleaving still open is seen: `release-before-write`
+            // overlaps only in actions) and the beliefs beside them: with no leap a
+            // client acts in the same step in which it comes to believe it holds, and
+            // keeps acting until it stops, so two beliefs at once are an interleaving
+            // of actions under way, shown a few steps sooner (`plain-del-release`).
             stands_for: &[("mutual-exclusion-belief", "mutual-exclusion")],
             bounds: tenure_core::model::Bounds {
                 max_depth: 16,
@@ -599,7 +632,7 @@ impl Configurable for RedisLock {
                 clock: tenure_core::model::ClockModel::Frozen,
                 ..tenure_core::model::Bounds::DEFAULT
             },
-            checks: &["mutual-exclusion-belief"],
+            checks: &["mutual-exclusion", "mutual-exclusion-belief"],
             params: r#"{ "max_attempts": 1 }"#,
             walk_params: r#"{ "max_attempts": 6 }"#,
             ..ModelSpec::new(
@@ -1015,6 +1048,95 @@ pub(crate) mod tests {
         );
     }
 
+    /// `release-before-write` gives the lock back (compare-and-delete, `Releases`) the
+    /// moment its read returns, then still acts and writes after its work; nothing is
+    /// released twice. The correct client does neither on its read reply.
+    #[test]
+    fn release_before_write_releases_on_the_read_and_writes_after() {
+        let read_reply = |c: &mut RedisLock| {
+            let grant = Msg::Lock(LockMsg::SetReply {
+                req: 1,
+                granted: true,
+                token: None,
+            });
+            run(c, CLIENT, 1, 1, |c, env| c.on_message(env, SERVER, grant));
+            let read = Msg::Resource(ResourceMsg::ReadReply {
+                resource: "counter".into(),
+                op: 1,
+                value: 4,
+            });
+            run(c, CLIENT, 2, 1, |c, env| c.on_message(env, STORAGE, read))
+        };
+        let (mut correct, _) = acquiring("correct");
+        assert_eq!(
+            read_reply(&mut correct),
+            vec![
+                Effect::CancelTimer {
+                    timer: Timer::Workload(WorkloadTimer::Request)
+                },
+                Effect::Observe(Observation::Complete {
+                    f: "read".into(),
+                    key: "counter".into(),
+                    outcome: tenure_core::OpOutcome::Ok,
+                    value: OpValue::Int(4),
+                }),
+                Effect::SetTimer {
+                    timer: Timer::Workload(WorkloadTimer::Work),
+                    after: Duration::from_millis(100)
+                },
+            ]
+        );
+        let (mut c, owner) = acquiring("release-before-write");
+        let effects = read_reply(&mut c);
+        assert_eq!(effects[..3], read_reply(&mut acquiring("correct").0)[..]);
+        assert_eq!(
+            effects[3..],
+            [
+                Effect::Send {
+                    to: SERVER,
+                    msg: Msg::Lock(LockMsg::DelIfOwner {
+                        key: "counter".into(),
+                        owner
+                    })
+                },
+                Effect::CancelTimer {
+                    timer: Timer::Workload(WorkloadTimer::Validity)
+                },
+                Effect::Observe(Observation::Releases {
+                    resource: "counter".into()
+                }),
+            ]
+        );
+        let effects = run(&mut c, CLIENT, 102, 1, |c, env| {
+            c.on_timer(env, Timer::Workload(WorkloadTimer::Work))
+        });
+        assert_eq!(
+            effects[0],
+            Effect::Observe(Observation::Acts {
+                resource: "counter".into(),
+                token: 0
+            })
+        );
+        let written = Msg::Resource(ResourceMsg::WriteReply {
+            resource: "counter".into(),
+            op: 2,
+            accepted: true,
+        });
+        let effects = run(&mut c, CLIENT, 103, 1, |c, env| {
+            c.on_message(env, STORAGE, written)
+        });
+        assert!(
+            !effects.iter().any(|e| matches!(
+                e,
+                Effect::Send { to, .. } if *to == SERVER
+            ) || matches!(
+                e,
+                Effect::Observe(Observation::Releases { .. })
+            )),
+            "released once only: {effects:?}"
+        );
+    }
+
     #[test]
     fn server_and_storage_answer_requests() {
         let cfg = config("correct");
@@ -1189,6 +1311,10 @@ pub(crate) mod tests {
             ["mutual-exclusion"]
         );
         assert_eq!(info.variant("no-ttl").unwrap().breaks, ["lock-liveness"]);
+        assert_eq!(
+            info.variant("release-before-write").unwrap().breaks,
+            ["mutual-exclusion"]
+        );
         let roles: Vec<&str> = info.roles.iter().map(|r| r.name).collect();
         assert_eq!(roles, ["server", "client", "storage"]);
     }

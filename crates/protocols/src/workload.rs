@@ -332,6 +332,23 @@ impl Workload {
         }
     }
 
+    /// The hold ends before the work does: the client releases the lock and stops
+    /// believing it holds it (`Releases`), but the work in progress goes on to its
+    /// write, which then acts on the resource without the lock (no-op unless holding).
+    /// A critical section that ends too early, as `redis-lock release-before-write`
+    /// plants it on purpose.
+    pub fn release_early<M, T: From<WorkloadTimer>>(
+        &mut self,
+        env: &mut dyn Env<M, T>,
+        lock: &mut dyn LockApi<M, T>,
+    ) {
+        if !self.holding {
+            return;
+        }
+        lock.release(env);
+        self.stop_holding(env);
+    }
+
     /// A reply from the resource. Replies to older requests are ignored.
     pub fn on_resource_reply<M, T: From<WorkloadTimer>>(
         &mut self,
