@@ -69,22 +69,23 @@ impl<P: Protocol> Sim<P> {
                 }
             }
         }
-        let stopped = output.stopped_early.then(|| {
-            match slots.iter().flatten().min_by_key(|v| v.time) {
-                Some(first) => StoppedAt {
-                    time: first.time,
-                    because: format!("{} was violated", first.checker),
-                },
-                None => StoppedAt {
-                    time: output.history.info.end,
-                    because: output
-                        .stats
-                        .stopped_by
-                        .as_ref()
-                        .map_or("stopped".to_string(), |s| s.to_string()),
-                },
-            }
-        });
+        let stopped =
+            output
+                .stopped_early
+                .then(|| match slots.iter().flatten().min_by_key(|v| v.time) {
+                    Some(first) => StoppedAt {
+                        time: first.time,
+                        because: format!("{} was violated", first.checker),
+                    },
+                    None => StoppedAt {
+                        time: output.history.info.end,
+                        because: output
+                            .stats
+                            .stopped_by
+                            .as_ref()
+                            .map_or("stopped".to_string(), |s| s.to_string()),
+                    },
+                });
         let verdicts = verdict::verdicts(checkers, slots.clone(), stopped.as_ref());
         let judged = verdicts.iter().map(|v| v.judged.clone()).collect();
         let violations = slots.iter_mut().filter_map(Option::take).collect();

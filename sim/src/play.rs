@@ -391,7 +391,10 @@ fn play<P: Protocol>(
 /// included, never meets it) and no other check failed (unless the run stopped at the
 /// first violation), with the same rule for the checks not judged.
 pub fn expectation_met(scenario: &Scenario, verdicts: &[CheckVerdict], stopped: bool) -> bool {
-    let violations: Vec<&Violation> = verdicts.iter().filter_map(|v| v.verdict.violation()).collect();
+    let violations: Vec<&Violation> = verdicts
+        .iter()
+        .filter_map(|v| v.verdict.violation())
+        .collect();
     let outcome = match &scenario.expect {
         Expectation::Pass => violations.is_empty(),
         Expectation::Violation { checker } => {

@@ -352,7 +352,10 @@ fn build_bare(
 /// check that found none may still not have been judged: [`verdict::judge_history`]
 /// gives each check its verdict.
 pub fn check_history(history: &History, checkers: &mut [Box<dyn Checker>]) -> Vec<Violation> {
-    run_checkers(history, checkers).into_iter().flatten().collect()
+    run_checkers(history, checkers)
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// Feeds every record to every checker and finishes them: each checker's first

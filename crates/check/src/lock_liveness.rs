@@ -293,7 +293,9 @@ impl Checker for LockLiveness {
                 format!(
                     "no client waited for {}: lock liveness breaks only when a waiter is \
                      not served",
-                    self.only.as_deref().map_or("a lock".to_string(), |r| format!("`{r}`"))
+                    self.only
+                        .as_deref()
+                        .map_or("a lock".to_string(), |r| format!("`{r}`"))
                 ),
             )),
             Some(first) => {

@@ -241,9 +241,7 @@ pub fn verdicts(
         .iter()
         .zip(violations)
         .map(|(c, found)| {
-            let judged = c
-                .judged()
-                .unwrap_or_else(|| Judged::not_reported(c.name()));
+            let judged = c.judged().unwrap_or_else(|| Judged::not_reported(c.name()));
             let verdict = match found {
                 Some(v) => Verdict::Fail(v),
                 None => match stopped {

@@ -121,7 +121,10 @@ pub fn run(args: RunArgs, tools: &Tools) -> Outcome {
     // The declared assumptions the scenario's own faults and clocks go beyond: named
     // before the run and in the verdict, as `fuzz` names them for drawn faults.
     for b in &prepared.beyond {
-        eprintln!("tenure: {file} goes beyond {}'s declared assumptions: {b}", s.protocol.name);
+        eprintln!(
+            "tenure: {file} goes beyond {}'s declared assumptions: {b}",
+            s.protocol.name
+        );
     }
     // The full trace (every message and timer) costs memory in proportion to the run:
     // keep it only when an output needs it. A failing run is played again with it, for

@@ -178,23 +178,22 @@ fn verify_files(
         // not a failure.
         let only_not_judged = !report.expectation_met
             && !unexpected.is_empty()
-                && tenure_sim::play::expectation_met(
-                    s,
-                    &report
-                        .verdicts
-                        .iter()
-                        .map(|v| {
-                            let mut v = v.clone();
-                            if v.verdict.not_judged().is_some()
-                                && !s.expect_vacuous.contains(&v.check)
-                            {
-                                v.verdict = tenure_check::Verdict::Pass;
-                            }
-                            v
-                        })
-                        .collect::<Vec<_>>(),
-                    report.stopped_early,
-                );
+            && tenure_sim::play::expectation_met(
+                s,
+                &report
+                    .verdicts
+                    .iter()
+                    .map(|v| {
+                        let mut v = v.clone();
+                        if v.verdict.not_judged().is_some() && !s.expect_vacuous.contains(&v.check)
+                        {
+                            v.verdict = tenure_check::Verdict::Pass;
+                        }
+                        v
+                    })
+                    .collect::<Vec<_>>(),
+                report.stopped_early,
+            );
         cases.push(if report.expectation_met {
             case(
                 &file,
@@ -294,9 +293,7 @@ fn verify_files(
         );
     }
     if not_judged_files > 0 {
-        summary += &format!(
-            " ({not_judged_files} only because a check was not judged: exit 5)"
-        );
+        summary += &format!(" ({not_judged_files} only because a check was not judged: exit 5)");
     }
     eprintln!("{summary}");
     if internal > 0 {

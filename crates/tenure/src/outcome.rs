@@ -71,7 +71,9 @@ impl Outcome {
 
     /// The checks not judged in this run, with why.
     pub fn not_judged(&self) -> impl Iterator<Item = &CheckVerdict> {
-        self.verdicts.iter().filter(|v| v.verdict.not_judged().is_some())
+        self.verdicts
+            .iter()
+            .filter(|v| v.verdict.not_judged().is_some())
     }
 
     /// The checks that judged nothing in this run (none when it stopped at a violation).
