@@ -193,15 +193,20 @@ fn a_check_with_nothing_to_judge_is_vacuous_on_run_verify_and_fuzz() {
             "{t}"
         );
         assert!(t.contains("fuzzed 20 seeds"), "{t}");
-        // Expected by the scenario: no error.
+        // Expected by the scenario: `verify` meets it (exit 0); `run` still never calls
+        // the run a pass (exit 5), and says the scenario expects it.
         std::fs::write(
             dir.join("s.toml"),
             scenario_with(protocol, judged, check, true),
         )
         .unwrap();
         let run = tenure(&["run", file]);
-        assert_eq!(run.status.code(), Some(0), "{}", text(&run));
-        assert!(text(&run).contains("(VACUOUS, as the scenario expects)"));
+        let t = text(&run);
+        assert_eq!(run.status.code(), Some(5), "{t}");
+        assert!(!t.contains("PASS"), "{t}");
+        assert!(t.contains("(vacuous, as the scenario expects)"), "{t}");
+        let verify = tenure(&["verify", file]);
+        assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
