@@ -309,6 +309,8 @@ pub fn run_seed(target: &Target, seed: u64, check_determinism: bool) -> SeedOutc
     }
 }
 
+// The out-parameters are what a panicking seed still reports (filled before the panic).
+#[allow(clippy::too_many_arguments)]
 fn seed_result(
     target: &Target,
     seed: u64,
