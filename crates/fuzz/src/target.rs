@@ -342,7 +342,7 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
     use tenure_scenario::{Fault, NodeSel};
     let who = |n: &NodeSel| match n {
         NodeSel::Id(i) => format!("n{i}"),
-        NodeSel::Leader => "the leader".to_string(),
+        role => format!("the {role}"),
     };
     let mut out = Vec::new();
     for c in &case.clocks {

@@ -75,7 +75,12 @@ fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Prof
     let mut restarted_early: Vec<u32> = Vec::new();
     let mut armed: Vec<u32> = Vec::new();
     for e in &d.faults {
-        assert!(e.at >= start && e.at <= heal_at, "{e:?} in the window");
+        // The early faults come before the window, from time zero (knob `early`).
+        let early = p.early > 0.0 && e.at <= p.early_window;
+        assert!(
+            (e.at >= start || early) && e.at <= heal_at,
+            "{e:?} in the window"
+        );
         let id = |n: &NodeSel| n.id().map(|n| n.0);
         match &e.fault {
             Fault::Crash {
@@ -86,6 +91,14 @@ fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Prof
                     1,
                     "leaders crash in one-role clusters"
                 );
+                assert!(
+                    all.iter().any(|t| *t > e.at),
+                    "every node restarts after it"
+                );
+            }
+            Fault::Crash {
+                node: NodeSel::Holder | NodeSel::Waiter,
+            } => {
                 assert!(
                     all.iter().any(|t| *t > e.at),
                     "every node restarts after it"
@@ -230,7 +243,7 @@ fn crashes_and_pauses_leave_a_majority_of_each_role_up() {
         for e in &d.faults {
             match &e.fault {
                 Fault::Crash {
-                    node: NodeSel::Leader,
+                    node: NodeSel::Leader | NodeSel::Holder | NodeSel::Waiter,
                 } => {
                     let end = *all.iter().find(|t| **t > e.at).unwrap();
                     intervals.push((e.at, end));

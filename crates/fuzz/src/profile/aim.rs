@@ -1,0 +1,267 @@
+//! Faults aimed where bugs live (issue 33): at the node that holds a lock, a lease or a
+//! leadership and at the node waiting for one (knobs `holder`, `waiter`), one-way
+//! slow links and slow reply paths (`asymmetric`), and faults where the first
+//! decisions are made, from time zero (`early`). Each draws from a ChaCha stream of its
+//! own ([`aim_rng`], [`asymmetric_rng`], [`early_rng`]) and only when its knob is on, so
+//! the draws of the schedule's own stream are never moved by them.
+
+use super::{client_weight, ms, round_ms, Drawer};
+use rand::{Rng as _, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::time::Duration;
+use tenure_core::{NodeId, RoleKind};
+use tenure_scenario::{Fault, Latency, LinkSpec, NodeSel};
+
+fn stream(seed: u64, n: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(n);
+    rng
+}
+
+/// The stream the `holder` and `waiter` re-aims are drawn from, one draw per fault.
+pub(super) fn aim_rng(seed: u64) -> ChaCha8Rng {
+    stream(seed, u64::MAX - 3)
+}
+
+/// The stream asymmetric delays are drawn from.
+fn asymmetric_rng(seed: u64) -> ChaCha8Rng {
+    stream(seed, u64::MAX - 4)
+}
+
+/// The stream the early faults are drawn from.
+fn early_rng(seed: u64) -> ChaCha8Rng {
+    stream(seed, u64::MAX - 5)
+}
+
+impl Drawer<'_> {
+    /// Whether the cluster has a role of holders (lock clients): there, whoever holds
+    /// records `Holds`, and nobody may record `Leader`.
+    pub(super) fn has_holders(&self) -> bool {
+        self.kinds.contains(&RoleKind::Holder)
+    }
+
+    /// The selector a fault drawn at `sel` is aimed with: `"leader"` becomes `"holder"`
+    /// in clusters of lock clients (a lock holder records `Holds`, not `Leader`, so a
+    /// fault aimed at the leader found nobody there); a fixed node becomes `"holder"`
+    /// with chance `holder` and `"waiter"` with chance `waiter` (one draw of the aim
+    /// stream, made only when either is on).
+    pub(super) fn reaim(&mut self, sel: NodeSel) -> NodeSel {
+        match sel {
+            NodeSel::Leader if self.has_holders() => NodeSel::Holder,
+            NodeSel::Id(_) => self.reaim_fixed().unwrap_or(sel),
+            other => other,
+        }
+    }
+
+    /// `Some(role)` when a fault at a fixed node is to aim at a role instead.
+    pub(super) fn reaim_fixed(&mut self) -> Option<NodeSel> {
+        let (holder, waiter) = (self.p.holder, self.p.waiter);
+        if holder <= 0.0 && waiter <= 0.0 {
+            return None;
+        }
+        let x: f64 = self.aim.gen_range(0.0..1.0);
+        if x < holder {
+            Some(NodeSel::Holder)
+        } else if x < holder + waiter {
+            Some(NodeSel::Waiter)
+        } else {
+            None
+        }
+    }
+
+    /// Whether one more node may go down over `[from, until)` in every role (a fault
+    /// aimed at a role hits a node of any role that holds or waits).
+    pub(super) fn room_in_every_role(&self, from: Duration, until: Duration) -> bool {
+        let roles: Vec<&str> = self.cluster.roles().iter().map(|r| r.role.as_str()).collect();
+        let by_role = |role: &str| {
+            self.down
+                .iter()
+                .filter(|(n, a, b)| self.cluster.role_of(*n) == role && *a < until && from < *b)
+                .count()
+        };
+        let aimed = self
+            .leader_down
+            .iter()
+            .filter(|(a, b)| *a < until && from < *b)
+            .count();
+        roles
+            .iter()
+            .all(|r| by_role(r) + aimed < super::down_budget(self.cluster.count(r)))
+    }
+
+    /// Whether a crash aimed at a role may go down over `[at, end)`: one more down
+    /// fits in every role, and no down drawn so far spans `end`, when every node is
+    /// restarted (see [`Drawer::crash_aimed`]).
+    pub(super) fn may_crash_aimed(&self, at: Duration, end: Duration) -> bool {
+        self.room_in_every_role(at, end) && !self.down.iter().any(|(_, a, b)| *a < end && end < *b)
+    }
+
+    /// A crash aimed at `sel` (a role) at `at`, restarted at `end`: whoever it hits is
+    /// known only when the run gets there, so every node is restarted then (a restart of
+    /// a node that is up does nothing), as after a leader crash. Counts as one node down
+    /// in every role, and no other down may span `end` (the restart would end it early,
+    /// below a declared minimum restart delay, say).
+    pub(super) fn crash_aimed(&mut self, sel: NodeSel, at: Duration, end: Duration) {
+        self.leader_down.push((at, end));
+        self.restart_marks.push(end);
+        self.push(at, Fault::Crash { node: sel });
+        let nodes: Vec<NodeId> = self.cluster.nodes().collect();
+        for node in nodes {
+            self.push(
+                end,
+                Fault::Restart {
+                    node: NodeSel::Id(node.0),
+                },
+            );
+        }
+    }
+
+    /// Asymmetric delays for the whole run, one direction slow and the other at the
+    /// scenario's own latency. In a cluster of several roles, half the time every link
+    /// from one role to another is slow (servers to clients: a slow reply path, which
+    /// a holder that times its lease from the reply pays for; clients to servers: slow
+    /// requests); else (and in a cluster of one role) each ordered pair of nodes is slow
+    /// with chance 0.3, one way only. The slow latency is drawn from the top half of
+    /// `latency_range` (capped at a declared `max_latency`).
+    pub(super) fn draw_asymmetric(&mut self) -> Vec<LinkSpec> {
+        if self.p.asymmetric <= 0.0 {
+            return Vec::new();
+        }
+        let main = std::mem::replace(&mut self.rng, asymmetric_rng(self.seed));
+        let mut links = Vec::new();
+        if self.chance(self.p.asymmetric) {
+            let top = self.p.latency_range[1];
+            let max = self.between([top / 2, top]).max(ms(1));
+            let latency = Latency::new(round_ms(max / 2), max);
+            let roles = self.cluster.roles().len();
+            let nodes: Vec<NodeId> = self.cluster.nodes().collect();
+            let mut pairs: Vec<(NodeId, NodeId)> = Vec::new();
+            if roles > 1 && self.rng.gen_bool(0.5) {
+                let from = self.rng.gen_range(0..roles);
+                let to = (from + self.rng.gen_range(1..roles)) % roles;
+                let (from, to) = (
+                    self.cluster.roles()[from].role.clone(),
+                    self.cluster.roles()[to].role.clone(),
+                );
+                for a in &nodes {
+                    for b in &nodes {
+                        if self.cluster.role_of(*a) == from && self.cluster.role_of(*b) == to {
+                            pairs.push((*a, *b));
+                        }
+                    }
+                }
+            } else {
+                for a in &nodes {
+                    for b in &nodes {
+                        if a != b && self.rng.gen_bool(0.3) {
+                            pairs.push((*a, *b));
+                        }
+                    }
+                }
+            }
+            for (from, to) in pairs {
+                links.push(LinkSpec {
+                    from,
+                    to,
+                    both: false,
+                    latency: Some(latency.into()),
+                    loss: None,
+                    duplicate: None,
+                });
+            }
+        }
+        self.rng = main;
+        links
+    }
+
+    /// Faults where one-shot decisions are made, for seeds with `early`, all from time
+    /// zero (faults at time zero apply before any node starts) to `early_window`.
+    /// Returns the nodes the heal must restart (those of crash points that may not have
+    /// fired by then).
+    ///
+    /// * *Crash points at time zero* (one or two; not for targets that declare a minimum
+    ///   restart delay): after 1 to 8 of the node's effects (a crash or a power loss
+    ///   inside its first handlers: between a promise's write and its reply, a vote's
+    ///   send and its sync), or, half the time, a power loss right before its first
+    ///   sync, each restarting after an outage from `outage_range`. Protocol nodes only,
+    ///   holders preferred, never the protected resource.
+    /// * *A node held at its start* by a pause at time zero of 1 to 50 ms (within a
+    ///   declared `max_pause`): the others decide without it, then it joins.
+    /// * *Pauses aimed at a waiter or a holder* (one to three, 1 to 50 ms) at times in
+    ///   the window: a node with a request in flight, or the one that just got it.
+    pub(super) fn draw_early(&mut self, heal_at: Duration) -> Vec<NodeId> {
+        if self.p.early <= 0.0 {
+            return Vec::new();
+        }
+        let p = self.p.clone();
+        let main = std::mem::replace(&mut self.rng, early_rng(self.seed));
+        let mut restart_at_heal = Vec::new();
+        let end = p.early_window.min(heal_at);
+        if self.chance(p.early) && !end.is_zero() {
+            let short = [ms(1), ms(50).min(p.pause_range[1]).max(ms(1))];
+            if p.crash_points {
+                for _ in 0..self.rng.gen_range(1..=2u32) {
+                    let node = self.pick(|kind| {
+                        if kind == RoleKind::Resource {
+                            0
+                        } else {
+                            client_weight(kind)
+                        }
+                    });
+                    let at_sync = self.rng.gen_bool(0.5);
+                    let at_effect = if at_sync {
+                        0
+                    } else {
+                        self.rng.gen_range(1..=8)
+                    };
+                    let power = at_sync || self.rng.gen_bool(0.5);
+                    let restart_after = self.log_between(p.outage_range);
+                    // It fires at a time the draw cannot know: down until the heal,
+                    // which disarms it if it has not fired and restarts the node.
+                    if self.may_go_down(node, Duration::ZERO, heal_at) {
+                        self.down.push((node, Duration::ZERO, heal_at));
+                        self.push(
+                            Duration::ZERO,
+                            Fault::CrashPoint {
+                                node: NodeSel::Id(node.0),
+                                at_effect,
+                                at_sync,
+                                power,
+                                restart_after: Some(restart_after),
+                            },
+                        );
+                        restart_at_heal.push(node);
+                    }
+                }
+            }
+            if self.rng.gen_bool(0.5) {
+                let node = self.pick(|kind| u32::from(kind != RoleKind::Resource));
+                let duration = self.between(short);
+                if self.may_go_down(node, Duration::ZERO, duration) {
+                    self.down.push((node, Duration::ZERO, duration));
+                    self.push(
+                        Duration::ZERO,
+                        Fault::Pause {
+                            node: NodeSel::Id(node.0),
+                            duration,
+                        },
+                    );
+                }
+            }
+            for _ in 0..self.rng.gen_range(1..=3u32) {
+                let at = round_ms(self.rng.gen_range(Duration::ZERO..end.max(ms(1))));
+                let node = if self.rng.gen_bool(0.6) {
+                    NodeSel::Waiter
+                } else {
+                    NodeSel::Holder
+                };
+                let duration = self.between(short).min(heal_at.saturating_sub(at));
+                if duration >= ms(1) && at < heal_at {
+                    self.push(at, Fault::Pause { node, duration });
+                }
+            }
+        }
+        self.rng = main;
+        restart_at_heal
+    }
+}
