@@ -241,6 +241,49 @@ impl<P: Protocol> Control<'_, P> {
         );
     }
 
+    /// One direction of one link turns slow for `duration`: messages sent from `from` to
+    /// `to` from now on take `latency` (the way back keeps its own); then the link gets
+    /// back the settings it had. A later slow-link on the same link replaces this one,
+    /// and each puts back what it found.
+    pub fn slow_link(
+        &mut self,
+        from: NodeId,
+        to: NodeId,
+        latency: crate::net::Delay,
+        duration: Duration,
+    ) {
+        let shown = match latency.as_uniform() {
+            Some(l) => format!(
+                "[\"{}\", \"{}\"]",
+                tenure_core::format_duration(l.min),
+                tenure_core::format_duration(l.max)
+            ),
+            None => serde_json::to_string(&latency).expect("a delay serializes"),
+        };
+        self.fault(
+            "slow-link",
+            vec![from, to],
+            format!(
+                "{from} -> {to}: latency = {shown} for {}",
+                tenure_core::format_duration(duration)
+            ),
+        );
+        let before = self.world.net.override_of(from, to).cloned();
+        let slow = crate::net::LinkOverride {
+            latency: Some(latency),
+            ..before.clone().unwrap_or_default()
+        };
+        self.world.net.set_override(from, to, slow);
+        // Its end is traced (and counts as a fault, so the calm starts after it).
+        self.after(
+            duration,
+            Box::new(move |c: &mut Control<'_, P>| {
+                c.fault("slow-link-end", vec![from, to], String::new());
+                c.world.net.restore_override(from, to, before);
+            }),
+        );
+    }
+
     /// Starts a crashed node's process again. No-op on a node that is not down.
     pub fn restart(&mut self, node: NodeId) {
         if self.status(node) != Status::Down {

@@ -409,6 +409,16 @@ pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
         Fault::Slow {
             factor, duration, ..
         } => c.slow(n(), *factor, *duration),
+        Fault::SlowLink {
+            from,
+            latency,
+            duration,
+            ..
+        } => {
+            if let Some(from) = resolve(c, *from, fault.kind()) {
+                c.slow_link(from, n(), latency.clone(), *duration);
+            }
+        }
         Fault::Request { name, arg, .. } => c.request(
             n(),
             Request {

@@ -114,6 +114,9 @@ fn unsupported(fault: &Fault) -> Option<&'static str> {
         Fault::CrashPoint { .. } => Some("a crash point needs the simulator's hooks between a handler's effects"),
         Fault::DiskStall { .. } | Fault::DiskError { .. } => Some("disk faults need the simulator's disk"),
         Fault::Slow { .. } => Some("handler times are the real machine's"),
+        Fault::SlowLink { .. } => {
+            Some("the proxy applies one latency to every link; one link's own is the simulator's")
+        }
         Fault::Request { .. } => Some("requests from outside are not delivered to real nodes yet"),
     }
 }

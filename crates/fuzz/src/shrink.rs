@@ -852,6 +852,17 @@ fn without_node(s: &Scenario, cluster: &Cluster, r: usize, removed: NodeId) -> O
                 factor: *factor,
                 duration: *duration,
             },
+            Fault::SlowLink {
+                from,
+                node,
+                latency,
+                duration,
+            } => Fault::SlowLink {
+                from: sel(*from)?,
+                node: sel(*node)?,
+                latency: latency.clone(),
+                duration: *duration,
+            },
             other @ (Fault::Heal {} | Fault::Network { .. }) => other.clone(),
         };
     }
@@ -1047,7 +1058,9 @@ fn calm_from(faults: &[FaultEvent]) -> Duration {
     faults
         .iter()
         .map(|e| match &e.fault {
-            Fault::Pause { duration, .. } | Fault::Slow { duration, .. } => e.at + *duration,
+            Fault::Pause { duration, .. }
+            | Fault::Slow { duration, .. }
+            | Fault::SlowLink { duration, .. } => e.at + *duration,
             Fault::Request { .. } => Duration::ZERO,
             _ => e.at,
         })

@@ -369,19 +369,34 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
         }
     }
     for e in &case.faults {
-        if let Fault::Network {
-            latency: Some(latency),
-            ..
-        } = &e.fault
-        {
-            out.extend(assumptions.latency(
+        match &e.fault {
+            Fault::Network {
+                latency: Some(latency),
+                ..
+            } => out.extend(assumptions.latency(
                 latency.max(),
                 format!(
                     "message delay up to {} from {}",
                     format_duration(latency.max()),
                     format_duration(e.at)
                 ),
-            ));
+            )),
+            Fault::SlowLink {
+                from,
+                node,
+                latency,
+                ..
+            } => out.extend(assumptions.latency(
+                latency.max(),
+                format!(
+                    "delay up to {} on the link {} -> {} from {}",
+                    format_duration(latency.max()),
+                    who(from),
+                    who(node),
+                    format_duration(e.at)
+                ),
+            )),
+            _ => {}
         }
     }
     let mut crashed: Vec<(String, std::time::Duration)> = Vec::new();

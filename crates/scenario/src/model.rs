@@ -600,6 +600,17 @@ pub enum Fault {
         #[serde(with = "human")]
         duration: Duration,
     },
+    /// One direction of one link turns slow for `duration`: messages from `from` to
+    /// `node` take `latency`, the way back keeps its own; then the link is what it was.
+    /// Either end may be a role, resolved when it fires: `from = 0, node = "holder"`
+    /// is a slow reply path from node 0 to whoever holds then.
+    SlowLink {
+        from: NodeSel,
+        node: NodeSel,
+        latency: Delay,
+        #[serde(with = "human")]
+        duration: Duration,
+    },
 }
 
 impl Fault {
@@ -625,6 +636,7 @@ impl Fault {
         "slow",
         "clock-stall",
         "clock-slew",
+        "slow-link",
     ];
 
     /// This fault's `kind`, as written in files.
@@ -646,7 +658,8 @@ impl Fault {
             | Fault::CrashPoint { node, .. }
             | Fault::DiskStall { node, .. }
             | Fault::DiskError { node, .. }
-            | Fault::Slow { node, .. } => Some(node),
+            | Fault::Slow { node, .. }
+            | Fault::SlowLink { node, .. } => Some(node),
             Fault::Partition { .. }
             | Fault::Cut { .. }
             | Fault::OneWay { .. }
@@ -675,6 +688,7 @@ impl Fault {
             Fault::DiskStall { .. } => "disk-stall",
             Fault::DiskError { .. } => "disk-error",
             Fault::Slow { .. } => "slow",
+            Fault::SlowLink { .. } => "slow-link",
             Fault::ClockStall { .. } => "clock-stall",
             Fault::ClockSlew { .. } => "clock-slew",
         }
@@ -782,6 +796,12 @@ mod tests {
                 node: NodeSel::Leader,
                 by: SignedDuration(-200_000_000),
                 ppm: 500.0,
+            },
+            Fault::SlowLink {
+                from: NodeSel::Id(0),
+                node: NodeSel::Holder,
+                latency: Delay::uniform(Duration::from_millis(50), Duration::from_millis(100)),
+                duration: Duration::from_secs(2),
             },
         ];
         let kinds: Vec<&str> = faults.iter().map(Fault::kind).collect();

@@ -611,6 +611,18 @@ impl Reader<'_> {
                 &format!("{prefix}.duration"),
                 "a pause lasts more than zero",
             )),
+            Fault::SlowLink { duration, .. } if duration.is_zero() => Err(self.err(
+                &format!("{prefix}.duration"),
+                "a slow link lasts more than zero",
+            )),
+            Fault::SlowLink {
+                from: NodeSel::Id(a),
+                node: NodeSel::Id(b),
+                ..
+            } if a == b => Err(self.err(
+                &format!("{prefix}.node"),
+                format!("a link needs two different nodes; both are {a}"),
+            )),
             Fault::Request { name, .. } if name.is_empty() => {
                 Err(self.err(&format!("{prefix}.name"), "a request needs a name"))
             }
@@ -887,7 +899,7 @@ mod tests {
                 drift: 0.01,
             }]
         );
-        assert_eq!(s.faults.len(), 22);
+        assert_eq!(s.faults.len(), 23);
         assert_eq!(
             s.faults[2],
             FaultEvent {

@@ -223,9 +223,9 @@ pub struct Profile {
     #[serde(deserialize_with = "de::probability")]
     pub waiter: f64,
     /// Chance that a seed has asymmetric delays for the whole run, one direction slow and
-    /// the other fast: in clusters of several roles, half the time every link from one
-    /// role to another (a slow reply path, servers to clients; or slow requests),
-    /// else some links one way only. Latencies from the top half of `latency_range`, so
+    /// the other fast: in clusters of several roles, every link from one role to another
+    /// (a slow reply path, servers to clients; or slow requests), or to one node of it
+    /// (one client's replies late), or some links one way only. Latencies from the top half of `latency_range`, so
     /// within a declared `max_latency`. Drawn from a stream of its own.
     #[serde(deserialize_with = "de::probability")]
     pub asymmetric: f64,

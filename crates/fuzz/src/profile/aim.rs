@@ -117,10 +117,12 @@ impl Drawer<'_> {
     }
 
     /// Asymmetric delays for the whole run, one direction slow and the other at the
-    /// scenario's own latency. In a cluster of several roles, half the time every link
-    /// from one role to another is slow (servers to clients: a slow reply path, which
-    /// a holder that times its lease from the reply pays for; clients to servers: slow
-    /// requests); else (and in a cluster of one role) each ordered pair of nodes is slow
+    /// scenario's own latency. In a cluster of several roles, a third of the time every
+    /// link from one role to another is slow (servers to clients: a slow reply path,
+    /// which a holder that times its lease from the reply pays for; clients to servers:
+    /// slow requests), a third of the time every link from one role to one node of
+    /// another (one client behind a slow reply path: its replies late, the others'
+    /// not); else (and in a cluster of one role) each ordered pair of nodes is slow
     /// with chance 0.3, one way only. The slow latency is drawn from the top half of
     /// `latency_range` (capped at a declared `max_latency`).
     pub(super) fn draw_asymmetric(&mut self) -> Vec<LinkSpec> {
@@ -136,16 +138,29 @@ impl Drawer<'_> {
             let roles = self.cluster.roles().len();
             let nodes: Vec<NodeId> = self.cluster.nodes().collect();
             let mut pairs: Vec<(NodeId, NodeId)> = Vec::new();
-            if roles > 1 && self.rng.gen_bool(0.5) {
+            let shape = if roles > 1 { self.rng.gen_range(0..3) } else { 2 };
+            if shape < 2 {
+                // From every node of one role to every node of another (shape 0), or
+                // to one node of it (shape 1: one client behind a slow path).
                 let from = self.rng.gen_range(0..roles);
                 let to = (from + self.rng.gen_range(1..roles)) % roles;
                 let (from, to) = (
                     self.cluster.roles()[from].role.clone(),
                     self.cluster.roles()[to].role.clone(),
                 );
+                let targets: Vec<NodeId> = nodes
+                    .iter()
+                    .copied()
+                    .filter(|n| self.cluster.role_of(*n) == to)
+                    .collect();
+                let targets = if shape == 1 {
+                    vec![targets[self.rng.gen_range(0..targets.len())]]
+                } else {
+                    targets
+                };
                 for a in &nodes {
-                    for b in &nodes {
-                        if self.cluster.role_of(*a) == from && self.cluster.role_of(*b) == to {
+                    for b in &targets {
+                        if self.cluster.role_of(*a) == from {
                             pairs.push((*a, *b));
                         }
                     }
@@ -169,9 +184,67 @@ impl Drawer<'_> {
                     duplicate: None,
                 });
             }
+            self.slow_paths_to_holders(top);
         }
         self.rng = main;
         links
+    }
+
+    /// One to three slow paths aimed at the holder (or, a third of the time, at a
+    /// waiter) for a while in the fault window: `slow-link` events from a server (a
+    /// node of the smallest role that is not the protected resource; else any protocol
+    /// node) to `"holder"`, so the reply path to whoever holds when it fires is slow and
+    /// the others' are not. What a holder that times its lease from the reply of its
+    /// renewal pays for, and a whole-run slow link seldom shows: the node behind a slow
+    /// path loses the race to lead or lock in the first place. Latency from the top half
+    /// of `latency_range`, lengths log-uniform from 200 ms to 5 s, each over by the heal.
+    fn slow_paths_to_holders(&mut self, top: Duration) {
+        let (_, heal_at) = self.window;
+        let protocol_nodes: Vec<NodeId> = self
+            .cluster
+            .nodes()
+            .filter(|n| self.kind_of(*n) != RoleKind::Resource)
+            .collect();
+        let smallest = self
+            .cluster
+            .roles()
+            .iter()
+            .filter(|r| {
+                self.cluster
+                    .nodes()
+                    .find(|n| self.cluster.role_of(*n) == r.role)
+                    .is_some_and(|n| self.kind_of(n) != RoleKind::Resource)
+            })
+            .min_by_key(|r| r.count)
+            .map(|r| r.role.clone());
+        for _ in 0..self.rng.gen_range(1..=3u32) {
+            let at = self.when();
+            let servers: Vec<NodeId> = protocol_nodes
+                .iter()
+                .copied()
+                .filter(|n| Some(self.cluster.role_of(*n)) == smallest.as_deref())
+                .collect();
+            let pool = if self.rng.gen_bool(0.5) && !servers.is_empty() {
+                servers
+            } else {
+                protocol_nodes.clone()
+            };
+            let from = pool[self.rng.gen_range(0..pool.len())];
+            let node = if self.rng.gen_bool(1.0 / 3.0) {
+                NodeSel::Waiter
+            } else {
+                NodeSel::Holder
+            };
+            let max = self.between([top / 2, top]).max(ms(1));
+            let latency = Latency::new(round_ms(max / 2), max);
+            let duration = self.log_between([ms(200), Duration::from_secs(5)]);
+            self.push_before_heal(at, duration, heal_at, |duration| Fault::SlowLink {
+                from: NodeSel::Id(from.0),
+                node,
+                latency: latency.into(),
+                duration,
+            });
+        }
     }
 
     /// Faults where one-shot decisions are made, for seeds with `early`, all from time
@@ -180,15 +253,21 @@ impl Drawer<'_> {
     /// fired by then).
     ///
     /// * *Crash points at time zero* (one or two; not for targets that declare a minimum
-    ///   restart delay): after 1 to 8 of the node's effects (a crash or a power loss
-    ///   inside its first handlers: between a promise's write and its reply, a vote's
-    ///   send and its sync), or, half the time, a power loss right before its first
-    ///   sync, each restarting after an outage from `outage_range`. Protocol nodes only,
-    ///   holders preferred, never the protected resource.
+    ///   restart delay): half the time a power loss right before the node's first sync
+    ///   (a vote's, a promise's), else a crash or a power loss after 1 to 8 of its
+    ///   effects counted from time zero, inside its first handlers (between a promise's
+    ///   write and its reply, or its reply and its sync); each restarts after an outage
+    ///   of 1 ms up to `early_window` (log-uniform), back in time to rejoin the decision
+    ///   it crashed in. Protocol nodes only, holders preferred, never the protected
+    ///   resource. Each counts as down through the early window and its outage (the
+    ///   heal disarms one that has not fired, and restarts its node).
     /// * *A node held at its start* by a pause at time zero of 1 to 50 ms (within a
     ///   declared `max_pause`): the others decide without it, then it joins.
     /// * *Pauses aimed at a waiter or a holder* (one to three, 1 to 50 ms) at times in
-    ///   the window: a node with a request in flight, or the one that just got it.
+    ///   the window, log-uniform from 1 ms (most in the first milliseconds): a node
+    ///   with a request in flight (a candidate, a proposer in phase 1, a lock client
+    ///   waiting), or the one that just got what it asked for (a leader, a proposer in
+    ///   phase 2, a lock holder).
     pub(super) fn draw_early(&mut self, heal_at: Duration) -> Vec<NodeId> {
         if self.p.early <= 0.0 {
             return Vec::new();
@@ -208,6 +287,12 @@ impl Drawer<'_> {
                             client_weight(kind)
                         }
                     });
+                    // Half the time a power loss right before the node's first sync
+                    // (a vote's or a promise's, with the writes it would make durable
+                    // still in the page cache); else a crash or a power loss after 1
+                    // to 8 effects counted from time zero, inside its first handlers
+                    // (between a promise's write and its reply, or its reply and its
+                    // sync).
                     let at_sync = self.rng.gen_bool(0.5);
                     let at_effect = if at_sync {
                         0
@@ -215,11 +300,15 @@ impl Drawer<'_> {
                         self.rng.gen_range(1..=8)
                     };
                     let power = at_sync || self.rng.gen_bool(0.5);
-                    let restart_after = self.log_between(p.outage_range);
-                    // It fires at a time the draw cannot know: down until the heal,
-                    // which disarms it if it has not fired and restarts the node.
-                    if self.may_go_down(node, Duration::ZERO, heal_at) {
-                        self.down.push((node, Duration::ZERO, heal_at));
+                    // Back within the early window (a supervisor's quick restart, as in
+                    // a flap), so the node rejoins the decision it crashed in.
+                    let restart_after = self.log_between([ms(1), p.early_window.max(ms(1))]);
+                    // It fires within the node's first handlers, at a time the draw
+                    // cannot know exactly: down through the early window and its
+                    // outage (the heal restarts it at the latest, and disarms it).
+                    let until = (end + restart_after).min(heal_at);
+                    if self.may_go_down(node, Duration::ZERO, until) {
+                        self.down.push((node, Duration::ZERO, until));
                         self.push(
                             Duration::ZERO,
                             Fault::CrashPoint {
@@ -249,7 +338,9 @@ impl Drawer<'_> {
                 }
             }
             for _ in 0..self.rng.gen_range(1..=3u32) {
-                let at = round_ms(self.rng.gen_range(Duration::ZERO..end.max(ms(1))));
+                // Log-uniform: most in the first milliseconds, where one-shot
+                // decisions are made.
+                let at = self.log_between([ms(1), end.max(ms(1))]);
                 let node = if self.rng.gen_bool(0.6) {
                     NodeSel::Waiter
                 } else {
