@@ -349,7 +349,11 @@ pub fn judge(expect: &Expectation, violations: &[Violation], stopped_early: bool
 
 /// The node `sel` names now: a fixed id, or the node a role selector hits
 /// ([`Control::select`], which notes a re-aim or a skip in the trace).
-fn resolve<P: Protocol>(c: &mut Control<'_, P>, sel: NodeSel, kind: &'static str) -> Option<NodeId> {
+fn resolve<P: Protocol>(
+    c: &mut Control<'_, P>,
+    sel: NodeSel,
+    kind: &'static str,
+) -> Option<NodeId> {
     match sel.aim() {
         None => sel.id(),
         Some(aim) => c.select(aim, kind),

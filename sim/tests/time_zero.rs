@@ -86,7 +86,9 @@ fn a_crash_point_armed_at_zero_fires_inside_on_start_on_every_seed() {
 fn a_pause_at_zero_holds_the_node_before_it_starts() {
     for seed in 0..20 {
         let out = sim(seed)
-            .at(Duration::ZERO, |c| c.pause(NodeId(2), Duration::from_millis(30)))
+            .at(Duration::ZERO, |c| {
+                c.pause(NodeId(2), Duration::from_millis(30))
+            })
             .run();
         let started = out
             .history

@@ -328,7 +328,12 @@ mod tests {
         b.apply(NodeId(2), &holds("s"));
         assert_eq!(b.holder(|_| true), Some(NodeId(2)), "the freshest lock");
         assert_eq!(b.holder(|n| n != NodeId(2)), Some(NodeId(1)));
-        b.apply(NodeId(2), &Observation::Releases { resource: "s".into() });
+        b.apply(
+            NodeId(2),
+            &Observation::Releases {
+                resource: "s".into(),
+            },
+        );
         assert_eq!(b.holder(|_| true), Some(NodeId(1)));
         b.apply(NodeId(1), &Observation::Crashed);
         assert_eq!(b.holder(|_| true), Some(NodeId(0)), "back to the leader");
@@ -350,7 +355,12 @@ mod tests {
         b.apply(NodeId(2), &holds("r"));
         assert_eq!(b.waiter(|_| true), Some(NodeId(1)));
         assert!(!b.waits(NodeId(2)) && b.holds(NodeId(2)));
-        b.apply(NodeId(1), &Observation::GivesUp { resource: "r".into() });
+        b.apply(
+            NodeId(1),
+            &Observation::GivesUp {
+                resource: "r".into(),
+            },
+        );
         assert_eq!(b.waiter(|_| true), None);
         // Candidates wait for a leadership.
         b.apply(NodeId(0), &Observation::Candidate { term: 2 });

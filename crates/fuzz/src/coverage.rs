@@ -176,7 +176,10 @@ impl SeedFaults {
 
     /// Per kind, whether it landed on a holder (the JSON line's `landed_on_holder`).
     pub fn on_holder(&self) -> BTreeMap<String, bool> {
-        self.kinds.iter().map(|(k, l)| (k.clone(), l.holder)).collect()
+        self.kinds
+            .iter()
+            .map(|(k, l)| (k.clone(), l.holder))
+            .collect()
     }
 }
 
@@ -319,7 +322,10 @@ impl Coverage {
                 more.push_str(&format!(", on a waiter in {}", c.on_waiter));
             }
             if c.in_flight > 0 {
-                more.push_str(&format!(", while an operation was in flight in {}", c.in_flight));
+                more.push_str(&format!(
+                    ", while an operation was in flight in {}",
+                    c.in_flight
+                ));
             }
             out.push(format!(
                 "fault {kind}: drawn in {}, landed on a leader or holder in {} ({share:.0}%){more}{low}",
@@ -489,11 +495,35 @@ mod tests {
         };
         let h = history(
             vec![
-                (100, 1, Observation::Waiting { resource: "r".into() }),
+                (
+                    100,
+                    1,
+                    Observation::Waiting {
+                        resource: "r".into(),
+                    },
+                ),
                 (200, 1, holds),
-                (300, 2, Observation::Waiting { resource: "r".into() }),
-                (400, 1, Observation::Releases { resource: "r".into() }),
-                (500, 2, Observation::GivesUp { resource: "r".into() }),
+                (
+                    300,
+                    2,
+                    Observation::Waiting {
+                        resource: "r".into(),
+                    },
+                ),
+                (
+                    400,
+                    1,
+                    Observation::Releases {
+                        resource: "r".into(),
+                    },
+                ),
+                (
+                    500,
+                    2,
+                    Observation::GivesUp {
+                        resource: "r".into(),
+                    },
+                ),
             ],
             1000,
         );
@@ -508,13 +538,13 @@ mod tests {
         };
         let got = landed(
             &[
-                pause(NodeSel::Holder, 150),  // nobody holds: n1 waits
-                pause(NodeSel::Holder, 250),  // n1 holds
-                pause(NodeSel::Waiter, 350),  // n2 waits
-                pause(NodeSel::Waiter, 450),  // nobody holds, n2 waits
-                pause(NodeSel::Holder, 600),  // nobody holds or waits
-                pause(NodeSel::Leader, 250),  // nobody leads
-                pause(NodeSel::Id(2), 350),   // a fixed node that waits
+                pause(NodeSel::Holder, 150), // nobody holds: n1 waits
+                pause(NodeSel::Holder, 250), // n1 holds
+                pause(NodeSel::Waiter, 350), // n2 waits
+                pause(NodeSel::Waiter, 450), // nobody holds, n2 waits
+                pause(NodeSel::Holder, 600), // nobody holds or waits
+                pause(NodeSel::Leader, 250), // nobody leads
+                pause(NodeSel::Id(2), 350),  // a fixed node that waits
             ],
             &h,
         );
@@ -574,7 +604,10 @@ mod tests {
         c.add(&[], &[], &landed(&[crash], &h));
         assert_eq!(c.process, (1, 0));
         assert!(
-            c.lines().last().unwrap().ends_with("LOW: under 50% of the seeds that drew one"),
+            c.lines()
+                .last()
+                .unwrap()
+                .ends_with("LOW: under 50% of the seeds that drew one"),
             "{:?}",
             c.lines()
         );

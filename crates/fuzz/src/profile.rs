@@ -534,7 +534,7 @@ impl<'a> Drawer<'a> {
                     // `waiter`), when every role has room for one more down.
                     match self.reaim_fixed() {
                         Some(sel) if self.may_crash_aimed(at, end) => {
-                            self.crash_aimed(sel, at, end)
+                            self.crash_aimed(sel, at, end, false)
                         }
                         _ => {
                             self.down.push((node, at, end));
@@ -640,6 +640,13 @@ impl<'a> Drawer<'a> {
                             && end - at >= p.outage_range[0]
                             && self.may_go_down(node, at, end)
                         {
+                            // Sometimes aimed at whoever holds or waits then.
+                            if let Some(sel) = self.reaim_fixed() {
+                                if self.may_crash_aimed(at, end) {
+                                    self.crash_aimed(sel, at, end, true);
+                                    continue;
+                                }
+                            }
                             self.down.push((node, at, end));
                             self.push(
                                 at,

@@ -1202,7 +1202,12 @@ mod tests {
     #[test]
     fn fault_fields_are_named() {
         let err = error("[[fault]]\nat = \"1s\"\nkind = \"crash\"\nnode = \"boss\"\n");
-        assert_error(&err, 7, "fault[0].node", "\"leader\", \"holder\" or \"waiter\"");
+        assert_error(
+            &err,
+            7,
+            "fault[0].node",
+            "\"leader\", \"holder\" or \"waiter\"",
+        );
         let err = error("[[fault]]\nat = \"1s\"\nkind = \"crash\"\nnodes = 1\n");
         assert_error(&err, 7, "fault[0].nodes", "unknown field `nodes`");
         let err = error("[[fault]]\nat = \"1s\"\nkind = \"pause\"\nnode = 1\n");

@@ -210,7 +210,9 @@ pub struct Profile {
     #[serde(with = "duration_range")]
     pub disk_stall_range: [Duration; 2],
     /// Chance that a crash, pause, isolation or clock fault drawn at a fixed node aims
-    /// at `"holder"` instead: whichever node believes it holds a lock, a lease, a
+    /// at `"holder"` instead (in clusters of several roles: clients and servers; this
+    /// knob and `waiter`, `asymmetric` and `early` draw nothing in a cluster of one
+    /// role, an election, where `leader` aims at the holder already): whichever node believes it holds a lock, a lease, a
     /// resource or a leadership when the fault fires (re-aimed at a waiter when nobody
     /// holds). Drawn per fault from a stream of its own. (In clusters with a role of
     /// holders, lock clients, a fault the profile aims at `"leader"` aims at
@@ -568,8 +570,9 @@ impl Profile {
                 // before are unchanged (`[profile] disk = 1` turns them on).
                 loss: 0.2,
                 duplicate: 0.2,
-                holder: 0.4,
-                waiter: 0.2,
+                // a crashed holder is the classic failure
+                holder: 0.8,
+                waiter: 0.1,
                 early: 0.3,
                 ..base
             },
@@ -590,7 +593,7 @@ impl Profile {
                 events: [2, 5],
                 // from the start: the first election is the busiest moment
                 window: [0.0, 0.6],
-                holder: 0.3,
+                holder: 0.4,
                 waiter: 0.15,
                 asymmetric: 0.3,
                 early: 0.3,

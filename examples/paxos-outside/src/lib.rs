@@ -657,9 +657,7 @@ impl Configurable for Paxos {
         if instances == 0 {
             return Err(ParamError::new("instances", "make at least one decision"));
         }
-        let interval = params
-            .interval
-            .map_or(Duration::from_millis(200), |d| d.0);
+        let interval = params.interval.map_or(Duration::from_millis(200), |d| d.0);
         if interval.is_zero() {
             return Err(ParamError::new("interval", "must be above zero"));
         }

@@ -4,6 +4,13 @@
 //! decisions are made, from time zero (`early`). Each draws from a ChaCha stream of its
 //! own ([`aim_rng`], [`asymmetric_rng`], [`early_rng`]) and only when its knob is on, so
 //! the draws of the schedule's own stream are never moved by them.
+//!
+//! **Clusters of several roles only** (clients and servers, candidates and a store,
+//! proposers and acceptors): there a holder is a client, a waiter another, and a reply
+//! path runs from a server to a client. In a cluster of one role (an election) every
+//! node is a peer, the profiles' `"leader"` aims already hit the holder, and the seeds
+//! found and pinned under the built-in profiles (the book's, the tutorial's) stay what
+//! they were: these knobs draw nothing there.
 
 use super::{client_weight, ms, round_ms, Drawer};
 use rand::{Rng as _, SeedableRng};
@@ -40,6 +47,12 @@ impl Drawer<'_> {
         self.kinds.contains(&RoleKind::Holder)
     }
 
+    /// Whether the cluster has several roles: only there do these knobs draw (see the
+    /// module documentation).
+    pub(super) fn several_roles(&self) -> bool {
+        self.cluster.roles().len() > 1
+    }
+
     /// The selector a fault drawn at `sel` is aimed with: `"leader"` becomes `"holder"`
     /// in clusters of lock clients (a lock holder records `Holds`, not `Leader`, so a
     /// fault aimed at the leader found nobody there); a fixed node becomes `"holder"`
@@ -56,7 +69,7 @@ impl Drawer<'_> {
     /// `Some(role)` when a fault at a fixed node is to aim at a role instead.
     pub(super) fn reaim_fixed(&mut self) -> Option<NodeSel> {
         let (holder, waiter) = (self.p.holder, self.p.waiter);
-        if holder <= 0.0 && waiter <= 0.0 {
+        if (holder <= 0.0 && waiter <= 0.0) || !self.several_roles() {
             return None;
         }
         let x: f64 = self.aim.gen_range(0.0..1.0);
@@ -72,7 +85,12 @@ impl Drawer<'_> {
     /// Whether one more node may go down over `[from, until)` in every role (a fault
     /// aimed at a role hits a node of any role that holds or waits).
     pub(super) fn room_in_every_role(&self, from: Duration, until: Duration) -> bool {
-        let roles: Vec<&str> = self.cluster.roles().iter().map(|r| r.role.as_str()).collect();
+        let roles: Vec<&str> = self
+            .cluster
+            .roles()
+            .iter()
+            .map(|r| r.role.as_str())
+            .collect();
         let by_role = |role: &str| {
             self.down
                 .iter()
@@ -96,15 +114,24 @@ impl Drawer<'_> {
         self.room_in_every_role(at, end) && !self.down.iter().any(|(_, a, b)| *a < end && end < *b)
     }
 
-    /// A crash aimed at `sel` (a role) at `at`, restarted at `end`: whoever it hits is
+    /// A crash (a power loss, with `power`) aimed at `sel` (a role) at `at`, restarted at
+    /// `end`: whoever it hits is
     /// known only when the run gets there, so every node is restarted then (a restart of
     /// a node that is up does nothing), as after a leader crash. Counts as one node down
     /// in every role, and no other down may span `end` (the restart would end it early,
     /// below a declared minimum restart delay, say).
-    pub(super) fn crash_aimed(&mut self, sel: NodeSel, at: Duration, end: Duration) {
+    pub(super) fn crash_aimed(&mut self, sel: NodeSel, at: Duration, end: Duration, power: bool) {
         self.leader_down.push((at, end));
         self.restart_marks.push(end);
-        self.push(at, Fault::Crash { node: sel });
+        let fault = if power {
+            Fault::PowerLoss {
+                node: sel,
+                torn: false,
+            }
+        } else {
+            Fault::Crash { node: sel }
+        };
+        self.push(at, fault);
         let nodes: Vec<NodeId> = self.cluster.nodes().collect();
         for node in nodes {
             self.push(
@@ -122,11 +149,10 @@ impl Drawer<'_> {
     /// which a holder that times its lease from the reply pays for; clients to servers:
     /// slow requests), a third of the time every link from one role to one node of
     /// another (one client behind a slow reply path: its replies late, the others'
-    /// not); else (and in a cluster of one role) each ordered pair of nodes is slow
-    /// with chance 0.3, one way only. The slow latency is drawn from the top half of
+    /// not); else each ordered pair of nodes is slow with chance 0.3, one way only. The slow latency is drawn from the top half of
     /// `latency_range` (capped at a declared `max_latency`).
     pub(super) fn draw_asymmetric(&mut self) -> Vec<LinkSpec> {
-        if self.p.asymmetric <= 0.0 {
+        if self.p.asymmetric <= 0.0 || !self.several_roles() {
             return Vec::new();
         }
         let main = std::mem::replace(&mut self.rng, asymmetric_rng(self.seed));
@@ -138,7 +164,7 @@ impl Drawer<'_> {
             let roles = self.cluster.roles().len();
             let nodes: Vec<NodeId> = self.cluster.nodes().collect();
             let mut pairs: Vec<(NodeId, NodeId)> = Vec::new();
-            let shape = if roles > 1 { self.rng.gen_range(0..3) } else { 2 };
+            let shape = self.rng.gen_range(0..3);
             if shape < 2 {
                 // From every node of one role to every node of another (shape 0), or
                 // to one node of it (shape 1: one client behind a slow path).
@@ -269,7 +295,7 @@ impl Drawer<'_> {
     ///   waiting), or the one that just got what it asked for (a leader, a proposer in
     ///   phase 2, a lock holder).
     pub(super) fn draw_early(&mut self, heal_at: Duration) -> Vec<NodeId> {
-        if self.p.early <= 0.0 {
+        if self.p.early <= 0.0 || !self.several_roles() {
             return Vec::new();
         }
         let p = self.p.clone();
