@@ -534,7 +534,7 @@ impl<'a> Drawer<'a> {
                     // `waiter`), when every role has room for one more down.
                     match self.reaim_fixed() {
                         Some(sel) if self.may_crash_aimed(at, end) => {
-                            self.crash_aimed(sel, at, end, false)
+                            self.crash_aimed(at, end, Fault::Crash { node: sel })
                         }
                         _ => {
                             self.down.push((node, at, end));
@@ -643,7 +643,11 @@ impl<'a> Drawer<'a> {
                             // Sometimes aimed at whoever holds or waits then.
                             if let Some(sel) = self.reaim_fixed() {
                                 if self.may_crash_aimed(at, end) {
-                                    self.crash_aimed(sel, at, end, true);
+                                    let fault = Fault::PowerLoss {
+                                        node: sel,
+                                        torn: false,
+                                    };
+                                    self.crash_aimed(at, end, fault);
                                     continue;
                                 }
                             }

@@ -619,7 +619,7 @@ impl Profile {
                 duplicate: 0.2,
                 events: [1, 4],
                 window: [0.0, 0.6],
-                holder: 0.2,
+                holder: 0.6,
                 asymmetric: 0.5,
                 early: 0.2,
                 ..base

@@ -110,10 +110,7 @@ fn found_without_a_pause() {
         let sim = simulation(variant, "partitions");
         let count = sim.sweep_count(0..1000);
         println!("{variant} under partitions: {count}");
-        assert!(
-            count.failing_seeds.len() >= at_least,
-            "{variant}: {count}"
-        );
+        assert!(count.failing_seeds.len() >= at_least, "{variant}: {count}");
         for &seed in &count.failing_seeds {
             let drawn = sim.drawn(seed).expect("a profile draws");
             assert!(

@@ -11,7 +11,7 @@
 //! power loss between an answer and its sync, the node back within milliseconds) on a
 //! network that reorders the race (slow links, slow disks): rare under random faults.
 
-use paxos_outside::{cluster, Paxos, PaxosVariant, Params};
+use paxos_outside::{cluster, Params, Paxos, PaxosVariant};
 use tenure::prelude::*;
 
 fn simulation(variant: PaxosVariant, profile: &str) -> Simulation<Paxos> {

@@ -114,23 +114,14 @@ impl Drawer<'_> {
         self.room_in_every_role(at, end) && !self.down.iter().any(|(_, a, b)| *a < end && end < *b)
     }
 
-    /// A crash (a power loss, with `power`) aimed at `sel` (a role) at `at`, restarted at
-    /// `end`: whoever it hits is
+    /// `fault`, a crash or a power loss aimed at a role, at `at`, restarted at `end`: whoever it hits is
     /// known only when the run gets there, so every node is restarted then (a restart of
     /// a node that is up does nothing), as after a leader crash. Counts as one node down
     /// in every role, and no other down may span `end` (the restart would end it early,
     /// below a declared minimum restart delay, say).
-    pub(super) fn crash_aimed(&mut self, sel: NodeSel, at: Duration, end: Duration, power: bool) {
+    pub(super) fn crash_aimed(&mut self, at: Duration, end: Duration, fault: Fault) {
         self.leader_down.push((at, end));
         self.restart_marks.push(end);
-        let fault = if power {
-            Fault::PowerLoss {
-                node: sel,
-                torn: false,
-            }
-        } else {
-            Fault::Crash { node: sel }
-        };
         self.push(at, fault);
         let nodes: Vec<NodeId> = self.cluster.nodes().collect();
         for node in nodes {
