@@ -98,6 +98,10 @@ fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Prof
             }
             Fault::Crash {
                 node: NodeSel::Holder | NodeSel::Waiter,
+            }
+            | Fault::PowerLoss {
+                node: NodeSel::Holder | NodeSel::Waiter,
+                ..
             } => {
                 assert!(
                     all.iter().any(|t| *t > e.at),
@@ -244,6 +248,10 @@ fn crashes_and_pauses_leave_a_majority_of_each_role_up() {
             match &e.fault {
                 Fault::Crash {
                     node: NodeSel::Leader | NodeSel::Holder | NodeSel::Waiter,
+                }
+                | Fault::PowerLoss {
+                    node: NodeSel::Holder | NodeSel::Waiter,
+                    ..
                 } => {
                     let end = *all.iter().find(|t| **t > e.at).unwrap();
                     intervals.push((e.at, end));
@@ -599,6 +607,10 @@ fn a_crash_aimed_at_the_holder_restarts_every_node_and_cuts_no_other_outage_shor
         for e in &d.faults {
             if let Fault::Crash {
                 node: NodeSel::Holder | NodeSel::Waiter,
+            }
+            | Fault::PowerLoss {
+                node: NodeSel::Holder | NodeSel::Waiter,
+                ..
             } = e.fault
             {
                 aimed += 1;
