@@ -11,7 +11,7 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
     use tenure_scenario::{Fault, NodeSel};
     let who = |n: &NodeSel| match n {
         NodeSel::Id(i) => format!("n{i}"),
-        NodeSel::Leader => "the leader".to_string(),
+        role => format!("the {role}"),
     };
     let mut out = Vec::new();
     for c in &case.clocks {
@@ -38,19 +38,34 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
         }
     }
     for e in &case.faults {
-        if let Fault::Network {
-            latency: Some(latency),
-            ..
-        } = &e.fault
-        {
-            out.extend(assumptions.latency(
+        match &e.fault {
+            Fault::Network {
+                latency: Some(latency),
+                ..
+            } => out.extend(assumptions.latency(
                 latency.max(),
                 format!(
                     "message delay up to {} from {}",
                     format_duration(latency.max()),
                     format_duration(e.at)
                 ),
-            ));
+            )),
+            Fault::SlowLink {
+                from,
+                node,
+                latency,
+                ..
+            } => out.extend(assumptions.latency(
+                latency.max(),
+                format!(
+                    "delay up to {} on the link {} -> {} from {}",
+                    format_duration(latency.max()),
+                    who(from),
+                    who(node),
+                    format_duration(e.at)
+                ),
+            )),
+            _ => {}
         }
     }
     let mut crashed: Vec<(String, std::time::Duration)> = Vec::new();

@@ -3,7 +3,7 @@
 
 use crate::world::{CrashPoint, Status, World};
 use std::time::Duration;
-use tenure_core::{NodeId, Protocol, Request, SimTime};
+use tenure_core::{Aim, NodeId, Protocol, Request, SimTime};
 
 /// A scheduled action on the running cluster.
 pub type Action<P> = Box<dyn FnOnce(&mut Control<'_, P>) + Send>;
@@ -39,10 +39,58 @@ impl<P: Protocol> Control<'_, P> {
 
     /// Records in the trace that an event aimed at "the leader" found none.
     pub fn note_skipped(&mut self, kind: &'static str) {
-        let detail = format!("{kind} skipped: no node believes it leads");
+        self.note_skipped_aim(kind, Aim::Leader);
+    }
+
+    /// Records in the trace that an event aimed at `aim` found nobody to aim at.
+    fn note_skipped_aim(&mut self, kind: &'static str, aim: Aim) {
+        let why = match aim {
+            Aim::Leader => "no node believes it leads",
+            Aim::Holder | Aim::Waiter => "no node believes it holds or waits",
+        };
+        let detail = format!("{kind} skipped: {why}");
         tracing::info!(%detail, "fault skipped");
         self.world
             .trace_fault(self.now, "skipped", Vec::new(), detail);
+    }
+
+    /// The node a fault of `kind` aimed at `aim` hits now, from what the nodes believe
+    /// at this instant ([`tenure_core::Beliefs::select`]): `leader` as it always was;
+    /// `holder` and `waiter` among the nodes that are up first (a paused holder cannot
+    /// be paused again), then among all. A `holder` nobody is re-aimed at a waiter and
+    /// a `waiter` nobody at a holder, and the trace says so (`re-aimed`); when nobody
+    /// holds or waits, the trace says the fault was skipped and `None` is returned.
+    pub fn select(&mut self, aim: Aim, kind: &'static str) -> Option<NodeId> {
+        let selected = match aim {
+            Aim::Leader => self.world.beliefs.select(aim, |_| true),
+            Aim::Holder | Aim::Waiter => {
+                let nodes = &self.world.nodes;
+                self.world
+                    .beliefs
+                    .select(aim, |n| nodes[n.index()].status == Status::Up)
+                    .or_else(|| self.world.beliefs.select(aim, |_| true))
+            }
+        };
+        let Some(selected) = selected else {
+            self.note_skipped_aim(kind, aim);
+            return None;
+        };
+        if let Some(other) = selected.reaimed {
+            let why = match aim {
+                Aim::Holder => "no node holds",
+                _ => "no node waits",
+            };
+            let detail = format!(
+                "{kind} aimed at the {} re-aimed at {}, the {}: {why}",
+                aim.name(),
+                selected.node,
+                other.name()
+            );
+            tracing::info!(%detail, "fault re-aimed");
+            self.world
+                .trace_fault(self.now, "re-aimed", Vec::new(), detail);
+        }
+        Some(selected.node)
     }
 
     /// Schedules `action` to run `after` from now.
@@ -189,6 +237,49 @@ impl<P: Protocol> Control<'_, P> {
                 if c.world.nodes[node.index()].slow_until <= c.now {
                     c.fault("slow-end", vec![node], String::new());
                 }
+            }),
+        );
+    }
+
+    /// One direction of one link turns slow for `duration`: messages sent from `from` to
+    /// `to` from now on take `latency` (the way back keeps its own); then the link gets
+    /// back the settings it had. A later slow-link on the same link replaces this one,
+    /// and each puts back what it found.
+    pub fn slow_link(
+        &mut self,
+        from: NodeId,
+        to: NodeId,
+        latency: crate::net::Delay,
+        duration: Duration,
+    ) {
+        let shown = match latency.as_uniform() {
+            Some(l) => format!(
+                "[\"{}\", \"{}\"]",
+                tenure_core::format_duration(l.min),
+                tenure_core::format_duration(l.max)
+            ),
+            None => serde_json::to_string(&latency).expect("a delay serializes"),
+        };
+        self.fault(
+            "slow-link",
+            vec![from, to],
+            format!(
+                "{from} -> {to}: latency = {shown} for {}",
+                tenure_core::format_duration(duration)
+            ),
+        );
+        let before = self.world.net.override_of(from, to).cloned();
+        let slow = crate::net::LinkOverride {
+            latency: Some(latency),
+            ..before.clone().unwrap_or_default()
+        };
+        self.world.net.set_override(from, to, slow);
+        // Its end is traced (and counts as a fault, so the calm starts after it).
+        self.after(
+            duration,
+            Box::new(move |c: &mut Control<'_, P>| {
+                c.fault("slow-link-end", vec![from, to], String::new());
+                c.world.net.restore_override(from, to, before);
             }),
         );
     }

@@ -28,6 +28,7 @@ pub async fn node_main<P: Protocol>(world: Arc<Mutex<World<P>>>, node: NodeId) {
     // thread-local on every call, which the hot loop below would pay twice a wake.
     let time = madsim::time::TimeHandle::current();
     let now = || SimTime::from_duration(time.elapsed());
+    StartGate { world: &world }.await;
     {
         let mut w = lock(&world);
         w.set_time(&time);
@@ -42,6 +43,24 @@ pub async fn node_main<P: Protocol>(world: Arc<Mutex<World<P>>>, node: NodeId) {
             time: &time,
         }
         .await;
+    }
+}
+
+/// Waits until the faults of time zero are applied (see [`World::close_start_gate`]);
+/// ready at once when there are none.
+struct StartGate<'a, P: Protocol> {
+    world: &'a Mutex<World<P>>,
+}
+
+impl<P: Protocol> Future for StartGate<'_, P> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if lock(self.world).start_gate_open(cx.waker()) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
     }
 }
 

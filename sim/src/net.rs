@@ -142,6 +142,21 @@ impl Network {
         self.overrides.insert((from, to), link);
     }
 
+    /// The override of the link `from -> to`, if any.
+    pub fn override_of(&self, from: NodeId, to: NodeId) -> Option<&LinkOverride> {
+        self.overrides.get(&(from, to))
+    }
+
+    /// Puts back what [`Network::override_of`] gave (`None`: no override).
+    pub fn restore_override(&mut self, from: NodeId, to: NodeId, link: Option<LinkOverride>) {
+        match link {
+            Some(l) => self.set_override(from, to, l),
+            None => {
+                self.overrides.remove(&(from, to));
+            }
+        }
+    }
+
     pub fn is_blocked(&self, from: NodeId, to: NodeId) -> bool {
         let bit = from.index() * self.n + to.index();
         self.blocked[bit / 64] & (1 << (bit % 64)) != 0

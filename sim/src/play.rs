@@ -446,23 +446,27 @@ pub fn judge(expect: &Expectation, violations: &[Violation], stopped_early: bool
     }
 }
 
-fn resolve<P: Protocol>(c: &Control<'_, P>, sel: NodeSel) -> Option<NodeId> {
-    match sel {
-        NodeSel::Id(n) => Some(NodeId(n)),
-        NodeSel::Leader => c.leader(),
+/// The node `sel` names now: a fixed id, or the node a role selector hits
+/// ([`Control::select`], which notes a re-aim or a skip in the trace).
+fn resolve<P: Protocol>(
+    c: &mut Control<'_, P>,
+    sel: NodeSel,
+    kind: &'static str,
+) -> Option<NodeId> {
+    match sel.aim() {
+        None => sel.id(),
+        Some(aim) => c.select(aim, kind),
     }
 }
 
 /// Applies one timeline event. A `leader` selector with no leader at that instant skips
-/// the event (the trace says so).
+/// the event; a `holder` or `waiter` selector with nobody of its kind is re-aimed at the
+/// other kind, and skipped when nobody holds or waits (the trace says which).
 pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
     let node = match fault.node() {
-        Some(sel) => match resolve(c, *sel) {
+        Some(sel) => match resolve(c, *sel, fault.kind()) {
             Some(n) => Some(n),
-            None => {
-                c.note_skipped(fault.kind());
-                return;
-            }
+            None => return,
         },
         None => None,
     };
@@ -508,6 +512,16 @@ pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
         Fault::Slow {
             factor, duration, ..
         } => c.slow(n(), *factor, *duration),
+        Fault::SlowLink {
+            from,
+            latency,
+            duration,
+            ..
+        } => {
+            if let Some(from) = resolve(c, *from, fault.kind()) {
+                c.slow_link(from, n(), latency.clone(), *duration);
+            }
+        }
         Fault::Request { name, arg, .. } => c.request(
             n(),
             Request {

@@ -193,6 +193,10 @@ impl<P: Protocol> Sim<P> {
         if let Some(hook) = hook {
             world.set_hook(hook);
         }
+        // Faults at time zero apply before the protocol's first actions.
+        if actions.iter().any(|(at, _)| *at == SimTime::ZERO) {
+            world.close_start_gate();
+        }
         let world = Arc::new(Mutex::new(world));
         let end = SimTime::from_duration(duration);
 
@@ -312,5 +316,7 @@ async fn supervise<P: Protocol>(
             }
             queue.sort_by_key(|(at, order, _)| std::cmp::Reverse((*at, *order)));
         }
+        // The events of time zero are applied: the nodes may start.
+        w.open_start_gate();
     }
 }

@@ -454,8 +454,9 @@ pub struct World<P: Protocol> {
     pub records: Vec<Record>,
     pub trace: Option<Vec<TraceEvent>>,
     pub stats: Stats,
-    /// Each node's latest role belief (`Leader{term}` or not), for the `leader` selector.
-    leading: Vec<Option<u64>>,
+    /// What each node believes now (leads, holds, waits), for the `leader`, `holder` and
+    /// `waiter` selectors.
+    pub beliefs: tenure_core::Beliefs,
     pub calm_from: SimTime,
     hook: Option<RecordHook>,
     pub stop_requested: bool,
@@ -479,6 +480,9 @@ pub struct World<P: Protocol> {
     /// madsim's clock, to set the timers that wake node tasks (`None` until a node
     /// task starts: outside a run an arrival rings the doorbell instead).
     time: Option<madsim::time::TimeHandle>,
+    /// While the faults at time zero are being applied, the node tasks waiting to start
+    /// (`None`: the gate is open; see [`World::close_start_gate`]).
+    start_gate: Option<Vec<Waker>>,
 }
 
 impl<P: Protocol> World<P> {
@@ -535,7 +539,7 @@ impl<P: Protocol> World<P> {
             records: Vec::new(),
             trace: trace.then(Vec::new),
             stats: Stats::default(),
-            leading: vec![None; n],
+            beliefs: tenure_core::Beliefs::new(n),
             calm_from: SimTime::ZERO,
             hook: None,
             stop_requested: false,
@@ -548,6 +552,39 @@ impl<P: Protocol> World<P> {
             streams: None,
             order_after_stall: false,
             time: None,
+            start_gate: None,
+        }
+    }
+
+    /// The timeline has events at time zero: they apply before any node starts (a
+    /// crash point armed then fires inside `on_start`, a pause at zero holds the node
+    /// before it starts, a partition at zero sees the first messages). Every node counts
+    /// as up (booting) from now; node tasks wait at the gate ([`World::start_gate_open`])
+    /// until the supervisor has applied the events of time zero and opens it
+    /// ([`World::open_start_gate`]). Runs without events at time zero never close it,
+    /// so they are what they were.
+    pub fn close_start_gate(&mut self) {
+        self.start_gate = Some(Vec::new());
+        for slot in &mut self.nodes {
+            slot.status = Status::Up;
+        }
+    }
+
+    /// Whether a node task may start; if not, `waker` is woken when it may.
+    pub fn start_gate_open(&mut self, waker: &Waker) -> bool {
+        match &mut self.start_gate {
+            None => true,
+            Some(waiting) => {
+                waiting.push(waker.clone());
+                false
+            }
+        }
+    }
+
+    /// Opens the start gate (if closed): the node tasks waiting at it start.
+    pub fn open_start_gate(&mut self) {
+        for w in self.start_gate.take().into_iter().flatten() {
+            w.wake();
         }
     }
 
@@ -630,13 +667,7 @@ impl<P: Protocol> World<P> {
 
     /// Records an observation of `node` at `now`, stamped with its clock readings.
     pub fn record(&mut self, now: SimTime, node: NodeId, obs: Observation) {
-        match &obs {
-            Observation::Leader { term } => self.leading[node.index()] = Some(*term),
-            Observation::Follower { .. } | Observation::Candidate { .. } | Observation::Crashed => {
-                self.leading[node.index()] = None
-            }
-            _ => {}
-        }
+        self.beliefs.apply(node, &obs);
         let clock = &self.nodes[node.index()].clock;
         let record = Record {
             time: now,
@@ -661,15 +692,7 @@ impl<P: Protocol> World<P> {
 
     /// The node that believes it leads the highest term (lowest id on a tie), if any.
     pub fn leader(&self) -> Option<NodeId> {
-        let mut best: Option<(u64, NodeId)> = None;
-        for (i, term) in self.leading.iter().enumerate() {
-            if let Some(term) = term {
-                if best.is_none_or(|(t, _)| *term > t) {
-                    best = Some((*term, NodeId(i as u32)));
-                }
-            }
-        }
-        best.map(|(_, n)| n)
+        self.beliefs.leader()
     }
 
     pub fn ring(&mut self, node: NodeId) {
@@ -735,12 +758,15 @@ impl<P: Protocol> World<P> {
     /// arrived while it was down is lost.
     pub fn start_node(&mut self, node: NodeId, now: SimTime) {
         let i = node.index();
+        // A request handed to a node booting at time zero (see `close_start_gate`)
+        // waits for its first start; only a node that never started has one queued.
+        let first = self.nodes[i].incarnation == 0;
         let stale: Vec<Pending<P::Msg>> = {
             let inbox = &mut self.nodes[i].inbox;
             let mut keep = BinaryHeap::new();
             let mut stale = Vec::new();
             for p in std::mem::take(inbox).into_vec() {
-                if p.at <= now {
+                if p.at <= now && !(first && matches!(p.input, Input::Request(_))) {
                     stale.push(p);
                 } else {
                     keep.push(p);

@@ -111,6 +111,9 @@ latency = ["1ms", "5ms"]
 
 [profile]
 name = "power"
+# the draws of before issue 33 (faults from time zero): the case the regression was
+# found with
+early = 0
 "#;
     let scenario = tenure_scenario::parse(text, "etcd-lock-power.toml").unwrap();
     let target = Target::from_scenario(&crate::support::zoo(), scenario, None).unwrap();
@@ -147,6 +150,11 @@ latency = ["1ms", "5ms"]
 [profile]
 name = "crashes"
 disk = 1
+# the draws of before issue 33 (aims at holders and waiters, faults from time zero):
+# this seed's case is the one the regression was found with
+holder = 0
+waiter = 0
+early = 0
 "#;
     let scenario = tenure_scenario::parse(text, "sharded-lock-crashes-disk.toml").unwrap();
     let target = Target::from_scenario(&crate::support::zoo(), scenario, None).unwrap();

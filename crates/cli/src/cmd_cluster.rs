@@ -131,6 +131,9 @@ fn unsupported(fault: &Fault) -> Option<&'static str> {
         Fault::CrashPoint { .. } => Some("a crash point needs the simulator's hooks between a handler's effects"),
         Fault::DiskStall { .. } | Fault::DiskError { .. } => Some("disk faults need the simulator's disk"),
         Fault::Slow { .. } => Some("handler times are the real machine's"),
+        Fault::SlowLink { .. } => {
+            Some("the proxy applies one latency to every link; one link's own is the simulator's")
+        }
         Fault::Request { .. } => Some("requests from outside are not delivered to real nodes yet"),
     }
 }
@@ -340,6 +343,30 @@ impl Launch<'_> {
             .stderr(log)
             .spawn()
     }
+}
+
+/// The node a `holder` or `waiter` selector hits now, from the logs so far: every node's
+/// records in time order through [`tenure_core::Beliefs`], as the simulator resolves it
+/// (among the nodes still up).
+fn current_aimed(out: &Path, nodes: usize, up: &[bool], sel: NodeSel) -> Option<usize> {
+    let mut records: Vec<Record> = (0..nodes)
+        .flat_map(|n| {
+            std::fs::read_to_string(out.join(format!("n{n}/observations.jsonl")))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Record>(l).ok())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    records.sort_by_key(|r| r.time);
+    let mut beliefs = tenure_core::Beliefs::new(nodes);
+    for r in &records {
+        beliefs.apply(r.node, &r.obs);
+    }
+    let aim = sel.aim()?;
+    beliefs
+        .select(aim, |n| up.get(n.index()).copied().unwrap_or(false))
+        .map(|s| s.node.index())
 }
 
 /// The node that last said it leads (the highest term's latest `leader` record of a
@@ -644,6 +671,9 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
             let node = match e.fault.node() {
                 Some(NodeSel::Id(n)) => Some(*n as usize),
                 Some(NodeSel::Leader) => current_leader(&args.out, nodes, &up),
+                Some(sel @ (NodeSel::Holder | NodeSel::Waiter)) => {
+                    current_aimed(&args.out, nodes, &up, *sel)
+                }
                 None => None,
             };
             let applied = match (&e.fault, node) {
@@ -671,7 +701,9 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
                         Err(_) => Applied::Failed("the proxy failed".to_string()),
                     }
                 }
-                (_, None) => Applied::Skipped("no node (no leader at that moment)".to_string()),
+                (_, None) => {
+                    Applied::Skipped("no node (nobody of that role at that moment)".to_string())
+                }
                 (Fault::Crash { .. }, Some(n)) if up[n] => {
                     let a = crash(&mut procs, n, &launch.dir(n), epoch, &mut resumes);
                     up[n] = procs.alive(n);

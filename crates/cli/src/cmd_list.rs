@@ -63,6 +63,8 @@ fn draws(name: &str) -> (Vec<(&'static str, f64)>, bool) {
         ("slow_node", p.slow_node),
         ("disk_stall", p.disk_stall),
         ("torn", p.torn),
+        ("asymmetric", p.asymmetric),
+        ("early", p.early),
     ];
     let on = chances.into_iter().filter(|(_, c)| *c > 0.0).collect();
     (on, p.beyond_assumptions)

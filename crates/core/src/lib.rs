@@ -12,6 +12,7 @@
 //! Nothing here reads a real clock, opens a socket or draws from a global RNG.
 
 mod assumptions;
+mod beliefs;
 mod catalogue;
 mod cluster;
 mod env;
@@ -21,6 +22,7 @@ mod protocol;
 mod time;
 
 pub use assumptions::{Assumptions, Broken, Limit, Promise};
+pub use beliefs::{Aim, Beliefs, Selected};
 pub use catalogue::{
     names as catalogue_names, variant_mismatches, Catalogue, NoRealProtocols, RealCatalogue,
     RealVisitor, Visitor,

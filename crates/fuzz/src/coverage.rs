@@ -1,103 +1,60 @@
-//! Coverage of a fuzz run: in how many seeds each check judged anything, and in how many
-//! seeds each drawn kind of fault landed while a leader or lock holder existed (a pause
-//! that never hits a holder tests nothing).
+//! Coverage of a fuzz run: in how many seeds each check judged anything, and where each
+//! drawn kind of fault landed: on a leader or lock holder, on a waiter, while an
+//! operation was in flight (a pause that never hits a holder tests nothing).
 //!
-//! A fault *lands on a holder* when, at the instant it is applied, a node believed it
-//! led, held a lease, held a lock or owned a resource (from the run's own
-//! observations), and, for a fault aimed at one node, that node was such a holder (a
-//! fault aimed at `"leader"` lands when there was one). Heals, network resets and
-//! requests are not faults that can land.
+//! A fault *lands on a holder* when, at the instant it is applied, the node it hits
+//! believed it led, held a lease, held a lock or owned a resource (from the run's own
+//! observations, through [`tenure_core::Beliefs`], the simulator's own definition); a
+//! fault aimed at a role (`"leader"`, `"holder"`, `"waiter"`) is resolved as the
+//! simulator resolves it, re-aimed or skipped alike; a fault of the network (a
+//! partition, a cut, a network change) lands on a holder when anyone holds. It lands *on
+//! a waiter* when the node hit waited for a lock or stood for election, and *while an
+//! operation was in flight* when the node hit (for a network fault: any node) waited or
+//! had a client operation open. Heals, restarts and requests are not faults that land.
+//!
+//! Every fault aimed at a role is counted by what became of it: it hit a node of its
+//! role, it was re-aimed at the other role (nobody held, or nobody waited), or it was
+//! skipped (nobody held or waited, or nobody led): never silently.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use tenure_check::Judged;
-use tenure_core::{History, NodeId, Observation, SimTime};
-use tenure_scenario::{Fault, FaultEvent, NodeSel};
+use tenure_core::{Aim, Beliefs, History, NodeId, SimTime};
+use tenure_scenario::{Fault, FaultEvent};
 
 /// A check judged in fewer than this share of seeds is flagged.
 pub const LOW_CHECK_SHARE: f64 = 0.5;
 /// A fault kind that landed on a holder in fewer than this share of the seeds that drew
 /// it is flagged.
 pub const LOW_FAULT_SHARE: f64 = 0.1;
+/// Process faults that landed on a holder in fewer than this share of the seeds that
+/// drew one are flagged (issue 33: at least half for every lock protocol).
+pub const LOW_PROCESS_SHARE: f64 = 0.5;
 
-/// One drawn fault of a seed: its kind, and whether it landed on a holder.
+/// The fault kinds that stop or kill a process: what breaks a lock holder.
+pub const PROCESS_KINDS: &[&str] = &["crash", "pause", "power-loss", "crash-point"];
+
+/// What became of a fault aimed at a role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aimed {
+    /// It hit a node of the role it was aimed at.
+    Hit,
+    /// Nobody was of its role: it hit a node of the other (a holder's fault a waiter).
+    Reaimed,
+    /// Nobody held or waited (nobody led, for `"leader"`): it was skipped.
+    Skipped,
+}
+
+/// One drawn fault of a seed: its kind, and where it landed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Landed {
     pub kind: &'static str,
     pub on_holder: bool,
-}
-
-/// Who holds something (a leadership, a lease, a lock, an owned resource) as the
-/// records go by.
-#[derive(Default)]
-struct Holders {
-    leads: BTreeSet<NodeId>,
-    leases: BTreeSet<NodeId>,
-    locks: BTreeMap<NodeId, BTreeSet<String>>,
-    owns: BTreeMap<NodeId, BTreeSet<String>>,
-}
-
-impl Holders {
-    fn apply(&mut self, node: NodeId, obs: &Observation) {
-        match obs {
-            Observation::Started | Observation::Crashed => {
-                self.leads.remove(&node);
-                self.leases.remove(&node);
-                self.locks.remove(&node);
-                self.owns.remove(&node);
-            }
-            Observation::Leader { .. } => {
-                self.leads.insert(node);
-            }
-            Observation::Follower { .. } | Observation::Candidate { .. } => {
-                self.leads.remove(&node);
-            }
-            Observation::LeaseStart { .. } => {
-                self.leases.insert(node);
-            }
-            Observation::LeaseEnd { .. } => {
-                self.leases.remove(&node);
-            }
-            Observation::Holds { resource, .. } => {
-                self.locks.entry(node).or_default().insert(resource.clone());
-            }
-            Observation::Releases { resource } => {
-                if let Some(set) = self.locks.get_mut(&node) {
-                    set.remove(resource);
-                }
-            }
-            Observation::Owns { resource, .. } => {
-                self.owns.entry(node).or_default().insert(resource.clone());
-            }
-            Observation::Disowns { resource, .. } => {
-                if let Some(set) = self.owns.get_mut(&node) {
-                    set.remove(resource);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn holds(&self, node: NodeId) -> bool {
-        self.leads.contains(&node)
-            || self.leases.contains(&node)
-            || self.locks.get(&node).is_some_and(|s| !s.is_empty())
-            || self.owns.get(&node).is_some_and(|s| !s.is_empty())
-    }
-
-    fn any(&self) -> bool {
-        !self.leads.is_empty()
-            || !self.leases.is_empty()
-            || self.locks.values().any(|s| !s.is_empty())
-            || self.owns.values().any(|s| !s.is_empty())
-    }
-}
-
-/// The node a fault is aimed at, if it is aimed at one (`None` inside: "the leader").
-fn aimed_at(fault: &Fault) -> Option<Option<NodeId>> {
-    Some(match fault.node()? {
-        NodeSel::Id(n) => Some(NodeId(*n)),
-        NodeSel::Leader => None,
-    })
+    /// The node it hit waited for a lock or stood for election.
+    pub on_waiter: bool,
+    /// It landed while an operation was in flight (see the module documentation).
+    pub in_flight: bool,
+    /// The role it was aimed at and what became of it; `None` for a fixed node or none.
+    pub aimed: Option<(Aim, Aimed)>,
 }
 
 /// Whether a fault can land at all (a heal, a network reset back to calm, a restart or
@@ -114,16 +71,17 @@ fn counts(fault: &Fault) -> bool {
 /// of a run in which nothing was ever held (a protocol with no leaders, leases, locks
 /// or owners: there is no holder to land on).
 pub fn landed(faults: &[FaultEvent], history: &History) -> Vec<Landed> {
-    let mut ever = Holders::default();
+    let size = history.info.cluster.size();
+    let mut ever = Beliefs::new(size);
     if !history.records.iter().any(|r| {
         ever.apply(r.node, &r.obs);
-        ever.any()
+        ever.any_holder()
     }) {
         return Vec::new();
     }
     let mut order: Vec<&FaultEvent> = faults.iter().filter(|e| counts(&e.fault)).collect();
     order.sort_by_key(|e| e.at);
-    let mut holders = Holders::default();
+    let mut beliefs = Beliefs::new(size);
     let mut records = history.records.iter().peekable();
     let mut out = Vec::new();
     for e in order {
@@ -134,16 +92,31 @@ pub fn landed(faults: &[FaultEvent], history: &History) -> Vec<Landed> {
         // Records made before the fault (at the same instant: the fault comes first,
         // as the supervisor applies it before the nodes run).
         while let Some(r) = records.next_if(|r| r.time < at) {
-            holders.apply(r.node, &r.obs);
+            beliefs.apply(r.node, &r.obs);
         }
-        let on_holder = match aimed_at(&e.fault) {
-            Some(Some(node)) => holders.holds(node),
-            Some(None) => !holders.leads.is_empty() || holders.any(),
-            None => holders.any(),
+        let (node, aimed): (Option<NodeId>, Option<(Aim, Aimed)>) = match e.fault.node() {
+            None => (None, None),
+            Some(sel) => match sel.aim() {
+                None => (sel.id(), None),
+                Some(aim) => match beliefs.select(aim, |_| true) {
+                    Some(s) if s.reaimed.is_some() => (Some(s.node), Some((aim, Aimed::Reaimed))),
+                    Some(s) => (Some(s.node), Some((aim, Aimed::Hit))),
+                    None => (None, Some((aim, Aimed::Skipped))),
+                },
+            },
+        };
+        let skipped = matches!(aimed, Some((_, Aimed::Skipped)));
+        let (on_holder, on_waiter, in_flight) = match node {
+            Some(n) => (beliefs.holds(n), beliefs.waits(n), beliefs.in_flight(n)),
+            None if skipped => (false, false, false),
+            None => (beliefs.any_holder(), false, beliefs.any_in_flight()),
         };
         out.push(Landed {
             kind: e.fault.kind(),
             on_holder,
+            on_waiter,
+            in_flight,
+            aimed,
         });
     }
     out
@@ -154,6 +127,71 @@ fn seeds(n: u64) -> String {
     format!("{n} seed{}", if n == 1 { "" } else { "s" })
 }
 
+/// Where one fault kind landed in one seed (at least once): the per-seed summary a
+/// JSON line carries, so shards merge to the same counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KindLanded {
+    pub holder: bool,
+    #[serde(default)]
+    pub waiter: bool,
+    #[serde(default)]
+    pub in_flight: bool,
+}
+
+/// Faults aimed at one role, counted as events: how many were aimed, re-aimed, skipped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AimCounts {
+    pub aimed: u64,
+    pub reaimed: u64,
+    pub skipped: u64,
+}
+
+/// One seed's coverage of faults, as its JSON line carries it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SeedFaults {
+    /// Per fault kind drawn.
+    pub kinds: BTreeMap<String, KindLanded>,
+    /// Per role aimed at (`leader`, `holder`, `waiter`).
+    pub aims: BTreeMap<String, AimCounts>,
+}
+
+impl SeedFaults {
+    /// The summary of one seed's faults.
+    pub fn of(landed: &[Landed]) -> SeedFaults {
+        let mut out = SeedFaults::default();
+        for l in landed {
+            let k = out.kinds.entry(l.kind.to_string()).or_default();
+            k.holder |= l.on_holder;
+            k.waiter |= l.on_waiter;
+            k.in_flight |= l.in_flight;
+            if let Some((aim, what)) = l.aimed {
+                let a = out.aims.entry(aim.name().to_string()).or_default();
+                a.aimed += 1;
+                a.reaimed += u64::from(what == Aimed::Reaimed);
+                a.skipped += u64::from(what == Aimed::Skipped);
+            }
+        }
+        out
+    }
+
+    /// Per kind, whether it landed on a holder (the JSON line's `landed_on_holder`).
+    pub fn on_holder(&self) -> BTreeMap<String, bool> {
+        self.kinds
+            .iter()
+            .map(|(k, l)| (k.clone(), l.holder))
+            .collect()
+    }
+}
+
+/// Seeds that drew a kind of fault, and where it landed at least once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KindCoverage {
+    pub drawn: u64,
+    pub on_holder: u64,
+    pub on_waiter: u64,
+    pub in_flight: u64,
+}
+
 /// Coverage counts over many seeds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Coverage {
@@ -162,58 +200,79 @@ pub struct Coverage {
     /// Per check (in the order first seen): seeds in which it judged anything.
     pub checks: Vec<(String, u64)>,
     /// Per fault kind (sorted): seeds that drew it, and seeds in which it landed on a
-    /// holder at least once.
-    pub faults: BTreeMap<String, (u64, u64)>,
+    /// holder (a waiter, while an operation was in flight) at least once.
+    pub faults: BTreeMap<String, KindCoverage>,
+    /// Process faults ([`PROCESS_KINDS`]): seeds that drew one, and seeds in which one
+    /// landed on a holder.
+    pub process: (u64, u64),
+    /// Per role aimed at: the faults aimed at it, re-aimed and skipped.
+    pub aims: BTreeMap<String, AimCounts>,
 }
 
 impl Coverage {
     /// Adds one seed: what its checks judged (a check that found a violation judged
     /// something) and where its faults landed.
     pub fn add(&mut self, judged: &[Judged], violated: &[&str], landed: &[Landed]) {
-        self.seeds += 1;
-        for j in judged {
-            let any = violated.contains(&j.check.as_str())
-                || j.counts.first().is_some_and(|(_, n)| *n > 0)
-                || j.counts.is_empty();
-            match self.checks.iter_mut().find(|(c, _)| *c == j.check) {
-                Some((_, n)) => *n += u64::from(any),
-                None => self.checks.push((j.check.clone(), u64::from(any))),
-            }
-        }
-        let mut kinds: BTreeMap<&'static str, bool> = BTreeMap::new();
-        for l in landed {
-            *kinds.entry(l.kind).or_default() |= l.on_holder;
-        }
-        for (kind, on) in kinds {
-            let e = self.faults.entry(kind.to_string()).or_default();
-            e.0 += 1;
-            e.1 += u64::from(on);
-        }
+        let judged: Vec<(String, bool)> = judged
+            .iter()
+            .map(|j| {
+                let any = violated.contains(&j.check.as_str())
+                    || j.counts.first().is_some_and(|(_, n)| *n > 0)
+                    || j.counts.is_empty();
+                (j.check.clone(), any)
+            })
+            .collect();
+        self.add_seed(&judged, &SeedFaults::of(landed));
     }
 
     /// Adds one seed from its JSON line (see [`crate::triage::SeedLine`]): per check, its
     /// primary count (`None`: a check with no counts judges whenever it runs); the check
-    /// that failed, if any; per drawn fault kind, whether it landed on a holder. Counts the
-    /// same as [`Coverage::add`] of the outcome the line was made from, except that checks
-    /// come in name order (a JSON object's order).
+    /// that failed, if any; where its faults landed. Counts the same as
+    /// [`Coverage::add`] of the outcome the line was made from, except that checks come
+    /// in name order (a JSON object's order).
     pub fn add_line(
         &mut self,
         judged: &BTreeMap<String, Option<u64>>,
         violated: Option<&str>,
-        landed: &BTreeMap<String, bool>,
+        faults: &SeedFaults,
     ) {
+        let judged: Vec<(String, bool)> = judged
+            .iter()
+            .map(|(check, count)| {
+                let any = violated == Some(check.as_str()) || count.is_none_or(|n| n > 0);
+                (check.clone(), any)
+            })
+            .collect();
+        self.add_seed(&judged, faults);
+    }
+
+    fn add_seed(&mut self, judged: &[(String, bool)], faults: &SeedFaults) {
         self.seeds += 1;
-        for (check, count) in judged {
-            let any = violated == Some(check.as_str()) || count.is_none_or(|n| n > 0);
+        for (check, any) in judged {
             match self.checks.iter_mut().find(|(c, _)| c == check) {
-                Some((_, n)) => *n += u64::from(any),
-                None => self.checks.push((check.clone(), u64::from(any))),
+                Some((_, n)) => *n += u64::from(*any),
+                None => self.checks.push((check.clone(), u64::from(*any))),
             }
         }
-        for (kind, on) in landed {
+        let (mut process, mut process_on_holder) = (false, false);
+        for (kind, l) in &faults.kinds {
             let e = self.faults.entry(kind.clone()).or_default();
-            e.0 += 1;
-            e.1 += u64::from(*on);
+            e.drawn += 1;
+            e.on_holder += u64::from(l.holder);
+            e.on_waiter += u64::from(l.waiter);
+            e.in_flight += u64::from(l.in_flight);
+            if PROCESS_KINDS.contains(&kind.as_str()) {
+                process = true;
+                process_on_holder |= l.holder;
+            }
+        }
+        self.process.0 += u64::from(process);
+        self.process.1 += u64::from(process_on_holder);
+        for (aim, c) in &faults.aims {
+            let e = self.aims.entry(aim.clone()).or_default();
+            e.aimed += c.aimed;
+            e.reaimed += c.reaimed;
+            e.skipped += c.skipped;
         }
     }
 
@@ -248,9 +307,9 @@ impl Coverage {
                 seeds(self.seeds)
             ));
         }
-        for (kind, (drawn, on)) in &self.faults {
-            let share = pct(*on, *drawn);
-            let low = if (*on as f64) < LOW_FAULT_SHARE * *drawn as f64 {
+        for (kind, c) in &self.faults {
+            let share = pct(c.on_holder, c.drawn);
+            let low = if (c.on_holder as f64) < LOW_FAULT_SHARE * c.drawn as f64 {
                 format!(
                     "  LOW: under {:.0}% of the seeds that drew it",
                     LOW_FAULT_SHARE * 100.0
@@ -258,10 +317,60 @@ impl Coverage {
             } else {
                 String::new()
             };
+            let mut more = String::new();
+            if c.on_waiter > 0 {
+                more.push_str(&format!(", on a waiter in {}", c.on_waiter));
+            }
+            if c.in_flight > 0 {
+                more.push_str(&format!(
+                    ", while an operation was in flight in {}",
+                    c.in_flight
+                ));
+            }
             out.push(format!(
-                "fault {kind}: drawn in {}, landed on a leader or holder in {on} ({share:.0}%){low}",
-                seeds(*drawn)
+                "fault {kind}: drawn in {}, landed on a leader or holder in {} ({share:.0}%){more}{low}",
+                seeds(c.drawn),
+                c.on_holder
             ));
+        }
+        let (drawn, on) = self.process;
+        if drawn > 0 {
+            let low = if (on as f64) < LOW_PROCESS_SHARE * drawn as f64 {
+                format!(
+                    "  LOW: under {:.0}% of the seeds that drew one",
+                    LOW_PROCESS_SHARE * 100.0
+                )
+            } else {
+                String::new()
+            };
+            out.push(format!(
+                "process faults ({}): drawn in {}, one landed on a leader or holder in {on} ({:.0}%){low}",
+                PROCESS_KINDS.join(", "),
+                seeds(drawn),
+                pct(on, drawn)
+            ));
+        }
+        for (aim, c) in &self.aims {
+            let nobody = if aim == "leader" {
+                "nobody led"
+            } else {
+                "nobody held or waited"
+            };
+            let other = match aim.as_str() {
+                "holder" => " (at a waiter: nobody held)",
+                "waiter" => " (at a holder: nobody waited)",
+                _ => "",
+            };
+            let mut what = format!(
+                "aimed at the {aim}: {} fault{}",
+                c.aimed,
+                if c.aimed == 1 { "" } else { "s" }
+            );
+            if c.reaimed > 0 {
+                what.push_str(&format!(", {} re-aimed{other}", c.reaimed));
+            }
+            what.push_str(&format!(", {} skipped ({nobody})", c.skipped));
+            out.push(what);
         }
         out
     }
@@ -274,11 +383,26 @@ impl Coverage {
                 "judged_seeds": n,
                 "low": (*n as f64) < LOW_CHECK_SHARE * self.seeds as f64,
             })).collect::<Vec<_>>(),
-            "faults": self.faults.iter().map(|(k, (d, o))| serde_json::json!({
+            "faults": self.faults.iter().map(|(k, c)| serde_json::json!({
                 "kind": k,
-                "drawn_seeds": d,
-                "landed_on_holder_seeds": o,
-                "low": (*o as f64) < LOW_FAULT_SHARE * *d as f64,
+                "drawn_seeds": c.drawn,
+                "landed_on_holder_seeds": c.on_holder,
+                "landed_on_waiter_seeds": c.on_waiter,
+                "landed_in_flight_seeds": c.in_flight,
+                "low": (c.on_holder as f64) < LOW_FAULT_SHARE * c.drawn as f64,
+            })).collect::<Vec<_>>(),
+            "process_faults": {
+                "kinds": PROCESS_KINDS,
+                "drawn_seeds": self.process.0,
+                "landed_on_holder_seeds": self.process.1,
+                "low": self.process.0 > 0
+                    && (self.process.1 as f64) < LOW_PROCESS_SHARE * self.process.0 as f64,
+            },
+            "aimed": self.aims.iter().map(|(a, c)| serde_json::json!({
+                "at": a,
+                "faults": c.aimed,
+                "reaimed": c.reaimed,
+                "skipped": c.skipped,
             })).collect::<Vec<_>>(),
         })
     }
@@ -288,7 +412,8 @@ impl Coverage {
 mod tests {
     use super::*;
     use std::time::Duration;
-    use tenure_core::{Cluster, Record, RunInfo};
+    use tenure_core::{Cluster, Observation, Record, RunInfo};
+    use tenure_scenario::NodeSel;
 
     fn history(records: Vec<(u64, u32, Observation)>, end_ms: u64) -> History {
         let cluster = Cluster::uniform("node", 3);
@@ -363,6 +488,132 @@ mod tests {
     }
 
     #[test]
+    fn a_fault_aimed_at_a_role_hits_it_is_re_aimed_or_is_skipped_and_says_so() {
+        let holds = Observation::Holds {
+            resource: "r".into(),
+            token: 1,
+        };
+        let h = history(
+            vec![
+                (
+                    100,
+                    1,
+                    Observation::Waiting {
+                        resource: "r".into(),
+                    },
+                ),
+                (200, 1, holds),
+                (
+                    300,
+                    2,
+                    Observation::Waiting {
+                        resource: "r".into(),
+                    },
+                ),
+                (
+                    400,
+                    1,
+                    Observation::Releases {
+                        resource: "r".into(),
+                    },
+                ),
+                (
+                    500,
+                    2,
+                    Observation::GivesUp {
+                        resource: "r".into(),
+                    },
+                ),
+            ],
+            1000,
+        );
+        let pause = |node, ms| {
+            at(
+                ms,
+                Fault::Pause {
+                    node,
+                    duration: Duration::from_millis(10),
+                },
+            )
+        };
+        let got = landed(
+            &[
+                pause(NodeSel::Holder, 150), // nobody holds: n1 waits
+                pause(NodeSel::Holder, 250), // n1 holds
+                pause(NodeSel::Waiter, 350), // n2 waits
+                pause(NodeSel::Waiter, 450), // nobody holds, n2 waits
+                pause(NodeSel::Holder, 600), // nobody holds or waits
+                pause(NodeSel::Leader, 250), // nobody leads
+                pause(NodeSel::Id(2), 350),  // a fixed node that waits
+            ],
+            &h,
+        );
+        let what: Vec<_> = got
+            .iter()
+            .map(|l| (l.on_holder, l.on_waiter, l.in_flight, l.aimed))
+            .collect();
+        use Aimed::*;
+        assert_eq!(
+            what,
+            vec![
+                (false, true, true, Some((Aim::Holder, Reaimed))),
+                (true, false, false, Some((Aim::Holder, Hit))),
+                (false, false, false, Some((Aim::Leader, Skipped))),
+                (false, true, true, Some((Aim::Waiter, Hit))),
+                (false, true, true, None),
+                (false, true, true, Some((Aim::Waiter, Hit))),
+                (false, false, false, Some((Aim::Holder, Skipped))),
+            ]
+        );
+        let faults = SeedFaults::of(&got);
+        assert_eq!(
+            faults.aims["holder"],
+            AimCounts {
+                aimed: 3,
+                reaimed: 1,
+                skipped: 1
+            }
+        );
+        let mut c = Coverage::default();
+        c.add(&[], &[], &got);
+        let lines = c.lines();
+        assert!(
+            lines.contains(&"aimed at the holder: 3 faults, 1 re-aimed (at a waiter: nobody held), 1 skipped (nobody held or waited)".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"process faults (crash, pause, power-loss, crash-point): drawn in 1 seed, one landed on a leader or holder in 1 (100%)".to_string()),
+            "{lines:?}"
+        );
+        // A JSON line carries the same counts (shards merge to the whole).
+        let mut merged = Coverage::default();
+        merged.add_line(&BTreeMap::new(), None, &faults);
+        assert_eq!(merged, c);
+    }
+
+    #[test]
+    fn process_faults_that_miss_every_holder_are_flagged() {
+        let h = history(vec![(100, 0, Observation::Leader { term: 1 })], 1000);
+        let crash = at(
+            50,
+            Fault::Crash {
+                node: NodeSel::Id(1),
+            },
+        );
+        let mut c = Coverage::default();
+        c.add(&[], &[], &landed(&[crash], &h));
+        assert_eq!(c.process, (1, 0));
+        assert!(
+            c.lines()
+                .last()
+                .unwrap()
+                .ends_with("LOW: under 50% of the seeds that drew one"),
+            "{:?}",
+            c.lines()
+        );
+    }
+
+    #[test]
     fn coverage_counts_seeds_and_flags_low_ones() {
         let judged = |n: u64| Judged {
             check: "lease-safety".into(),
@@ -371,25 +622,24 @@ mod tests {
             vacuous: None,
         };
         let mut c = Coverage::default();
-        c.add(
-            &[judged(3)],
-            &[],
-            &[Landed {
-                kind: "pause",
-                on_holder: false,
-            }],
-        );
-        c.add(
-            &[judged(0)],
-            &[],
-            &[Landed {
-                kind: "pause",
-                on_holder: false,
-            }],
-        );
+        let pause = Landed {
+            kind: "pause",
+            on_holder: false,
+            on_waiter: false,
+            in_flight: false,
+            aimed: None,
+        };
+        c.add(&[judged(3)], &[], std::slice::from_ref(&pause));
+        c.add(&[judged(0)], &[], &[pause]);
         c.add(&[judged(0)], &["lease-safety"], &[]);
         assert_eq!(c.checks, vec![("lease-safety".to_string(), 2)]);
-        assert_eq!(c.faults["pause"], (2, 0));
+        assert_eq!(
+            c.faults["pause"],
+            KindCoverage {
+                drawn: 2,
+                ..KindCoverage::default()
+            }
+        );
         let lines = c.lines();
         assert_eq!(
             lines[0],

@@ -150,13 +150,17 @@ impl SeedOutcome {
                 (j.check.clone(), n)
             })
             .collect();
-        let mut landed: std::collections::BTreeMap<&str, bool> = std::collections::BTreeMap::new();
-        for l in &self.landed {
-            *landed.entry(l.kind).or_default() |= l.on_holder;
-        }
+        let faults = crate::coverage::SeedFaults::of(&self.landed);
         if let Some(map) = line.as_object_mut() {
             map.insert("judged".into(), judged.into());
-            map.insert("landed_on_holder".into(), serde_json::json!(landed));
+            map.insert(
+                "landed_on_holder".into(),
+                serde_json::json!(faults.on_holder()),
+            );
+            map.insert("landed".into(), serde_json::json!(faults.kinds));
+            if !faults.aims.is_empty() {
+                map.insert("aimed".into(), serde_json::json!(faults.aims));
+            }
             if let Some(h) = &self.hint {
                 map.insert("durability_hint".into(), h.clone().into());
             }

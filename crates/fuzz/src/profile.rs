@@ -139,9 +139,9 @@ pub struct Drawn {
 }
 
 impl Drawn {
-    /// Applies this schedule to a simulation: its clocks, its timeline (the network
-    /// reset at the heal goes back to the simulation's own defaults), and its duration
-    /// when that is longer (so the liveness phase fits).
+    /// Applies this schedule to a simulation: its clocks, disks and links, its timeline
+    /// (the network reset at the heal goes back to the simulation's own defaults), and
+    /// its duration when that is longer (so the liveness phase fits).
     pub fn apply<P: tenure_core::Protocol>(&self, mut sim: Sim<P>) -> Sim<P> {
         if self.duration > sim.planned_duration() {
             sim = sim.duration(self.duration);
@@ -151,6 +151,17 @@ impl Drawn {
         }
         for d in &self.disks {
             sim = sim.fsync(d.node, d.fsync.min, d.fsync.max);
+        }
+        for l in &self.links {
+            let o = tenure_sim::LinkOverride {
+                latency: l.latency.clone(),
+                loss: l.loss,
+                duplicate: l.duplicate,
+            };
+            sim = sim.link(l.from, l.to, o.clone());
+            if l.both {
+                sim = sim.link(l.to, l.from, o);
+            }
         }
         let calm = sim.default_network().clone();
         let events: Vec<FaultEvent> = self
@@ -244,6 +255,11 @@ struct Drawer<'a> {
     down: Vec<(NodeId, Duration, Duration)>,
     /// `(from, until)`: when a crashed leader (whichever node it was) is down.
     leader_down: Vec<(Duration, Duration)>,
+    /// The stream the `holder` and `waiter` re-aims are drawn from (see `aim`).
+    aim: ChaCha8Rng,
+    /// When a crash aimed at a role restarts every node (see `Drawer::crash_aimed`):
+    /// no other down may span one of these instants, or that restart would end it early.
+    restart_marks: Vec<Duration>,
 }
 
 impl<'a> Drawer<'a> {
@@ -281,6 +297,8 @@ impl<'a> Drawer<'a> {
             events: Vec::new(),
             down: Vec::new(),
             leader_down: Vec::new(),
+            aim: aim::aim_rng(seed),
+            restart_marks: Vec::new(),
         }
     }
 
@@ -368,12 +386,16 @@ impl<'a> Drawer<'a> {
         self.kinds[self.cluster.role_index_of(node)]
     }
 
+    /// `"leader"` with chance `leader`, else a node picked with `weight`; then aimed
+    /// where bugs live (see [`Drawer::reaim`]: `"holder"` instead of `"leader"` in
+    /// clusters of lock clients, and a fixed node sometimes at a holder or a waiter).
     fn target_weighted(&mut self, weight: impl Fn(RoleKind) -> u32) -> NodeSel {
-        if self.chance(self.p.leader) {
+        let sel = if self.chance(self.p.leader) {
             NodeSel::Leader
         } else {
             NodeSel::Id(self.pick(weight).0)
-        }
+        };
+        self.reaim(sel)
     }
 
     fn push(&mut self, at: Duration, fault: Fault) {
@@ -397,6 +419,7 @@ impl<'a> Drawer<'a> {
             .count();
         !overlapping.contains(&node)
             && overlapping.len() + leader_down < down_budget(self.cluster.count(role))
+            && !self.restart_marks.iter().any(|t| from < *t && *t < until)
     }
 
     fn draw(mut self) -> Drawn {
@@ -507,8 +530,17 @@ impl<'a> Drawer<'a> {
                 // A crash the heal would end sooner than the shortest outage (a declared
                 // minimum restart delay, see `within`) is not drawn.
                 if end > at && end - at >= p.outage_range[0] && self.may_go_down(node, at, end) {
-                    self.down.push((node, at, end));
-                    self.crash_restart(node, at, end);
+                    // Sometimes aimed at whoever holds or waits then (`holder`,
+                    // `waiter`), when every role has room for one more down.
+                    match self.reaim_fixed() {
+                        Some(sel) if self.may_crash_aimed(at, end) => {
+                            self.crash_aimed(at, end, Fault::Crash { node: sel })
+                        }
+                        _ => {
+                            self.down.push((node, at, end));
+                            self.crash_restart(node, at, end);
+                        }
+                    }
                 }
             }
         }
@@ -608,6 +640,17 @@ impl<'a> Drawer<'a> {
                             && end - at >= p.outage_range[0]
                             && self.may_go_down(node, at, end)
                         {
+                            // Sometimes aimed at whoever holds or waits then.
+                            if let Some(sel) = self.reaim_fixed() {
+                                if self.may_crash_aimed(at, end) {
+                                    let fault = Fault::PowerLoss {
+                                        node: sel,
+                                        torn: false,
+                                    };
+                                    self.crash_aimed(at, end, fault);
+                                    continue;
+                                }
+                            }
                             self.down.push((node, at, end));
                             self.push(
                                 at,
@@ -633,6 +676,9 @@ impl<'a> Drawer<'a> {
 
         // The field profile's faults, from their own stream (see `field`).
         links.extend(self.draw_field(heal_at));
+        // Asymmetric delays and the early faults, each from its own stream (see `aim`).
+        links.extend(self.draw_asymmetric());
+        restart_at_heal.extend(self.draw_early(heal_at));
 
         // 4. The heal, then the liveness phase: every fault undone, clocks back to the
         // rate they started the run with (a drift drawn in the window must not linger
@@ -1039,6 +1085,7 @@ fn round_to(x: f64, scale: f64) -> f64 {
     (x * scale).round() / scale
 }
 
+mod aim;
 mod field;
 
 #[cfg(test)]

@@ -757,8 +757,8 @@ fn without_node(s: &Scenario, cluster: &Cluster, r: usize, removed: NodeId) -> O
     };
     let sel = |n: NodeSel| -> Option<NodeSel> {
         match n {
-            NodeSel::Leader => Some(NodeSel::Leader),
             NodeSel::Id(id) => map(NodeId(id)).map(|n| NodeSel::Id(n.0)),
+            role => Some(role),
         }
     };
     let list = |v: &[NodeId]| -> Option<Vec<NodeId>> { v.iter().map(|n| map(*n)).collect() };
@@ -852,6 +852,17 @@ fn without_node(s: &Scenario, cluster: &Cluster, r: usize, removed: NodeId) -> O
                 factor: *factor,
                 duration: *duration,
             },
+            Fault::SlowLink {
+                from,
+                node,
+                latency,
+                duration,
+            } => Fault::SlowLink {
+                from: sel(*from)?,
+                node: sel(*node)?,
+                latency: latency.clone(),
+                duration: *duration,
+            },
             other @ (Fault::Heal {} | Fault::Network { .. }) => other.clone(),
         };
     }
@@ -872,8 +883,9 @@ pub fn healed(faults: &[FaultEvent]) -> bool {
             | Fault::Bridge { .. } => split = true,
             Fault::Heal {} => split = false,
             Fault::Crash { node } | Fault::PowerLoss { node, .. } => down.push(*node),
-            // A crashed leader is whichever node led: any restart may be its own.
-            Fault::Restart { node } => down.retain(|n| n != node && *n != NodeSel::Leader),
+            // A crashed leader (holder, waiter) is whichever node it was: any restart may
+            // be its own.
+            Fault::Restart { node } => down.retain(|n| n != node && n.aim().is_none()),
             _ => {}
         }
     }
@@ -1026,7 +1038,7 @@ fn at_leader(fault: &Fault) -> Option<Fault> {
         | Fault::Slow { node, .. } => node,
         _ => return None,
     };
-    if *node == NodeSel::Leader {
+    if node.aim().is_some() {
         return None;
     }
     *node = NodeSel::Leader;
@@ -1046,7 +1058,9 @@ fn calm_from(faults: &[FaultEvent]) -> Duration {
     faults
         .iter()
         .map(|e| match &e.fault {
-            Fault::Pause { duration, .. } | Fault::Slow { duration, .. } => e.at + *duration,
+            Fault::Pause { duration, .. }
+            | Fault::Slow { duration, .. }
+            | Fault::SlowLink { duration, .. } => e.at + *duration,
             Fault::Request { .. } => Duration::ZERO,
             _ => e.at,
         })

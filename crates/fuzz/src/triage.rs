@@ -31,7 +31,9 @@ pub fn signature(faults: &[FaultEvent]) -> String {
         .map(|e| {
             let kind = e.fault.kind();
             match e.fault.node() {
-                Some(NodeSel::Leader) => format!("{kind} leader"),
+                Some(role @ (NodeSel::Leader | NodeSel::Holder | NodeSel::Waiter)) => {
+                    format!("{kind} {role}")
+                }
                 Some(NodeSel::Id(n)) => {
                     let i = names.iter().position(|m| m == n).unwrap_or_else(|| {
                         names.push(*n);
@@ -99,6 +101,13 @@ pub struct SeedLine {
     /// Per drawn fault kind, whether it landed on a leader or holder.
     #[serde(default)]
     pub landed_on_holder: BTreeMap<String, bool>,
+    /// Per drawn fault kind, where it landed (holder, waiter, in flight); absent in
+    /// lines written before it was (then `landed_on_holder` stands for it).
+    #[serde(default)]
+    pub landed: BTreeMap<String, crate::coverage::KindLanded>,
+    /// Per role aimed at, the faults aimed, re-aimed and skipped.
+    #[serde(default)]
+    pub aimed: BTreeMap<String, crate::coverage::AimCounts>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub durability_hint: Option<String>,
     /// The saved case, as written (a path usable from where the run ran).
@@ -273,8 +282,14 @@ impl ReportBuilder {
         let violated = (line.outcome == "violation")
             .then_some(line.checker.as_deref())
             .flatten();
-        r.coverage
-            .add_line(&line.judged, violated, &line.landed_on_holder);
+        let mut faults = crate::coverage::SeedFaults {
+            kinds: line.landed.clone(),
+            aims: line.aimed.clone(),
+        };
+        for (kind, on) in &line.landed_on_holder {
+            faults.kinds.entry(kind.clone()).or_default().holder |= *on;
+        }
+        r.coverage.add_line(&line.judged, violated, &faults);
         if let Some(h) = &line.durability_hint {
             r.hint_seeds += 1;
             match &r.first_hint {

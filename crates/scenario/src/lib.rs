@@ -35,7 +35,8 @@
 //! | `request` | `node`, `name`, `arg = 0` | a client request to `node` |
 //! | `power-loss` | `node`, `torn = false` | a machine crash: unsynced writes lost (the last one torn) |
 //!
-//! `node` fields take an id or `"leader"` ([`NodeSel`]); node lists take ids.
+//! `node` fields take an id, `"leader"`, `"holder"` or `"waiter"` ([`NodeSel`]); node
+//! lists take ids.
 //!
 //! # Checks and expectation
 //!

@@ -366,20 +366,49 @@ pub struct FaultEvent {
     pub fault: Fault,
 }
 
-/// Which node a fault applies to: a fixed id, or whichever node leads when the event
-/// fires (the simulator resolves it at run time).
+/// Which node a fault applies to: a fixed id, or a role resolved when the event fires
+/// (the simulator resolves it from what the nodes believe at that instant, see
+/// [`tenure_core::Beliefs`]): `"leader"`, the node that believes it leads the highest
+/// term (none: the event is skipped); `"holder"`, a node that believes it holds a lock,
+/// a lease, a resource or a leadership (none: re-aimed at a waiter); `"waiter"`, a node
+/// waiting for a lock or standing for election (none: re-aimed at a holder).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum NodeSel {
     Id(u32),
     Leader,
+    Holder,
+    Waiter,
 }
 
 impl NodeSel {
-    /// The fixed node, if this is not `Leader`.
+    /// Every selector that names a role, as written in files.
+    pub const ROLES: &'static [&'static str] = &["leader", "holder", "waiter"];
+
+    /// The fixed node, if this is not a role.
     pub fn id(self) -> Option<NodeId> {
         match self {
             NodeSel::Id(n) => Some(NodeId(n)),
-            NodeSel::Leader => None,
+            NodeSel::Leader | NodeSel::Holder | NodeSel::Waiter => None,
+        }
+    }
+
+    /// The role this selector aims at, if it is not a fixed node.
+    pub fn aim(self) -> Option<tenure_core::Aim> {
+        match self {
+            NodeSel::Id(_) => None,
+            NodeSel::Leader => Some(tenure_core::Aim::Leader),
+            NodeSel::Holder => Some(tenure_core::Aim::Holder),
+            NodeSel::Waiter => Some(tenure_core::Aim::Waiter),
+        }
+    }
+
+    /// The selector of a role by its name (`"leader"`, `"holder"`, `"waiter"`).
+    pub fn role(name: &str) -> Option<NodeSel> {
+        match name {
+            "leader" => Some(NodeSel::Leader),
+            "holder" => Some(NodeSel::Holder),
+            "waiter" => Some(NodeSel::Waiter),
+            _ => None,
         }
     }
 }
@@ -388,7 +417,7 @@ impl fmt::Display for NodeSel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             NodeSel::Id(n) => write!(f, "{n}"),
-            NodeSel::Leader => write!(f, "leader"),
+            _ => write!(f, "{}", self.aim().expect("a role").name()),
         }
     }
 }
@@ -397,7 +426,7 @@ impl Serialize for NodeSel {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             NodeSel::Id(n) => s.serialize_u32(*n),
-            NodeSel::Leader => s.serialize_str("leader"),
+            _ => s.serialize_str(self.aim().expect("a role").name()),
         }
     }
 }
@@ -408,7 +437,10 @@ impl<'de> Deserialize<'de> for NodeSel {
         impl serde::de::Visitor<'_> for Visitor {
             type Value = NodeSel;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "a node id (an integer) or \"leader\"")
+                write!(
+                    f,
+                    "a node id (an integer), \"leader\", \"holder\" or \"waiter\""
+                )
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<NodeSel, E> {
                 u32::try_from(v)
@@ -424,13 +456,12 @@ impl<'de> Deserialize<'de> for NodeSel {
                 }
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NodeSel, E> {
-                if v == "leader" {
-                    Ok(NodeSel::Leader)
-                } else {
-                    Err(E::custom(format!(
-                        "expected a node id (an integer) or \"leader\", found \"{v}\""
-                    )))
-                }
+                NodeSel::role(v).ok_or_else(|| {
+                    E::custom(format!(
+                        "expected a node id (an integer), \"leader\", \"holder\" or \"waiter\", found \"{v}\"{}",
+                        crate::suggest::did_you_mean(v, NodeSel::ROLES.iter().copied())
+                    ))
+                })
             }
         }
         d.deserialize_any(Visitor)
@@ -570,6 +601,17 @@ pub enum Fault {
         #[serde(with = "human")]
         duration: Duration,
     },
+    /// One direction of one link turns slow for `duration`: messages from `from` to
+    /// `node` take `latency`, the way back keeps its own; then the link is what it was.
+    /// Either end may be a role, resolved when it fires: `from = 0, node = "holder"`
+    /// is a slow reply path from node 0 to whoever holds then.
+    SlowLink {
+        from: NodeSel,
+        node: NodeSel,
+        latency: Delay,
+        #[serde(with = "human")]
+        duration: Duration,
+    },
 }
 
 impl Fault {
@@ -595,6 +637,7 @@ impl Fault {
         "slow",
         "clock-stall",
         "clock-slew",
+        "slow-link",
     ];
 
     /// This fault's `kind`, as written in files.
@@ -616,7 +659,8 @@ impl Fault {
             | Fault::CrashPoint { node, .. }
             | Fault::DiskStall { node, .. }
             | Fault::DiskError { node, .. }
-            | Fault::Slow { node, .. } => Some(node),
+            | Fault::Slow { node, .. }
+            | Fault::SlowLink { node, .. } => Some(node),
             Fault::Partition { .. }
             | Fault::Cut { .. }
             | Fault::OneWay { .. }
@@ -645,6 +689,7 @@ impl Fault {
             Fault::DiskStall { .. } => "disk-stall",
             Fault::DiskError { .. } => "disk-error",
             Fault::Slow { .. } => "slow",
+            Fault::SlowLink { .. } => "slow-link",
             Fault::ClockStall { .. } => "clock-stall",
             Fault::ClockSlew { .. } => "clock-slew",
         }
@@ -753,6 +798,12 @@ mod tests {
                 by: SignedDuration(-200_000_000),
                 ppm: 500.0,
             },
+            Fault::SlowLink {
+                from: NodeSel::Id(0),
+                node: NodeSel::Holder,
+                latency: Delay::uniform(Duration::from_millis(50), Duration::from_millis(100)),
+                duration: Duration::from_secs(2),
+            },
         ];
         let kinds: Vec<&str> = faults.iter().map(Fault::kind).collect();
         assert_eq!(kinds, Fault::KINDS);
@@ -765,7 +816,7 @@ mod tests {
     }
 
     #[test]
-    fn node_selectors_read_ids_and_leader() {
+    fn node_selectors_read_ids_and_roles() {
         assert_eq!(
             serde_json::from_str::<NodeSel>("3").unwrap(),
             NodeSel::Id(3)
@@ -774,8 +825,17 @@ mod tests {
             serde_json::from_str::<NodeSel>("\"leader\"").unwrap(),
             NodeSel::Leader
         );
+        for sel in [NodeSel::Leader, NodeSel::Holder, NodeSel::Waiter] {
+            let json = serde_json::to_string(&sel).unwrap();
+            assert_eq!(json, format!("\"{sel}\""));
+            assert_eq!(serde_json::from_str::<NodeSel>(&json).unwrap(), sel);
+            assert_eq!(sel.id(), None);
+        }
         let err = serde_json::from_str::<NodeSel>("\"boss\"").unwrap_err();
         assert!(err.to_string().contains("\"leader\""), "{err}");
+        assert!(err.to_string().contains("\"holder\""), "{err}");
+        let err = serde_json::from_str::<NodeSel>("\"holdr\"").unwrap_err();
+        assert!(err.to_string().contains("did you mean `holder`?"), "{err}");
         let err = serde_json::from_str::<NodeSel>("-1").unwrap_err();
         assert!(err.to_string().contains("negative"), "{err}");
         assert_eq!(NodeSel::Leader.id(), None);

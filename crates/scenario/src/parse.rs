@@ -617,6 +617,18 @@ impl Reader<'_> {
                 &format!("{prefix}.duration"),
                 "a pause lasts more than zero",
             )),
+            Fault::SlowLink { duration, .. } if duration.is_zero() => Err(self.err(
+                &format!("{prefix}.duration"),
+                "a slow link lasts more than zero",
+            )),
+            Fault::SlowLink {
+                from: NodeSel::Id(a),
+                node: NodeSel::Id(b),
+                ..
+            } if a == b => Err(self.err(
+                &format!("{prefix}.node"),
+                format!("a link needs two different nodes; both are {a}"),
+            )),
             Fault::Request { name, .. } if name.is_empty() => {
                 Err(self.err(&format!("{prefix}.name"), "a request needs a name"))
             }
@@ -893,7 +905,7 @@ mod tests {
                 drift: 0.01,
             }]
         );
-        assert_eq!(s.faults.len(), 22);
+        assert_eq!(s.faults.len(), 23);
         assert_eq!(
             s.faults[2],
             FaultEvent {
@@ -1196,7 +1208,12 @@ mod tests {
     #[test]
     fn fault_fields_are_named() {
         let err = error("[[fault]]\nat = \"1s\"\nkind = \"crash\"\nnode = \"boss\"\n");
-        assert_error(&err, 7, "fault[0].node", "or \"leader\"");
+        assert_error(
+            &err,
+            7,
+            "fault[0].node",
+            "\"leader\", \"holder\" or \"waiter\"",
+        );
         let err = error("[[fault]]\nat = \"1s\"\nkind = \"crash\"\nnodes = 1\n");
         assert_error(&err, 7, "fault[0].nodes", "unknown field `nodes`");
         let err = error("[[fault]]\nat = \"1s\"\nkind = \"pause\"\nnode = 1\n");

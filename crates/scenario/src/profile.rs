@@ -209,6 +209,39 @@ pub struct Profile {
     /// sync holds the node's handlers as a pause does).
     #[serde(with = "duration_range")]
     pub disk_stall_range: [Duration; 2],
+    /// Chance that a crash, pause, isolation or clock fault drawn at a fixed node aims
+    /// at `"holder"` instead (in clusters of several roles: clients and servers; this
+    /// knob and `waiter`, `asymmetric` and `early` draw nothing in a cluster of one
+    /// role, an election, where `leader` aims at the holder already): whichever node believes it holds a lock, a lease, a
+    /// resource or a leadership when the fault fires (re-aimed at a waiter when nobody
+    /// holds). Drawn per fault from a stream of its own. (In clusters with a role of
+    /// holders, lock clients, a fault the profile aims at `"leader"` aims at
+    /// `"holder"` whatever this knob says: lock clients record holding, not leading.)
+    #[serde(deserialize_with = "de::probability")]
+    pub holder: f64,
+    /// Chance that such a fault aims at `"waiter"` instead: whichever node waits for a
+    /// lock or stands for election when it fires (re-aimed at a holder when nobody
+    /// waits).
+    #[serde(deserialize_with = "de::probability")]
+    pub waiter: f64,
+    /// Chance that a seed has asymmetric delays for the whole run, one direction slow and
+    /// the other fast: in clusters of several roles, every link from one role to another
+    /// (a slow reply path, servers to clients; or slow requests), or to one node of it
+    /// (one client's replies late), or some links one way only. Latencies from the top half of `latency_range`, so
+    /// within a declared `max_latency`. Drawn from a stream of its own.
+    #[serde(deserialize_with = "de::probability")]
+    pub asymmetric: f64,
+    /// Chance that a seed has faults where the first decisions are made, from time zero
+    /// (applied before any node starts): crash points armed at time zero (after a few
+    /// effects, or a power loss at the node's first sync) that restart after an outage
+    /// from `outage_range`, a node held at its start by a short pause, and short pauses
+    /// aimed at a waiter or a holder (a node with a request in flight) within
+    /// `early_window`. Drawn from a stream of its own.
+    #[serde(deserialize_with = "de::probability")]
+    pub early: f64,
+    /// How long from the start the `early` faults are drawn in.
+    #[serde(with = "duration")]
+    pub early_window: Duration,
 }
 
 fn yes() -> bool {
@@ -326,6 +359,21 @@ pub struct ProfileTable {
     #[serde(default, with = "opt_duration_range")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_stall_range: Option<[Duration; 2]>,
+    #[serde(default, deserialize_with = "de::opt_probability")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<f64>,
+    #[serde(default, deserialize_with = "de::opt_probability")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiter: Option<f64>,
+    #[serde(default, deserialize_with = "de::opt_probability")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asymmetric: Option<f64>,
+    #[serde(default, deserialize_with = "de::opt_probability")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early: Option<f64>,
+    #[serde(default, with = "opt_duration")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early_window: Option<Duration>,
 }
 
 impl ProfileTable {
@@ -453,6 +501,11 @@ impl Profile {
             disk_stall: 0.0,
             slow_node: 0.0,
             disk_stall_range: [ms(50), Duration::from_secs(2)],
+            holder: 0.0,
+            waiter: 0.0,
+            asymmetric: 0.0,
+            early: 0.0,
+            early_window: ms(100),
         }
     }
 
@@ -485,6 +538,9 @@ impl Profile {
                 loss: 0.4,
                 duplicate: 0.3,
                 slow: 0.3,
+                // one direction of a link slow, the other fast (a slow reply path)
+                asymmetric: 0.5,
+                holder: 0.2,
                 ..base
             },
             "clocks" => Profile {
@@ -493,11 +549,18 @@ impl Profile {
                 clock_offset: 0.8,
                 // a lease outlives its holder's clock only when someone else takes over
                 partition: 0.5,
+                // the holder's clock is the one that matters; a slow reply path moves
+                // when a holder believes its lease began
+                holder: 0.3,
+                asymmetric: 0.3,
                 ..base
             },
             "pauses" => Profile {
                 pause: 1.0,
                 events: [1, 4],
+                // a paused holder is the classic failure; a paused waiter is granted late
+                holder: 0.4,
+                waiter: 0.2,
                 ..base
             },
             "crashes" => Profile {
@@ -507,6 +570,10 @@ impl Profile {
                 // before are unchanged (`[profile] disk = 1` turns them on).
                 loss: 0.2,
                 duplicate: 0.2,
+                // a crashed holder is the classic failure
+                holder: 0.8,
+                waiter: 0.1,
+                early: 0.3,
                 ..base
             },
             "chaos" => Profile {
@@ -526,6 +593,10 @@ impl Profile {
                 events: [2, 5],
                 // from the start: the first election is the busiest moment
                 window: [0.0, 0.6],
+                holder: 0.4,
+                waiter: 0.15,
+                asymmetric: 0.3,
+                early: 0.3,
                 ..base
             },
             // chaos, past the target's declared assumptions: what each assumption is for
@@ -548,6 +619,9 @@ impl Profile {
                 duplicate: 0.2,
                 events: [1, 4],
                 window: [0.0, 0.6],
+                holder: 0.6,
+                asymmetric: 0.5,
+                early: 0.2,
                 ..base
             },
             // durability faults: power losses inside fsyncs (disks), slow disks, power
@@ -567,6 +641,8 @@ impl Profile {
                 outage_range: [ms(5), Duration::from_secs(1)],
                 // from the start: the first election is the busiest moment
                 window: [0.0, 0.6],
+                // power losses in the first fsyncs, where one-shot decisions are made
+                early: 0.5,
                 ..base
             },
             _ => return None,
@@ -647,6 +723,11 @@ impl Profile {
         "disk_stall",
         "slow_node",
         "disk_stall_range",
+        "holder",
+        "waiter",
+        "asymmetric",
+        "early",
+        "early_window",
     ];
 
     /// What a field's own check cannot see (a profile built in code is checked only
@@ -672,6 +753,10 @@ impl Profile {
             ("torn", self.torn),
             ("disk_stall", self.disk_stall),
             ("slow_node", self.slow_node),
+            ("holder", self.holder),
+            ("waiter", self.waiter),
+            ("asymmetric", self.asymmetric),
+            ("early", self.early),
         ];
         for (knob, p) in probabilities {
             if !(0.0..=1.0).contains(&p) {
@@ -686,6 +771,21 @@ impl Profile {
         }
         if self.events[0] > self.events[1] {
             return Err(("events", "the minimum is above the maximum".to_string()));
+        }
+        if self.holder + self.waiter > 1.0 {
+            return Err((
+                "waiter",
+                format!(
+                    "holder {} + waiter {} is above 1: they are chances of one fault",
+                    self.holder, self.waiter
+                ),
+            ));
+        }
+        if self.early_window.is_zero() {
+            return Err((
+                "early_window",
+                "the early window must be longer than zero".to_string(),
+            ));
         }
         if self.events[1] > MAX_EVENTS_PER_KIND {
             return Err((

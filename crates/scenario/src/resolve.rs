@@ -217,6 +217,7 @@ fn fault_nodes(fault: &Fault) -> Vec<(String, NodeId)> {
                 }
             }
         }
+        Fault::SlowLink { from, .. } => out.extend(from.id().map(|n| ("from".to_string(), n))),
         _ => {}
     }
     out

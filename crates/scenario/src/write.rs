@@ -307,10 +307,14 @@ mod tests {
 
     fn sel(rng: &mut SplitMix64, n: u32) -> NodeSel {
         if rng.chance(0.3) {
-            NodeSel::Leader
+            role(rng)
         } else {
             NodeSel::Id(node(rng, n).0)
         }
+    }
+
+    fn role(rng: &mut SplitMix64) -> NodeSel {
+        [NodeSel::Leader, NodeSel::Holder, NodeSel::Waiter][rng.range_inclusive(0, 2) as usize]
     }
 
     fn millis(rng: &mut SplitMix64, max: u64) -> Duration {
@@ -365,7 +369,7 @@ mod tests {
     }
 
     fn fault(rng: &mut SplitMix64, n: u32) -> Fault {
-        match rng.range_inclusive(0, 19) {
+        match rng.range_inclusive(0, 20) {
             0 => Fault::Partition {
                 groups: two_groups(rng, n, None),
             },
@@ -439,6 +443,12 @@ mod tests {
                 node: sel(rng, n),
                 by: SignedDuration(rng.range_inclusive(0, 400_000_000) as i64 - 200_000_000),
                 ppm: [500.0, 83_333.0][rng.range_inclusive(0, 1) as usize],
+            },
+            20 => Fault::SlowLink {
+                from: NodeSel::Id(node(rng, n).0),
+                node: role(rng),
+                latency: delay(rng),
+                duration: millis(rng, 3000),
             },
             _ => Fault::Request {
                 node: sel(rng, n),

@@ -98,7 +98,7 @@ fn cli_wall_clock_observed_time() {
     fuzz_finds_and_shrinks(
         "wall-clock-observed-time",
         "clocks",
-        32,
+        13,
         "single-leader-at-a-time",
     );
 }
@@ -108,18 +108,18 @@ fn cli_no_resource_version() {
     fuzz_finds_and_shrinks(
         "no-resource-version",
         "partitions",
-        4,
+        13,
         "single-leader-per-term",
     );
 }
 
-/// Crash storms shrink on the command line too.
+/// Without a pause: a holder that acts after a failed renewal, under `partitions`.
 #[test]
-fn cli_act_after_failed_renew_under_crashes() {
+fn cli_act_after_failed_renew_under_partitions() {
     fuzz_finds_and_shrinks(
         "act-after-failed-renew",
-        "crashes",
-        99,
+        "partitions",
+        3,
         "single-leader-at-a-time",
     );
 }

@@ -69,7 +69,7 @@ fn wall_clock_observed_time() {
     found_and_shrunk(
         LeaseVariant::WallClockObservedTime,
         "clocks",
-        32,
+        13,
         "single-leader-at-a-time",
     );
 }
@@ -79,30 +79,49 @@ fn no_resource_version() {
     found_and_shrunk(
         LeaseVariant::NoResourceVersion,
         "partitions",
-        4,
+        13,
         "single-leader-per-term",
     );
 }
 
 /// Crash storms: failures found under `crashes` shrink to at most three events too.
-#[test]
-fn act_after_failed_renew_under_crashes() {
-    found_and_shrunk(
-        LeaseVariant::ActAfterFailedRenew,
-        "crashes",
-        99,
-        "single-leader-at-a-time",
-    );
-}
-
+/// (`act-after-failed-renew` is no longer found under `crashes`, where 80% of the
+/// crashes aim at the holder since issue 33: a crashed leader does not act.)
 #[test]
 fn no_resource_version_under_crashes() {
     found_and_shrunk(
         LeaseVariant::NoResourceVersion,
         "crashes",
-        164,
+        157,
         "single-leader-per-term",
     );
+}
+
+/// Issue 33: a holder that acts after a failed renewal, and a blind takeover (an
+/// Update without the compare-and-swap), are each found by a built-in profile in more
+/// than 1% of 1,000 seeds without any pause: `partitions` draws none, and each failing
+/// seed's schedule is checked for one.
+#[test]
+fn found_without_a_pause() {
+    for (variant, at_least) in [
+        (LeaseVariant::ActAfterFailedRenew, 200),
+        (LeaseVariant::NoResourceVersion, 40),
+    ] {
+        let sim = simulation(variant, "partitions");
+        let count = sim.sweep_count(0..1000);
+        println!("{variant} under partitions: {count}");
+        assert!(count.failing_seeds.len() >= at_least, "{variant}: {count}");
+        for &seed in &count.failing_seeds {
+            let drawn = sim.drawn(seed).expect("a profile draws");
+            assert!(
+                !drawn
+                    .faults
+                    .iter()
+                    .any(|e| matches!(e.fault, tenure::Fault::Pause { .. })),
+                "{variant} seed {seed} drew a pause"
+            );
+        }
+    }
 }
 
 /// The correct elector, 100 seeds of every built-in within-assumption profile (the CLI

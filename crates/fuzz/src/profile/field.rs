@@ -87,6 +87,17 @@ impl Drawer<'_> {
                 });
                 let end = (at + self.log_between(p.outage_range)).min(heal_at);
                 if end > at && end - at >= p.outage_range[0] && self.may_go_down(node, at, end) {
+                    // Sometimes aimed at whoever holds or waits then (see `aim`).
+                    if let Some(sel) = self.reaim_fixed() {
+                        if self.may_crash_aimed(at, end) {
+                            let fault = Fault::PowerLoss {
+                                node: sel,
+                                torn: true,
+                            };
+                            self.crash_aimed(at, end, fault);
+                            continue;
+                        }
+                    }
                     self.down.push((node, at, end));
                     let node = NodeSel::Id(node.0);
                     self.push(at, Fault::PowerLoss { node, torn: true });

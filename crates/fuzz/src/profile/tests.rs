@@ -75,7 +75,12 @@ fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Prof
     let mut restarted_early: Vec<u32> = Vec::new();
     let mut armed: Vec<u32> = Vec::new();
     for e in &d.faults {
-        assert!(e.at >= start && e.at <= heal_at, "{e:?} in the window");
+        // The early faults come before the window, from time zero (knob `early`).
+        let early = p.early > 0.0 && e.at <= p.early_window;
+        assert!(
+            (e.at >= start || early) && e.at <= heal_at,
+            "{e:?} in the window"
+        );
         let id = |n: &NodeSel| n.id().map(|n| n.0);
         match &e.fault {
             Fault::Crash {
@@ -86,6 +91,18 @@ fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Prof
                     1,
                     "leaders crash in one-role clusters"
                 );
+                assert!(
+                    all.iter().any(|t| *t > e.at),
+                    "every node restarts after it"
+                );
+            }
+            Fault::Crash {
+                node: NodeSel::Holder | NodeSel::Waiter,
+            }
+            | Fault::PowerLoss {
+                node: NodeSel::Holder | NodeSel::Waiter,
+                ..
+            } => {
                 assert!(
                     all.iter().any(|t| *t > e.at),
                     "every node restarts after it"
@@ -230,7 +247,11 @@ fn crashes_and_pauses_leave_a_majority_of_each_role_up() {
         for e in &d.faults {
             match &e.fault {
                 Fault::Crash {
-                    node: NodeSel::Leader,
+                    node: NodeSel::Leader | NodeSel::Holder | NodeSel::Waiter,
+                }
+                | Fault::PowerLoss {
+                    node: NodeSel::Holder | NodeSel::Waiter,
+                    ..
                 } => {
                     let end = *all.iter().find(|t| **t > e.at).unwrap();
                     intervals.push((e.at, end));
@@ -536,4 +557,184 @@ fn a_declared_maximum_pause_caps_disk_stalls_and_turns_slow_nodes_off() {
     assert_eq!(p.disk_stall_range[1], ms(300));
     assert_eq!(p.slow_node, 0.0);
     assert_eq!(p.disk_stall, 0.5);
+}
+
+/// Issue 33: in a cluster of lock clients nobody records `Leader`, so a fault the
+/// profile aims at the leader aims at the holder instead; and a share of the faults
+/// drawn at fixed nodes aims at the holder or a waiter.
+#[test]
+fn in_a_cluster_of_lock_clients_faults_aim_at_holders_and_waiters_not_at_the_leader() {
+    let p = Profile::named("pauses").unwrap();
+    let c = lock_cluster();
+    let mut aims: BTreeMap<String, usize> = BTreeMap::new();
+    for seed in 0..200 {
+        for e in p.draw_for(seed, &c, LOCK_ROLES, ms(10_000)).faults {
+            if let Some(sel) = e.fault.node() {
+                let what = match sel.aim() {
+                    Some(aim) => aim.name().to_string(),
+                    None => "fixed".to_string(),
+                };
+                *aims.entry(what).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(aims.get("leader"), None, "{aims:?}");
+    assert!(
+        aims["holder"] > aims["waiter"] && aims["waiter"] > 20,
+        "{aims:?}"
+    );
+    assert!(aims["fixed"] > 50, "{aims:?}");
+    // In a cluster of one role (an election) nothing changes: `leader` stays.
+    let uniform = Cluster::uniform("server", 5);
+    let sels: Vec<NodeSel> = (0..200)
+        .flat_map(|seed| p.draw(seed, &uniform, ms(10_000)).faults)
+        .filter_map(|e| e.fault.node().copied())
+        .collect();
+    assert!(sels.contains(&NodeSel::Leader));
+    assert!(!sels.contains(&NodeSel::Holder) && !sels.contains(&NodeSel::Waiter));
+}
+
+/// Crashes aimed at a role restart every node at the end of the outage, like a leader's,
+/// and no other outage of the seed spans that restart (it would end it early).
+#[test]
+fn a_crash_aimed_at_the_holder_restarts_every_node_and_cuts_no_other_outage_short() {
+    let p = Profile::named("crashes").unwrap();
+    let c = lock_cluster();
+    let mut aimed = 0;
+    for seed in 0..300 {
+        let d = p.draw_for(seed, &c, LOCK_ROLES, ms(10_000));
+        let restarts = restart_all_instants(&d, &c);
+        for e in &d.faults {
+            if let Fault::Crash {
+                node: NodeSel::Holder | NodeSel::Waiter,
+            }
+            | Fault::PowerLoss {
+                node: NodeSel::Holder | NodeSel::Waiter,
+                ..
+            } = e.fault
+            {
+                aimed += 1;
+                let end = *restarts.iter().find(|t| **t > e.at).expect("restarted");
+                // Every fixed crash or power loss is either over by `end` or starts at or
+                // after it.
+                let mut open: BTreeMap<u32, Duration> = BTreeMap::new();
+                for f in &d.faults {
+                    match &f.fault {
+                        Fault::Crash {
+                            node: NodeSel::Id(n),
+                        }
+                        | Fault::PowerLoss {
+                            node: NodeSel::Id(n),
+                            ..
+                        } => {
+                            open.insert(*n, f.at);
+                        }
+                        Fault::Restart {
+                            node: NodeSel::Id(n),
+                        } if f.at != end => {
+                            if let Some(from) = open.remove(n) {
+                                assert!(
+                                    !(from < end && end < f.at),
+                                    "seed {seed}: n{n} down {from:?}..{:?} spans the restart at {end:?}",
+                                    f.at
+                                );
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    assert!(aimed > 30, "{aimed} crashes aimed at a role");
+}
+
+/// The new draws come from streams of their own: turning `asymmetric` or `early` on
+/// adds links and events and moves none of the others.
+#[test]
+fn asymmetric_delays_and_early_faults_add_to_a_draw_and_move_nothing() {
+    let c = lock_cluster();
+    let base = Profile {
+        asymmetric: 0.0,
+        early: 0.0,
+        ..Profile::named("chaos").unwrap()
+    };
+    let mut one_way = 0;
+    let mut slow_paths = 0;
+    let mut early = 0;
+    for seed in 0..200 {
+        let without = base.draw_for(seed, &c, LOCK_ROLES, ms(10_000));
+        for knob in ["asymmetric", "early"] {
+            let mut p = base.clone();
+            match knob {
+                "asymmetric" => p.asymmetric = 1.0,
+                _ => p.early = 1.0,
+            }
+            let with = p.draw_for(seed, &c, LOCK_ROLES, ms(10_000));
+            for l in &without.links {
+                assert!(with.links.contains(l), "seed {seed} {knob}: {l:?} moved");
+            }
+            let mut rest = with.faults.clone();
+            for e in &without.faults {
+                let i = rest
+                    .iter()
+                    .position(|f| f == e)
+                    .unwrap_or_else(|| panic!("seed {seed} {knob}: {e:?} moved"));
+                rest.remove(i);
+            }
+            for e in &rest {
+                match &e.fault {
+                    Fault::SlowLink { latency, .. } => {
+                        slow_paths += 1;
+                        assert!(latency.max() <= p.latency_range[1]);
+                    }
+                    _ if knob == "early" => {
+                        early += 1;
+                        assert!(e.at <= p.early_window || e.at == with.heal_at.unwrap());
+                    }
+                    other => panic!("seed {seed}: {other:?} added by {knob}"),
+                }
+            }
+            one_way += with
+                .links
+                .iter()
+                .filter(|l| !l.both && !without.links.contains(l))
+                .count();
+        }
+    }
+    assert!(
+        one_way > 100 && slow_paths > 100 && early > 100,
+        "{one_way} {slow_paths} {early}"
+    );
+}
+
+/// Early faults: crash points armed at time zero (applied before any node starts) that
+/// restart within the early window, and pauses aimed at waiters and holders in it.
+#[test]
+fn early_faults_strike_from_time_zero_and_restart_in_time_to_rejoin() {
+    let p = Profile {
+        early: 1.0,
+        ..Profile::named("crashes").unwrap()
+    };
+    let c = lock_cluster();
+    let (mut points, mut aimed_pauses) = (0, 0);
+    for seed in 0..100 {
+        for e in p.draw_for(seed, &c, LOCK_ROLES, ms(10_000)).faults {
+            match e.fault {
+                Fault::CrashPoint {
+                    restart_after: Some(r),
+                    ..
+                } if e.at.is_zero() => {
+                    points += 1;
+                    assert!(r <= p.early_window, "{r:?}");
+                }
+                Fault::Pause {
+                    node: NodeSel::Holder | NodeSel::Waiter,
+                    ..
+                } if e.at <= p.early_window => aimed_pauses += 1,
+                _ => {}
+            }
+        }
+    }
+    assert!(points > 50 && aimed_pauses > 50, "{points} {aimed_pauses}");
 }

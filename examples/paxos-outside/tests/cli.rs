@@ -1,0 +1,49 @@
+//! The crate's own command line (`src/bin/paxos-outside.rs`, `tenure::cli::main`):
+//! `verify` meets every scenario's expectation (each planted bug breaks agreement in a
+//! hand-written schedule, and the correct Paxos passes the same power loss), and `fuzz`
+//! finds each planted bug at the seed the library finds it.
+
+use std::process::Command;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_paxos-outside"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn verify_meets_every_scenarios_expectation() {
+    let o = bin().args(["verify", "scenarios"]).output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("3 met their expectation"), "{t}");
+}
+
+#[test]
+fn fuzz_finds_each_planted_bug_at_the_librarys_seed() {
+    for (variant, seed) in [("promise-in-memory", 267), ("reply-before-sync", 181)] {
+        let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fuzz-{variant}"));
+        let _ = std::fs::remove_dir_all(&out);
+        let o = bin()
+            .args(["fuzz", "--protocol", "paxos", "--variant", variant])
+            .args(["--profile", "power", "--seeds", "0..1000", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{t}");
+        let first = t.lines().find(|l| l.starts_with("FAIL seed")).unwrap_or("");
+        assert!(
+            first.starts_with(&format!("FAIL seed {seed}: state-machine-safety violated")),
+            "{variant}: {first}\n{t}"
+        );
+    }
+}
