@@ -80,16 +80,10 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
                 ),
             )),
             Fault::ClockJump { node, by } => {
-                let size = std::time::Duration::from_nanos(by.0.unsigned_abs());
+                let (size, signed) = wall_step(by.0);
                 out.extend(assumptions.wall_jump(
                     size,
-                    format!(
-                        "wall-clock step {}{} of {} at {}",
-                        if by.0 < 0 { "-" } else { "+" },
-                        format_duration(size),
-                        who(node),
-                        format_duration(e.at)
-                    ),
+                    format!("wall-clock step {signed} of {} at {}", who(node), format_duration(e.at)),
                 ))
             }
             // A stalled clock stands still while true time runs: for its length, a rate
@@ -105,16 +99,10 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
             )),
             // A slew changes the wall clock's rate by `ppm` and moves it by `by` in all.
             Fault::ClockSlew { node, by, ppm } => {
-                let size = std::time::Duration::from_nanos(by.0.unsigned_abs());
+                let (size, signed) = wall_step(by.0);
                 out.extend(assumptions.wall_jump(
                     size,
-                    format!(
-                        "wall-clock slew {}{} of {} at {}",
-                        if by.0 < 0 { "-" } else { "+" },
-                        format_duration(size),
-                        who(node),
-                        format_duration(e.at)
-                    ),
+                    format!("wall-clock slew {signed} of {} at {}", who(node), format_duration(e.at)),
                 ));
                 out.extend(assumptions.drift(
                     ppm / 1e6,
@@ -178,4 +166,11 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
         }
     }
     out
+}
+
+/// A wall-clock step of `by` nanoseconds: its size, and in words with its sign (`+1m`).
+fn wall_step(by: i64) -> (std::time::Duration, String) {
+    let size = std::time::Duration::from_nanos(by.unsigned_abs());
+    let sign = if by < 0 { "-" } else { "+" };
+    (size, format!("{sign}{}", format_duration(size)))
 }

@@ -4,7 +4,7 @@
 
 use crate::checked::CheckedRun;
 use crate::control::Control;
-use crate::net::{LinkOverride, LinkSettings};
+use crate::net::LinkSettings;
 use crate::protocols::Protocols;
 use crate::run::{RunOutput, Sim};
 use crate::trace::TraceEvent;
@@ -316,15 +316,7 @@ pub fn simulation<P: Protocol>(
             duplicate: net.duplicate,
         });
     for link in &net.links {
-        let o = LinkOverride {
-            latency: link.latency.clone(),
-            loss: link.loss,
-            duplicate: link.duplicate,
-        };
-        sim = sim.link(link.from, link.to, o.clone());
-        if link.both {
-            sim = sim.link(link.to, link.from, o);
-        }
+        sim = sim.link_spec(link);
     }
     if let Some(timeout) = net.stream_timeout() {
         sim = sim.stream(timeout);
@@ -391,6 +383,25 @@ fn play<P: Protocol>(
 /// included, never meets it) and no other check failed (unless the run stopped at the
 /// first violation), with the same rule for the checks not judged.
 pub fn expectation_met(scenario: &Scenario, verdicts: &[CheckVerdict], stopped: bool) -> bool {
+    let met = expectation_parts(scenario, verdicts, stopped);
+    met.outcome && met.not_judged
+}
+
+/// The two halves of an expectation, apart: so a caller can tell a run that missed its
+/// expectation only because a check was not judged (`outcome` met, `not_judged` not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpectationParts {
+    /// The failures are what `[expect] outcome` says.
+    pub outcome: bool,
+    /// The checks not judged are exactly those `[expect] vacuous` lists.
+    pub not_judged: bool,
+}
+
+pub fn expectation_parts(
+    scenario: &Scenario,
+    verdicts: &[CheckVerdict],
+    stopped: bool,
+) -> ExpectationParts {
     let violations: Vec<&Violation> = verdicts
         .iter()
         .filter_map(|v| v.verdict.violation())
@@ -402,7 +413,10 @@ pub fn expectation_met(scenario: &Scenario, verdicts: &[CheckVerdict], stopped: 
                 && (stopped || violations.iter().all(|v| v.checker == checker))
         }
     };
-    outcome && not_judged_expected(&scenario.expect_vacuous, verdicts, stopped)
+    ExpectationParts {
+        outcome,
+        not_judged: not_judged_expected(&scenario.expect_vacuous, verdicts, stopped),
+    }
 }
 
 /// The checks not judged are exactly those the scenario expects not to be (`[expect]

@@ -89,6 +89,22 @@ impl<P: Protocol> Sim<P> {
         self
     }
 
+    /// A scenario's `[[network.link]]`: its override on `from -> to`, and back when it
+    /// says `both`.
+    pub fn link_spec(self, spec: &tenure_scenario::LinkSpec) -> Self {
+        let o = LinkOverride {
+            latency: spec.latency.clone(),
+            loss: spec.loss,
+            duplicate: spec.duplicate,
+        };
+        let sim = self.link(spec.from, spec.to, o.clone());
+        if spec.both {
+            sim.link(spec.to, spec.from, o)
+        } else {
+            sim
+        }
+    }
+
     /// The node's clock starts at `offset_ns` and runs at `1 + drift`.
     pub fn clock(mut self, node: NodeId, offset_ns: i64, drift: f64) -> Self {
         self.clocks[node.index()] = NodeClock::new(offset_ns, drift);

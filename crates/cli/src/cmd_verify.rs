@@ -177,23 +177,8 @@ fn verify_files(
         // Unmet only because a check was not judged: exit 5 and a skipped JUnit case,
         // not a failure.
         let only_not_judged = !report.expectation_met
-            && !unexpected.is_empty()
-            && tenure_sim::play::expectation_met(
-                s,
-                &report
-                    .verdicts
-                    .iter()
-                    .map(|v| {
-                        let mut v = v.clone();
-                        if v.verdict.not_judged().is_some() && !s.expect_vacuous.contains(&v.check)
-                        {
-                            v.verdict = tenure_check::Verdict::Pass;
-                        }
-                        v
-                    })
-                    .collect::<Vec<_>>(),
-                report.stopped_early,
-            );
+            && tenure_sim::play::expectation_parts(s, &report.verdicts, report.stopped_early)
+                .outcome;
         cases.push(if report.expectation_met {
             case(
                 &file,

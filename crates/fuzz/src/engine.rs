@@ -277,22 +277,19 @@ pub fn shard(range: Range<u64>, index: u64, count: u64) -> Range<u64> {
 
 /// Runs one seed of `target` (stopping at the first violation).
 pub fn run_seed(target: &Target, seed: u64, check_determinism: bool) -> SeedOutcome {
-    let mut simulated = SimTime::ZERO;
-    let mut judged = Vec::new();
-    let mut not_judged = Vec::new();
-    let mut landed = Vec::new();
-    let mut hint = None;
+    // What the run learns is written into `out` as it goes, so a seed that panics still
+    // reports what it had.
+    let mut out = SeedOutcome {
+        seed,
+        result: SeedResult::Pass,
+        judged: Vec::new(),
+        not_judged: Vec::new(),
+        landed: Vec::new(),
+        hint: None,
+        simulated: SimTime::ZERO,
+    };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        seed_result(
-            target,
-            seed,
-            check_determinism,
-            &mut simulated,
-            &mut judged,
-            &mut not_judged,
-            &mut landed,
-            &mut hint,
-        )
+        seed_result(target, seed, check_determinism, &mut out)
     }))
     .unwrap_or_else(|panic| {
         let message = panic
@@ -302,28 +299,15 @@ pub fn run_seed(target: &Target, seed: u64, check_determinism: bool) -> SeedOutc
             .unwrap_or_else(|| "a panic without a message".to_string());
         SeedResult::Panicked(message)
     });
-    SeedOutcome {
-        seed,
-        result,
-        judged,
-        not_judged,
-        landed,
-        hint,
-        simulated,
-    }
+    out.result = result;
+    out
 }
 
-// The out-parameters are what a panicking seed still reports (filled before the panic).
-#[allow(clippy::too_many_arguments)]
 fn seed_result(
     target: &Target,
     seed: u64,
     check_determinism: bool,
-    simulated: &mut SimTime,
-    judged: &mut Vec<tenure_check::Judged>,
-    not_judged: &mut Vec<(String, tenure_check::NotJudged)>,
-    landed: &mut Vec<crate::coverage::Landed>,
-    hint: &mut Option<String>,
+    out: &mut SeedOutcome,
 ) -> SeedResult {
     let prepared = target.prepare(seed);
     let options = RunOptions {
@@ -331,16 +315,16 @@ fn seed_result(
         stop_at_first_violation: true,
     };
     let report = prepared.run(seed, &options);
-    *simulated = report.history.info.end;
-    judged.clone_from(&report.judged);
+    out.simulated = report.history.info.end;
+    out.judged.clone_from(&report.judged);
     if report.violations.is_empty() {
-        *not_judged = report
+        out.not_judged = report
             .not_judged()
             .filter_map(|v| Some((v.check.clone(), v.verdict.not_judged()?.clone())))
             .collect();
     }
-    *landed = crate::coverage::landed(&prepared.scenario.faults, &report.history);
-    *hint = report
+    out.landed = crate::coverage::landed(&prepared.scenario.faults, &report.history);
+    out.hint = report
         .stats
         .durability_hints
         .first()

@@ -153,15 +153,7 @@ impl Drawn {
             sim = sim.fsync(d.node, d.fsync.min, d.fsync.max);
         }
         for l in &self.links {
-            let o = tenure_sim::LinkOverride {
-                latency: l.latency.clone(),
-                loss: l.loss,
-                duplicate: l.duplicate,
-            };
-            sim = sim.link(l.from, l.to, o.clone());
-            if l.both {
-                sim = sim.link(l.to, l.from, o);
-            }
+            sim = sim.link_spec(l);
         }
         let calm = sim.default_network().clone();
         let events: Vec<FaultEvent> = self

@@ -212,15 +212,14 @@ impl Proposer {
         env.observe(Observation::Candidate {
             term: self.ballot.term(),
         });
-        for &a in &config.acceptors {
-            env.send(
-                a,
-                Msg::Prepare {
-                    instance: self.instance,
-                    ballot: self.ballot,
-                },
-            );
-        }
+        to_acceptors(
+            config,
+            env,
+            Msg::Prepare {
+                instance: self.instance,
+                ballot: self.ballot,
+            },
+        );
         self.schedule_retry(config, env);
     }
 
@@ -257,16 +256,15 @@ impl Proposer {
         env.observe(Observation::Leader {
             term: self.ballot.term(),
         });
-        for &a in &config.acceptors {
-            env.send(
-                a,
-                Msg::Accept {
-                    instance: self.instance,
-                    ballot: self.ballot,
-                    value,
-                },
-            );
-        }
+        to_acceptors(
+            config,
+            env,
+            Msg::Accept {
+                instance: self.instance,
+                ballot: self.ballot,
+                value,
+            },
+        );
     }
 
     fn on_accepted(&mut self, config: &Config, env: E<'_>, from: NodeId) {
@@ -703,6 +701,13 @@ pub struct PaxosProtocols;
 impl Catalogue for PaxosProtocols {
     fn visit<V: Visitor>(&self, v: &mut V) {
         v.visit::<Paxos>();
+    }
+}
+
+/// Sends `msg` to every acceptor (phase 1a and 2a).
+fn to_acceptors(config: &Config, env: E<'_>, msg: Msg) {
+    for &a in &config.acceptors {
+        env.send(a, msg.clone());
     }
 }
 
