@@ -105,7 +105,16 @@ impl ModelEntry {
 
     /// Whether the model can show `variant` failing (see [`ModelSpec::out_of_scope`]).
     pub fn in_scope(&self, variant: &str) -> bool {
-        !self.spec.out_of_scope.iter().any(|(v, _)| *v == variant)
+        self.out_of_scope(variant).is_none()
+    }
+
+    /// Why the model cannot show `variant` failing, if it declared so.
+    pub fn out_of_scope(&self, variant: &str) -> Option<&'static str> {
+        self.spec
+            .out_of_scope
+            .iter()
+            .find(|(v, _)| *v == variant)
+            .map(|(_, why)| *why)
     }
 }
 
@@ -172,9 +181,15 @@ impl Models {
                     "protocol",
                     format!(
                         "`{protocol}` is a protocol the model checker does not explore: {why}; \
-                         `tenure fuzz --protocol {protocol}` simulates it. The model checker \
-                         explores: {}",
-                        modelled.join(", ")
+                         `tenure fuzz --protocol {protocol}` simulates it. {}",
+                        if modelled.is_empty() {
+                            "No protocol of this catalogue declares model settings (a protocol \
+                             declares them in `Configurable::model`; the book's author guide \
+                             shows how)"
+                                .to_string()
+                        } else {
+                            format!("The model checker explores: {}", modelled.join(", "))
+                        }
                     ),
                 ),
                 None => ModelError::new(

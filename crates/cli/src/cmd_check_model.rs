@@ -1,7 +1,8 @@
 //! `tenure check-model --protocol NAME`: bounded exhaustive exploration (or seeded
 //! random walks) of a zoo protocol with tenure-models, the same protocol code the
 //! simulator runs. Exit 0: no violation within the bounds; 1: a violation, printed as
-//! a shortest counterexample; 2: bad input.
+//! a shortest counterexample; 2: bad input; 5: not judged (no violation found for a
+//! variant whose bug the protocol's model declares out of its scope).
 
 use crate::Outcome;
 use crate::Tools;
@@ -165,19 +166,41 @@ fn run(args: &CheckModelArgs, models: &Models) -> Result<Outcome, ModelError> {
         models.query(&args.protocol, &args.variant)?
     };
     apply(args, &mut query)?;
+    let out_of_scope = models
+        .lookup(&args.protocol)
+        .and_then(|e| e.out_of_scope(&args.variant));
     if !args.json {
         println!("{}", describe(&query));
+        if let Some(why) = out_of_scope {
+            println!(
+                "note: the model leaves `{}`'s bug out of its scope ({why}): a search that finds nothing is not judged",
+                args.variant
+            );
+        }
     }
-    match seeds {
+    let outcome = match seeds {
         Some(seeds) => {
             let report = models.walk_model(&query, seeds.clone(), query.bounds.max_depth)?;
-            Ok(print_walks(args, &query, &seeds, &report))
+            print_walks(args, &query, &seeds, &report, out_of_scope)
         }
         None => {
             let report = models.check_model_with(&query, &mut progress_printer(args.max_memory))?;
-            Ok(print_report(args, &query, &report))
+            print_report(args, &query, &report, out_of_scope)
         }
-    }
+    };
+    Ok(match (outcome, out_of_scope) {
+        // The model cannot show this bug: finding nothing judged nothing.
+        (Outcome::Passed, Some(why)) => {
+            if !args.json {
+                println!(
+                    "NOT JUDGED (could not fail): {why}; `tenure fuzz --protocol {} --variant {}` looks for it in the simulator",
+                    args.protocol, args.variant
+                );
+            }
+            Outcome::NotJudged
+        }
+        (outcome, _) => outcome,
+    })
 }
 
 fn apply(args: &CheckModelArgs, query: &mut Query) -> Result<(), ModelError> {
@@ -359,7 +382,22 @@ fn counterexample_json(cex: &Counterexample) -> serde_json::Value {
     })
 }
 
-fn print_report(args: &CheckModelArgs, q: &Query, report: &Report) -> Outcome {
+/// The verdict's key in JSON: a violation fails; nothing found passes, unless the
+/// model declared the variant's bug out of its scope.
+fn verdict_key(violation: bool, out_of_scope: Option<&str>) -> &'static str {
+    match (violation, out_of_scope) {
+        (true, _) => "fail",
+        (false, Some(_)) => "not-judged",
+        (false, None) => "pass",
+    }
+}
+
+fn print_report(
+    args: &CheckModelArgs,
+    q: &Query,
+    report: &Report,
+    out_of_scope: Option<&str>,
+) -> Outcome {
     if args.json {
         let out = json!({
             "protocol": q.protocol,
@@ -374,6 +412,8 @@ fn print_report(args: &CheckModelArgs, q: &Query, report: &Report) -> Outcome {
             "elapsed_seconds": report.elapsed_seconds,
             "states_per_second": report.unique_states_per_second,
             "violation": report.counterexample.as_ref().map(counterexample_json),
+            "verdict": verdict_key(report.counterexample.is_some(), out_of_scope),
+            "out_of_scope": out_of_scope,
         });
         println!("{out:#}");
     } else {
@@ -403,6 +443,7 @@ fn print_walks(
     q: &Query,
     seeds: &Range<u64>,
     report: &WalkReport,
+    out_of_scope: Option<&str>,
 ) -> Outcome {
     if args.json {
         let out = json!({
@@ -417,6 +458,8 @@ fn print_walks(
                 v["seed"] = json!(f.seed);
                 v
             }),
+            "verdict": verdict_key(report.failure.is_some(), out_of_scope),
+            "out_of_scope": out_of_scope,
         });
         println!("{out:#}");
     } else {

@@ -831,6 +831,42 @@ impl Configurable for K8sLease {
         LeaseConfig::new(c, cluster)
     }
 
+    /// The model checker's view (`check-model --protocol k8s-lease`): timers fire in
+    /// any order and time only leaps (every clock past every deadline at once), so the
+    /// drift bound the safety argument needs holds trivially (all clocks move
+    /// together) and what is left is the logic: who acts after which leap. Two leaps
+    /// are enough for a takeover (the contender first sees the record, then waits a
+    /// lease duration on its own clock).
+    fn model() -> Result<tenure::model::ModelSpec, &'static str> {
+        use tenure::model::{Bounds, ClockModel, ModelSpec};
+        Ok(ModelSpec {
+            out_of_scope: &[
+                (
+                    "wall-clock-observed-time",
+                    "a wall-clock step that moves one node's clock alone: the model's \
+                     clocks only leap together",
+                ),
+                (
+                    "renew-deadline-too-long",
+                    "its overlap lasts for the difference between two durations; a \
+                     leap passes every deadline at once, so the model cannot order them",
+                ),
+            ],
+            bounds: Bounds {
+                max_depth: 24,
+                max_leaps: 2,
+                clock: ClockModel::Frozen,
+                ..Bounds::DEFAULT
+            },
+            checks: &["single-leader-at-a-time", "single-leader-per-term"],
+            ..ModelSpec::new(
+                "one API server and two candidates; timers fire in any order, every clock \
+                 leaps past every deadline at most twice, no message lost",
+                &[("apiserver", 1), ("candidate", 2)],
+            )
+        })
+    }
+
     fn transport() -> Transport {
         // client-go talks HTTP/2 over TCP to the API server.
         Transport::Stream

@@ -177,3 +177,46 @@ fn the_correct_elector_passes_the_same_fuzz() {
         assert!(t.contains("0 failed"), "{t}");
     }
 }
+
+/// `check-model` through the crate's own command line, with the model the crate
+/// declares (`Configurable::model`): exhaustive search finds the leader that keeps
+/// acting after its lease ran out (its renew deadline passed) as an interleaving of
+/// actions still open (neither section has ended), the shortest such path; random walks
+/// find the takeover without a compare-and-swap; a variant whose bug needs one clock
+/// to move alone is not judged (exit 5), never passed; the correct elector passes the
+/// walks.
+#[test]
+fn check_model_finds_the_leader_acting_after_its_lease_ran_out() {
+    let run = |args: &[&str]| {
+        let o = bin()
+            .args(["check-model", "--protocol", "k8s-lease"])
+            .args(args)
+            .output()
+            .unwrap();
+        (o.status.code(), text(&o))
+    };
+    let (code, t) = run(&["--variant", "act-after-failed-renew"]);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(
+        t.contains("VIOLATION single-leader-at-a-time at depth 13"),
+        "{t}"
+    );
+    assert!(t.contains("time leaps 1h on every clock"), "{t}");
+
+    let (code, t) = run(&["--variant", "no-resource-version", "--walk", "100"]);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(t.contains("breaks single-leader"), "{t}");
+
+    let (code, t) = run(&[
+        "--variant",
+        "wall-clock-observed-time",
+        "--max-depth",
+        "6",
+    ]);
+    assert_eq!(code, Some(5), "{t}");
+    assert!(t.contains("NOT JUDGED (could not fail)"), "{t}");
+
+    let (code, t) = run(&["--walk", "200"]);
+    assert_eq!(code, Some(0), "{t}");
+    assert!(t.contains("no violation in any walk"), "{t}");
+}
