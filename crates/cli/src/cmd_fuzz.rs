@@ -471,9 +471,27 @@ fn shrink_kept(
         &format!("{header}{}", shrunk.scenario.to_toml()),
     )
     .ok();
+    let clocks = &shrunk.scenario.clocks;
+    let signature = tenure_fuzz::signature(&shrunk.scenario.faults);
+    let signature = match shrunk.after.clocks {
+        0 => signature,
+        _ => {
+            // Clocks set off are part of the schedule: `clock n1, clock n3` after it.
+            let nodes: Vec<String> = clocks
+                .iter()
+                .filter(|c| c.offset.0 != 0 || c.drift != 0.0)
+                .map(|c| format!("clock {}", c.node))
+                .collect();
+            match signature.as_str() {
+                "no faults" => nodes.join(", "),
+                _ => format!("{signature}, {}", nodes.join(", ")),
+            }
+        }
+    };
     Some(ShrunkLine {
-        signature: tenure_fuzz::signature(&shrunk.scenario.faults),
+        signature,
         faults: shrunk.after.faults,
+        clocks: shrunk.after.clocks,
         seed: shrunk.seed,
         case: path.map(|p| shown(&p)),
     })

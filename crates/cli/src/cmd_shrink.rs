@@ -6,6 +6,7 @@ use crate::Tools;
 use crate::{shown, Outcome};
 use clap::Args;
 use std::path::PathBuf;
+use tenure_fuzz::shrink::clock_text;
 use tenure_fuzz::{shrink, ShrinkError, Size};
 
 const AFTER_HELP: &str = "\
@@ -82,9 +83,11 @@ fn check_dir(dir: &std::path::Path) -> Result<(), String> {
 
 fn size_text(s: &Size) -> String {
     format!(
-        "{} fault event{}, {} simulated, {} node{}",
+        "{} fault event{}, {} clock setting{}, {} simulated, {} node{}",
         s.faults,
         if s.faults == 1 { "" } else { "s" },
+        s.clocks,
+        if s.clocks == 1 { "" } else { "s" },
         tenure_core::format_duration(s.duration),
         s.nodes,
         if s.nodes == 1 { "" } else { "s" }
@@ -94,6 +97,7 @@ fn size_text(s: &Size) -> String {
 fn size_json(s: &Size) -> serde_json::Value {
     serde_json::json!({
         "fault_events": s.faults,
+        "clock_settings": s.clocks,
         "simulated": tenure_core::format_duration(s.duration),
         "nodes": s.nodes,
     })
@@ -170,6 +174,7 @@ pub fn run(args: ShrinkArgs, tools: &Tools) -> Outcome {
             "before": size_json(&shrunk.before),
             "after": size_json(&shrunk.after),
             "faults": result.faults.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+            "clocks": result.clocks.iter().map(clock_text).collect::<Vec<_>>(),
             "saved": out,
             "replay": replay_command(&out, shrunk.seed),
         });
@@ -186,6 +191,12 @@ pub fn run(args: ShrinkArgs, tools: &Tools) -> Outcome {
     for (i, e) in result.faults.iter().enumerate() {
         let lead = if i == 0 { "  faults:" } else { "         " };
         println!("{lead} {e}");
+    }
+    // The clocks that survived are part of the story: a wall-clock bug may need no
+    // fault event at all.
+    for (i, c) in result.clocks.iter().enumerate() {
+        let lead = if i == 0 { "  clocks:" } else { "         " };
+        println!("{lead} {}", clock_text(c));
     }
     println!("  saved:  {out}");
     println!("  replay: {}", replay_command(&out, shrunk.seed));

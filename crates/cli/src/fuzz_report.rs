@@ -68,14 +68,13 @@ pub fn print_findings(
                     Some(case) => {
                         let _ = writeln!(
                             out,
-                            "      shrunk to {} fault event{}: {}",
-                            s.faults,
-                            if s.faults == 1 { "" } else { "s" },
+                            "      shrunk to {}: {}",
+                            shrunk_size(s),
                             replay_command(&resolve(case), s.seed)
                         );
                     }
                     None => {
-                        let _ = writeln!(out, "      shrunk to {} fault events", s.faults);
+                        let _ = writeln!(out, "      shrunk to {}", shrunk_size(s));
                     }
                 }
             }
@@ -261,5 +260,21 @@ pub fn junit_suite(r: &Report, seconds: Option<f64>, resolve: &dyn Fn(&str) -> S
             ("not_judged".into(), r.not_judged.to_string()),
         ],
         cases,
+    }
+}
+
+/// `2 fault events`, or `1 fault event and 2 clock settings`.
+fn shrunk_size(s: &tenure_fuzz::ShrunkLine) -> String {
+    let faults = format!(
+        "{} fault event{}",
+        s.faults,
+        if s.faults == 1 { "" } else { "s" }
+    );
+    match s.clocks {
+        0 => faults,
+        n => format!(
+            "{faults} and {n} clock setting{}",
+            if n == 1 { "" } else { "s" }
+        ),
     }
 }

@@ -23,9 +23,10 @@ pub fn replay_command(file: &str, seed: u64) -> String {
 }
 
 /// The observations and faults that led to `v` (see [`tenure_timeline::narrative`]):
-/// from when the involved nodes were last calm up to the violation, never after it;
-/// involved records marked `*`; a routine observation repeated by one node is one line
-/// with a count; at most `context` lines of records that are not involved.
+/// from when the involved nodes were last calm until the violation was complete (the
+/// stale action that made an overlap); involved records marked `*`; a routine
+/// observation repeated by one node is one line with a count; at most `context` lines
+/// of records that are not involved; then the clocks of the involved nodes that are off.
 pub fn narrative(report: &Report, v: &Violation, context: usize) -> Vec<String> {
     tenure_timeline::narrative::lines(report, v, context)
 }

@@ -32,7 +32,7 @@ use super::engine::only_check;
 use std::time::Duration;
 use tenure_core::{Cluster, NodeId, RoleSpec, SignedDuration};
 use tenure_scenario::{
-    ClusterSpec, Expectation, Fault, FaultEvent, NodeSel, Scenario, ScenarioError,
+    ClockSpec, ClusterSpec, Expectation, Fault, FaultEvent, NodeSel, Scenario, ScenarioError,
 };
 use tenure_sim::play::{Prepared, RunOptions};
 use tenure_sim::Protocols;
@@ -41,8 +41,42 @@ use tenure_sim::Protocols;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Size {
     pub faults: usize,
+    /// Clock settings that are not zero: each `[[clock]]` offset and each drift counts
+    /// one (a clock set off is a fault a scenario carries outside its timeline).
+    pub clocks: usize,
     pub duration: Duration,
     pub nodes: usize,
+}
+
+impl Size {
+    /// Fault events and clock settings together: what a reader of the shrunk case must
+    /// take in to see why it fails.
+    pub fn events(&self) -> usize {
+        self.faults + self.clocks
+    }
+}
+
+/// How many clock settings (non-zero offsets and drifts) a scenario has.
+pub fn clock_settings(clocks: &[ClockSpec]) -> usize {
+    clocks
+        .iter()
+        .map(|c| usize::from(c.offset.0 != 0) + usize::from(c.drift != 0.0))
+        .sum()
+}
+
+/// A `[[clock]]` as one line: `n2 offset -300ms, drift 0.01`.
+pub fn clock_text(c: &ClockSpec) -> String {
+    let mut parts = Vec::new();
+    if c.offset.0 != 0 {
+        parts.push(format!("offset {}", c.offset));
+    }
+    if c.drift != 0.0 {
+        parts.push(format!("drift {}", c.drift));
+    }
+    if parts.is_empty() {
+        parts.push("exact".to_string());
+    }
+    format!("{} {}", c.node, parts.join(", "))
 }
 
 /// A shrunk scenario.
@@ -162,6 +196,7 @@ pub fn shrink(
         best = s.cut_after_violation(best);
         best = s.keep_recent(best);
         best = s.fault_steps(best, |steps, faults| steps.pass(faults));
+        best = s.shrink_clocks(best);
         best = s.cut_lead_time(best);
         best = s.shorten_run(best);
         best = s.drop_nodes(best);
@@ -190,6 +225,7 @@ pub fn shrink(
 fn size(s: &Scenario, cluster: &Cluster) -> Size {
     Size {
         faults: s.faults.len(),
+        clocks: clock_settings(&s.clocks),
         duration: s.duration,
         nodes: cluster.size(),
     }
@@ -204,6 +240,51 @@ struct Shrinker {
     /// fails it trivially (too short to judge), so candidates must run at least as long.
     judged_after: Option<Duration>,
     runs: usize,
+}
+
+/// How many times [`Shrinker::shrink_clocks`] halves one offset or drift.
+const MAX_CLOCK_HALVINGS: usize = 8;
+
+/// One of a `[[clock]]`'s two settings.
+#[derive(Clone, Copy)]
+enum ClockPart {
+    Offset,
+    Drift,
+}
+
+impl ClockPart {
+    /// Sets it to zero; false if it was zero already.
+    fn set_zero(self, c: &mut ClockSpec) -> bool {
+        match self {
+            ClockPart::Offset if c.offset.0 != 0 => c.offset = SignedDuration(0),
+            ClockPart::Drift if c.drift != 0.0 => c.drift = 0.0,
+            _ => return false,
+        }
+        true
+    }
+
+    /// Halves it (offsets rounded to whole milliseconds, drifts to 1e-4); false when
+    /// the half rounds to itself or to zero (zero was tried already).
+    fn halve(self, c: &mut ClockSpec) -> bool {
+        match self {
+            ClockPart::Offset => {
+                let ms = c.offset.0 / 2 / 1_000_000;
+                let half = ms * 1_000_000;
+                if half == 0 || half == c.offset.0 {
+                    return false;
+                }
+                c.offset = SignedDuration(half);
+            }
+            ClockPart::Drift => {
+                let half = (c.drift / 2.0 * 10_000.0).trunc() / 10_000.0;
+                if half == 0.0 || half == c.drift {
+                    return false;
+                }
+                c.drift = half;
+            }
+        }
+        true
+    }
 }
 
 impl Shrinker {
@@ -262,6 +343,41 @@ impl Shrinker {
             .iter()
             .find(|v| v.checker == self.checker)
             .map(|v| v.time.as_duration())
+    }
+
+    /// Clocks shrink too: each `[[clock]]` is dropped if the failure does not need it;
+    /// else its offset and its drift are each tried at zero, then halved while the
+    /// failure holds (offsets to whole milliseconds, drifts to 1e-4). Clock settings
+    /// draw no randomness, so the seed's other draws stay as they were.
+    fn shrink_clocks(&mut self, mut best: Scenario) -> Scenario {
+        let mut i = 0;
+        while i < best.clocks.len() {
+            let mut candidate = best.clone();
+            candidate.clocks.remove(i);
+            if self.fails(&candidate) {
+                best = candidate;
+                continue;
+            }
+            for part in [ClockPart::Offset, ClockPart::Drift] {
+                let mut candidate = best.clone();
+                if !part.set_zero(&mut candidate.clocks[i]) {
+                    continue; // already zero
+                }
+                if self.fails(&candidate) {
+                    best = candidate;
+                    continue;
+                }
+                for _ in 0..MAX_CLOCK_HALVINGS {
+                    let mut candidate = best.clone();
+                    if !part.halve(&mut candidate.clocks[i]) || !self.fails(&candidate) {
+                        break;
+                    }
+                    best = candidate;
+                }
+            }
+            i += 1;
+        }
+        best
     }
 
     /// Events after the violation cannot have caused it: drop them, and end the run just

@@ -60,6 +60,10 @@ fn letter(i: usize) -> String {
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// What a shrink of one failing seed came to.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ShrunkLine {
@@ -67,6 +71,9 @@ pub struct ShrunkLine {
     pub signature: String,
     /// Fault events left.
     pub faults: usize,
+    /// Clock settings left (non-zero `[[clock]]` offsets and drifts).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub clocks: usize,
     /// The seed the shrunk case fails with (shrinking may move to a nearby one).
     pub seed: u64,
     /// The shrunk case file, as written (a path usable from where the run ran).
@@ -526,6 +533,7 @@ mod tests {
             shrunk: sig.map(|s| ShrunkLine {
                 signature: s.into(),
                 faults: 2,
+                clocks: 0,
                 seed,
                 case: None,
             }),

@@ -1,10 +1,11 @@
 //! The story of a violation in a few lines of text: what `tenure run` prints under
 //! "events leading to it", and the window the timeline opens on.
 //!
-//! **What it promises.** The lines lead up to the violation and never past it: every
-//! line is at or before the violation's time ([`Violation::time`]; for an overlap, when
-//! it began). Involved records later than that (the end of an overlap) are left out;
-//! the checker's message already says when the overlap ended. The window starts where
+//! **What it promises.** The lines run until the violation is complete: to the
+//! violation's time ([`Violation::time`]; for an overlap, when it began) or, for a node
+//! whose involved records began before it, to that node's next action (the stale
+//! holder's action that made the overlap, after its pause ended), so the action and the
+//! fault that ended the pause before it are in the story. The window starts where
 //! the involved nodes were last calm ([`window`]), so the fault that disturbed them is
 //! in it however long ago it was, and every fault in the window is shown. Records shown:
 //! the involved ones (marked `*`, however old), hand-overs (roles, leases, locks,
@@ -23,7 +24,8 @@ use tenure_sim::play::Report;
 use tenure_sim::TraceEvent;
 
 /// The span of true time a violation's story covers: `start` is when the involved nodes
-/// were last calm (or their first involved record), `end` the violation's time.
+/// were last calm (or their first involved record), `end` when the violation was
+/// complete (see the module's doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
     pub start: SimTime,
@@ -137,14 +139,16 @@ fn disturbed_since(trace: &[TraceEvent], involved: &[NodeId], end: SimTime) -> O
 }
 
 /// The window of `v`'s story (see the module's doc): from when the involved nodes were
-/// last calm (else their first involved record, else the violation) to the violation.
+/// last calm (else their first involved record, else the violation) to when the
+/// violation was complete.
 pub fn window(report: &Report, v: &Violation) -> Window {
-    let end = v.time;
+    let end = completed_at(report, v);
     let involved = involved_nodes(report, v);
+    // Calm is judged up to the violation: what disturbed the nodes came before it.
     let disturbed = report
         .trace
         .as_deref()
-        .and_then(|t| disturbed_since(t, &involved, end));
+        .and_then(|t| disturbed_since(t, &involved, v.time));
     let first_record = v
         .records
         .iter()
@@ -154,6 +158,37 @@ pub fn window(report: &Report, v: &Violation) -> Window {
         .min();
     let start = disturbed.or(first_record).unwrap_or(end).min(end);
     Window { start, end }
+}
+
+/// When `v` was complete: for an overlap reported at its start, the first action after
+/// it of a node whose involved records began earlier (the stale holder's action that
+/// made the overlap, after its pause ended), else the violation's time. An action is a
+/// record of a kind the node's involved records have.
+fn completed_at(report: &Report, v: &Violation) -> SimTime {
+    let records = &report.history.records;
+    let involved: Vec<&Record> = v.records.iter().filter_map(|&i| records.get(i)).collect();
+    let mut earlier: Vec<NodeId> = involved
+        .iter()
+        .filter(|r| r.time < v.time)
+        .map(|r| r.node)
+        .collect();
+    earlier.sort();
+    earlier.dedup();
+    earlier
+        .iter()
+        .filter_map(|&node| {
+            let kinds: Vec<&str> = involved
+                .iter()
+                .filter(|r| r.node == node)
+                .map(|r| r.obs.kind())
+                .collect();
+            records
+                .iter()
+                .find(|r| r.time > v.time && r.node == node && kinds.contains(&r.obs.kind()))
+                .map(|r| r.time)
+        })
+        .min()
+        .map_or(v.time, |t| t.max(v.time))
 }
 
 /// Observations that change who holds what, and notes written for people: shown for
@@ -410,7 +445,70 @@ pub fn lines(report: &Report, v: &Violation, context: usize) -> Vec<String> {
         }
     }
     lines.sort_by_key(|l| (l.0, l.1));
-    elide(lines, context)
+    let mut out = elide(lines, context);
+    out.extend(clock_lines(report, &involved, w.end));
+    out
+}
+
+/// The clocks of the involved nodes, from their own records up to `end`: a line for
+/// each node whose monotonic or wall clock is off true time or runs at another rate
+/// (`clock n1: monotonic -638ms off true time at 2.153s, running 30% slow`); none when
+/// every involved clock is exact. A clock bug's story is its clocks, which no fault
+/// line shows when they were set off from the start (`[[clock]]`).
+pub fn clock_lines(report: &Report, involved: &[NodeId], end: SimTime) -> Vec<String> {
+    let mut out = Vec::new();
+    for &node in involved {
+        let mine = || {
+            report
+                .history
+                .records
+                .iter()
+                .filter(move |r| r.node == node && r.time <= end)
+        };
+        let (Some(first), Some(last)) = (mine().next(), mine().last()) else {
+            continue;
+        };
+        let off = |local: tenure_core::LocalTime, t: SimTime| local.0 - t.as_nanos() as i64;
+        // To the millisecond: the story is read by people.
+        let ms = |n: i64| n / 1_000_000 * 1_000_000;
+        let mono_off = ms(off(last.mono, last.time));
+        let wall_off = ms(off(last.wall, last.time));
+        let span = last.time.as_nanos().saturating_sub(first.time.as_nanos());
+        // The rate between the node's first and last record (a restart's reboot of the
+        // monotonic clock would show as a jump: use the wall clock's rate then).
+        let rate = (span > 0).then(|| {
+            let d = (last.wall.0 - first.wall.0) as f64 / span as f64;
+            d - 1.0
+        });
+        let mut parts = Vec::new();
+        if mono_off.unsigned_abs() >= 1_000_000 {
+            parts.push(format!(
+                "monotonic {} off true time",
+                tenure_core::SignedDuration(mono_off)
+            ));
+        }
+        if wall_off.unsigned_abs() >= 1_000_000 && wall_off != mono_off {
+            parts.push(format!(
+                "wall {} off true time",
+                tenure_core::SignedDuration(wall_off)
+            ));
+        }
+        if let Some(rate) = rate.filter(|r| r.abs() >= 0.0005) {
+            parts.push(format!(
+                "running {:.1}% {}",
+                rate.abs() * 100.0,
+                if rate < 0.0 { "slow" } else { "fast" }
+            ));
+        }
+        if !parts.is_empty() {
+            out.push(format!(
+                "  clock {node}: {} (at {})",
+                parts.join(", "),
+                last.time
+            ));
+        }
+    }
+    out
 }
 
 /// Keeps at most `context` plain record lines: a third of them nearest the start, the

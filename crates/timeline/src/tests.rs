@@ -559,14 +559,16 @@ fn line_time(line: &str) -> Option<SimTime> {
 }
 
 #[test]
-fn a_narrative_starts_at_the_fault_that_disturbed_the_involved_nodes_and_ends_at_the_violation() {
+fn a_narrative_starts_at_the_fault_that_disturbed_the_involved_nodes_and_ends_where_the_overlap_ends(
+) {
     let r = isolated_leader_report();
     let v = &r.violations[0];
+    // To n0's serve at 4.5 s, its first action after n1's: the interleaving complete.
     assert_eq!(
         narrative::window(&r, v),
         narrative::Window {
             start: SimTime(3_000 * MS),
-            end: SimTime(4_497 * MS)
+            end: SimTime(4_500 * MS)
         }
     );
     let lines = narrative::lines(&r, v, 10);
@@ -577,17 +579,21 @@ fn a_narrative_starts_at_the_fault_that_disturbed_the_involved_nodes_and_ends_at
     );
     for l in &lines {
         let t = line_time(l).unwrap_or_else(|| panic!("a time on `{l}`:\n{text}"));
-        assert!(t <= v.time, "`{l}` is after the violation:\n{text}");
+        assert!(
+            t <= SimTime(4_500 * MS),
+            "`{l}` is after the interleaving was complete:\n{text}"
+        );
     }
-    // The involved serve long before the window is there, marked; the one after is not.
+    // The involved serve long before the window is there, marked; the one at 7 s, after
+    // the interleaving was complete, is not.
     assert!(
         lines[0].starts_with("* 0.100_000s  n0   serves term=1"),
         "{text}"
     );
     assert!(!text.contains("7.000_000s"), "{text}");
-    // n0's 30 serves from the isolation to the violation are one line.
+    // n0's serves from the isolation to its first after n1's are one line.
     assert!(
-        lines.contains(&"  3.000_000s  n0   serves term=1  x30 to 4.450_000s".to_string()),
+        lines.contains(&"  3.000_000s  n0   serves term=1  x31 to 4.500_000s".to_string()),
         "{text}"
     );
     assert!(
@@ -609,11 +615,11 @@ fn without_a_fault_the_narrative_starts_at_the_first_involved_record() {
     r.trace = Some(Vec::new());
     let v = r.violations[0].clone();
     assert_eq!(narrative::window(&r, &v).start, SimTime(100 * MS));
-    // n0's serves from 0.15 s to 4.45 s are one line; its first serve, involved, is not.
+    // n0's serves from 0.15 s to 4.5 s are one line; its first serve, involved, is not.
     let lines = narrative::lines(&r, &v, 10);
     let text = lines.join("\n");
     assert!(
-        lines.contains(&"  0.150_000s  n0   serves term=1  x87 to 4.450_000s".to_string()),
+        lines.contains(&"  0.150_000s  n0   serves term=1  x88 to 4.500_000s".to_string()),
         "{text}"
     );
 }
@@ -844,4 +850,30 @@ fn crashes_clocks_and_long_clock_labels_are_told_apart_and_fit() {
         label.contains("textLength="),
         "a long label is fitted: {label}"
     );
+}
+
+#[test]
+fn the_story_shows_the_clocks_of_the_involved_nodes_that_are_off() {
+    let mut r = isolated_leader_report();
+    // n0's clock runs 30% slow from a 250 ms offset; n1's is exact.
+    for rec in r.history.records.iter_mut().filter(|x| x.node == n(0)) {
+        let t = rec.time.as_nanos() as f64;
+        let local = LocalTime((250.0 * MS as f64 + 0.7 * t) as i64);
+        rec.mono = local;
+        rec.wall = local;
+    }
+    let v = r.violations[0].clone();
+    let lines = narrative::lines(&r, &v, 10);
+    let text = lines.join("\n");
+    let clocks: Vec<&String> = lines.iter().filter(|l| l.contains("clock n")).collect();
+    assert_eq!(clocks.len(), 1, "only n0's clock is off:\n{text}");
+    assert_eq!(
+        clocks[0],
+        "  clock n0: monotonic -1100ms off true time, running 30.0% slow (at 4.500_000s)",
+        "{text}"
+    );
+    // Exact clocks say nothing.
+    let exact = isolated_leader_report();
+    let lines = narrative::lines(&exact, &exact.violations[0], 10);
+    assert!(!lines.iter().any(|l| l.contains("clock n")), "{lines:?}");
 }

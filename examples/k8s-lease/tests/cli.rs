@@ -220,3 +220,87 @@ fn check_model_finds_the_leader_acting_after_its_lease_ran_out() {
     assert_eq!(code, Some(0), "{t}");
     assert!(t.contains("no violation in any walk"), "{t}");
 }
+
+/// A failure caused by clocks, not by fault events: the leader's clock runs 30% slow
+/// and another candidate's 30% fast, beyond the drift the elector declares. `shrink`
+/// minimises the `[[clock]]` settings with the events (six settings to at most two) and
+/// lists those that remain: the story of a clock bug is its clocks.
+#[test]
+fn shrink_minimises_and_lists_the_clocks() {
+    let dir = out_dir("shrink-clocks");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("slow-leader-clock.toml");
+    std::fs::write(
+        &file,
+        r#"name = "k8s-lease: a slow leader clock, fast contenders"
+seed = 2
+duration = "12s"
+checks = ["single-leader-at-a-time"]
+
+[protocol]
+name = "k8s-lease"
+variant = "correct"
+
+[cluster]
+roles = { apiserver = 1, candidate = 3 }
+
+[[clock]]
+node = 1
+drift = -0.3
+offset = "2s"
+
+[[clock]]
+node = 2
+drift = 0.3
+offset = "-700ms"
+
+[[clock]]
+node = 3
+drift = 0.3
+offset = "5s"
+
+[[fault]]
+at = "1s"
+kind = "pause"
+node = 0
+duration = "50ms"
+
+[[fault]]
+at = "3s"
+kind = "isolate"
+node = "leader"
+
+[[fault]]
+at = "7s"
+kind = "heal"
+
+[expect]
+outcome = "violation"
+checker = "single-leader-at-a-time"
+"#,
+    )
+    .unwrap();
+    let o = bin()
+        .args(["shrink"])
+        .arg(&file)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("before: 3 fault events, 6 clock settings"), "{t}");
+    let after = t.lines().find(|l| l.trim().starts_with("after:")).unwrap();
+    let count = |what: &str| {
+        let words: Vec<&str> = after.split_whitespace().collect();
+        let i = words.iter().position(|w| w.starts_with(what)).unwrap();
+        words[i - 1].parse::<usize>().unwrap()
+    };
+    let (faults, clocks) = (count("fault"), count("clock"));
+    assert!(clocks >= 1, "a clock bug keeps a clock: {t}");
+    assert!(faults + clocks <= 3, "{t}");
+    // Each clock that remains is listed, with what is left of it.
+    let listed = t.lines().filter(|l| l.contains(" drift ")).count();
+    assert_eq!(listed, clocks, "{t}");
+    assert!(t.contains("clocks: n1 drift -0.3"), "{t}");
+}
