@@ -81,13 +81,17 @@ fn check_dir(dir: &std::path::Path) -> Result<(), String> {
         .map_err(|e| format!("--out {}: cannot write: {e}", dir.display()))
 }
 
+/// `3 fault events, 2 clock settings, 658ms simulated, 5 nodes` (clocks only when set).
 fn size_text(s: &Size) -> String {
+    let clocks = match s.clocks {
+        0 => String::new(),
+        1 => ", 1 clock setting".to_string(),
+        n => format!(", {n} clock settings"),
+    };
     format!(
-        "{} fault event{}, {} clock setting{}, {} simulated, {} node{}",
+        "{} fault event{}{clocks}, {} simulated, {} node{}",
         s.faults,
         if s.faults == 1 { "" } else { "s" },
-        s.clocks,
-        if s.clocks == 1 { "" } else { "s" },
         tenure_core::format_duration(s.duration),
         s.nodes,
         if s.nodes == 1 { "" } else { "s" }

@@ -162,8 +162,9 @@ pub fn window(report: &Report, v: &Violation) -> Window {
 
 /// When `v` was complete: for an overlap reported at its start, the first action after
 /// it of a node whose involved records began earlier (the stale holder's action that
-/// made the overlap, after its pause ended), else the violation's time. An action is a
-/// record of a kind the node's involved records have.
+/// made the overlap, after its pause ended), else the violation's time. An action is an
+/// `Acts` or `Serves` of a kind the node's involved records have; beliefs never extend
+/// the story.
 fn completed_at(report: &Report, v: &Violation) -> SimTime {
     let records = &report.history.records;
     let involved: Vec<&Record> = v.records.iter().filter_map(|&i| records.get(i)).collect();
@@ -177,9 +178,10 @@ fn completed_at(report: &Report, v: &Violation) -> SimTime {
     earlier
         .iter()
         .filter_map(|&node| {
+            // Actions only: a belief's overlap is complete when it begins.
             let kinds: Vec<&str> = involved
                 .iter()
-                .filter(|r| r.node == node)
+                .filter(|r| r.node == node && is_action(&r.obs))
                 .map(|r| r.obs.kind())
                 .collect();
             records
@@ -189,6 +191,12 @@ fn completed_at(report: &Report, v: &Violation) -> SimTime {
         })
         .min()
         .map_or(v.time, |t| t.max(v.time))
+}
+
+/// What a node does on the strength of a lock, lease or leadership (judged by the
+/// action checks), as opposed to what it believes.
+fn is_action(obs: &Observation) -> bool {
+    matches!(obs, Observation::Acts { .. } | Observation::Serves { .. })
 }
 
 /// Observations that change who holds what, and notes written for people: shown for

@@ -207,12 +207,7 @@ fn check_model_finds_the_leader_acting_after_its_lease_ran_out() {
     assert_eq!(code, Some(1), "{t}");
     assert!(t.contains("breaks single-leader"), "{t}");
 
-    let (code, t) = run(&[
-        "--variant",
-        "wall-clock-observed-time",
-        "--max-depth",
-        "6",
-    ]);
+    let (code, t) = run(&["--variant", "wall-clock-observed-time", "--max-depth", "6"]);
     assert_eq!(code, Some(5), "{t}");
     assert!(t.contains("NOT JUDGED (could not fail)"), "{t}");
 
@@ -289,7 +284,10 @@ checker = "single-leader-at-a-time"
         .unwrap();
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("before: 3 fault events, 6 clock settings"), "{t}");
+    assert!(
+        t.contains("before: 3 fault events, 6 clock settings"),
+        "{t}"
+    );
     let after = t.lines().find(|l| l.trim().starts_with("after:")).unwrap();
     let count = |what: &str| {
         let words: Vec<&str> = after.split_whitespace().collect();
