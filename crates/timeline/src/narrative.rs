@@ -454,16 +454,16 @@ pub fn lines(report: &Report, v: &Violation, context: usize) -> Vec<String> {
     }
     lines.sort_by_key(|l| (l.0, l.1));
     let mut out = elide(lines, context);
-    out.extend(clock_lines(report, &involved, w.end));
+    out.extend(clock_lines(report, &involved, w));
     out
 }
 
-/// The clocks of the involved nodes, from their own records up to `end`: a line for
+/// The clocks of the involved nodes, from their own records in the window: a line for
 /// each node whose monotonic or wall clock is off true time or runs at another rate
 /// (`clock n1: monotonic -638ms off true time at 2.153s, running 30% slow`); none when
 /// every involved clock is exact. A clock bug's story is its clocks, which no fault
 /// line shows when they were set off from the start (`[[clock]]`).
-pub fn clock_lines(report: &Report, involved: &[NodeId], end: SimTime) -> Vec<String> {
+pub fn clock_lines(report: &Report, involved: &[NodeId], w: Window) -> Vec<String> {
     let mut out = Vec::new();
     for &node in involved {
         let mine = || {
@@ -471,9 +471,15 @@ pub fn clock_lines(report: &Report, involved: &[NodeId], end: SimTime) -> Vec<St
                 .history
                 .records
                 .iter()
-                .filter(move |r| r.node == node && r.time <= end)
+                .filter(move |r| r.node == node && r.time <= w.end)
         };
-        let (Some(first), Some(last)) = (mine().next(), mine().last()) else {
+        // The rate over the story's window (a drift may have begun mid-run), else over
+        // the node's whole life so far.
+        let first = mine()
+            .find(|r| r.time >= w.start)
+            .filter(|r| Some(r.time) != mine().last().map(|l| l.time))
+            .or_else(|| mine().next());
+        let (Some(first), Some(last)) = (first, mine().last()) else {
             continue;
         };
         let off = |local: tenure_core::LocalTime, t: SimTime| local.0 - t.as_nanos() as i64;
