@@ -488,10 +488,11 @@ pub fn clock_lines(report: &Report, involved: &[NodeId], w: Window) -> Vec<Strin
         let mono_off = ms(off(last.mono, last.time));
         let wall_off = ms(off(last.wall, last.time));
         let span = last.time.as_nanos().saturating_sub(first.time.as_nanos());
-        // The rate between the node's first and last record (a restart's reboot of the
-        // monotonic clock would show as a jump: use the wall clock's rate then).
-        let rate = (span > 0).then(|| {
-            let d = (last.wall.0 - first.wall.0) as f64 / span as f64;
+        // The rate between the two records, on the monotonic clock (a wall clock's
+        // jump is not a rate); a power loss reboots the monotonic clock, so when it
+        // went back the rate is not shown.
+        let rate = (span > 0 && last.mono.0 >= first.mono.0).then(|| {
+            let d = (last.mono.0 - first.mono.0) as f64 / span as f64;
             d - 1.0
         });
         let mut parts = Vec::new();
