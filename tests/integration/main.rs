@@ -5,6 +5,7 @@ mod checkers_trusted;
 mod determinism;
 mod fuzz;
 mod narrative;
+mod public_api;
 mod redis_expiry;
 mod scenarios;
 mod shrink_same_seed;
