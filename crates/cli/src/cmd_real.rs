@@ -251,10 +251,7 @@ fn run_table(table: Table, args: &RealArgs, tools: &Tools) -> Outcome {
     }
     let base = args.out.clone().unwrap_or_else(|| default_out("table"));
     if base.exists() {
-        return crate::bad_input(format!(
-            "--out {}: exists; name a new folder",
-            shown(&base)
-        ));
+        return crate::bad_input(format!("--out {}: exists; name a new folder", shown(&base)));
     }
     let mut prepared = Vec::new();
     for row in rows {

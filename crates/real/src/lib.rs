@@ -212,7 +212,9 @@ pub fn run(scenario: &Scenario, opts: &Options) -> Result<Finished, RealError> {
         "redis-lock" => run_redis::<RedisLock>(scenario, opts, false),
         "fencing" => run_redis::<Fencing>(scenario, opts, true),
         "redlock" => run_redis::<Redlock>(scenario, opts, false),
-        other => Err(RealError::BadInput(format!("`{other}`: not a real protocol"))),
+        other => Err(RealError::BadInput(format!(
+            "`{other}`: not a real protocol"
+        ))),
     }
 }
 
@@ -258,7 +260,15 @@ where
         ports: ports.clone(),
         tokens,
     });
-    drive::<P, _>(scenario, opts, cluster, Arc::new(config), backend, &ports, spec)
+    drive::<P, _>(
+        scenario,
+        opts,
+        cluster,
+        Arc::new(config),
+        backend,
+        &ports,
+        spec,
+    )
 }
 
 /// How to start one kind of server.
@@ -314,7 +324,8 @@ where
             out.display()
         )));
     }
-    let io = |what: &Path, e: std::io::Error| RealError::Internal(format!("{}: {e}", what.display()));
+    let io =
+        |what: &Path, e: std::io::Error| RealError::Internal(format!("{}: {e}", what.display()));
     std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
     let dir = |n: NodeId| out.join(format!("n{}", n.0));
     let cluster_json = serde_json::to_string(&cluster).expect("a cluster serializes");
@@ -351,14 +362,14 @@ where
     );
     say(
         &mut notes,
-        "the scenario's [network] latency, loss and duplication are not applied: loopback's own".into(),
+        "the scenario's [network] latency, loss and duplication are not applied: loopback's own"
+            .into(),
     );
     // The servers, each answering before anything else starts.
     let mut servers: Vec<Server> = Vec::new();
     for (&node, &port) in ports {
-        let data = TempDir::new(&format!("n{}", node.0)).map_err(|e| {
-            RealError::Internal(format!("cannot make a temporary directory: {e}"))
-        })?;
+        let data = TempDir::new(&format!("n{}", node.0))
+            .map_err(|e| RealError::Internal(format!("cannot make a temporary directory: {e}")))?;
         let args = (spec.args)(port, data.path());
         let d = dir(node);
         let mut proc = ServerProc::new(
@@ -435,8 +446,7 @@ where
         locals.push(start_local(n)?);
     }
     let schedule_path = out.join("schedule.jsonl");
-    let mut schedule =
-        std::fs::File::create(&schedule_path).map_err(|e| io(&schedule_path, e))?;
+    let mut schedule = std::fs::File::create(&schedule_path).map_err(|e| io(&schedule_path, e))?;
     let started = Instant::now();
     let mut errors = 0usize;
     let mut events: std::collections::VecDeque<_> = scenario.faults.iter().collect();
@@ -448,7 +458,10 @@ where
                 s.paused_until = None;
                 if let Err(e) = s.proc.signal(Signal::SIGCONT) {
                     errors += 1;
-                    say(&mut notes, format!("error: the end of n{}'s pause: {e}", s.node.0));
+                    say(
+                        &mut notes,
+                        format!("error: the end of n{}'s pause: {e}", s.node.0),
+                    );
                 }
             }
         }
@@ -459,7 +472,10 @@ where
                 errors += 1;
                 let rec = stamp(clock, s.node, Observation::Crashed);
                 s.log.write(&rec);
-                say(&mut notes, format!("error: n{} exited on its own", s.node.0));
+                say(
+                    &mut notes,
+                    format!("error: n{} exited on its own", s.node.0),
+                );
             }
         }
         while events.front().is_some_and(|e| e.at <= now) {

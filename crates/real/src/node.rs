@@ -278,14 +278,19 @@ fn connection<B: Backend>(
 
 /// Runs one start of a node until it is told to stop or crash. `P::new` builds it, as
 /// the simulator does, and `on_start` is called after its `started` record.
-pub fn run_node<P, B>(config: &P::Config, start: NodeStart<B>, inbox: Receiver<Input<P::Msg>>, me_tx: Sender<Input<P::Msg>>) -> Result<(), String>
+pub fn run_node<P, B>(
+    config: &P::Config,
+    start: NodeStart<B>,
+    inbox: Receiver<Input<P::Msg>>,
+    me_tx: Sender<Input<P::Msg>>,
+) -> Result<(), String>
 where
     P: Protocol,
     B: Backend<Msg = P::Msg>,
 {
     let me = start.me;
-    let mut storage = DirStorage::open(&start.dir, me, start.protocol)
-        .map_err(|e| format!("n{}: {e}", me.0))?;
+    let mut storage =
+        DirStorage::open(&start.dir, me, start.protocol).map_err(|e| format!("n{}: {e}", me.0))?;
     let mut log = Log::open(&start.dir).map_err(|e| format!("n{}: {e}", me.0))?;
     let clock = NodeClock::new(start.clock);
     let mut rng = NodeRng::seeded(start.seed, me, start.incarnation);

@@ -94,8 +94,8 @@ impl Backend for Redis {
             .ports
             .get(&server)
             .ok_or_else(|| format!("n{} is not a server", server.0))?;
-        let client = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .map_err(|e| e.to_string())?;
+        let client =
+            redis::Client::open(format!("redis://127.0.0.1:{port}/")).map_err(|e| e.to_string())?;
         client
             .get_connection_with_timeout(Duration::from_secs(1))
             .map_err(|e| e.to_string())
