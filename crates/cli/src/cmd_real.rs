@@ -35,9 +35,13 @@ Faults from the scenario, at their times:
                its state lost, its `crashed` record written
     restart    a server: the same command again (same port, same data directory); a
                client: a new thread on the same directory
-Network faults, clock faults, disk faults and power loss are refused before anything
-starts (exit 2), with the reason. The scenario's [network] latency is not added (loopback
-has its own).
+    partition, isolate, cut, one-way, heal
+               links blocked: what a node sends across one (a request to a server,
+               a server's answer, a message to the storage) is dropped, as the
+               simulator's datagram network drops it; connections stay open
+Latency, loss, duplication and bridges, clock faults, disk faults and power loss are
+refused before anything starts (exit 2), with the reason. The scenario's [network]
+latency is not added (loopback has its own).
 
 Everything is kept in --out (default tenure-out/real/NAME-<unix ms>): n<K>/observations.jsonl
 (each node's observations, real timestamps, tenure-runtime's format: `tenure check-trace`
@@ -68,7 +72,7 @@ agrees, 1 a row disagrees.";
 /// The validation tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Table {
-    /// redis-lock and fencing against redis-server.
+    /// redis-lock, fencing and redlock against redis-server.
     Redis,
 }
 
@@ -101,7 +105,8 @@ pub struct Row {
 }
 
 /// The Redis table, in order: the happy path, the pause past the TTL (two holders
-/// acting), and the same pause with fencing tokens (the resource stays safe).
+/// acting), the same pause with fencing tokens (the resource stays safe), and Redlock
+/// on five servers, one restarted without persistence (two majorities).
 pub const REDIS_ROWS: &[Row] = &[
     Row {
         label: "redis-lock correct, no faults",
@@ -114,6 +119,10 @@ pub const REDIS_ROWS: &[Row] = &[
     Row {
         label: "fencing, holder paused past its TTL",
         scenario: "scenarios/fencing/real-gc-pause.toml",
+    },
+    Row {
+        label: "redlock, a server restarted, no fsync",
+        scenario: "scenarios/redlock/restart-without-persistence.toml",
     },
 ];
 
@@ -330,7 +339,7 @@ fn run_table(table: Table, args: &RealArgs, tools: &Tools) -> Outcome {
     println!(
         "validation table: {} (the simulator: the scenario's seed; real: {} runs against the real server, not deterministic)",
         match table {
-            Table::Redis => "redis-server (redis-lock, fencing)",
+            Table::Redis => "redis-server (redis-lock, fencing, redlock)",
         },
         args.reps
     );

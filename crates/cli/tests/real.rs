@@ -195,11 +195,7 @@ fn a_missing_server_is_bad_input_naming_the_package() {
 fn faults_a_real_run_cannot_apply_are_refused() {
     let dir = scratch("real", "refused");
     for (kind, extra, why) in [
-        (
-            "partition",
-            "groups = [[0], [1, 2, 3, 4]]",
-            "network faults",
-        ),
+        ("network", "loss = 0.5", "nothing else of the network"),
         (
             "clock-jump",
             "node = 0\nby = \"5s\"",

@@ -17,6 +17,9 @@
 //! `pause` freezes its thread's loop (nothing handled, messages and timers pile up, as
 //! SIGSTOP does to a process), its `crash` ends the thread (state lost; the `crashed`
 //! record written for it) and its `restart` starts it again on the same directory.
+//! Partitions, isolations, cuts and one-way faults block links: what crosses a blocked
+//! link (a request to a server, its answer, a message to the storage) is dropped, as the
+//! simulator's datagram network drops it, until a `heal`.
 //!
 //! **Not deterministic.** Real processes, sockets and clocks: the seed gives each start
 //! of each node its random stream, and nothing else. What makes a run reviewable is
@@ -37,6 +40,7 @@ pub mod servers;
 use nix::sys::signal::Signal;
 use node::{Input, NodeStart, Router, RunClock};
 use servers::{ServerProc, TempDir};
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -110,16 +114,16 @@ pub const PROTOCOLS: &[(&str, &str)] = &[
 /// Why `fault` cannot be applied to a real run, if it cannot.
 pub fn unsupported(fault: &Fault) -> Option<&'static str> {
     match fault {
-        Fault::Pause { .. } | Fault::Crash { .. } | Fault::Restart { .. } => None,
-        Fault::Partition { .. }
+        Fault::Pause { .. }
+        | Fault::Crash { .. }
+        | Fault::Restart { .. }
+        | Fault::Partition { .. }
         | Fault::Isolate { .. }
         | Fault::Cut { .. }
         | Fault::OneWay { .. }
-        | Fault::Bridge { .. }
-        | Fault::Heal {}
-        | Fault::Network { .. }
-        | Fault::SlowLink { .. } => Some(
-            "network faults are not applied by tenure real yet: its clients speak to the real servers on their own connections, which tenure cluster's proxy (tenure's own framing) cannot carry; run this scenario in the simulator",
+        | Fault::Heal {} => None,
+        Fault::Bridge { .. } | Fault::Network { .. } | Fault::SlowLink { .. } => Some(
+            "tenure real blocks links (partition, isolate, cut, one-way, heal) and nothing else of the network yet: no latency, loss, duplication or bridge; run this scenario in the simulator",
         ),
         Fault::ClockJump { .. }
         | Fault::ClockDrift { .. }
@@ -406,10 +410,10 @@ where
             ),
         );
     }
-    let router = Arc::new(Router::<P::Msg> {
-        inboxes: Mutex::new(vec![None; cluster.size()]),
-        servers: ports.keys().copied().collect(),
-    });
+    let router = Arc::new(Router::<P::Msg>::new(
+        cluster.size(),
+        ports.keys().copied().collect(),
+    ));
     let seen: Arc<Mutex<Vec<Record>>> = Arc::new(Mutex::new(Vec::new()));
     let protocol = P::info().name;
     let start_local = |node: NodeId| -> Result<Local<P::Msg>, RealError> {
@@ -498,6 +502,20 @@ where
                 None => None,
             };
             let applied: Result<String, String> = match (target, &e.fault) {
+                (
+                    _,
+                    Fault::Partition { .. }
+                    | Fault::Cut { .. }
+                    | Fault::OneWay { .. }
+                    | Fault::Heal {},
+                )
+                | (Some(_), Fault::Isolate { .. }) => match router.blocked.lock() {
+                    Ok(mut blocked) => {
+                        block(&mut blocked, &e.fault, target, cluster.size() as u32);
+                        Ok(format!("{} directed links blocked", blocked.len()))
+                    }
+                    Err(_) => Err("the link table failed".into()),
+                },
                 (None, _) => Ok("skipped: no node (nobody of that role at that moment)".into()),
                 (Some(n), fault) => {
                     if let Some(s) = servers.iter_mut().find(|s| s.node == n) {
@@ -687,5 +705,110 @@ fn server_fault(
             if s.up { "up" } else { "down" }
         )),
         other => Err(format!("`{}` is not applied to a server", other.kind())),
+    }
+}
+
+/// Applies a link fault to the blocked directed links, as `tenure cluster`'s proxy
+/// does: a partition blocks every link between its groups (the nodes it does not name
+/// are a group of their own), an isolation every link of the node, a cut both ways
+/// of one link, a one-way fault the links from its `from` to its `to`; a heal unblocks
+/// all.
+fn block(blocked: &mut BTreeSet<(u32, u32)>, fault: &Fault, node: Option<NodeId>, nodes: u32) {
+    let mut between = |a: &[u32], b: &[u32]| {
+        for &x in a {
+            for &y in b {
+                if x != y {
+                    blocked.insert((x, y));
+                    blocked.insert((y, x));
+                }
+            }
+        }
+    };
+    let all: Vec<u32> = (0..nodes).collect();
+    let ids = |g: &[NodeId]| g.iter().map(|n| n.0).collect::<Vec<u32>>();
+    match fault {
+        Fault::Partition { groups } => {
+            let mut groups: Vec<Vec<u32>> = groups.iter().map(|g| ids(g)).collect();
+            let listed: BTreeSet<u32> = groups.iter().flatten().copied().collect();
+            let rest: Vec<u32> = all
+                .iter()
+                .copied()
+                .filter(|n| !listed.contains(n))
+                .collect();
+            if !rest.is_empty() {
+                groups.push(rest);
+            }
+            for i in 0..groups.len() {
+                for j in i + 1..groups.len() {
+                    between(&groups[i], &groups[j]);
+                }
+            }
+        }
+        Fault::Isolate { .. } => {
+            if let Some(n) = node {
+                between(&[n.0], &all);
+            }
+        }
+        Fault::Cut { nodes } => between(&[nodes[0].0], &[nodes[1].0]),
+        Fault::OneWay { from, to } => {
+            for f in ids(from) {
+                for t in ids(to) {
+                    if f != t {
+                        blocked.insert((f, t));
+                    }
+                }
+            }
+        }
+        Fault::Heal {} => blocked.clear(),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A partition blocks every link between its groups, the unnamed nodes a group of
+    /// their own, both ways; a cut one link both ways; one-way only its direction; a
+    /// heal everything.
+    #[test]
+    fn link_faults_block_what_the_proxy_blocks() {
+        let mut b = BTreeSet::new();
+        let p = Fault::Partition {
+            groups: vec![vec![NodeId(0)], vec![NodeId(1)]],
+        };
+        block(&mut b, &p, None, 3);
+        let want: BTreeSet<(u32, u32)> = [(0, 1), (1, 0), (0, 2), (2, 0), (1, 2), (2, 1)]
+            .into_iter()
+            .collect();
+        assert_eq!(b, want);
+        block(&mut b, &Fault::Heal {}, None, 3);
+        assert!(b.is_empty());
+        block(
+            &mut b,
+            &Fault::Cut {
+                nodes: [NodeId(2), NodeId(0)],
+            },
+            None,
+            3,
+        );
+        assert_eq!(b, [(0, 2), (2, 0)].into_iter().collect());
+        b.clear();
+        let one = Fault::OneWay {
+            from: vec![NodeId(1)],
+            to: vec![NodeId(0), NodeId(1)],
+        };
+        block(&mut b, &one, None, 3);
+        assert_eq!(b, [(1, 0)].into_iter().collect());
+        b.clear();
+        block(
+            &mut b,
+            &Fault::Isolate {
+                node: NodeSel::Id(1),
+            },
+            Some(NodeId(1)),
+            3,
+        );
+        assert_eq!(b.len(), 4);
     }
 }

@@ -11,7 +11,7 @@
 //! inbox.
 
 use crate::Backend;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::PathBuf;
@@ -42,10 +42,31 @@ pub enum Input<M> {
 pub struct Router<M> {
     pub inboxes: Mutex<Vec<Option<Sender<Input<M>>>>>,
     pub servers: Vec<NodeId>,
+    /// Blocked directed links (from, to): what crosses one is dropped, as the
+    /// simulator's datagram network drops it.
+    pub blocked: Mutex<BTreeSet<(u32, u32)>>,
 }
 
 impl<M> Router<M> {
+    pub fn new(nodes: usize, servers: Vec<NodeId>) -> Router<M> {
+        Router {
+            inboxes: Mutex::new((0..nodes).map(|_| None).collect()),
+            servers,
+            blocked: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// Whether the link from `from` to `to` is blocked now.
+    pub fn is_blocked(&self, from: NodeId, to: NodeId) -> bool {
+        self.blocked
+            .lock()
+            .is_ok_and(|b| b.contains(&(from.0, to.0)))
+    }
+
     fn deliver(&self, from: NodeId, to: NodeId, msg: M) {
+        if self.is_blocked(from, to) {
+            return;
+        }
         let inbox = self
             .inboxes
             .lock()
@@ -173,6 +194,9 @@ impl<P: Protocol, B: Backend<Msg = P::Msg>> Clock for ThreadEnv<'_, P, B> {
 impl<P: Protocol, B: Backend<Msg = P::Msg>> Network<P::Msg> for ThreadEnv<'_, P, B> {
     fn send(&mut self, to: NodeId, msg: P::Msg) {
         let me = self.start.me;
+        if self.start.router.is_blocked(me, to) {
+            return;
+        }
         if !self.start.router.servers.contains(&to) {
             self.start.router.deliver(me, to, msg);
             return;
@@ -180,6 +204,8 @@ impl<P: Protocol, B: Backend<Msg = P::Msg>> Network<P::Msg> for ThreadEnv<'_, P,
         let conn = self.conns.entry(to).or_insert_with(|| {
             connection(
                 self.start.backend.clone(),
+                self.start.router.clone(),
+                me,
                 to,
                 self.inbox.clone(),
                 format!("n{}->n{}", me.0, to.0),
@@ -247,6 +273,8 @@ impl<P: Protocol, B: Backend<Msg = P::Msg>> Env<P::Msg, P::Timer> for ThreadEnv<
 /// answer and the connection is opened anew for the next one.
 fn connection<B: Backend>(
     backend: Arc<B>,
+    router: Arc<Router<B::Msg>>,
+    client: NodeId,
     server: NodeId,
     inbox: Sender<Input<B::Msg>>,
     name: String,
@@ -260,6 +288,8 @@ fn connection<B: Backend>(
             }
             let Some(c) = conn.as_mut() else { continue };
             match backend.request(c, msg) {
+                // An answer across a link blocked meanwhile is dropped.
+                Ok(Some(_)) if router.is_blocked(server, client) => {}
                 Ok(Some(reply)) => {
                     if inbox.send(Input::Msg(server, reply)).is_err() {
                         return;
