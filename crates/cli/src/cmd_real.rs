@@ -308,7 +308,7 @@ fn run_table(table: Table, args: &RealArgs, tools: &Tools) -> Outcome {
             }
             let out = base.join(format!("row{}-rep{}", i + 1, rep + 1));
             let o = match real_once(s, &out, ce, true, &stop) {
-                Ok((v, errors)) if errors == 0 => v.outcome(),
+                Ok((v, 0)) => v.outcome(),
                 Ok(_) => Outcome::Internal,
                 Err(o) => o,
             };

@@ -275,10 +275,13 @@ where
     )
 }
 
+/// A server's command-line arguments from its port and data directory.
+type ArgsFn = Box<dyn Fn(u16, &Path) -> Vec<std::ffi::OsString>>;
+
 /// How to start one kind of server.
 struct ServerSpec {
     program: PathBuf,
-    args: Box<dyn Fn(u16, &Path) -> Vec<std::ffi::OsString>>,
+    args: ArgsFn,
     ready: Box<dyn Fn(u16) -> bool>,
     what: &'static str,
 }
