@@ -39,8 +39,12 @@ Faults from the scenario, at their times:
                links blocked: what a node sends across one (a request to a server,
                a server's answer, a message to the storage) is dropped, as the
                simulator's datagram network drops it; connections stay open
-Latency, loss, duplication and bridges, clock faults, disk faults and power loss are
-refused before anything starts (exit 2), with the reason. The scenario's [network]
+    clock-jump a server's wall clock stepped by tenure's clock shim (an LD_PRELOAD
+               library compiled at run time with `cc`: CLOCK_REALTIME, gettimeofday
+               and time offset, monotonic clocks untouched); a client's clock
+               cannot be stepped (the clients share this machine's clock)
+Latency, loss, duplication and bridges, clock drift, stalls and slews, disk faults and
+power loss are refused before anything starts (exit 2), with the reason. The scenario's [network]
 latency is not added (loopback has its own).
 
 Everything is kept in --out (default tenure-out/real/NAME-<unix ms>): n<K>/observations.jsonl
@@ -105,8 +109,9 @@ pub struct Row {
 }
 
 /// The Redis table, in order: the happy path, the pause past the TTL (two holders
-/// acting), the same pause with fencing tokens (the resource stays safe), and Redlock
-/// on five servers, one restarted without persistence (two majorities).
+/// acting), the same pause with fencing tokens (the resource stays safe), the server's
+/// wall clock stepped forward (the key expires early), and Redlock on five servers,
+/// one restarted without persistence (two majorities).
 pub const REDIS_ROWS: &[Row] = &[
     Row {
         label: "redis-lock correct, no faults",
@@ -119,6 +124,10 @@ pub const REDIS_ROWS: &[Row] = &[
     Row {
         label: "fencing, holder paused past its TTL",
         scenario: "scenarios/fencing/real-gc-pause.toml",
+    },
+    Row {
+        label: "redis-lock, server clock stepped +1m",
+        scenario: "scenarios/redis-lock/server-clock-jump.toml",
     },
     Row {
         label: "redlock, a server restarted, no fsync",

@@ -191,16 +191,27 @@ fn a_missing_server_is_bad_input_naming_the_package() {
     assert!(!out.exists(), "nothing started");
 }
 
-/// A fault a real run cannot apply is refused (exit 2) naming the fault and why.
+/// A fault a real run cannot apply is refused (exit 2) naming the fault and why: a
+/// network fault other than blocked links, a clock fault other than a server's step,
+/// and a step of a client's clock (the clients share this machine's clock).
 #[test]
 fn faults_a_real_run_cannot_apply_are_refused() {
     let dir = scratch("real", "refused");
     for (kind, extra, why) in [
-        ("network", "loss = 0.5", "nothing else of the network"),
+        (
+            "network",
+            "loss = 0.5",
+            "`network` cannot be applied to a real run: tenure real blocks links",
+        ),
+        (
+            "clock-stall",
+            "node = 0\nduration = \"1s\"",
+            "`clock-stall` cannot be applied to a real run: tenure's clock shim steps",
+        ),
         (
             "clock-jump",
-            "node = 0\nby = \"5s\"",
-            "clock cannot be stepped",
+            "node = 1\nby = \"5s\"",
+            "`clock-jump` is applied to a real server only",
         ),
     ] {
         let file = dir.join(format!("{kind}.toml"));
@@ -210,11 +221,7 @@ fn faults_a_real_run_cannot_apply_are_refused() {
         let o = common::tenure(&["real", s(&file), "--out", s(&out)]);
         let said = text(&o);
         assert_eq!(o.status.code(), Some(2), "{said}");
-        assert!(
-            said.contains(&format!("`{kind}` cannot be applied to a real run"))
-                && said.contains(why),
-            "{said}"
-        );
+        assert!(said.contains(why), "{kind}: {said}");
         assert!(said.contains("fault[0]"), "{said}");
         assert!(!out.exists(), "nothing started");
     }

@@ -19,7 +19,8 @@
 //! record written for it) and its `restart` starts it again on the same directory.
 //! Partitions, isolations, cuts and one-way faults block links: what crosses a blocked
 //! link (a request to a server, its answer, a message to the storage) is dropped, as the
-//! simulator's datagram network drops it, until a `heal`.
+//! simulator's datagram network drops it, until a `heal`. A server's `clock-jump` steps
+//! its wall clock through tenure's clock shim ([`clock`]).
 //!
 //! **Not deterministic.** Real processes, sockets and clocks: the seed gives each start
 //! of each node its random stream, and nothing else. What makes a run reviewable is
@@ -33,6 +34,7 @@
 // Real processes and real time: what this crate is for.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+pub mod clock;
 pub mod node;
 pub mod redis_server;
 pub mod servers;
@@ -125,11 +127,9 @@ pub fn unsupported(fault: &Fault) -> Option<&'static str> {
         Fault::Bridge { .. } | Fault::Network { .. } | Fault::SlowLink { .. } => Some(
             "tenure real blocks links (partition, isolate, cut, one-way, heal) and nothing else of the network yet: no latency, loss, duplication or bridge; run this scenario in the simulator",
         ),
-        Fault::ClockJump { .. }
-        | Fault::ClockDrift { .. }
-        | Fault::ClockStall { .. }
-        | Fault::ClockSlew { .. } => Some(
-            "a real server's clock cannot be stepped, drifted or stalled by tenure real yet (Debian's libfaketime cannot start redis-server 7.0.15, and tenure's own clock shim is not written); the clients share this machine's clock",
+        Fault::ClockJump { .. } => None,
+        Fault::ClockDrift { .. } | Fault::ClockStall { .. } | Fault::ClockSlew { .. } => Some(
+            "tenure's clock shim steps a real server's wall clock (clock-jump) and nothing else: no drift, stall or slew",
         ),
         Fault::PowerLoss { .. } => Some(
             "only the whole machine can lose power; killing a process keeps its unsynced writes",
@@ -250,6 +250,32 @@ where
             .map_err(|e| RealError::Internal(format!("no free loopback port: {e}")))?;
         ports.insert(*n, p);
     }
+    // A server whose wall clock is stepped runs under tenure's clock shim.
+    let mut jumped = BTreeSet::new();
+    for (i, e) in scenario.faults.iter().enumerate() {
+        if let Fault::ClockJump { node, .. } = &e.fault {
+            match node {
+                NodeSel::Id(n) if ports.contains_key(&NodeId(*n)) => {
+                    jumped.insert(NodeId(*n));
+                }
+                _ => {
+                    return Err(RealError::BadInput(
+                        scenario
+                            .error_at(
+                                &format!("fault[{i}]"),
+                                "`clock-jump` is applied to a real server only (named by its id): the clients are threads of tenure and share this machine's clock",
+                            )
+                            .to_string(),
+                    ))
+                }
+            }
+        }
+    }
+    let shim = if jumped.is_empty() {
+        None
+    } else {
+        Some(clock::Shim::build().map_err(RealError::BadInput)?)
+    };
     let spec = ServerSpec {
         program,
         args: Box::new(move |port, dir| redis_server::args(port, dir, tokens)),
@@ -272,6 +298,7 @@ where
         backend,
         &ports,
         spec,
+        shim.as_ref().map(|s| (s, &jumped)),
     )
 }
 
@@ -296,6 +323,8 @@ struct Server {
     log: node::Log,
     paused_until: Option<Duration>,
     up: bool,
+    /// Its wall clock's offset, when it runs under the clock shim.
+    offset: Option<clock::Offset>,
 }
 
 /// A running (or crashed) client or storage node.
@@ -317,6 +346,7 @@ fn drive<P, B>(
     backend: Arc<B>,
     ports: &std::collections::BTreeMap<NodeId, u16>,
     spec: ServerSpec,
+    shim: Option<(&clock::Shim, &BTreeSet<NodeId>)>,
 ) -> Result<Finished, RealError>
 where
     P: Configurable + 'static,
@@ -385,6 +415,16 @@ where
             args,
             d.join("server.log"),
         );
+        let offset = match shim {
+            Some((shim, jumped)) if jumped.contains(&node) => {
+                let file = data.path().join("clock-offset");
+                let offset = clock::Offset::create(&file).map_err(|e| io(&file, e))?;
+                proc.env("LD_PRELOAD", shim.library());
+                proc.env(clock::OFFSET_ENV, &file);
+                Some(offset)
+            }
+            _ => None,
+        };
         proc.spawn().map_err(RealError::Internal)?;
         let log = node::Log::open(&d).map_err(|e| io(&d, e))?;
         servers.push(Server {
@@ -395,6 +435,7 @@ where
             log,
             paused_until: None,
             up: true,
+            offset,
         });
         let s = servers.last_mut().expect("pushed");
         let ready = &spec.ready;
@@ -703,6 +744,18 @@ fn server_fault(
                 s.proc.pid().unwrap_or(0)
             ))
         }
+        Fault::ClockJump { by, .. } => match s.offset.as_mut() {
+            Some(o) => {
+                let total = o
+                    .step(by.0)
+                    .map_err(|e| format!("n{n}'s clock offset: {e}"))?;
+                Ok(format!(
+                    "n{n}'s wall clock stepped by {by:?} (clock shim; offset now {:?})",
+                    tenure_core::SignedDuration(total)
+                ))
+            }
+            None => Err(format!("n{n} does not run under the clock shim")),
+        },
         Fault::Pause { .. } | Fault::Crash { .. } | Fault::Restart { .. } => Ok(format!(
             "skipped: n{n} is {}",
             if s.up { "up" } else { "down" }

@@ -67,6 +67,8 @@ pub struct ServerProc {
     args: Vec<OsString>,
     /// stdout and stderr go here (appended across restarts).
     log: PathBuf,
+    /// Extra environment (the clock shim's).
+    env: Vec<(OsString, OsString)>,
     child: Option<Child>,
 }
 
@@ -77,8 +79,14 @@ impl ServerProc {
             program,
             args,
             log,
+            env: Vec::new(),
             child: None,
         }
+    }
+
+    /// Sets an environment variable for every start of the process.
+    pub fn env(&mut self, key: impl Into<OsString>, value: impl Into<OsString>) {
+        self.env.push((key.into(), value.into()));
     }
 
     /// Starts the process (in its own process group, dying with this thread's process).
@@ -100,6 +108,7 @@ impl ServerProc {
             None => Command::new(&self.program),
         };
         cmd.args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err)
