@@ -1,6 +1,6 @@
 //! Actions, not beliefs: the action checks (`lease-safety`, `mutual-exclusion`) fail only
 //! when a node really acted on a stale lease or lock; the `-belief` twins show what a
-//! paused node kept believing. And the etcd client before 3.4.8 holds alongside the
+//! paused node kept believing. And the etcd client before v3.5.0 (every 3.4.x) holds alongside the
 //! next waiter when its lease expires while it waits; the correct client never does.
 
 use crate::support::{prepare, repo_root};

@@ -20,8 +20,8 @@
 //! Without fencing at the resource, no lease-based lock can prevent that (the resource
 //! must refuse the stale write: `fencing-safety`). Also: Redis `SET NX` without
 //! expiry semantics done wrong, Redlock under clock jumps, unlocking someone else's lock,
-//! a waiter believing it holds a lock whose key was deleted while it waited (etcd before
-//! 3.4.8).
+//! a waiter believing it holds a lock whose key was deleted while it waited (etcd clients
+//! before v3.5.0).
 //!
 //! **Source:** Kleppmann, "How to do distributed locking" (2016), the process-pause
 //! diagram ("unsafe lock"); seed article 003 ("only one node performs a critical

@@ -21,6 +21,7 @@ mod cmd_experiment;
 mod cmd_fuzz;
 mod cmd_list;
 mod cmd_node;
+mod cmd_real;
 mod cmd_run;
 mod cmd_shrink;
 mod cmd_verify;
@@ -170,6 +171,10 @@ enum Command {
     Cluster(cmd_cluster::ClusterArgs),
     /// Judge the observation logs of a real run (tenure-runtime) with the checkers.
     CheckTrace(cmd_check_trace::CheckTraceArgs),
+    /// Run a scenario's lock clients against real servers (redis-server) on loopback,
+    /// apply its pauses and crashes for real, and judge the history; or, with --table,
+    /// the validation table (simulator and real runs side by side). Not deterministic.
+    Real(cmd_real::RealArgs),
 }
 
 /// How a command ended.
@@ -391,6 +396,7 @@ pub fn main_real<C: Catalogue, R: tenure_core::RealCatalogue>(catalogue: C, real
         Command::Node(args) => cmd_node::run(args, tools),
         Command::Cluster(args) => cmd_cluster::run(args, tools),
         Command::CheckTrace(args) => cmd_check_trace::run(args),
+        Command::Real(args) => cmd_real::run(args, tools),
     }));
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),

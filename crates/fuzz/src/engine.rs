@@ -607,7 +607,7 @@ mod tests {
         let why = not_promised(&correct, "mutual-exclusion").expect("not promised");
         assert!(why.starts_with("not a promise of etcd-lock: it promises fencing-safety"));
         assert_eq!(not_promised(&correct, "fencing-safety"), None);
-        // The pre-3.4.8 client is known to break mutual exclusion: a finding, no lesson.
+        // The pre-3.5 (3.4.x) client is known to break mutual exclusion: a finding, no lesson.
         assert_eq!(
             not_promised(&prepared("no-key-check"), "mutual-exclusion"),
             None

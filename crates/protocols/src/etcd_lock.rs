@@ -18,8 +18,8 @@
 //! the last keep-alive that was answered (its monotonic clock); past that it gives up
 //! the lock. Releasing deletes the key.
 //!
-//! **After waiting, the own key** (etcd >= 3.4.8, PR #11408, `Mutex.Lock` in
-//! `client/v3/concurrency/mutex.go`: "make sure the session is not expired, and the
+//! **After waiting, the own key** (etcd client v3.5.0 and later, PR #11408, `Mutex.Lock` in
+//! `client/v3/concurrency/mutex.go`; never in a 3.4.x client: "make sure the session is not expired, and the
 //! owner key still exists"): a client that had to wait and then finds no predecessor
 //! first `Get`s its own key; only if it still exists with its create revision does the
 //! client hold (`ErrSessionExpired` otherwise: the acquire fails, the client starts over
@@ -41,8 +41,9 @@
 //! expires under it and the next waiter gets the lock (breaks `mutual-exclusion`).
 //!
 //! **Source.** etcd docs, "Lease" (API guide) and `client/v3/concurrency/mutex.go`
-//! (`Mutex.Lock`, `waitDeletes`, the own-key `Get` added by etcd PR #11408, released in
-//! 3.4.8); Kyle Kingsbury, "Jepsen: etcd 3.4.3" (2020), locks; Kleppmann, "How to do distributed locking" (2016), on pauses and
+//! (`Mutex.Lock`, `waitDeletes`, the own-key `Get` added by etcd PR #11408, merged in
+//! December 2019 and released in v3.5.0 only: `clientv3/concurrency/mutex.go` of v3.4.3,
+//! v3.4.8, v3.4.23 and v3.4.30 has no `ErrSessionExpired`); Kyle Kingsbury, "Jepsen: etcd 3.4.3" (2020), locks; Kleppmann, "How to do distributed locking" (2016), on pauses and
 //! fencing tokens; the seed article "Coordination Patterns" ("etcd: Lease-based locks
 //! with TTL").
 
@@ -175,7 +176,7 @@ impl From<WorkloadTimer> for EtcdTimer {
 pub enum EtcdVariant {
     Correct,
     NoKeepalive,
-    /// etcd before 3.4.8: no check of the own key after waiting.
+    /// etcd clients before v3.5.0 (every 3.4.x): no check of the own key after waiting.
     NoKeyCheck,
 }
 
@@ -252,7 +253,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
         },
         VariantInfo {
             name: "no-key-check",
-            summary: "etcd < 3.4.8 (before PR #11408): after waiting, the client believes it \
+            summary: "etcd clients before v3.5.0, every 3.4.x (PR #11408 is in v3.5.0 only): after waiting, the client believes it \
                       holds without checking that its own key still exists; a waiter whose \
                       lease expired while it waited holds alongside the next client",
             breaks: &["mutual-exclusion"],

@@ -26,7 +26,7 @@ pub struct EtcdLockClient {
     /// `/lock/<resource>`.
     prefix: String,
     no_keepalive: bool,
-    /// etcd < 3.4.8: no own-key check after waiting, and a waiter ignores its session.
+    /// etcd clients before v3.5.0 (every 3.4.x): no own-key check after waiting, and a waiter ignores its session.
     no_key_check: bool,
     req: u64,
     lease: Option<LeaseId>,
@@ -151,7 +151,7 @@ impl EtcdLockClient {
     /// it and ask for a new one.
     fn lease_lost(&mut self, env: &mut EtcdEnv<'_>) -> Option<Change> {
         if self.no_key_check && self.want && !self.holding && self.key.is_some() {
-            // The pre-3.4.8 `Lock` blocks in `waitDeletes` and never looks at its
+            // The pre-3.5 (3.4.x) `Lock` blocks in `waitDeletes` and never looks at its
             // session: the lease is gone, the wait goes on with the (deleted) key.
             self.lease = None;
             self.lease_deadline = None;
@@ -274,7 +274,7 @@ impl EtcdLockClient {
                     None => {
                         let (key, revision) = self.key.clone().expect("we asked with our key");
                         if self.waited && !self.no_key_check {
-                            // etcd >= 3.4.8: is our session alive and our key still there?
+                            // etcd v3.5.0 client and later: is our session alive and our key still there?
                             let req = self.next_req();
                             self.checking = Some(req);
                             env.send(self.server, EtcdMsg::Get { req, key });

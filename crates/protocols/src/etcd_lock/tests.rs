@@ -580,7 +580,7 @@ fn holds(effects: &[Effect<EtcdMsg, EtcdTimer>]) -> bool {
         .any(|e| matches!(e, Effect::Observe(Observation::Holds { .. })))
 }
 
-/// etcd >= 3.4.8 (PR #11408): after waiting, the client Gets its own key and holds only
+/// the etcd v3.5.0 client and later (PR #11408): after waiting, the client Gets its own key and holds only
 /// if it is still there with its create revision.
 #[test]
 fn after_waiting_the_client_checks_its_own_key_before_it_holds() {
@@ -641,7 +641,7 @@ fn after_waiting_the_client_checks_its_own_key_before_it_holds() {
     );
 }
 
-/// The pre-3.4.8 client holds as soon as no lower key is left, whether its own key
+/// The pre-3.5 (3.4.x) client holds as soon as no lower key is left, whether its own key
 /// still exists or not (the Jepsen etcd 3.4.3 finding).
 #[test]
 fn the_pre_fix_client_holds_without_checking_its_key() {
