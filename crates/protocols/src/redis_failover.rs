@@ -1088,6 +1088,8 @@ pub enum Tokens {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Stage {
+    /// Asking the sentinels where the primary is (a client that has not heard yet).
+    Resolve,
     Set,
     /// Granted; waiting for `WAIT`'s reply.
     Wait(Option<u64>),
@@ -1107,8 +1109,10 @@ struct Attempt {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FailoverLock {
     sentinels: Vec<NodeId>,
-    /// Where the client believes the primary is, and the config epoch it heard it with.
-    primary: Config,
+    /// Where the client believes the primary is, and the config epoch it heard it
+    /// with; `None` until a sentinel has answered (a client asks on start, as
+    /// Sentinel-aware clients resolve the primary before they connect).
+    primary: Option<Config>,
     key: String,
     ttl: Duration,
     acquire_timeout: Duration,
@@ -1129,6 +1133,18 @@ impl FailoverLock {
         }
     }
 
+    fn send_set(&self, env: &mut dyn Env<Msg, Timer>, to: NodeId, req: u64, owner: u64) {
+        env.send(
+            to,
+            Msg::Set {
+                req,
+                key: self.key.clone(),
+                owner,
+                ttl: self.ttl,
+            },
+        );
+    }
+
     fn abandon(&mut self, req: u64, owner: u64) {
         self.abandoned.push((req, owner));
         if self.abandoned.len() > 8 {
@@ -1141,28 +1157,29 @@ impl LockApi<Msg, Timer> for FailoverLock {
     fn start_acquire(&mut self, env: &mut dyn Env<Msg, Timer>) {
         self.req += 1;
         let owner = env.next_u64();
+        let stage = match self.primary {
+            Some(c) => {
+                self.send_set(env, c.primary, self.req, owner);
+                Stage::Set
+            }
+            None => {
+                self.resolve(env);
+                Stage::Resolve
+            }
+        };
         self.attempt = Some(Attempt {
             req: self.req,
             owner,
             sent_at: env.monotonic(),
-            stage: Stage::Set,
+            stage,
         });
-        env.send(
-            self.primary.primary,
-            Msg::Set {
-                req: self.req,
-                key: self.key.clone(),
-                owner,
-                ttl: self.ttl,
-            },
-        );
         env.set_timer(Timer::AcquireTimeout, self.acquire_timeout);
     }
 
     fn release(&mut self, env: &mut dyn Env<Msg, Timer>) {
-        if let Some(owner) = self.held_owner.take() {
+        if let (Some(owner), Some(c)) = (self.held_owner.take(), self.primary) {
             env.send(
-                self.primary.primary,
+                c.primary,
                 Msg::DelIfOwner {
                     key: self.key.clone(),
                     owner,
@@ -1268,8 +1285,17 @@ impl Client {
                 }
             }
             Msg::PrimaryIs(c) => {
-                if c.epoch > self.lock.primary.epoch {
-                    self.lock.primary = c;
+                if self.lock.primary.is_none_or(|p| c.epoch > p.epoch) {
+                    self.lock.primary = Some(c);
+                }
+                if let Some(a) = attempt.filter(|a| a.stage == Stage::Resolve) {
+                    let to = self.lock.primary.map_or(c.primary, |p| p.primary);
+                    self.lock.send_set(env, to, a.req, a.owner);
+                    self.lock.attempt = Some(Attempt {
+                        stage: Stage::Set,
+                        sent_at: env.monotonic(),
+                        ..a
+                    });
                 }
             }
             Msg::Resource(m) => {
@@ -1346,7 +1372,6 @@ impl Protocol for RedisFailover {
             FailoverRole::Redis => RedisFailover::Redis(Box::new(RedisNode::new(config))),
             FailoverRole::Sentinel => RedisFailover::Sentinel(Box::new(Sentinel::new(config))),
             FailoverRole::Client => {
-                let first = cluster.with_role("redis").next().expect("configure checked");
                 let tokens = match config.variant {
                     RedisFailoverVariant::ConsensusTokens => Tokens::Service(
                         cluster.with_role("tokens").next().expect("configure checked"),
@@ -1357,10 +1382,7 @@ impl Protocol for RedisFailover {
                 RedisFailover::Client(Box::new(Client {
                     lock: FailoverLock {
                         sentinels: cluster.with_role("sentinel").collect(),
-                        primary: Config {
-                            epoch: 0,
-                            primary: first,
-                        },
+                        primary: None,
                         key: config.workload.resource.clone(),
                         ttl: config.ttl,
                         acquire_timeout: config.acquire_timeout,
