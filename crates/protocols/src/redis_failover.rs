@@ -125,18 +125,30 @@ pub enum Msg {
         not_primary: bool,
     },
     /// The compare-and-delete release script.
-    DelIfOwner { key: String, owner: u64 },
+    DelIfOwner {
+        key: String,
+        owner: u64,
+    },
     /// `WAIT replicas timeout`.
     Wait {
         req: u64,
         replicas: u32,
         timeout: Duration,
     },
-    WaitReply { req: u64, acked: u32 },
+    WaitReply {
+        req: u64,
+        acked: u32,
+    },
     /// The replication stream: the write at `offset` of history `replid`.
-    Repl { replid: u64, offset: u64, cmd: Cmd },
+    Repl {
+        replid: u64,
+        offset: u64,
+        cmd: Cmd,
+    },
     /// `+CONTINUE`: a partial resync onto the primary's new history.
-    Continue { replid: u64 },
+    Continue {
+        replid: u64,
+    },
     /// `+FULLRESYNC` and the snapshot.
     FullSync {
         replid: u64,
@@ -144,7 +156,10 @@ pub enum Msg {
         data: Vec<(String, Value)>,
     },
     /// `REPLCONF ACK` (and `PSYNC`): a replica's history and processed offset.
-    Ack { replid: u64, offset: u64 },
+    Ack {
+        replid: u64,
+        offset: u64,
+    },
     /// `REPLCONF GETACK`.
     GetAck,
     Ping,
@@ -156,7 +171,9 @@ pub enum Msg {
         hello: Option<Config>,
     },
     /// `REPLICAOF host port` (`None`: `REPLICAOF NO ONE`).
-    ReplicaOf { primary: Option<NodeId> },
+    ReplicaOf {
+        primary: Option<NodeId>,
+    },
     /// A sentinel's hello: its configuration.
     Hello(Config),
     /// `SENTINEL is-master-down-by-addr`: `candidate` asks for a vote in `epoch`.
@@ -173,8 +190,13 @@ pub enum Msg {
     GetPrimary,
     PrimaryIs(Config),
     /// A fencing token from the consensus-backed counter.
-    Token { req: u64 },
-    TokenReply { req: u64, token: u64 },
+    Token {
+        req: u64,
+    },
+    TokenReply {
+        req: u64,
+        token: u64,
+    },
 }
 
 impl From<ResourceMsg> for Msg {
@@ -442,8 +464,7 @@ impl RedisNode {
                 self.propagate(env, before);
             }
             Msg::DelIfOwner { key, owner } => {
-                let mine =
-                    matches!(self.live(&key, wall), Some(Value::Lock { owner: o, .. }) if *o == owner);
+                let mine = matches!(self.live(&key, wall), Some(Value::Lock { owner: o, .. }) if *o == owner);
                 if self.role.is_none() && mine {
                     let before = self.offset;
                     self.apply(Cmd::Del { key });
@@ -512,44 +533,36 @@ impl RedisNode {
                 replid,
                 offset,
                 cmd,
-            } => {
-                if self.role == Some(from) && replid == self.replid && offset == self.offset + 1 {
-                    self.apply(cmd);
-                }
+            } if self.role == Some(from) && replid == self.replid && offset == self.offset + 1 => {
+                self.apply(cmd);
             }
-            Msg::Continue { replid } => {
-                if self.role == Some(from) {
-                    self.replid2 = self.replid;
-                    self.upto2 = self.offset;
-                    self.replid = replid;
-                }
+            Msg::Continue { replid } if self.role == Some(from) => {
+                self.replid2 = self.replid;
+                self.upto2 = self.offset;
+                self.replid = replid;
             }
             Msg::FullSync {
                 replid,
                 offset,
                 data,
-            } => {
-                if self.role == Some(from) {
-                    self.data = data.into_iter().collect();
-                    self.replid = replid;
-                    self.replid2 = 0;
-                    self.upto2 = 0;
-                    self.offset = offset;
-                    self.log_base = offset;
-                    self.log.clear();
-                    env.send(from, Msg::Ack { replid, offset });
-                }
+            } if self.role == Some(from) => {
+                self.data = data.into_iter().collect();
+                self.replid = replid;
+                self.replid2 = 0;
+                self.upto2 = 0;
+                self.offset = offset;
+                self.log_base = offset;
+                self.log.clear();
+                env.send(from, Msg::Ack { replid, offset });
             }
-            Msg::GetAck => {
-                if self.role == Some(from) {
-                    env.send(
-                        from,
-                        Msg::Ack {
-                            replid: self.replid,
-                            offset: self.offset,
-                        },
-                    );
-                }
+            Msg::GetAck if self.role == Some(from) => {
+                env.send(
+                    from,
+                    Msg::Ack {
+                        replid: self.replid,
+                        offset: self.offset,
+                    },
+                );
             }
             Msg::Ping => env.send(
                 from,
@@ -559,10 +572,8 @@ impl RedisNode {
                     hello: self.hello,
                 },
             ),
-            Msg::Hello(c) => {
-                if self.hello.is_none_or(|h| c.epoch > h.epoch) {
-                    self.hello = Some(c);
-                }
+            Msg::Hello(c) if self.hello.is_none_or(|h| c.epoch > h.epoch) => {
+                self.hello = Some(c);
             }
             Msg::ReplicaOf { primary } => self.replica_of(env, primary),
             _ => {}
@@ -593,7 +604,11 @@ impl RedisNode {
         // Blocked clients are released (`disconnectAllBlockedClients`).
         for (client, (req, off, _)) in std::mem::take(&mut self.waiting) {
             env.cancel_timer(&Timer::WaitTimeout(client));
-            let acked = if primary.is_none() { self.acked(off) } else { 0 };
+            let acked = if primary.is_none() {
+                self.acked(off)
+            } else {
+                0
+            };
             env.send(client, Msg::WaitReply { req, acked });
         }
         self.role = primary;
@@ -818,7 +833,7 @@ impl Sentinel {
         }
         let (winner, votes) = best(&counts)?;
         let voters = self.peers.len() + 1;
-        (votes >= voters / 2 + 1 && votes >= self.config.quorum).then_some(winner)
+        (votes > voters / 2 && votes >= self.config.quorum).then_some(winner)
     }
 
     fn fresh(&self, t: LocalTime, now: LocalTime) -> bool {
@@ -896,8 +911,8 @@ impl Sentinel {
         if self.sdown {
             self.ask(env);
         }
-        let odown =
-            self.sdown && 1 + self.peers.values().filter(|p| p.master_down).count() >= self.config.quorum;
+        let odown = self.sdown
+            && 1 + self.peers.values().filter(|p| p.master_down).count() >= self.config.quorum;
         if odown
             && self.failover.is_none()
             && self
@@ -1200,7 +1215,10 @@ impl Client {
     fn proceed(&mut self, env: &mut dyn Env<Msg, Timer>, a: Attempt, token: Option<u64>) {
         self.lock.attempt = None;
         env.cancel_timer(&Timer::AcquireTimeout);
-        let validity = self.lock.ttl.saturating_sub(a.sent_at.until(env.monotonic()));
+        let validity = self
+            .lock
+            .ttl
+            .saturating_sub(a.sent_at.until(env.monotonic()));
         if validity.is_zero() {
             self.lock.release(env);
             self.workload.on_acquire_failed(env);
@@ -1374,7 +1392,10 @@ impl Protocol for RedisFailover {
             FailoverRole::Client => {
                 let tokens = match config.variant {
                     RedisFailoverVariant::ConsensusTokens => Tokens::Service(
-                        cluster.with_role("tokens").next().expect("configure checked"),
+                        cluster
+                            .with_role("tokens")
+                            .next()
+                            .expect("configure checked"),
                     ),
                     RedisFailoverVariant::PrimaryTokens => Tokens::Primary,
                     _ => Tokens::None,

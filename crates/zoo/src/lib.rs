@@ -6,9 +6,9 @@
 use tenure_core::{Catalogue, Visitor};
 use tenure_protocols::{
     bully::Bully, etcd_lock::EtcdLock, fencing::Fencing, idempotency::Idempotency,
-    leader_lease::LeaderLease, multi_lock::MultiLock, raft::Raft, redis_failover::RedisFailover, redis_lock::RedisLock,
-    redlock::Redlock, sharded_lock::ShardedLock, versioned_store::VersionedStore,
-    zookeeper::ZooKeeper,
+    leader_lease::LeaderLease, multi_lock::MultiLock, raft::Raft, redis_failover::RedisFailover,
+    redis_lock::RedisLock, redlock::Redlock, sharded_lock::ShardedLock,
+    versioned_store::VersionedStore, zookeeper::ZooKeeper,
 };
 use tenure_raft_rs::RaftRs;
 

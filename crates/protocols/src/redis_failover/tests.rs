@@ -82,7 +82,16 @@ fn primary_with_replicas(variant: &str) -> (RedisFailover, u64) {
     };
     let replid = r.replid;
     for replica in [R1, R2] {
-        at(&mut p, P, 1, replica, Msg::Ack { replid: 7, offset: 0 });
+        at(
+            &mut p,
+            P,
+            1,
+            replica,
+            Msg::Ack {
+                replid: 7,
+                offset: 0,
+            },
+        );
         at(&mut p, P, 2, replica, Msg::Ack { replid, offset: 0 });
     }
     (p, replid)
@@ -222,7 +231,11 @@ fn a_demoted_primary_with_unreplicated_writes_is_fully_resynced() {
     );
     at(&mut new, R1, 500, S3, Msg::ReplicaOf { primary: None });
     let effects = at(&mut old, P, 900, S3, Msg::ReplicaOf { primary: Some(R1) });
-    let ack = sends(&effects).into_iter().find(|(to, _)| *to == R1).unwrap().1;
+    let ack = sends(&effects)
+        .into_iter()
+        .find(|(to, _)| *to == R1)
+        .unwrap()
+        .1;
     assert_eq!(
         ack,
         Msg::Ack {
@@ -352,7 +365,13 @@ fn the_wait_client_acts_only_after_a_replica_acked() {
         Msg::WaitReply { req: 1, acked: 1 }
     )));
     // No replica acked: the client gives the key back and does not act.
-    let effects = at(&mut refused, C6, 105, P, Msg::WaitReply { req: 1, acked: 0 });
+    let effects = at(
+        &mut refused,
+        C6,
+        105,
+        P,
+        Msg::WaitReply { req: 1, acked: 0 },
+    );
     assert!(!holds(&effects));
     assert!(sends(&effects)
         .iter()
@@ -413,9 +432,17 @@ fn consensus_tokens_come_from_the_durable_counter() {
     let mut storage = StorageMap::new();
     let mut rng = SplitMix64(1);
     let mut t = RedisFailover::new(&config("consensus-tokens"), TOKENS, &cluster);
-    let mut step = |t: &mut RedisFailover, storage: &mut StorageMap, f: &dyn Fn(&mut RedisFailover, &mut dyn Env<Msg, Timer>)| {
-        let mut s: Step<'_, Msg, Timer> =
-            Step::new(TOKENS, &cluster, LocalTime(0), LocalTime(0), storage, &mut rng);
+    let mut step = |t: &mut RedisFailover,
+                    storage: &mut StorageMap,
+                    f: &dyn Fn(&mut RedisFailover, &mut dyn Env<Msg, Timer>)| {
+        let mut s: Step<'_, Msg, Timer> = Step::new(
+            TOKENS,
+            &cluster,
+            LocalTime(0),
+            LocalTime(0),
+            storage,
+            &mut rng,
+        );
         f(t, &mut s);
         s.effects
     };
@@ -520,5 +547,8 @@ fn params_and_roles_are_checked() {
     );
     let info = RedisFailover::info();
     assert!(info.variants[0].breaks.is_empty());
-    assert_eq!(info.variant("no-fencing").unwrap().breaks, ["mutual-exclusion"]);
+    assert_eq!(
+        info.variant("no-fencing").unwrap().breaks,
+        ["mutual-exclusion"]
+    );
 }
