@@ -46,7 +46,15 @@ const FOUND_BY_THEIR_CRATE: &[&str] = &[
 
 /// Broken variants whose first fuzz find does not yet shrink to 3 fault events, each with
 /// why. The test fails if one of them starts shrinking to 3 (then take it off this list).
-const SHRINKS_TO_MORE: &[&str] = &[];
+const SHRINKS_TO_MORE: &[&str] = &[
+    // Its first `chaos` find (seed 1) hands one token to two clients only after a
+    // partition of the sentinels' side, a lossy network, a cut, a bridge and a heal (5
+    // events): the promoted primary's counter must climb back to exactly the highest
+    // token the storage accepted and give it to another client. Later finds shrink to 1
+    // (seed 4: a pause of the primary) or 3 (seed 9); scenarios/redis-failover/
+    // primary-tokens-repeat.toml shows it with one crash point.
+    "redis-failover/primary-tokens",
+];
 
 #[test]
 fn fuzz_finds_every_broken_variant_within_1000_seeds_and_shrinks_it_to_3_faults() {

@@ -6,9 +6,9 @@
 use tenure_core::{Catalogue, Visitor};
 use tenure_protocols::{
     bully::Bully, etcd_lock::EtcdLock, fencing::Fencing, idempotency::Idempotency,
-    leader_lease::LeaderLease, multi_lock::MultiLock, raft::Raft, redis_lock::RedisLock,
-    redlock::Redlock, sharded_lock::ShardedLock, versioned_store::VersionedStore,
-    zookeeper::ZooKeeper,
+    leader_lease::LeaderLease, multi_lock::MultiLock, raft::Raft, redis_failover::RedisFailover,
+    redis_lock::RedisLock, redlock::Redlock, sharded_lock::ShardedLock,
+    versioned_store::VersionedStore, zookeeper::ZooKeeper,
 };
 use tenure_raft_rs::RaftRs;
 
@@ -30,6 +30,7 @@ impl Catalogue for Zoo {
         v.visit::<MultiLock>();
         v.visit::<ShardedLock>();
         v.visit::<VersionedStore>();
+        v.visit::<RedisFailover>();
         // Real code: raft-rs 0.7.0 through its adapter (crates/adapters/raft-rs).
         v.visit::<RaftRs>();
     }
