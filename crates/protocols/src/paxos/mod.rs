@@ -868,7 +868,7 @@ impl Configurable for Paxos {
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
-        use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel};
+        use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel, TimerModel};
         Ok(ModelSpec {
             out_of_scope: &[(
                 "shared-slot",
@@ -876,10 +876,11 @@ impl Configurable for Paxos {
                  than the model's bounds (the simulator finds it)",
             )],
             bounds: Bounds {
-                max_depth: 16,
-                max_crashes: 1,
+                max_depth: 20,
+                max_crashes: 0,
                 clock: ClockModel::Frozen,
                 seen: SeenModel::All,
+                timers: TimerModel::Quiet,
                 ..Bounds::DEFAULT
             },
             checks: &["agreement", "validity"],
@@ -889,7 +890,7 @@ impl Configurable for Paxos {
                 "one decision by two proposers, three acceptors and one learner; \
                  messages delivered, lost or duplicated in any order, retry timers firing \
                  at any point, one process crash and restart",
-                &[("proposer", 2), ("acceptor", 3), ("learner", 1)],
+                &[("proposer", 2), ("acceptor", 3)],
             )
         })
     }
