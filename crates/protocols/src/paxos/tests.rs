@@ -508,3 +508,48 @@ fn bad_parameters_name_their_field() {
         "cluster"
     );
 }
+
+/// The retry timer doubles with every ballot of an instance under back-off (a proposer
+/// whose round trips outlast `retry` still completes one); without, it stays fixed.
+#[test]
+fn the_retry_timer_doubles_with_every_ballot_only_with_backoff() {
+    for backoff in [true, false] {
+        let params = PaxosParams {
+            instances: 1,
+            backoff,
+            ..PaxosParams::default()
+        };
+        let config = Paxos::configure(params, PaxosVariant::Correct, &cluster()).unwrap();
+        let mut p = Paxos::new(&config, NodeId(0), &cluster());
+        let mut host = StepHost::new(NodeId(0), &cluster());
+        let retry_of = |effects: &Effects| {
+            effects
+                .iter()
+                .find_map(|e| match e {
+                    Effect::SetTimer {
+                        timer: Timer::Retry(1),
+                        after,
+                    } => Some(*after),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let mut step = host.step();
+        p.on_start(&mut step);
+        let mut after = vec![retry_of(&step.effects)];
+        for _ in 0..3 {
+            let mut step = host.step();
+            p.on_timer(&mut step, Timer::Retry(1));
+            after.push(retry_of(&step.effects));
+        }
+        let ms = Duration::from_millis;
+        for (i, a) in after.iter().enumerate() {
+            let (lo, hi) = if backoff {
+                (ms(20) * (1 << i), ms(60) * (1 << i))
+            } else {
+                (ms(20), ms(20))
+            };
+            assert!(lo <= *a && *a <= hi, "backoff {backoff}: ballot {i}: {a:?}");
+        }
+    }
+}
