@@ -224,7 +224,12 @@ mod tests {
             assert!(c.finish(&h.info).is_none());
             c.not_judged()
         };
-        let none = H::nodes(3).at_ms(5).node(0).proposes(1, 1).end_ms(50).history();
+        let none = H::nodes(3)
+            .at_ms(5)
+            .node(0)
+            .proposes(1, 1)
+            .end_ms(50)
+            .history();
         let why = verdict(&none).expect("vacuous");
         assert_eq!(why.reason, crate::Reason::Vacuous);
         let once = H::nodes(3)

@@ -204,6 +204,10 @@ mod tests {
             .history();
         let (at, v) = judge_with("validity", Value::Null, &h).unwrap();
         assert_eq!(at, At::Record(0));
-        assert!(v.message.ends_with("(none had been proposed)"), "{}", v.message);
+        assert!(
+            v.message.ends_with("(none had been proposed)"),
+            "{}",
+            v.message
+        );
     }
 }

@@ -829,9 +829,8 @@ impl Configurable for Paxos {
         cluster: &Cluster,
     ) -> Result<PaxosConfig, ParamError> {
         let roles: Roles<PaxosRole> = Roles::of(cluster)?;
-        let of = |role| -> Vec<NodeId> {
-            cluster.nodes().filter(|&n| roles.get(n) == role).collect()
-        };
+        let of =
+            |role| -> Vec<NodeId> { cluster.nodes().filter(|&n| roles.get(n) == role).collect() };
         let (proposers, acceptors, learners) = (
             of(PaxosRole::Proposer),
             of(PaxosRole::Acceptor),

@@ -140,7 +140,13 @@ fn a_restarted_acceptor_keeps_its_promise_unless_it_kept_it_in_memory() {
         let mut restarted = Paxos::new(&config(variant), NodeId(3), &cluster());
         restarted.on_start(&mut host.step());
         let effects = run(&mut restarted, &mut host, 0, accept(1, b(1, 0), 101));
-        let nacked = matches!(effects[..], [Effect::Send { msg: Msg::Nack { .. }, .. }]);
+        let nacked = matches!(
+            effects[..],
+            [Effect::Send {
+                msg: Msg::Nack { .. },
+                ..
+            }]
+        );
         assert_eq!(nacked, refuses, "{variant}: {effects:?}");
     }
 }
@@ -358,12 +364,7 @@ fn a_learner_learns_on_a_majority_in_one_ballot_and_again_on_a_different_value()
     // Two acceptances in different ballots are no majority.
     assert_eq!(run(&mut l, &mut host, 2, accepted(b(1, 0), 101)), vec![]);
     assert_eq!(run(&mut l, &mut host, 3, accepted(b(1, 1), 101)), vec![]);
-    let decides = |value| {
-        vec![Effect::Observe(Observation::Decides {
-            instance: 1,
-            value,
-        })]
-    };
+    let decides = |value| vec![Effect::Observe(Observation::Decides { instance: 1, value })];
     assert_eq!(
         run(&mut l, &mut host, 4, accepted(b(1, 1), 101)),
         decides(101)
@@ -411,7 +412,11 @@ fn a_refused_proposer_retries_at_once_only_without_backoff() {
         if backoff {
             assert_eq!(prepared, vec![], "waits for its retry timer");
         } else {
-            assert_eq!(prepared, vec![b(5, 0); 3], "above the round it was refused for");
+            assert_eq!(
+                prepared,
+                vec![b(5, 0); 3],
+                "above the round it was refused for"
+            );
         }
     }
 }
