@@ -20,7 +20,8 @@ fn every_entry_is_a_zoo_protocol_and_its_defaults_build() {
             "fencing",
             "etcd-lock",
             "zookeeper",
-            "idempotency"
+            "idempotency",
+            "paxos"
         ]
     );
     let models = zoo();
@@ -44,7 +45,7 @@ fn build_any(q: &Query) {
 #[test]
 fn bad_queries_name_the_field() {
     let err = |r: Result<Query, ModelError>| r.unwrap_err().field;
-    assert_eq!(err(zoo().query("paxos", "correct")), "protocol");
+    assert_eq!(err(zoo().query("viewstamped", "correct")), "protocol");
     let lease = zoo().query("leader-lease", "correct").unwrap_err();
     assert!(lease.message.contains("stay with the simulator"), "{lease}");
     assert_eq!(err(zoo().query("raft", "forgetful")), "variant");

@@ -119,6 +119,9 @@ pub enum Opportunity {
     TwoWritersOnOne,
     /// Two terms among these kinds (a leadership changed hands).
     TwoTerms(&'static [&'static str], &'static str),
+    /// Two records of the primary kind in one group (one instance decided twice, by two
+    /// learners or by one learner twice): the verb and what the run lacked.
+    TwiceInOne(&'static str, &'static str),
 }
 
 /// What the built-in checker `name` judges.
@@ -295,6 +298,25 @@ pub fn judges(name: &str) -> Option<Judges> {
             "LogApply",
             "record `LogApply { index, term, digest }` where a node applies a committed entry",
         ),
+        "agreement" => j(
+            &["decides"],
+            ("decision", "decisions"),
+            Group::Term("instance", "instances"),
+            "Decides",
+            "record `Decides { instance, value }` where a learner learns the value chosen",
+        ),
+        "validity" => Judges {
+            also: Some((&["proposes"], ("proposal", "proposals"))),
+            ..j(
+                &["decides"],
+                ("decision", "decisions"),
+                Group::Term("instance", "instances"),
+                "Decides",
+                "record `Proposes { instance, value }` where a proposer puts its own value \
+                 forward and `Decides { instance, value }` where a learner learns the value \
+                 chosen",
+            )
+        },
         "no-panic" => j(
             &["started"],
             ("process", "processes"),
@@ -341,6 +363,13 @@ fn opportunity_of(name: &str) -> Opportunity {
             &["log-apply"],
             "applied entries: state machines disagree only when two nodes apply",
         ),
+        // Decisions disagree only when one instance is decided twice (by two learners, or
+        // by one learner twice): one decision per instance could not have failed.
+        // Validity can fail at any decision: Any.
+        "agreement" => TwiceInOne(
+            "decided",
+            "decisions disagree only when one instance is decided twice",
+        ),
         "leader-completeness" => TwoTerms(
             &["leader"],
             "led: a leader missing a committed entry needs a later leader",
@@ -363,6 +392,9 @@ fn group_of(obs: &Observation) -> Option<GroupOf<'_>> {
         | Observation::LeaseStart { term }
         | Observation::LogAppend { term, .. }
         | Observation::LogApply { term, .. } => GroupOf::Term(*term),
+        Observation::Proposes { instance, .. } | Observation::Decides { instance, .. } => {
+            GroupOf::Term(*instance)
+        }
         Observation::Acts { resource, .. }
         | Observation::Holds { resource, .. }
         | Observation::Waiting { resource }
@@ -440,6 +472,14 @@ impl Counter {
                         _ => false,
                     }
             }
+            Opportunity::TwiceInOne(..) => {
+                self.judges.kinds.contains(&kind)
+                    && match group_of(&record.obs) {
+                        // A group seen before: this is its second record.
+                        Some(GroupOf::Term(t)) => !self.opportunity_terms.insert(t),
+                        _ => false,
+                    }
+            }
             Opportunity::TwoNodesOnOne(_) => {
                 self.judges.kinds.contains(&kind)
                     && match group_of(&record.obs) {
@@ -478,6 +518,13 @@ impl Counter {
                 match self.opportunity_terms.iter().next() {
                     Some(t) => format!("term {t} only"),
                     None => "no term".to_string(),
+                }
+            ),
+            Opportunity::TwiceInOne(verb, what) => format!(
+                "no instance was {verb} twice ({}, each {verb} once): {what}",
+                match self.opportunity_terms.len() {
+                    1 => "1 instance".to_string(),
+                    n => format!("{n} instances"),
                 }
             ),
             Opportunity::TwoNodesOnOne(verb) => format!(

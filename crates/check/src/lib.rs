@@ -36,6 +36,8 @@
 //! | `leader-completeness` | [`leader_completeness`] |
 //! | `state-machine-safety` | [`state_machine_safety`] |
 //! | `no-panic` | [`no_panic`] |
+//! | `agreement` | [`agreement`] |
+//! | `validity` | [`validity`] |
 //!
 //! Semantics shared by all of them: beliefs are intervals of TRUE time (the simulator's
 //! clock, never a node's reading). A node's belief ends at its next contrary observation
@@ -53,6 +55,7 @@ use std::fmt;
 use tenure_core::{Cluster, History, NodeId, Record, RunInfo, SimTime};
 
 mod actions;
+pub mod agreement;
 pub mod coverage;
 pub mod deadlock;
 pub mod exactly_once;
@@ -76,6 +79,7 @@ pub mod single_leader_per_term;
 pub mod single_owner;
 pub mod state_machine_safety;
 pub mod testing;
+pub mod validity;
 pub mod verdict;
 
 /// A property judged over a run's records.
@@ -226,6 +230,8 @@ const CATALOG: &[CheckerInfo] = &[
     leader_completeness::INFO,
     state_machine_safety::INFO,
     no_panic::INFO,
+    agreement::INFO,
+    validity::INFO,
 ];
 
 /// Every checker, in a stable order.
@@ -334,6 +340,8 @@ fn build_bare(
             cluster,
         )?),
         no_panic::NAME => Box::new(no_panic::NoPanic::new(read_params(params)?, cluster)?),
+        agreement::NAME => Box::new(agreement::Agreement::new(read_params(params)?, cluster)?),
+        validity::NAME => Box::new(validity::Validity::new(read_params(params)?, cluster)?),
         _ => {
             let known: Vec<&str> = CATALOG.iter().map(|c| c.name).collect();
             return Err(CheckError::new(
@@ -434,7 +442,7 @@ mod tests {
         let cluster = Cluster::uniform("node", 3);
         let names: std::collections::BTreeSet<&str> = catalog().iter().map(|c| c.name).collect();
         assert_eq!(names.len(), catalog().len());
-        assert_eq!(catalog().len(), 20);
+        assert_eq!(catalog().len(), 22);
         for info in catalog() {
             let checker = build(info.name, &serde_json::Value::Null, &cluster).unwrap();
             assert_eq!(checker.name(), info.name);
@@ -458,7 +466,7 @@ mod tests {
              fencing-safety, no-lost-update, exactly-once, lock-liveness, linearizability, \
              deadlock, no-starvation, single-owner, log-matching, leader-completeness, \
              state-machine-safety, \
-             no-panic"
+             no-panic, agreement, validity"
         );
     }
 

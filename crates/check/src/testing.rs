@@ -226,6 +226,14 @@ impl H {
             digest,
         })
     }
+    /// `Proposes { instance, value }`.
+    pub fn proposes(self, instance: u64, value: u64) -> H {
+        self.obs(Observation::Proposes { instance, value })
+    }
+    /// `Decides { instance, value }`.
+    pub fn decides(self, instance: u64, value: u64) -> H {
+        self.obs(Observation::Decides { instance, value })
+    }
     pub fn note(self, text: &str) -> H {
         self.obs(Observation::Note { text: text.into() })
     }

@@ -304,8 +304,8 @@ fn check_model_json_and_walks() {
 fn check_model_bad_input_is_exit_2_naming_the_field() {
     for (args, needle) in [
         (
-            &["--protocol", "paxos"][..],
-            "--protocol: unknown protocol `paxos`",
+            &["--protocol", "viewstamped"][..],
+            "--protocol: unknown protocol `viewstamped`",
         ),
         (
             &["--protocol", "leader-lease"][..],

@@ -253,7 +253,11 @@ fn a_protocol_without_model_settings_is_told_so_not_offered_another() {
     assert!(!t.contains("unknown protocol"), "{t}");
     assert!(t.contains("tenure fuzz --protocol sharded-lock"), "{t}");
     // A stranger gets neither a suggestion nor the no-model-settings message.
-    let o = tenure(&["check-model", "--protocol", "paxos"]);
-    assert_one_voice("check-model paxos", &o, "unknown protocol `paxos`");
+    let o = tenure(&["check-model", "--protocol", "viewstamped"]);
+    assert_one_voice(
+        "check-model viewstamped",
+        &o,
+        "unknown protocol `viewstamped`",
+    );
     assert!(!text(&o).contains("did you mean"), "{}", text(&o));
 }

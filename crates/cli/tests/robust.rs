@@ -321,7 +321,7 @@ fn typos_in_names_get_a_suggestion() {
     let o = tenure(&["check-model", "--protocol", "buly"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("did you mean `bully`?"), "{}", text(&o));
-    let o = tenure(&["check-model", "--protocol", "paxos"]);
+    let o = tenure(&["check-model", "--protocol", "viewstamped"]);
     assert!(!text(&o).contains("did you mean"), "{}", text(&o));
 }
 

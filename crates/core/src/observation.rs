@@ -118,6 +118,15 @@ pub enum Observation {
     /// The node applied the committed entry at `index` (written in `term`, content
     /// hashed to `digest`) to its state machine. `state-machine-safety` judges these.
     LogApply { index: u64, term: u64, digest: u64 },
+    // --- consensus ---
+    /// The node puts `value` forward for decision `instance` as its own input (a Paxos
+    /// proposer's own value; not a value it adopted from an earlier ballot).
+    /// `validity` judges these.
+    Proposes { instance: u64, value: u64 },
+    /// The node learned that `value` was chosen for decision `instance` (a learner that
+    /// saw a majority of acceptors accept it). `agreement` and `validity` judge these.
+    Decides { instance: u64, value: u64 },
+
     /// Code under test panicked inside the node (the host or adapter caught it):
     /// `message` is the panic's, `input` what the node was handling. `no-panic` judges
     /// these; the node stops handling input until it restarts.
@@ -253,6 +262,8 @@ impl Observation {
             Observation::Complete { .. } => "complete",
             Observation::LogAppend { .. } => "log-append",
             Observation::LogApply { .. } => "log-apply",
+            Observation::Proposes { .. } => "proposes",
+            Observation::Decides { .. } => "decides",
             Observation::Panicked { .. } => "panicked",
             Observation::Note { .. } => "note",
             Observation::Structured { .. } => "structured",

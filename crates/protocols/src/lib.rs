@@ -8,6 +8,8 @@
 //! * [`bully`]: the Bully algorithm (highest id wins).
 //! * [`leader_lease`] (`leader-lease`): a leader holding a majority-granted lease that
 //!   a successor waits out.
+//! * [`paxos`]: single-decree Paxos (proposers, acceptors, learners), one decision per
+//!   instance.
 //!
 //! Shared pieces: [`backoff`], the retry policies (none, constant, exponential, the
 //! three jitters of Brooker 2015, adaptive AIMD) that lock clients and elections use.
@@ -39,6 +41,7 @@ pub mod idempotency;
 pub mod leader_lease;
 pub mod lock_server;
 pub mod multi_lock;
+pub mod paxos;
 pub mod promises;
 pub mod raft;
 pub mod redis_failover;

@@ -31,6 +31,7 @@ impl Catalogue for Zoo {
         v.visit::<ShardedLock>();
         v.visit::<VersionedStore>();
         v.visit::<RedisFailover>();
+        v.visit::<tenure_protocols::paxos::Paxos>();
         // Real code: raft-rs 0.7.0 through its adapter (crates/adapters/raft-rs).
         v.visit::<RaftRs>();
     }
