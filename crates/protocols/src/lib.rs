@@ -41,6 +41,7 @@ pub mod lock_server;
 pub mod multi_lock;
 pub mod promises;
 pub mod raft;
+pub mod raft_log;
 pub mod redis_lock;
 pub mod redlock;
 pub mod resource;
