@@ -2,6 +2,7 @@
 //! and the resolved [`RaftLogConfig`] every node of a run shares.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use tenure_core::{
     format_duration, Cluster, HumanDuration, NodeId, ParamError, ProtocolInfo, RoleInfo, Roles,
@@ -126,6 +127,9 @@ pub struct RaftLogParams {
     pub max_attempts: u32,
     /// The clock-rate error lease reads assume (`lease-reads` only).
     pub lease_drift: f64,
+    /// Server index (as a string) -> that server's own election timeout range (to script
+    /// who stands first, as the Figure 8 scenario does).
+    pub timeouts: BTreeMap<String, [HumanDuration; 2]>,
 }
 
 impl Default for RaftLogParams {
@@ -144,6 +148,7 @@ impl Default for RaftLogParams {
             request_timeout: HumanDuration(Duration::from_millis(60)),
             max_attempts: 4,
             lease_drift: 0.05,
+            timeouts: BTreeMap::new(),
         }
     }
 }
@@ -167,8 +172,13 @@ pub struct RaftLogConfig {
     /// The lease a leader takes from a heartbeat round a majority acknowledged,
     /// counted on its own clock from the round's sending (`lease-reads` only).
     pub lease: Duration,
+    /// With leases, how long a follower refuses votes after hearing from a leader: the
+    /// shortest minimum election timeout of any server.
+    pub vote_guard: Duration,
     /// `lease_drift` in parts per million (a float is not `Hash`).
     pub lease_drift_ppm: u32,
+    /// Per-server election timeout overrides.
+    pub timeouts: BTreeMap<NodeId, (Duration, Duration)>,
     pub roles: Roles<RaftLogRole>,
 }
 
@@ -176,6 +186,14 @@ impl RaftLogConfig {
     /// The servers of `cluster`, in order.
     pub fn servers(cluster: &Cluster) -> Vec<NodeId> {
         cluster.with_role("server").collect()
+    }
+
+    /// The election timeout range `node` draws from.
+    pub fn election_timeout_of(&self, node: NodeId) -> (Duration, Duration) {
+        self.timeouts
+            .get(&node)
+            .copied()
+            .unwrap_or(self.election_timeout)
     }
 }
 
@@ -189,26 +207,19 @@ pub fn configure(
     if heartbeat.is_zero() {
         return Err(ParamError::new("heartbeat_interval", "must be more than 0"));
     }
-    let [min, max] = params.election_timeout.map(|d| d.0);
-    if min > max {
-        return Err(ParamError::new(
-            "election_timeout",
-            format!(
-                "the minimum {} is above the maximum {}",
-                format_duration(min),
-                format_duration(max)
-            ),
-        ));
-    }
-    if heartbeat >= min {
-        return Err(ParamError::new(
-            "election_timeout",
-            format!(
-                "the minimum {} must be above heartbeat_interval {}",
-                format_duration(min),
-                format_duration(heartbeat)
-            ),
-        ));
+    let (min, max) = timeout_range("election_timeout", params.election_timeout, heartbeat)?;
+    let roles = Roles::<RaftLogRole>::of(cluster)?;
+    let mut timeouts = BTreeMap::new();
+    for (key, range) in &params.timeouts {
+        let field = format!("timeouts.{key}");
+        let node = key
+            .parse::<u32>()
+            .ok()
+            .map(NodeId)
+            .filter(|&n| cluster.contains(n) && roles.get(n) == RaftLogRole::Server)
+            .ok_or_else(|| ParamError::new(&field, format!("`{key}` is not a server's index")))?;
+        let range = timeout_range(&field, *range, heartbeat)?;
+        timeouts.insert(node, range);
     }
     if !(1..=64).contains(&params.max_entries) {
         return Err(ParamError::new("max_entries", "must be from 1 to 64"));
@@ -240,16 +251,17 @@ pub fn configure(
             "must be at least 0 and below 0.5",
         ));
     }
-    let roles = Roles::<RaftLogRole>::of(cluster)?;
     if cluster.count("server") == 0 {
         return Err(ParamError::new("cluster", "raft-log needs at least one server"));
     }
-    // A follower refuses votes for `min` of its own clock after it last heard from the
-    // leader: at least min / (1 + drift) of true time. The leader's lease, on its own
-    // clock running up to `drift` fast... slow, must end within that:
-    // lease / (1 - drift) <= min / (1 + drift).
+    // With leases a follower refuses votes for `vote_guard` (the shortest minimum
+    // election timeout) of its own clock after it last heard from a leader: at least
+    // vote_guard / (1 + drift) of true time. The leader's lease, counted on its own clock
+    // from the round's sending, must end within that even if that clock runs slow:
+    // lease / (1 - drift) <= vote_guard / (1 + drift).
+    let vote_guard = timeouts.values().map(|r: &(Duration, Duration)| r.0).fold(min, Duration::min);
     let rho = params.lease_drift;
-    let lease = min.mul_f64((1.0 - rho) / (1.0 + rho));
+    let lease = vote_guard.mul_f64((1.0 - rho) / (1.0 + rho));
     Ok(RaftLogConfig {
         variant,
         election_timeout: (min, max),
@@ -262,7 +274,38 @@ pub fn configure(
         request_timeout: params.request_timeout.0,
         max_attempts: params.max_attempts,
         lease,
+        vote_guard,
         lease_drift_ppm: (rho * 1e6).round() as u32,
+        timeouts,
         roles,
     })
+}
+
+fn timeout_range(
+    field: &str,
+    [min, max]: [HumanDuration; 2],
+    heartbeat: Duration,
+) -> Result<(Duration, Duration), ParamError> {
+    let (min, max) = (min.0, max.0);
+    if min > max {
+        return Err(ParamError::new(
+            field,
+            format!(
+                "the minimum {} is above the maximum {}",
+                format_duration(min),
+                format_duration(max)
+            ),
+        ));
+    }
+    if heartbeat >= min {
+        return Err(ParamError::new(
+            field,
+            format!(
+                "the minimum {} must be above heartbeat_interval {}",
+                format_duration(min),
+                format_duration(heartbeat)
+            ),
+        ));
+    }
+    Ok((min, max))
 }

@@ -466,7 +466,7 @@ impl Server {
     }
 
     fn reset_election_timer(&mut self, env: &mut E<'_>) {
-        let (min, max) = self.config.election_timeout;
+        let (min, max) = self.config.election_timeout_of(self.me);
         let after = env.duration_between(min, max);
         env.set_timer(RaftLogTimer::Election, after);
     }
@@ -561,7 +561,7 @@ impl Server {
             && (self.role == Role::Leader
                 || self
                     .leader_contact
-                    .is_some_and(|t| t.until(now) < self.config.election_timeout.0))
+                    .is_some_and(|t| t.until(now) < self.config.vote_guard))
     }
 
     fn on_request_vote(&mut self, env: &mut E<'_>, from: NodeId, term: u64, last: (u64, u64)) {
@@ -1267,7 +1267,7 @@ impl Configurable for RaftLog {
                          followers, refusing votes for {} of theirs, can elect another: \
                          lease / (1 - drift) <= min election timeout / (1 + drift)",
                         f(config.lease),
-                        f(min)
+                        f(config.vote_guard)
                     ),
                 )
             } else {
