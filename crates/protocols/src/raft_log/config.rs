@@ -252,14 +252,20 @@ pub fn configure(
         ));
     }
     if cluster.count("server") == 0 {
-        return Err(ParamError::new("cluster", "raft-log needs at least one server"));
+        return Err(ParamError::new(
+            "cluster",
+            "raft-log needs at least one server",
+        ));
     }
     // With leases a follower refuses votes for `vote_guard` (the shortest minimum
     // election timeout) of its own clock after it last heard from a leader: at least
     // vote_guard / (1 + drift) of true time. The leader's lease, counted on its own clock
     // from the round's sending, must end within that even if that clock runs slow:
     // lease / (1 - drift) <= vote_guard / (1 + drift).
-    let vote_guard = timeouts.values().map(|r: &(Duration, Duration)| r.0).fold(min, Duration::min);
+    let vote_guard = timeouts
+        .values()
+        .map(|r: &(Duration, Duration)| r.0)
+        .fold(min, Duration::min);
     let rho = params.lease_drift;
     let lease = vote_guard.mul_f64((1.0 - rho) / (1.0 + rho));
     Ok(RaftLogConfig {

@@ -1172,7 +1172,7 @@ impl Client {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum RaftLog {
     Server(Box<Server>),
-    Client(Client),
+    Client(Box<Client>),
 }
 
 impl RaftLog {
@@ -1193,7 +1193,7 @@ impl Protocol for RaftLog {
     fn new(config: &RaftLogConfig, me: NodeId, cluster: &Cluster) -> RaftLog {
         match config.roles.get(me) {
             RaftLogRole::Server => RaftLog::Server(Box::new(Server::new(config, me, cluster))),
-            RaftLogRole::Client => RaftLog::Client(Client::new(config, me, cluster)),
+            RaftLogRole::Client => RaftLog::Client(Box::new(Client::new(config, me, cluster))),
         }
     }
 

@@ -47,7 +47,10 @@ impl Node {
         node
     }
 
-    fn step(&mut self, f: impl FnOnce(&mut RaftLog, &mut Step<'_, RaftLogMsg, RaftLogTimer>)) -> Effects {
+    fn step(
+        &mut self,
+        f: impl FnOnce(&mut RaftLog, &mut Step<'_, RaftLogMsg, RaftLogTimer>),
+    ) -> Effects {
         let me = match &self.node {
             RaftLog::Server(s) => s.me,
             RaftLog::Client(c) => c.me,
@@ -126,7 +129,13 @@ fn put(term: u64, seq: u64, value: i64) -> Entry {
     }
 }
 
-fn append(term: u64, prev_index: u64, prev_term: u64, entries: Vec<Entry>, commit: u64) -> RaftLogMsg {
+fn append(
+    term: u64,
+    prev_index: u64,
+    prev_term: u64,
+    entries: Vec<Entry>,
+    commit: u64,
+) -> RaftLogMsg {
     RaftLogMsg::AppendEntries {
         term,
         prev_log_index: prev_index,
@@ -206,7 +215,11 @@ fn a_conflicting_entry_is_cut_with_everything_after_it() {
     // The write is observed as the log's new end.
     assert!(effects.iter().any(|e| matches!(
         e,
-        Effect::Observe(Observation::LogAppend { index: 2, term: 3, .. })
+        Effect::Observe(Observation::LogAppend {
+            index: 2,
+            term: 3,
+            ..
+        })
     )));
     // Negative control: no-truncate keeps its own entries and says it matches.
     let mut n = Node::follower_with(RaftLogVariant::NoTruncate, 1, &[1, 2, 2], 2);
@@ -309,7 +322,13 @@ fn a_duplicate_put_is_applied_once() {
     let mut n = Node::started(RaftLogVariant::Correct, 1);
     n.recv(
         0,
-        append(1, 0, 0, vec![put(1, 1, 10), put(1, 1, 10), put(1, 2, 20)], 0),
+        append(
+            1,
+            0,
+            0,
+            vec![put(1, 1, 10), put(1, 1, 10), put(1, 2, 20)],
+            0,
+        ),
     );
     n.recv(0, append(1, 3, 1, vec![], 2));
     assert_eq!(n.server().kv.get(&0), Some(&10));
@@ -392,12 +411,9 @@ fn with_leases_a_follower_that_heard_from_a_leader_refuses_votes() {
         last_log_term: 4,
     };
     let granted = |effects: &Effects| {
-        sent(effects).iter().any(|(_, m)| {
-            matches!(
-                m,
-                RaftLogMsg::RequestVoteReply { granted: true, .. }
-            )
-        })
+        sent(effects)
+            .iter()
+            .any(|(_, m)| matches!(m, RaftLogMsg::RequestVoteReply { granted: true, .. }))
     };
     let mut n = Node::follower_with(RaftLogVariant::LeaseReads, 1, &[1], 1);
     assert!(!granted(&n.recv(2, vote.clone())));
