@@ -212,7 +212,8 @@ pub enum RaftLogMsg {
     AppendEntriesReply {
         term: u64,
         success: bool,
-        /// On success: the index up to which the follower's log matches the leader's.
+        /// On success: the index up to which the follower's log matches the leader's; on
+        /// a refusal: the `prevLogIndex` refused.
         match_index: u64,
         /// The follower's last log index (where a refused leader should look next).
         last_index: u64,
@@ -647,7 +648,7 @@ impl Server {
         let refuse = |s: &Server| RaftLogMsg::AppendEntriesReply {
             term: s.term,
             success: false,
-            match_index: 0,
+            match_index: prev.0,
             last_index: s.last_index(),
             round,
         };
@@ -720,18 +721,22 @@ impl Server {
         }
         let acked = self.acked_round.entry(from).or_insert(0);
         *acked = (*acked).max(round);
+        let next = self.next_index.get(&from).copied().unwrap_or(1);
         if success {
             let m = self.match_index.entry(from).or_insert(0);
+            let advanced = match_index > *m;
             *m = (*m).max(match_index);
             let m = *m;
-            self.next_index.insert(from, m + 1);
+            self.next_index.insert(from, next.max(m + 1));
             self.advance_commit(env);
-            if m < self.last_index() {
-                self.replicate(env, from); // more to send: do not wait for the next round
+            // More to send: do not wait for the next round. Only on news, so that a
+            // duplicated or late reply does not start a second stream of AppendEntries.
+            if advanced && m < self.last_index() {
+                self.replicate(env, from);
             }
-        } else {
-            let next = self.next_index.get(&from).copied().unwrap_or(1);
-            let back = (next.saturating_sub(1)).min(last_index + 1).max(1);
+        } else if match_index + 1 == next && next > 1 {
+            // A refusal of the current probe (not a duplicate or a late one): back off.
+            let back = (next - 1).min(last_index + 1).max(1);
             self.next_index.insert(from, back);
             self.replicate(env, from);
         }

@@ -196,7 +196,8 @@ fn a_follower_refuses_entries_whose_previous_entry_has_another_term() {
     // n1 holds [1, 2]; the leader of term 3 holds [1, 3] and sends index 3 after (2, 3).
     let mut n = Node::follower_with(RaftLogVariant::Correct, 1, &[1, 2], 2);
     let effects = n.recv(0, append(3, 2, 3, vec![noop(3)], 0));
-    assert_eq!(reply_success(&effects), Some((false, 0)));
+    // refused, naming the prevLogIndex it refused
+    assert_eq!(reply_success(&effects), Some((false, 2)));
     assert_eq!(terms_of(n.server()), [1, 2]);
     // Negative control: without the check it appends after its own term-2 entry.
     let mut n = Node::follower_with(RaftLogVariant::NoLogCheck, 1, &[1, 2], 2);
@@ -453,4 +454,53 @@ fn a_leader_counts_itself_only_for_entries_it_synced() {
     n.sync_fails = false;
     n.fire(RaftLogTimer::Heartbeat);
     assert_eq!(n.server().commit_index(), 2);
+}
+
+#[test]
+fn a_duplicated_reply_starts_no_second_stream_of_appends() {
+    // n0 leads term 1 and has three entries for n1 (the no-op and two puts).
+    let mut n = Node::started(RaftLogVariant::Correct, 0);
+    n.elect();
+    for seq in 1..=2 {
+        let put = RaftLogMsg::Request(Request {
+            attempt: seq,
+            session: 1,
+            seq,
+            op: Op::Put { key: 0, value: 5 },
+        });
+        n.recv(3, put);
+    }
+    let ack = RaftLogMsg::AppendEntriesReply {
+        term: 1,
+        success: true,
+        match_index: 1,
+        last_index: 1,
+        round: 1,
+    };
+    let to_n1 = |effects: &Effects| {
+        sent(effects)
+            .iter()
+            .filter(|(to, m)| *to == NodeId(1) && matches!(m, RaftLogMsg::AppendEntries { .. }))
+            .count()
+    };
+    assert_eq!(
+        to_n1(&n.recv(1, ack.clone())),
+        1,
+        "news: the next entry goes out"
+    );
+    assert_eq!(
+        to_n1(&n.recv(1, ack)),
+        0,
+        "the same reply again: nothing more"
+    );
+    // A refusal is acted on once too: n1 refuses the probe after index 3.
+    let refusal = RaftLogMsg::AppendEntriesReply {
+        term: 1,
+        success: false,
+        match_index: 1,
+        last_index: 0,
+        round: 1,
+    };
+    assert_eq!(to_n1(&n.recv(1, refusal.clone())), 1);
+    assert_eq!(to_n1(&n.recv(1, refusal)), 0);
 }
