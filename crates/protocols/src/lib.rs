@@ -44,6 +44,7 @@ pub mod multi_lock;
 pub mod paxos;
 pub mod promises;
 pub mod raft;
+pub mod raft_log;
 pub mod redis_failover;
 pub mod redis_lock;
 pub mod redlock;

@@ -19,6 +19,7 @@ pub struct Zoo;
 impl Catalogue for Zoo {
     fn visit<V: Visitor>(&self, v: &mut V) {
         v.visit::<Raft>();
+        v.visit::<tenure_protocols::raft_log::RaftLog>();
         v.visit::<Bully>();
         v.visit::<LeaderLease>();
         v.visit::<RedisLock>();

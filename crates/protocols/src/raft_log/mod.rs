@@ -1,0 +1,1348 @@
+//! Raft with a log, sans-IO: the election of [`crate::raft`] (copied here in its plain
+//! form: no PreVote, no CheckQuorum) plus log replication, commitment, a key-value state
+//! machine with client sessions, and linearizable reads. A teaching model: each rule of
+//! the paper is one place in this file, so a broken variant breaks exactly one rule.
+//!
+//! **The rules** (Ongaro & Ousterhout 2014, Figure 2 unless said otherwise):
+//! * **AppendEntries** carries `prevLogIndex`/`prevLogTerm`; a follower whose log has no
+//!   entry at `prevLogIndex` with that term refuses (§5.3, the *log check*). Otherwise an
+//!   existing entry that conflicts with a new one (same index, different term) is
+//!   deleted with everything after it (*truncation*), and the new entries are appended.
+//!   A refused leader moves `nextIndex` back (to the follower's log end + 1 at most) and
+//!   tries again.
+//! * **Commitment** (§5.4.2, Figure 8): a leader advances `commitIndex` to `N` only if a
+//!   majority holds the entry at `N` *and it is of the leader's current term*; earlier
+//!   entries commit with it, indirectly. Counting replicas of an earlier term's entry is
+//!   not enough: a later leader may still overwrite it (Figure 8). A new leader appends
+//!   a no-op of its term at once (§8), so it can commit (and serve reads) soon.
+//! * **Persistence before the messages that depend on it**: term, vote and log are
+//!   written and synced before any message leaves (a follower acknowledges entries only
+//!   once they are durable), and a leader counts itself toward a majority only for
+//!   entries it has synced. A restarted server syncs the log it recovered before trusting
+//!   it (a crash keeps unsynced writes in the page cache; a later power loss would not).
+//! * **Client sessions** (§6.3): each put carries `(client, session, seq)`; the state
+//!   machine applies each at most once and answers a duplicate (a retry that also got
+//!   committed) from its session table, so clients may retry safely.
+//! * **ReadIndex** (§6.4): a leader that has committed an entry of its term records its
+//!   commit index as the read's index, confirms it still leads with a heartbeat round
+//!   acknowledged by a majority, waits until it has applied up to the read index, then
+//!   answers from its state machine.
+//! * **Lease reads** (§6.4.1, variant `lease-reads`): a round a majority acknowledged
+//!   gives the leader a lease of `min election timeout × (1 - ρ) / (1 + ρ)` from the
+//!   round's sending (its own clock), during which it answers reads without a round. It
+//!   holds only because followers refuse to vote for `min election timeout` (their own
+//!   clocks) after they last heard from a leader (thesis §4.2.3; a restarted server
+//!   counts its start as such contact), and only while no clock runs more than ρ (5%)
+//!   fast or slow: an assumption, declared.
+//!
+//! **Observations.** `Leader`/`Follower`/`Candidate` on every change; `LogAppend` for
+//! every entry written (and the whole recovered log after a start); `LogApply` for every
+//! entry applied; `Serves { term }` when a leader answers a read; the clients' `Invoke`
+//! / `Complete` (`read`/`write` on registers `k0`, `k1`..., 0 until written, for
+//! `linearizability`'s `cas-register` model).
+//!
+//! **Broken variants**, one rule each: `commit-old-term` (commits by counting replicas of
+//! any term: Figure 8), `no-log-check` (appends without comparing the term at
+//! `prevLogIndex`), `no-truncate` (keeps conflicting entries, appends past its end only),
+//! `read-without-readindex` (a leader answers reads from its own state at once).
+//!
+//! **Sources.** Ongaro and Ousterhout, "In Search of an Understandable Consensus
+//! Algorithm" (USENIX ATC 2014): Figure 2, §5.3 (log replication), §5.4.2 and Figure 8
+//! (committing entries from previous terms), §8 (client interaction: the no-op, reads);
+//! Ongaro, "Consensus: Bridging Theory and Practice" (2014): §6.3 (client sessions),
+//! §6.4 (ReadIndex), §6.4.1 (leases), §4.2.3 (refusing votes while a leader is heard).
+
+mod config;
+#[cfg(test)]
+mod tests;
+
+pub use config::{
+    configure, RaftLogConfig, RaftLogParams, RaftLogRole, RaftLogVariant, MAX_ATTEMPTS,
+};
+
+use crate::util::majority;
+use std::collections::{BTreeMap, BTreeSet};
+use tenure_core::{
+    Cluster, Configurable, Env, LocalTime, NodeId, Observation, OpOutcome, OpValue, ParamError,
+    Protocol, ProtocolInfo, StorageExt,
+};
+
+/// Storage key of `currentTerm`.
+pub const TERM_KEY: &str = "term";
+/// Storage key of `votedFor`.
+pub const VOTED_FOR_KEY: &str = "voted_for";
+/// Storage key of the log's length; entry `i` is under `log/<i>`.
+pub const LOG_LEN_KEY: &str = "log_len";
+
+fn entry_key(index: u64) -> String {
+    format!("log/{index}")
+}
+
+/// A client's operation.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum Op {
+    Get { key: u32 },
+    Put { key: u32, value: i64 },
+}
+
+impl Op {
+    fn key(self) -> u32 {
+        match self {
+            Op::Get { key } | Op::Put { key, .. } => key,
+        }
+    }
+    /// The operation as the history records it (`cas-register` model).
+    fn f(self) -> &'static str {
+        match self {
+            Op::Get { .. } => "read",
+            Op::Put { .. } => "write",
+        }
+    }
+    fn value(self) -> OpValue {
+        match self {
+            Op::Get { .. } => OpValue::Nil,
+            Op::Put { value, .. } => OpValue::Int(value),
+        }
+    }
+}
+
+/// What a log entry asks the state machine to do.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum Command {
+    /// A new leader's first entry (§8).
+    Noop,
+    /// A client's put, with its session number (§6.3).
+    Put {
+        client: NodeId,
+        session: u64,
+        seq: u64,
+        key: u32,
+        value: i64,
+    },
+}
+
+/// One log entry: the term of the leader that created it, and its command.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub struct Entry {
+    pub term: u64,
+    pub command: Command,
+}
+
+impl Entry {
+    /// FNV-1a of the command (what `log-matching` and friends compare).
+    pub fn digest(&self) -> u64 {
+        let words: [u64; 5] = match self.command {
+            Command::Noop => [0; 5],
+            Command::Put {
+                client,
+                session,
+                seq,
+                key,
+                value,
+            } => [
+                u64::from(client.0) + 1,
+                session,
+                seq,
+                u64::from(key),
+                value as u64,
+            ],
+        };
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in words.iter().flat_map(|w| w.to_le_bytes()) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    }
+}
+
+/// A client's request: one attempt at an operation.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub struct Request {
+    /// Unique per attempt.
+    pub attempt: u64,
+    /// The client's session and the put's number in it (the same for every attempt).
+    pub session: u64,
+    pub seq: u64,
+    pub op: Op,
+}
+
+/// How a server answered an attempt.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum Answer {
+    /// Done: a get's value (a register never written reads 0), or a put's `None`.
+    Ok(Option<i64>),
+    /// Not the leader (naming the leader it knows of); nothing done.
+    NotLeader(Option<NodeId>),
+}
+
+/// Messages. Raft's carry the sender's term (Figure 2).
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum RaftLogMsg {
+    RequestVote {
+        term: u64,
+        last_log_index: u64,
+        last_log_term: u64,
+    },
+    RequestVoteReply {
+        term: u64,
+        granted: bool,
+    },
+    AppendEntries {
+        term: u64,
+        prev_log_index: u64,
+        prev_log_term: u64,
+        entries: Vec<Entry>,
+        leader_commit: u64,
+        /// The leader's heartbeat round (ReadIndex and leases count acknowledged rounds).
+        round: u64,
+    },
+    AppendEntriesReply {
+        term: u64,
+        success: bool,
+        /// On success: the index up to which the follower's log matches the leader's; on
+        /// a refusal: the `prevLogIndex` refused.
+        match_index: u64,
+        /// The follower's last log index (where a refused leader should look next).
+        last_index: u64,
+        round: u64,
+    },
+    Request(Request),
+    Reply {
+        attempt: u64,
+        answer: Answer,
+    },
+}
+
+impl RaftLogMsg {
+    /// The Raft term a message carries (client messages carry none).
+    pub fn term(&self) -> Option<u64> {
+        match self {
+            RaftLogMsg::RequestVote { term, .. }
+            | RaftLogMsg::RequestVoteReply { term, .. }
+            | RaftLogMsg::AppendEntries { term, .. }
+            | RaftLogMsg::AppendEntriesReply { term, .. } => Some(*term),
+            RaftLogMsg::Request(_) | RaftLogMsg::Reply { .. } => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RaftLogTimer {
+    /// A follower or candidate has heard nothing for too long.
+    Election,
+    /// A leader's next AppendEntries round.
+    Heartbeat,
+    /// A client's thinking is over: its next operation.
+    Think,
+    /// No answer to a client's attempt (by its id) in time.
+    Timeout(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    Follower,
+    Candidate,
+    Leader,
+}
+
+/// A read waiting at the leader (§6.4).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct PendingRead {
+    client: NodeId,
+    attempt: u64,
+    key: u32,
+    /// The heartbeat round that must be acknowledged by a majority (0: none needed).
+    round: u64,
+    /// The commit index to apply up to; `None` until an entry of this term commits.
+    index: Option<u64>,
+}
+
+type E<'a> = dyn Env<RaftLogMsg, RaftLogTimer> + 'a;
+
+/// One Raft server.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Server {
+    me: NodeId,
+    peers: Vec<NodeId>,
+    config: RaftLogConfig,
+
+    // persistent state (Figure 2), and what of it is on disk
+    term: u64,
+    voted_for: Option<NodeId>,
+    /// Entry `i` (from 1) is `log[i - 1]`.
+    log: Vec<Entry>,
+    stored: (u64, Option<NodeId>),
+    /// The log length written to storage, and the first index whose stored entry is
+    /// stale (written since the last store).
+    stored_len: u64,
+    dirty_from: Option<u64>,
+    unsynced: bool,
+    /// How much of the log is known durable: the leader counts itself up to here.
+    durable_len: u64,
+
+    // volatile state
+    role: Role,
+    leader: Option<NodeId>,
+    votes: BTreeSet<NodeId>,
+    commit: u64,
+    applied: u64,
+    /// When this server last heard from a leader of its term (the lease's vote guard).
+    leader_contact: Option<LocalTime>,
+
+    // the state machine
+    kv: BTreeMap<u32, i64>,
+    /// (client, session) -> the last put's seq applied (§6.3).
+    sessions: BTreeMap<(NodeId, u64), u64>,
+
+    // leader state
+    next_index: BTreeMap<NodeId, u64>,
+    match_index: BTreeMap<NodeId, u64>,
+    /// The newest round each peer acknowledged.
+    acked_round: BTreeMap<NodeId, u64>,
+    round: u64,
+    /// When each round not yet acknowledged by a majority was sent (lease reads).
+    round_sent: BTreeMap<u64, LocalTime>,
+    /// The end of the lease (on this server's clock), `lease-reads` only.
+    lease_until: Option<LocalTime>,
+    /// Puts this leader appended, by index: the client and attempt to answer.
+    proposed: BTreeMap<u64, (NodeId, u64)>,
+    reads: Vec<PendingRead>,
+
+    announced: Option<Observation>,
+}
+
+impl Server {
+    fn new(config: &RaftLogConfig, me: NodeId, cluster: &Cluster) -> Server {
+        Server {
+            me,
+            peers: RaftLogConfig::servers(cluster)
+                .into_iter()
+                .filter(|&n| n != me)
+                .collect(),
+            config: config.clone(),
+            term: 0,
+            voted_for: None,
+            log: Vec::new(),
+            stored: (0, None),
+            stored_len: 0,
+            dirty_from: None,
+            unsynced: false,
+            durable_len: 0,
+            role: Role::Follower,
+            leader: None,
+            votes: BTreeSet::new(),
+            commit: 0,
+            applied: 0,
+            leader_contact: None,
+            kv: BTreeMap::new(),
+            sessions: BTreeMap::new(),
+            next_index: BTreeMap::new(),
+            match_index: BTreeMap::new(),
+            acked_round: BTreeMap::new(),
+            round: 0,
+            round_sent: BTreeMap::new(),
+            lease_until: None,
+            proposed: BTreeMap::new(),
+            reads: Vec::new(),
+            announced: None,
+        }
+    }
+
+    pub fn term(&self) -> u64 {
+        self.term
+    }
+    pub fn role(&self) -> Role {
+        self.role
+    }
+    pub fn log(&self) -> &[Entry] {
+        &self.log
+    }
+    pub fn commit_index(&self) -> u64 {
+        self.commit
+    }
+
+    fn variant(&self) -> RaftLogVariant {
+        self.config.variant
+    }
+
+    fn quorum(&self) -> usize {
+        majority(self.peers.len() + 1)
+    }
+
+    fn last_index(&self) -> u64 {
+        self.log.len() as u64
+    }
+
+    /// The term of the entry at `index` (0 for index 0); `None` past the log's end.
+    fn term_at(&self, index: u64) -> Option<u64> {
+        match index {
+            0 => Some(0),
+            i => self.log.get(i as usize - 1).map(|e| e.term),
+        }
+    }
+
+    fn last_term(&self) -> u64 {
+        self.log.last().map_or(0, |e| e.term)
+    }
+
+    // ----- the disk -----
+
+    /// Writes what changed (term, vote, log) and syncs it; false if the sync failed,
+    /// when nothing that depends on the new state may be said.
+    fn persist(&mut self, env: &mut E<'_>) -> bool {
+        if let Some(from) = self.dirty_from.take() {
+            for i in from..=self.last_index() {
+                env.store(&entry_key(i), &self.log[i as usize - 1]);
+            }
+            for i in self.last_index() + 1..=self.stored_len {
+                env.delete(&entry_key(i));
+            }
+            env.store(LOG_LEN_KEY, &self.last_index());
+            self.stored_len = self.last_index();
+            self.unsynced = true;
+        }
+        if self.stored != (self.term, self.voted_for) {
+            env.store(TERM_KEY, &self.term);
+            env.store(VOTED_FOR_KEY, &self.voted_for);
+            self.stored = (self.term, self.voted_for);
+            self.unsynced = true;
+        }
+        if self.unsynced && env.sync().is_ok() {
+            self.unsynced = false;
+            self.durable_len = self.last_index();
+        }
+        !self.unsynced
+    }
+
+    /// Writes `entries` into the log from `index` on, replacing what was there and
+    /// everything after it, and observes each.
+    fn write_from(&mut self, env: &mut E<'_>, index: u64, entries: &[Entry]) {
+        self.log.truncate(index as usize - 1);
+        self.durable_len = self.durable_len.min(index - 1);
+        for (k, e) in entries.iter().enumerate() {
+            self.log.push(*e);
+            env.observe(Observation::LogAppend {
+                index: index + k as u64,
+                term: e.term,
+                digest: e.digest(),
+            });
+        }
+        self.dirty_from = Some(self.dirty_from.map_or(index, |d| d.min(index)));
+    }
+
+    /// Sends once term, vote and log are durable (Figure 2: respond only after updating
+    /// stable storage).
+    fn send(&mut self, env: &mut E<'_>, to: NodeId, msg: RaftLogMsg) {
+        if self.persist(env) {
+            env.send(to, msg);
+        }
+    }
+
+    fn announce(&mut self, env: &mut E<'_>) {
+        let obs = match self.role {
+            Role::Leader => Observation::Leader { term: self.term },
+            Role::Candidate => Observation::Candidate { term: self.term },
+            Role::Follower => Observation::Follower {
+                term: self.term,
+                leader: self.leader,
+            },
+        };
+        if self.announced.as_ref() != Some(&obs) {
+            env.observe(obs.clone());
+            self.announced = Some(obs);
+        }
+    }
+
+    fn reset_election_timer(&mut self, env: &mut E<'_>) {
+        let (min, max) = self.config.election_timeout_of(self.me);
+        let after = env.duration_between(min, max);
+        env.set_timer(RaftLogTimer::Election, after);
+    }
+
+    // ----- elections (as `crate::raft`, without PreVote and CheckQuorum) -----
+
+    fn become_follower(&mut self, env: &mut E<'_>, leader: Option<NodeId>) {
+        let was_leader = self.role == Role::Leader;
+        self.role = Role::Follower;
+        self.leader = leader;
+        self.votes.clear();
+        if was_leader {
+            // Reads and puts in flight are forgotten; their clients retry elsewhere.
+            self.reads.clear();
+            self.proposed.clear();
+            self.round_sent.clear();
+            self.lease_until = None;
+            env.cancel_timer(&RaftLogTimer::Heartbeat);
+            self.reset_election_timer(env);
+        }
+        self.announce(env);
+    }
+
+    /// Any message with a higher term makes us a follower of that term (§5.1).
+    fn catch_up_term(&mut self, env: &mut E<'_>, term: u64, leader: Option<NodeId>) {
+        if term > self.term {
+            self.term = term;
+            self.voted_for = None;
+            self.become_follower(env, leader);
+        }
+    }
+
+    fn start_election(&mut self, env: &mut E<'_>) {
+        self.term += 1;
+        self.voted_for = Some(self.me);
+        self.role = Role::Candidate;
+        self.leader = None;
+        self.votes = BTreeSet::from([self.me]);
+        self.announce(env);
+        self.reset_election_timer(env);
+        let msg = RaftLogMsg::RequestVote {
+            term: self.term,
+            last_log_index: self.last_index(),
+            last_log_term: self.last_term(),
+        };
+        for k in 0..self.peers.len() {
+            let peer = self.peers[k];
+            self.send(env, peer, msg.clone());
+        }
+        if self.votes.len() >= self.quorum() {
+            self.become_leader(env);
+        }
+    }
+
+    fn become_leader(&mut self, env: &mut E<'_>) {
+        self.role = Role::Leader;
+        self.leader = Some(self.me);
+        self.votes.clear();
+        env.cancel_timer(&RaftLogTimer::Election);
+        self.announce(env);
+        // §8: a no-op of the new term, so that something of this term can commit.
+        let index = self.last_index() + 1;
+        self.write_from(
+            env,
+            index,
+            &[Entry {
+                term: self.term,
+                command: Command::Noop,
+            }],
+        );
+        self.next_index = self.peers.iter().map(|&p| (p, index)).collect();
+        self.match_index = self.peers.iter().map(|&p| (p, 0)).collect();
+        self.acked_round = self.peers.iter().map(|&p| (p, 0)).collect();
+        self.round_sent.clear();
+        self.lease_until = None;
+        if self.persist(env) {
+            self.advance_commit(env); // a cluster of one commits at once
+        }
+        self.heartbeat(env);
+    }
+
+    /// §5.4.1: the candidate's log is at least as up to date as ours.
+    fn log_ok(&self, last_log_term: u64, last_log_index: u64) -> bool {
+        (last_log_term, last_log_index) >= (self.last_term(), self.last_index())
+    }
+
+    /// `lease-reads` only: heard from a leader (or started) within the minimum election
+    /// timeout, so no vote may be given (thesis §4.2.3), or a leader's lease could be
+    /// outlived by a new leader's writes.
+    fn refuses_votes(&self, now: LocalTime) -> bool {
+        self.variant() == RaftLogVariant::LeaseReads
+            && (self.role == Role::Leader
+                || self
+                    .leader_contact
+                    .is_some_and(|t| t.until(now) < self.config.vote_guard))
+    }
+
+    fn on_request_vote(&mut self, env: &mut E<'_>, from: NodeId, term: u64, last: (u64, u64)) {
+        if self.refuses_votes(env.monotonic()) {
+            let reply = RaftLogMsg::RequestVoteReply {
+                term: self.term,
+                granted: false,
+            };
+            self.send(env, from, reply);
+            return;
+        }
+        self.catch_up_term(env, term, None);
+        let free = self.voted_for.is_none() || self.voted_for == Some(from);
+        let granted = term == self.term && free && self.log_ok(last.0, last.1);
+        if granted {
+            self.voted_for = Some(from);
+        }
+        let reply = RaftLogMsg::RequestVoteReply {
+            term: self.term,
+            granted,
+        };
+        self.send(env, from, reply);
+        if granted {
+            self.reset_election_timer(env);
+        }
+    }
+
+    fn on_vote_reply(&mut self, env: &mut E<'_>, from: NodeId, term: u64, granted: bool) {
+        self.catch_up_term(env, term, None);
+        if self.role == Role::Candidate && term == self.term && granted {
+            self.votes.insert(from);
+            if self.votes.len() >= self.quorum() {
+                self.become_leader(env);
+            }
+        }
+    }
+
+    // ----- replication -----
+
+    /// A new round: AppendEntries to every peer (with entries from its nextIndex).
+    fn heartbeat(&mut self, env: &mut E<'_>) {
+        self.round += 1;
+        if self.variant() == RaftLogVariant::LeaseReads {
+            self.round_sent.insert(self.round, env.monotonic());
+        }
+        for k in 0..self.peers.len() {
+            let peer = self.peers[k];
+            self.replicate(env, peer);
+        }
+        env.set_timer(RaftLogTimer::Heartbeat, self.config.heartbeat_interval);
+    }
+
+    /// AppendEntries to `peer`: up to `max_entries` entries from its nextIndex.
+    fn replicate(&mut self, env: &mut E<'_>, peer: NodeId) {
+        let next = self.next_index.get(&peer).copied().unwrap_or(1).max(1);
+        let prev_log_index = (next - 1).min(self.last_index());
+        let prev_log_term = self.term_at(prev_log_index).unwrap_or(0);
+        let from = prev_log_index as usize;
+        let to = (from + self.config.max_entries).min(self.log.len());
+        let msg = RaftLogMsg::AppendEntries {
+            term: self.term,
+            prev_log_index,
+            prev_log_term,
+            entries: self.log[from..to].to_vec(),
+            leader_commit: self.commit,
+            round: self.round,
+        };
+        self.send(env, peer, msg);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_append_entries(
+        &mut self,
+        env: &mut E<'_>,
+        from: NodeId,
+        term: u64,
+        prev: (u64, u64),
+        entries: Vec<Entry>,
+        leader_commit: u64,
+        round: u64,
+    ) {
+        self.catch_up_term(env, term, Some(from));
+        let refuse = |s: &Server| RaftLogMsg::AppendEntriesReply {
+            term: s.term,
+            success: false,
+            match_index: prev.0,
+            last_index: s.last_index(),
+            round,
+        };
+        if term < self.term || self.role == Role::Leader {
+            let reply = refuse(self);
+            self.send(env, from, reply);
+            return;
+        }
+        self.leader_contact = Some(env.monotonic());
+        self.become_follower(env, Some(from));
+        self.reset_election_timer(env);
+        let (prev_log_index, prev_log_term) = prev;
+        // §5.3, the log check: our entry at prevLogIndex must have prevLogTerm.
+        let matches = match self.term_at(prev_log_index) {
+            None => false,
+            // The bug: an entry at prevLogIndex is enough, whatever its term.
+            Some(_) if self.variant() == RaftLogVariant::NoLogCheck => true,
+            Some(t) => t == prev_log_term,
+        };
+        if !matches {
+            let reply = refuse(self);
+            self.send(env, from, reply);
+            return;
+        }
+        // Skip the entries we already hold; the first conflicting one (same index,
+        // different term) is where our log is cut and the leader's written.
+        let mut index = prev_log_index + 1;
+        let mut k = 0;
+        while k < entries.len() {
+            match self.term_at(index) {
+                Some(t) if t == entries[k].term => {}
+                // The bug: an entry we hold is kept even though it conflicts.
+                Some(_) if self.variant() == RaftLogVariant::NoTruncate => {}
+                _ => break,
+            }
+            index += 1;
+            k += 1;
+        }
+        if k < entries.len() {
+            self.write_from(env, index, &entries[k..]);
+        }
+        let last_new = prev_log_index + entries.len() as u64;
+        if leader_commit > self.commit {
+            self.commit = leader_commit.min(last_new).max(self.commit);
+        }
+        let reply = RaftLogMsg::AppendEntriesReply {
+            term: self.term,
+            success: true,
+            match_index: last_new,
+            last_index: self.last_index(),
+            round,
+        };
+        // `send` syncs first: the acknowledgement leaves only once the entries are durable.
+        self.send(env, from, reply);
+        self.apply_committed(env);
+    }
+
+    fn on_append_entries_reply(
+        &mut self,
+        env: &mut E<'_>,
+        from: NodeId,
+        term: u64,
+        success: bool,
+        (match_index, last_index): (u64, u64),
+        round: u64,
+    ) {
+        self.catch_up_term(env, term, None);
+        if self.role != Role::Leader || term != self.term {
+            return;
+        }
+        let acked = self.acked_round.entry(from).or_insert(0);
+        *acked = (*acked).max(round);
+        let next = self.next_index.get(&from).copied().unwrap_or(1);
+        if success {
+            let m = self.match_index.entry(from).or_insert(0);
+            let advanced = match_index > *m;
+            *m = (*m).max(match_index);
+            let m = *m;
+            self.next_index.insert(from, next.max(m + 1));
+            self.advance_commit(env);
+            // More to send: do not wait for the next round. Only on news, so that a
+            // duplicated or late reply does not start a second stream of AppendEntries.
+            if advanced && m < self.last_index() {
+                self.replicate(env, from);
+            }
+        } else if match_index + 1 == next && next > 1 {
+            // A refusal of the current probe (not a duplicate or a late one): back off.
+            let back = (next - 1).min(last_index + 1).max(1);
+            self.next_index.insert(from, back);
+            self.replicate(env, from);
+        }
+        self.confirm_rounds();
+        self.serve_reads(env);
+    }
+
+    /// §5.4.2: the highest index a majority holds (the leader counting what it synced),
+    /// committed only if its entry is of the current term (Figure 8).
+    fn advance_commit(&mut self, env: &mut E<'_>) {
+        let mut held: Vec<u64> = self.match_index.values().copied().collect();
+        held.push(self.durable_len);
+        held.sort_unstable_by(|a, b| b.cmp(a));
+        let n = held[self.quorum() - 1];
+        let current = self.term_at(n) == Some(self.term);
+        // The bug (Figure 8): a majority holding an entry of an earlier term is taken
+        // as committed.
+        let counts = current || self.variant() == RaftLogVariant::CommitOldTerm;
+        if n > self.commit && counts {
+            self.commit = n;
+            if self.term_at(self.commit) == Some(self.term) {
+                for read in self.reads.iter_mut().filter(|r| r.index.is_none()) {
+                    read.index = Some(self.commit);
+                }
+            }
+            self.apply_committed(env);
+        }
+    }
+
+    /// Applies the committed entries not yet applied, answering the puts this leader
+    /// proposed.
+    fn apply_committed(&mut self, env: &mut E<'_>) {
+        while self.applied < self.commit.min(self.last_index()) {
+            self.applied += 1;
+            let entry = self.log[self.applied as usize - 1];
+            if let Command::Put {
+                client,
+                session,
+                seq,
+                key,
+                value,
+            } = entry.command
+            {
+                // §6.3: each (client, session, seq) applied at most once; a duplicate is
+                // answered as the first was.
+                let last = self.sessions.entry((client, session)).or_insert(0);
+                if seq > *last {
+                    *last = seq;
+                    self.kv.insert(key, value);
+                }
+            }
+            env.observe(Observation::LogApply {
+                index: self.applied,
+                term: entry.term,
+                digest: entry.digest(),
+            });
+            if let Some((client, attempt)) = self.proposed.remove(&self.applied) {
+                let answer = Answer::Ok(None);
+                self.send(env, client, RaftLogMsg::Reply { attempt, answer });
+            }
+        }
+    }
+
+    // ----- reads -----
+
+    /// The newest round a majority (self included) acknowledged; with leases, the lease
+    /// it gives.
+    fn confirm_rounds(&mut self) {
+        let confirmed = self.confirmed_round();
+        if self.variant() == RaftLogVariant::LeaseReads {
+            if let Some(&sent) = self.round_sent.get(&confirmed) {
+                let until = sent + self.config.lease;
+                self.lease_until = Some(self.lease_until.map_or(until, |u| u.max(until)));
+            }
+        }
+        self.round_sent.retain(|&r, _| r > confirmed);
+    }
+
+    fn confirmed_round(&self) -> u64 {
+        let mut rounds: Vec<u64> = self.acked_round.values().copied().collect();
+        rounds.push(self.round);
+        rounds.sort_unstable_by(|a, b| b.cmp(a));
+        rounds[self.quorum() - 1]
+    }
+
+    fn on_get(&mut self, env: &mut E<'_>, client: NodeId, attempt: u64, key: u32) {
+        if self.variant() == RaftLogVariant::ReadWithoutReadindex {
+            // The bug: answered from local state, with no check that we still lead.
+            self.answer_read(env, client, attempt, key);
+            return;
+        }
+        // §6.4: the read index is the commit index, once an entry of this term is
+        // committed (before, this leader may not know what is committed).
+        let index = (self.term_at(self.commit) == Some(self.term)).then_some(self.commit);
+        let leased = self.lease_until.is_some_and(|u| env.monotonic() < u);
+        let round = if leased && index.is_some() {
+            0
+        } else {
+            self.heartbeat(env);
+            self.round
+        };
+        self.reads.push(PendingRead {
+            client,
+            attempt,
+            key,
+            round,
+            index,
+        });
+        self.serve_reads(env);
+    }
+
+    /// Answers the reads whose round is confirmed and whose index is applied.
+    fn serve_reads(&mut self, env: &mut E<'_>) {
+        let confirmed = self.confirmed_round();
+        let applied = self.applied;
+        let (due, waiting): (Vec<PendingRead>, Vec<PendingRead>) = std::mem::take(&mut self.reads)
+            .into_iter()
+            .partition(|r| r.round <= confirmed && r.index.is_some_and(|i| i <= applied));
+        self.reads = waiting;
+        for r in due {
+            self.answer_read(env, r.client, r.attempt, r.key);
+        }
+    }
+
+    fn answer_read(&mut self, env: &mut E<'_>, client: NodeId, attempt: u64, key: u32) {
+        env.observe(Observation::Serves { term: self.term });
+        let answer = Answer::Ok(Some(self.kv.get(&key).copied().unwrap_or(0)));
+        self.send(env, client, RaftLogMsg::Reply { attempt, answer });
+    }
+
+    // ----- client requests -----
+
+    fn on_request(&mut self, env: &mut E<'_>, client: NodeId, req: Request) {
+        if self.role != Role::Leader {
+            let answer = Answer::NotLeader(self.leader);
+            let reply = RaftLogMsg::Reply {
+                attempt: req.attempt,
+                answer,
+            };
+            self.send(env, client, reply);
+            return;
+        }
+        match req.op {
+            Op::Get { key } => self.on_get(env, client, req.attempt, key),
+            Op::Put { key, value } => {
+                let index = self.last_index() + 1;
+                let entry = Entry {
+                    term: self.term,
+                    command: Command::Put {
+                        client,
+                        session: req.session,
+                        seq: req.seq,
+                        key,
+                        value,
+                    },
+                };
+                self.write_from(env, index, &[entry]);
+                if self.proposed.len() >= MAX_PROPOSED {
+                    self.proposed.clear(); // never committed; their clients gave up
+                }
+                self.proposed.insert(index, (client, req.attempt));
+                // The leader counts itself only once the entry is synced.
+                if self.persist(env) {
+                    self.advance_commit(env);
+                    for k in 0..self.peers.len() {
+                        let peer = self.peers[k];
+                        if self.next_index.get(&peer) == Some(&index) {
+                            self.replicate(env, peer);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // ----- the Protocol entry points -----
+
+    fn on_start(&mut self, env: &mut E<'_>) {
+        self.term = env.load(TERM_KEY).unwrap_or(0);
+        self.voted_for = env.load(VOTED_FOR_KEY).flatten();
+        self.stored = (self.term, self.voted_for);
+        let len: u64 = env.load(LOG_LEN_KEY).unwrap_or(0);
+        self.log = (1..=len)
+            .map(|i| {
+                env.load(&entry_key(i))
+                    .unwrap_or_else(|| panic!("log entry {i} of {len} missing"))
+            })
+            .collect();
+        self.stored_len = len;
+        for (k, e) in self.log.iter().enumerate() {
+            env.observe(Observation::LogAppend {
+                index: k as u64 + 1,
+                term: e.term,
+                digest: e.digest(),
+            });
+        }
+        // What a restarted process reads back may include writes never synced; make
+        // them durable before acknowledging anything on their strength.
+        self.unsynced = true;
+        self.persist(env);
+        if self.variant() == RaftLogVariant::LeaseReads {
+            self.leader_contact = Some(env.monotonic());
+        }
+        self.announce(env);
+        self.reset_election_timer(env);
+    }
+
+    fn on_message(&mut self, env: &mut E<'_>, from: NodeId, msg: RaftLogMsg) {
+        match msg {
+            RaftLogMsg::RequestVote {
+                term,
+                last_log_index,
+                last_log_term,
+            } => self.on_request_vote(env, from, term, (last_log_term, last_log_index)),
+            RaftLogMsg::RequestVoteReply { term, granted } => {
+                self.on_vote_reply(env, from, term, granted)
+            }
+            RaftLogMsg::AppendEntries {
+                term,
+                prev_log_index,
+                prev_log_term,
+                entries,
+                leader_commit,
+                round,
+            } => self.on_append_entries(
+                env,
+                from,
+                term,
+                (prev_log_index, prev_log_term),
+                entries,
+                leader_commit,
+                round,
+            ),
+            RaftLogMsg::AppendEntriesReply {
+                term,
+                success,
+                match_index,
+                last_index,
+                round,
+            } => self.on_append_entries_reply(
+                env,
+                from,
+                term,
+                success,
+                (match_index, last_index),
+                round,
+            ),
+            RaftLogMsg::Request(req) => self.on_request(env, from, req),
+            RaftLogMsg::Reply { .. } => {}
+        }
+        self.persist(env);
+    }
+
+    fn on_timer(&mut self, env: &mut E<'_>, timer: RaftLogTimer) {
+        match timer {
+            RaftLogTimer::Election if self.role != Role::Leader => self.start_election(env),
+            RaftLogTimer::Heartbeat if self.role == Role::Leader => {
+                // A leader whose own sync failed counts itself once it succeeds.
+                if self.persist(env) {
+                    self.advance_commit(env);
+                }
+                self.heartbeat(env);
+            }
+            _ => {}
+        }
+        self.persist(env);
+    }
+}
+
+/// The most puts a leader remembers to answer.
+const MAX_PROPOSED: usize = 4096;
+
+/// The operation a client has open.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Open {
+    op: Op,
+    seq: u64,
+    attempts: Vec<u64>,
+    /// The server the last attempt went to.
+    to: NodeId,
+}
+
+/// A client: one operation at a time, to the server it believes leads, retried on the
+/// next server after a timeout, on the named leader after "not the leader".
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Client {
+    me: NodeId,
+    servers: Vec<NodeId>,
+    config: RaftLogConfig,
+    guess: usize,
+    session: u64,
+    seq: u64,
+    open: Option<Open>,
+}
+
+impl Client {
+    fn new(config: &RaftLogConfig, me: NodeId, cluster: &Cluster) -> Client {
+        Client {
+            me,
+            servers: RaftLogConfig::servers(cluster),
+            config: config.clone(),
+            guess: 0,
+            session: 0,
+            seq: 0,
+            open: None,
+        }
+    }
+
+    fn on_start(&mut self, env: &mut E<'_>) {
+        // A new process is a new session (§6.3); the guess starts anywhere.
+        self.session = env.next_u64() | 1;
+        self.guess = env.range_inclusive(0, self.servers.len() as u64 - 1) as usize;
+        env.set_timer(RaftLogTimer::Think, self.config.think);
+    }
+
+    /// The next operation: a get or a put of one of the current registers.
+    fn next_operation(&mut self, env: &mut E<'_>) {
+        let period = self.config.key_period.as_nanos().max(1) as i64;
+        let generation = env.wall().as_nanos().max(0).div_euclid(period);
+        let first = u32::try_from(generation)
+            .unwrap_or(u32::MAX / 32)
+            .saturating_mul(u32::from(self.config.keys));
+        let key = first + env.range_inclusive(0, u64::from(self.config.keys) - 1) as u32;
+        let op = if env.range_inclusive(0, 99) < u64::from(self.config.reads) {
+            Op::Get { key }
+        } else {
+            self.seq += 1;
+            Op::Put {
+                key,
+                value: (env.next_u64() % 1_000_000) as i64 + 1,
+            }
+        };
+        env.observe(Observation::Invoke {
+            f: op.f().to_string(),
+            key: format!("k{key}"),
+            value: op.value(),
+        });
+        self.open = Some(Open {
+            op,
+            seq: self.seq,
+            attempts: Vec::new(),
+            to: self.me,
+        });
+        self.attempt(env);
+    }
+
+    fn attempt(&mut self, env: &mut E<'_>) {
+        let to = self.servers[self.guess % self.servers.len()];
+        let Some(open) = self.open.as_mut() else {
+            return;
+        };
+        if open.attempts.len() as u32 >= self.config.max_attempts {
+            // Every attempt went over the network: any of them may still take effect.
+            self.complete(env, OpOutcome::Info, None);
+            return;
+        }
+        let attempt = env.next_u64();
+        open.attempts.push(attempt);
+        open.to = to;
+        env.set_timer(RaftLogTimer::Timeout(attempt), self.config.request_timeout);
+        let req = Request {
+            attempt,
+            session: self.session,
+            seq: open.seq,
+            op: open.op,
+        };
+        env.send(to, RaftLogMsg::Request(req));
+    }
+
+    fn complete(&mut self, env: &mut E<'_>, outcome: OpOutcome, read: Option<Option<i64>>) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        for a in &open.attempts {
+            env.cancel_timer(&RaftLogTimer::Timeout(*a));
+        }
+        let value = match read {
+            Some(v) => v.map_or(OpValue::Nil, OpValue::Int),
+            None => open.op.value(),
+        };
+        env.observe(Observation::Complete {
+            f: open.op.f().to_string(),
+            key: format!("k{}", open.op.key()),
+            outcome,
+            value,
+        });
+        env.set_timer(RaftLogTimer::Think, self.config.think);
+    }
+
+    fn on_reply(&mut self, env: &mut E<'_>, from: NodeId, attempt: u64, answer: Answer) {
+        let Some(open) = &self.open else {
+            return;
+        };
+        if !open.attempts.contains(&attempt) {
+            return; // an answer to an operation that already ended
+        }
+        let last = open.attempts.last() == Some(&attempt);
+        let is_get = matches!(open.op, Op::Get { .. });
+        match answer {
+            Answer::Ok(v) => {
+                self.guess = self.position(from);
+                self.complete(env, OpOutcome::Ok, is_get.then_some(v));
+            }
+            Answer::NotLeader(hint) if last => {
+                if let Some(leader) = hint.filter(|&l| l != from) {
+                    self.guess = self.position(leader);
+                    env.cancel_timer(&RaftLogTimer::Timeout(attempt));
+                    self.attempt(env);
+                }
+                // No leader known: the next server when this attempt times out.
+            }
+            Answer::NotLeader(_) => {}
+        }
+    }
+
+    fn position(&self, server: NodeId) -> usize {
+        self.servers.iter().position(|&s| s == server).unwrap_or(0)
+    }
+
+    fn on_timer(&mut self, env: &mut E<'_>, timer: RaftLogTimer) {
+        match timer {
+            RaftLogTimer::Think if self.open.is_none() => self.next_operation(env),
+            RaftLogTimer::Timeout(attempt) => {
+                let Some(open) = &self.open else {
+                    return;
+                };
+                if open.attempts.last() == Some(&attempt) {
+                    self.guess = self.position(open.to) + 1;
+                    self.attempt(env);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One node: a server or a client.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RaftLog {
+    Server(Box<Server>),
+    Client(Box<Client>),
+}
+
+impl RaftLog {
+    /// The server, if this node is one.
+    pub fn server(&self) -> Option<&Server> {
+        match self {
+            RaftLog::Server(s) => Some(s),
+            RaftLog::Client(_) => None,
+        }
+    }
+}
+
+impl Protocol for RaftLog {
+    type Msg = RaftLogMsg;
+    type Timer = RaftLogTimer;
+    type Config = RaftLogConfig;
+
+    fn new(config: &RaftLogConfig, me: NodeId, cluster: &Cluster) -> RaftLog {
+        match config.roles.get(me) {
+            RaftLogRole::Server => RaftLog::Server(Box::new(Server::new(config, me, cluster))),
+            RaftLogRole::Client => RaftLog::Client(Box::new(Client::new(config, me, cluster))),
+        }
+    }
+
+    fn on_start(&mut self, env: &mut E<'_>) {
+        match self {
+            RaftLog::Server(s) => s.on_start(env),
+            RaftLog::Client(c) => c.on_start(env),
+        }
+    }
+
+    fn on_message(&mut self, env: &mut E<'_>, from: NodeId, msg: RaftLogMsg) {
+        match self {
+            RaftLog::Server(s) => s.on_message(env, from, msg),
+            RaftLog::Client(c) => {
+                if let RaftLogMsg::Reply { attempt, answer } = msg {
+                    c.on_reply(env, from, attempt, answer);
+                }
+            }
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut E<'_>, timer: RaftLogTimer) {
+        match self {
+            RaftLog::Server(s) => s.on_timer(env, timer),
+            RaftLog::Client(c) => c.on_timer(env, timer),
+        }
+    }
+}
+
+impl Configurable for RaftLog {
+    type Params = RaftLogParams;
+    type Variant = RaftLogVariant;
+    type Role = RaftLogRole;
+
+    fn info() -> &'static ProtocolInfo {
+        &config::INFO
+    }
+
+    fn configure(
+        params: RaftLogParams,
+        variant: RaftLogVariant,
+        cluster: &Cluster,
+    ) -> Result<RaftLogConfig, ParamError> {
+        configure(params, variant, cluster)
+    }
+
+    fn promises(_config: &RaftLogConfig, _cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        use tenure_core::Promise;
+        vec![
+            Promise::new("single-leader-per-term"),
+            Promise::new("log-matching"),
+            Promise::new("leader-completeness"),
+            Promise::new("state-machine-safety"),
+            // one register per key, 0 until written: puts and gets
+            Promise::new("linearizability").with("model", "cas-register"),
+        ]
+    }
+
+    fn assumptions(config: &RaftLogConfig) -> tenure_core::Assumptions {
+        use tenure_core::{format_duration as f, Limit};
+        let (min, _) = config.election_timeout;
+        let slack = min.saturating_sub(config.heartbeat_interval);
+        let lease = config.variant == RaftLogVariant::LeaseReads;
+        let rho = f64::from(config.lease_drift_ppm) / 1e6;
+        tenure_core::Assumptions {
+            max_drift: Some(if lease {
+                Limit::new(
+                    rho,
+                    format!(
+                        "lease reads: a leader's lease of {} (its clock) must end before \
+                         followers, refusing votes for {} of theirs, can elect another: \
+                         lease / (1 - drift) <= min election timeout / (1 + drift)",
+                        f(config.lease),
+                        f(config.vote_guard)
+                    ),
+                )
+            } else {
+                Limit::new(
+                    0.5,
+                    "the log's safety needs no clock (timers only start elections)",
+                )
+            }),
+            max_latency: Some(Limit::new(
+                slack / 2,
+                format!(
+                    "a stable leader needs broadcast time << election timeout (Raft §5.6): \
+                     heartbeats {} apart must reach a follower within its shortest timeout {}; \
+                     half of the {} between them",
+                    f(config.heartbeat_interval),
+                    f(min),
+                    f(slack)
+                ),
+            )),
+            ..Default::default()
+        }
+    }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel};
+        Ok(ModelSpec {
+            out_of_scope: &[
+                (
+                    "commit-old-term",
+                    "Figure 8 needs three leaders with diverging logs: about 18 steps on three \
+                     servers, while exhaustive search holds 177,000 states at depth 8 after a \
+                     minute (600 states/s, debug build) and 2,000 random walks of depth 60 \
+                     find none; the simulator's scenario figure-8-commit-old-term shows it",
+                ),
+                (
+                    "read-without-readindex",
+                    "a stale read needs clients, whose operations the model leaves out",
+                ),
+                (
+                    "lease-reads",
+                    "leases are about clock rates, which the model leaves free",
+                ),
+            ],
+            bounds: Bounds {
+                max_depth: 7,
+                max_states: 200_000,
+                clock: ClockModel::Frozen,
+                seen: SeenModel::All,
+                ..Bounds::DEFAULT
+            },
+            max_term: 3,
+            term_key: Some(TERM_KEY),
+            checks: &[
+                "leader-completeness",
+                "state-machine-safety",
+                "log-matching",
+                "single-leader-per-term",
+            ],
+            params: r#"{ "max_entries": 1 }"#,
+            walk_params: r#"{ "max_entries": 1 }"#,
+            ..ModelSpec::new(
+                "three servers, no clients: each leader's entry is its no-op (§8); votes, \
+                 AppendEntries one entry at a time, commits; messages delivered in any \
+                 order or never, timers firing at any point",
+                &[("server", 3)],
+            )
+        })
+    }
+
+    fn message_term(msg: &RaftLogMsg) -> Option<u64> {
+        msg.term()
+    }
+}
