@@ -15,6 +15,7 @@ fn every_entry_is_a_zoo_protocol_and_its_defaults_build() {
         names,
         [
             "raft",
+            "raft-log",
             "bully",
             "redis-lock",
             "fencing",

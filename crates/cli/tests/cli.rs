@@ -72,7 +72,7 @@ fn malformed_toml_is_exit_2_with_file_and_line() {
 fn unknown_protocol_names_the_field_and_the_known_ones() {
     assert_bad_input(
         "unknown-protocol.toml",
-        &GOOD.replace("name = \"raft\"", "name = \"paxos\""),
+        &GOOD.replace("name = \"raft\"", "name = \"viewstamped\""),
         7,
         &["protocol.name", "raft", "bully"],
     );
