@@ -33,7 +33,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use std::time::Instant;
-use tenure_core::NodeId;
 use tenure_core::{Rng, SplitMix64};
 use tenure_scenario::Delay;
 use tenure_scenario::Fault;
@@ -50,88 +49,26 @@ pub struct Links {
 }
 
 impl Links {
-    fn block_between(&mut self, a: &[u32], b: &[u32]) {
-        for &x in a {
-            for &y in b {
-                if x != y {
-                    self.blocked.insert((x, y));
-                    self.blocked.insert((y, x));
-                }
-            }
-        }
-    }
-
-    /// Applies a network fault as the simulator does (`sim/src/net.rs`): a partition
-    /// blocks every link across groups (nodes not listed form one more group), an isolate
-    /// blocks a node from everyone, a cut one link both ways, a one-way fault one
-    /// direction, a bridge blocks the groups from each other but not from the bridge
-    /// node, and a heal unblocks everything. `node` is the fault's node, resolved.
+    /// Applies a network fault as the simulator does (`sim/src/net.rs`): the links it
+    /// blocks or heals (`tenure_scenario::block_links`), and a `network` fault's loss,
+    /// duplication and latency. `node` is the fault's node, resolved.
     pub fn apply(&mut self, fault: &Fault, node: Option<u32>, nodes: u32) {
-        let all: Vec<u32> = (0..nodes).collect();
-        let ids = |g: &[NodeId]| g.iter().map(|n| n.0).collect::<Vec<u32>>();
-        match fault {
-            Fault::Partition { groups } => {
-                let mut groups: Vec<Vec<u32>> = groups.iter().map(|g| ids(g)).collect();
-                let listed: BTreeSet<u32> = groups.iter().flatten().copied().collect();
-                let rest: Vec<u32> = all
-                    .iter()
-                    .copied()
-                    .filter(|n| !listed.contains(n))
-                    .collect();
-                if !rest.is_empty() {
-                    groups.push(rest);
-                }
-                for i in 0..groups.len() {
-                    for j in i + 1..groups.len() {
-                        let (a, b) = (groups[i].clone(), groups[j].clone());
-                        self.block_between(&a, &b);
-                    }
-                }
+        tenure_scenario::block_links(&mut self.blocked, fault, node, nodes);
+        if let Fault::Network {
+            latency,
+            loss,
+            duplicate,
+        } = fault
+        {
+            if let Some(l) = latency {
+                self.latency = Some(l.clone());
             }
-            Fault::Isolate { .. } => {
-                if let Some(n) = node {
-                    self.block_between(&[n], &all);
-                }
+            if let Some(l) = loss {
+                self.loss = *l;
             }
-            Fault::Cut { nodes } => self.block_between(&[nodes[0].0], &[nodes[1].0]),
-            Fault::OneWay { from, to } => {
-                for f in ids(from) {
-                    for t in ids(to) {
-                        if f != t {
-                            self.blocked.insert((f, t));
-                        }
-                    }
-                }
+            if let Some(d) = duplicate {
+                self.duplicate = *d;
             }
-            Fault::Bridge { groups, .. } => {
-                let groups: Vec<Vec<u32>> = groups
-                    .iter()
-                    .map(|g| ids(g).into_iter().filter(|n| Some(*n) != node).collect())
-                    .collect();
-                for i in 0..groups.len() {
-                    for j in i + 1..groups.len() {
-                        let (a, b) = (groups[i].clone(), groups[j].clone());
-                        self.block_between(&a, &b);
-                    }
-                }
-            }
-            Fault::Heal {} => self.blocked.clear(),
-            Fault::Network {
-                latency,
-                loss,
-                duplicate,
-            } => {
-                if let Some(l) = latency {
-                    self.latency = Some(l.clone());
-                }
-                if let Some(l) = loss {
-                    self.loss = *l;
-                }
-                if let Some(d) = duplicate {
-                    self.duplicate = *d;
-                }
-            }
-            _ => {}
         }
     }
 }
@@ -536,6 +473,7 @@ impl Drop for Proxy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tenure_core::NodeId;
 
     #[test]
     fn partitions_block_across_groups_and_heal_clears() {

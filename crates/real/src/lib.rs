@@ -764,60 +764,10 @@ fn server_fault(
     }
 }
 
-/// Applies a link fault to the blocked directed links, as `tenure cluster`'s proxy
-/// does: a partition blocks every link between its groups (the nodes it does not name
-/// are a group of their own), an isolation every link of the node, a cut both ways
-/// of one link, a one-way fault the links from its `from` to its `to`; a heal unblocks
-/// all.
+/// Applies a link fault to the blocked directed links, as `tenure cluster`'s proxy and
+/// the simulator do (`tenure_scenario::block_links`).
 fn block(blocked: &mut BTreeSet<(u32, u32)>, fault: &Fault, node: Option<NodeId>, nodes: u32) {
-    let mut between = |a: &[u32], b: &[u32]| {
-        for &x in a {
-            for &y in b {
-                if x != y {
-                    blocked.insert((x, y));
-                    blocked.insert((y, x));
-                }
-            }
-        }
-    };
-    let all: Vec<u32> = (0..nodes).collect();
-    let ids = |g: &[NodeId]| g.iter().map(|n| n.0).collect::<Vec<u32>>();
-    match fault {
-        Fault::Partition { groups } => {
-            let mut groups: Vec<Vec<u32>> = groups.iter().map(|g| ids(g)).collect();
-            let listed: BTreeSet<u32> = groups.iter().flatten().copied().collect();
-            let rest: Vec<u32> = all
-                .iter()
-                .copied()
-                .filter(|n| !listed.contains(n))
-                .collect();
-            if !rest.is_empty() {
-                groups.push(rest);
-            }
-            for i in 0..groups.len() {
-                for j in i + 1..groups.len() {
-                    between(&groups[i], &groups[j]);
-                }
-            }
-        }
-        Fault::Isolate { .. } => {
-            if let Some(n) = node {
-                between(&[n.0], &all);
-            }
-        }
-        Fault::Cut { nodes } => between(&[nodes[0].0], &[nodes[1].0]),
-        Fault::OneWay { from, to } => {
-            for f in ids(from) {
-                for t in ids(to) {
-                    if f != t {
-                        blocked.insert((f, t));
-                    }
-                }
-            }
-        }
-        Fault::Heal {} => blocked.clear(),
-        _ => {}
-    }
+    tenure_scenario::block_links(blocked, fault, node.map(|n| n.0), nodes);
 }
 
 #[cfg(test)]

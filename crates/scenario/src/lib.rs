@@ -53,6 +53,7 @@
 mod delay;
 mod error;
 pub mod limits;
+mod links;
 mod model;
 mod parse;
 pub mod profile;
@@ -63,6 +64,7 @@ mod write;
 
 pub use error::{locate, ScenarioError};
 pub use limits::{limits, set_limits, Exceeded, Limits};
+pub use links::block_links;
 pub use model::{
     CheckSpec, ClockSpec, ClusterSpec, Delay, Expectation, Fault, FaultEvent, Latency, LinkSpec,
     NetworkMode, NetworkSpec, NodeDiskSpec, NodeSel, ProcessingSpec, ProtocolSpec, Scenario,

@@ -473,15 +473,15 @@ pub fn clock_lines(report: &Report, involved: &[NodeId], w: Window) -> Vec<Strin
                 .iter()
                 .filter(move |r| r.node == node && r.time <= w.end)
         };
+        let Some(last) = mine().next_back() else {
+            continue;
+        };
         // The rate over the story's window (a drift may have begun mid-run), else over
         // the node's whole life so far.
         let first = mine()
-            .find(|r| r.time >= w.start)
-            .filter(|r| Some(r.time) != mine().last().map(|l| l.time))
-            .or_else(|| mine().next());
-        let (Some(first), Some(last)) = (first, mine().last()) else {
-            continue;
-        };
+            .find(|r| r.time >= w.start && r.time < last.time)
+            .or_else(|| mine().next())
+            .unwrap_or(last);
         let off = |local: tenure_core::LocalTime, t: SimTime| local.0 - t.as_nanos() as i64;
         // To the millisecond: the story is read by people.
         let ms = |n: i64| n / 1_000_000 * 1_000_000;
