@@ -219,8 +219,18 @@ pub fn build_checkers(
                 };
                 let mut message = e.message;
                 if message.starts_with("unknown checker") {
-                    let names = tenure_check::catalog().iter().map(|c| c.name);
+                    let all = tenure_check::all();
+                    let names = all.iter().map(|c| c.name);
                     message += &tenure_scenario::suggest::did_you_mean(&spec.name, names);
+                    if promises.iter().any(|p| p.check == spec.name) {
+                        message += &format!(
+                            " (the protocol's promises name `{}`: a checker of a crate's \
+                             own is named only once it is registered, by the crate's \
+                             command line `tenure::cli::Main::new(..).checker(..)` or by \
+                             `tenure::register_checker`)",
+                            spec.name
+                        );
+                    }
                 } else if let Some(rest) = message.strip_prefix("unknown field `") {
                     // A misspelt parameter: serde lists the checker's own
                     // (`expected `max_overlap` or `bound``).

@@ -57,6 +57,7 @@ use tenure_core::{Cluster, History, NodeId, Record, RunInfo, SimTime};
 mod actions;
 pub mod agreement;
 pub mod coverage;
+pub mod custom;
 pub mod deadlock;
 pub mod exactly_once;
 pub mod fencing_safety;
@@ -134,8 +135,11 @@ impl fmt::Display for Violation {
     }
 }
 
-/// What `tenure checks` shows about a checker.
+/// What `tenure checks` shows about a checker. Build one for a checker of your own
+/// with [`CheckerInfo::new`] and its `with_*` methods (the struct is `non_exhaustive`:
+/// a field added later does not break you).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CheckerInfo {
     pub name: &'static str,
     /// When it can judge, and so where it applies (see [`CheckKind`]).
@@ -148,6 +152,39 @@ pub struct CheckerInfo {
     pub source: &'static str,
     /// The parameters, their types and defaults, in words ("" if none).
     pub params: &'static str,
+}
+
+impl CheckerInfo {
+    /// A checker's description: its name (lower-case words joined by `-`), its kind and
+    /// one line; `property`, `source` and `params` start empty.
+    pub const fn new(name: &'static str, kind: CheckKind, summary: &'static str) -> CheckerInfo {
+        CheckerInfo {
+            name,
+            kind,
+            summary,
+            property: "",
+            source: "",
+            params: "",
+        }
+    }
+
+    /// The property, stated precisely.
+    pub const fn with_property(mut self, property: &'static str) -> CheckerInfo {
+        self.property = property;
+        self
+    }
+
+    /// Where the property comes from.
+    pub const fn with_source(mut self, source: &'static str) -> CheckerInfo {
+        self.source = source;
+        self
+    }
+
+    /// The parameters, their types and defaults, in words.
+    pub const fn with_params(mut self, params: &'static str) -> CheckerInfo {
+        self.params = params;
+        self
+    }
 }
 
 /// What kind of property a checker judges, which says where it can be used.
@@ -175,9 +212,14 @@ impl CheckKind {
     }
 }
 
-/// The kind of the checker `name`, if it is one.
+/// The kind of the checker `name` (built-in or [registered](custom::register)), if it
+/// is one.
 pub fn kind_of(name: &str) -> Option<CheckKind> {
-    CATALOG.iter().find(|c| c.name == name).map(|c| c.kind)
+    CATALOG
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| c.kind)
+        .or_else(|| custom::lookup(name).map(|c| c.info().kind))
 }
 
 /// A checker could not be built: an unknown name (`field` is empty) or bad parameters
@@ -234,18 +276,37 @@ const CATALOG: &[CheckerInfo] = &[
     validity::INFO,
 ];
 
-/// Every checker, in a stable order.
+/// Every built-in checker, in a stable order.
 pub fn catalog() -> &'static [CheckerInfo] {
     CATALOG
 }
 
+/// Every checker a name can pick: the built-in ones, then the ones
+/// [registered](custom::register) in this process, in registration order.
+pub fn all() -> Vec<CheckerInfo> {
+    let mut all = CATALOG.to_vec();
+    all.extend(custom::registered());
+    all
+}
+
+/// Whether `name` is a checker of your own ([registered](custom::register)), not a
+/// built-in one.
+pub fn is_custom(name: &str) -> bool {
+    !CATALOG.iter().any(|c| c.name == name) && custom::lookup(name).is_some()
+}
+
 /// Builds the checker `name` with `params` (a JSON object; `Null` means all defaults)
-/// for a run on `cluster`.
+/// for a run on `cluster`: a built-in checker, or one [registered](custom::register).
 pub fn build(
     name: &str,
     params: &serde_json::Value,
     cluster: &Cluster,
 ) -> Result<Box<dyn Checker>, CheckError> {
+    if !CATALOG.iter().any(|c| c.name == name) {
+        if let Some(custom) = custom::lookup(name) {
+            return custom.make(params, cluster);
+        }
+    }
     let inner = build_bare(name, params, cluster)?;
     Ok(match coverage::judges(name) {
         Some(judges) => Box::new(coverage::Counting {
@@ -343,7 +404,7 @@ fn build_bare(
         agreement::NAME => Box::new(agreement::Agreement::new(read_params(params)?, cluster)?),
         validity::NAME => Box::new(validity::Validity::new(read_params(params)?, cluster)?),
         _ => {
-            let known: Vec<&str> = CATALOG.iter().map(|c| c.name).collect();
+            let known: Vec<&str> = all().iter().map(|c| c.name).collect();
             return Err(CheckError::new(
                 "",
                 format!(

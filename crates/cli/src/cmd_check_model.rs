@@ -143,7 +143,8 @@ pub fn check_model(args: CheckModelArgs, tools: &Tools) -> Outcome {
                 "checks" => {
                     let unknown = e.message.strip_prefix("unknown checker `");
                     let name = unknown.and_then(|r| r.split('`').next()).unwrap_or("");
-                    let known = tenure_check::catalog().iter().map(|c| c.name);
+                    let all = tenure_check::all();
+                    let known = all.iter().map(|c| c.name);
                     let known =
                         known.chain(tenure_models::registry::MODEL_PROPERTIES.iter().copied());
                     format!(

@@ -104,9 +104,9 @@ pub fn list(args: ListArgs, tools: &Tools) -> Outcome {
                 })
             })
             .collect();
-        let checkers: Vec<serde_json::Value> = tenure_check::catalog()
+        let checkers: Vec<serde_json::Value> = tenure_check::all()
             .iter()
-            .map(|c| serde_json::json!({"name": c.name, "kind": c.kind, "summary": c.summary, "property": c.property, "source": c.source, "params": c.params}))
+            .map(|c| serde_json::json!({"name": c.name, "kind": c.kind, "summary": c.summary, "property": c.property, "source": c.source, "params": c.params, "own": tenure_check::is_custom(c.name)}))
             .collect();
         let profiles: Vec<serde_json::Value> = tenure_scenario::profile::PROFILE_NAMES
             .iter()
@@ -154,8 +154,13 @@ pub fn list(args: ListArgs, tools: &Tools) -> Outcome {
         }
     }
     println!("\nCHECKERS");
-    for c in tenure_check::catalog() {
-        println!("  {:<32} {} ({})", c.name, c.summary, c.kind.name());
+    for c in tenure_check::all() {
+        let own = if tenure_check::is_custom(c.name) {
+            ", this program's own"
+        } else {
+            ""
+        };
+        println!("  {:<32} {} ({}{own})", c.name, c.summary, c.kind.name());
         if !c.params.is_empty() {
             println!("  {:<32} params: {}", "", c.params);
         }

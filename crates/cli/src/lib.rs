@@ -364,6 +364,77 @@ pub fn main<C: Catalogue>(catalogue: C) -> ExitCode {
 /// [`main`], with the protocols `real` lists also runnable as real processes (`tenure
 /// node`, `tenure cluster`).
 pub fn main_real<C: Catalogue, R: tenure_core::RealCatalogue>(catalogue: C, real: R) -> ExitCode {
+    Main::new(catalogue).real(real).run()
+}
+
+/// The whole `tenure` command line for a crate's own protocols, and its own checkers:
+///
+/// ```no_run
+/// # use tenure_cli::Main;
+/// # struct MyProtocols;
+/// # impl tenure_core::Catalogue for MyProtocols {
+/// #     fn visit<V: tenure_core::Visitor>(&self, _v: &mut V) {}
+/// # }
+/// # fn my_checker() -> tenure_check::custom::CustomChecker { unimplemented!() }
+/// fn main() -> std::process::ExitCode {
+///     Main::new(MyProtocols).checker(my_checker()).run()
+/// }
+/// ```
+///
+/// A checker given here is [registered](tenure_check::custom::register) before the
+/// command runs, so its name works in scenario files, promises, `fuzz`, `shrink`,
+/// `check-model`, `check-trace` and `checks` alike. A checker that may not be
+/// registered (a built-in's name, or a name taken by another) is refused before any
+/// command runs: exit 2, with the reason.
+pub struct Main<C, R = tenure_core::NoRealProtocols> {
+    catalogue: C,
+    real: R,
+    checkers: Vec<tenure_check::custom::CustomChecker>,
+}
+
+impl<C: Catalogue> Main<C> {
+    pub fn new(catalogue: C) -> Main<C> {
+        Main {
+            catalogue,
+            real: tenure_core::NoRealProtocols,
+            checkers: Vec::new(),
+        }
+    }
+}
+
+impl<C: Catalogue, R: tenure_core::RealCatalogue> Main<C, R> {
+    /// The protocols `real` lists also run as real processes (`node`, `cluster`).
+    pub fn real<R2: tenure_core::RealCatalogue>(self, real: R2) -> Main<C, R2> {
+        Main {
+            catalogue: self.catalogue,
+            real,
+            checkers: self.checkers,
+        }
+    }
+
+    /// A checker of the crate's own, by its name everywhere.
+    pub fn checker(mut self, checker: tenure_check::custom::CustomChecker) -> Self {
+        self.checkers.push(checker);
+        self
+    }
+
+    /// Parses the command line, runs the command, and returns its exit code.
+    pub fn run(self) -> ExitCode {
+        for checker in self.checkers {
+            let name = checker.info().name;
+            if let Err(e) = tenure_check::custom::register(checker) {
+                eprintln!("error: this program's checker `{name}` cannot be used: {e}");
+                return ExitCode::from(Outcome::BadInput.code());
+            }
+        }
+        run_command_line(self.catalogue, self.real)
+    }
+}
+
+fn run_command_line<C: Catalogue, R: tenure_core::RealCatalogue>(
+    catalogue: C,
+    real: R,
+) -> ExitCode {
     quiet_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -45,7 +45,11 @@ pub use serde_json;
 /// Run metrics ([`Outcome::metrics`]) and the leadership audit log
 /// ([`Outcome::audit_log`]).
 pub use tenure_audit as audit;
-pub use tenure_check::{catalog, Checker, CheckerInfo, Violation};
+pub use tenure_check::custom::{register as register_checker, CustomChecker};
+pub use tenure_check::{catalog, CheckError, CheckKind, Checker, CheckerInfo, Violation};
+/// What a checker of your own says when a run gave it nothing to judge
+/// ([`Checker::not_judged`]).
+pub use tenure_check::{NotJudged, Reason};
 pub use tenure_core::*;
 pub use tenure_fuzz::{Profile, PROFILE_NAMES};
 pub use tenure_metrics as metrics;
@@ -59,8 +63,10 @@ use std::time::Duration;
 /// `MyProtocols` is a [`Catalogue`] of your [`Configurable`] protocols. Join the zoo with
 /// `(tenure::cli::Zoo, MyProtocols)` to run both. `main_real(catalogue, real)` also runs
 /// the protocols `real` lists as real processes (`node`, `cluster`, `check-trace`).
+/// [`cli::Main`] also takes your own checkers:
+/// `tenure::cli::Main::new(MyProtocols).checker(my_checker()).run()`.
 pub mod cli {
-    pub use tenure_cli::{main, main_real, Tools};
+    pub use tenure_cli::{main, main_real, Main, Tools};
     pub use tenure_zoo::Zoo;
 }
 

@@ -218,14 +218,15 @@ impl<P: Protocol> Simulation<P> {
         self
     }
 
-    /// Adds a built-in checker by name (see `tenure_check::catalog()`) with default
-    /// parameters. Panics at this line if the name is unknown (the message lists them).
+    /// Adds a checker by name with default parameters: a built-in one (see
+    /// [`crate::catalog`]) or one of your own that you [registered](crate::register_checker).
+    /// Panics at this line if the name is unknown (the message lists them).
     #[track_caller]
     pub fn check(self, name: &str) -> Self {
         self.check_with(name, serde_json::Value::Null)
     }
 
-    /// Adds a built-in checker with parameters, e.g.
+    /// Adds a checker by name with parameters, e.g.
     /// `.check_with("leader-liveness", json!({"within": "2s"}))`. Panics at this line if
     /// the name or a parameter is wrong (the message names it).
     #[track_caller]
@@ -233,8 +234,8 @@ impl<P: Protocol> Simulation<P> {
         let merged = tenure_sim::check_params(name, &params, &self.promises);
         if let Err(e) = tenure_check::build(name, &merged, &self.cluster) {
             let hint = if e.message.starts_with("unknown checker") {
-                let known = tenure_check::catalog().iter().map(|c| c.name);
-                tenure_scenario::suggest::did_you_mean(name, known)
+                let all = tenure_check::all();
+                tenure_scenario::suggest::did_you_mean(name, all.iter().map(|c| c.name))
             } else if let Some(rest) = e.message.strip_prefix("unknown field `") {
                 // A misspelt parameter: serde lists the checker's own after "expected".
                 let field = rest.split('`').next().unwrap_or("");
@@ -250,7 +251,9 @@ impl<P: Protocol> Simulation<P> {
         self
     }
 
-    /// Adds your own checker; `factory` builds a fresh one for each run.
+    /// Adds your own checker, unnamed: `factory` builds a fresh one for each run. Only
+    /// this simulation sees it; to name it in promises, scenario files and on the command
+    /// line too, [register](crate::register_checker) it and use [`Simulation::check`].
     pub fn checker(
         mut self,
         factory: impl Fn(&Cluster) -> Box<dyn Checker> + Send + Sync + 'static,

@@ -62,7 +62,11 @@
 //! LeaseDuration, which `NewLeaderElector` rejects), `act-after-failed-renew` (the work
 //! ignores the lost leadership, as an `OnStartedLeading` that does not watch its
 //! context), `wall-clock-observed-time` (observedTime and every deadline on the wall
-//! clock) and `no-resource-version` (Update without the compare-and-swap).
+//! clock), `no-resource-version` (Update without the compare-and-swap) and
+//! `transitions-on-renewal` (every renewal adds one to `leaseTransitions`: judged by this
+//! crate's own checker, [`transitions`], which its promises name).
+
+pub mod transitions;
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -97,6 +101,8 @@ pub enum Bug {
     WallClock,
     /// Update is sent without a resourceVersion: no compare-and-swap.
     NoResourceVersion,
+    /// A renewal counts as a transition (leaseTransitions + 1 on every write).
+    TransitionsOnRenewal,
 }
 
 impl Config {
@@ -130,6 +136,10 @@ impl Config {
             },
             LeaseVariant::NoResourceVersion => Config {
                 bug: Bug::NoResourceVersion,
+                ..correct
+            },
+            LeaseVariant::TransitionsOnRenewal => Config {
+                bug: Bug::TransitionsOnRenewal,
                 ..correct
             },
         }
@@ -346,6 +356,9 @@ impl Cand<'_> {
             },
             renew_time: wall,
             transitions: match old {
+                Some(r) if mine && self.config.bug == Bug::TransitionsOnRenewal => {
+                    r.transitions + 1
+                }
                 Some(r) if mine => r.transitions,
                 Some(r) => r.transitions + 1,
                 None => 0,
@@ -533,6 +546,17 @@ impl K8sLease {
             *lease = before;
             return None;
         }
+        // What it committed, for `lease-transitions` (this crate's own checker).
+        if let Some(holder) = record.holder {
+            env.observe(
+                Observation::structured(transitions::WRITE)
+                    .with("holder", holder)
+                    .with(
+                        "transitions",
+                        i64::try_from(record.transitions).unwrap_or(i64::MAX),
+                    ),
+            );
+        }
         Some(Answer::Lease(record, rv))
     }
 
@@ -700,6 +724,7 @@ pub enum LeaseVariant {
     ActAfterFailedRenew,
     WallClockObservedTime,
     NoResourceVersion,
+    TransitionsOnRenewal,
 }
 
 impl Variant for LeaseVariant {
@@ -710,6 +735,7 @@ impl Variant for LeaseVariant {
             LeaseVariant::ActAfterFailedRenew,
             LeaseVariant::WallClockObservedTime,
             LeaseVariant::NoResourceVersion,
+            LeaseVariant::TransitionsOnRenewal,
         ]
     }
 }
@@ -722,6 +748,7 @@ impl std::fmt::Display for LeaseVariant {
             LeaseVariant::ActAfterFailedRenew => "act-after-failed-renew",
             LeaseVariant::WallClockObservedTime => "wall-clock-observed-time",
             LeaseVariant::NoResourceVersion => "no-resource-version",
+            LeaseVariant::TransitionsOnRenewal => "transitions-on-renewal",
         })
     }
 }
@@ -776,8 +803,13 @@ static INFO: ProtocolInfo = ProtocolInfo {
         },
         VariantInfo {
             name: "no-resource-version",
-            summary: "Update without the resourceVersion: two takeovers of one lease both succeed",
-            breaks: &["single-leader-per-term"],
+            summary: "Update without the resourceVersion: two takeovers of one lease both succeed, and a stale write miscounts leaseTransitions",
+            breaks: &["single-leader-per-term", "lease-transitions"],
+        },
+        VariantInfo {
+            name: "transitions-on-renewal",
+            summary: "every renewal adds one to leaseTransitions: the count no longer says how often the holder changed (judged by this crate's own checker)",
+            breaks: &["lease-transitions"],
         },
     ],
 };
@@ -858,7 +890,11 @@ impl Configurable for K8sLease {
                 clock: ClockModel::Frozen,
                 ..Bounds::DEFAULT
             },
-            checks: &["single-leader-at-a-time", "single-leader-per-term"],
+            checks: &[
+                "single-leader-at-a-time",
+                "single-leader-per-term",
+                transitions::NAME,
+            ],
             ..ModelSpec::new(
                 "one API server and two candidates; timers fire in any order, every clock \
                  leaps past every deadline at most twice, no message lost",
@@ -893,6 +929,9 @@ impl Configurable for K8sLease {
         vec![
             Promise::new("single-leader-at-a-time").with("max_overlap", "0s"),
             Promise::new("single-leader-per-term"),
+            // This crate's own checker: registered by its command line
+            // (`src/bin/k8s-lease.rs`), or by `tenure::register_checker` in a test.
+            Promise::new(transitions::NAME),
             Promise::new("leader-liveness")
                 .within(within, derivation)
                 .with("role", "candidate"),

@@ -103,14 +103,11 @@ fn cli_wall_clock_observed_time() {
     );
 }
 
+/// Without the compare-and-swap a stale write lands: the crate's own checker sees the
+/// miscounted `leaseTransitions` (at 3.41 s) before the two leaders of one term.
 #[test]
 fn cli_no_resource_version() {
-    fuzz_finds_and_shrinks(
-        "no-resource-version",
-        "partitions",
-        13,
-        "single-leader-per-term",
-    );
+    fuzz_finds_and_shrinks("no-resource-version", "partitions", 13, "lease-transitions");
 }
 
 /// Without a pause: a holder that acts after a failed renewal, under `partitions`.
@@ -205,7 +202,7 @@ fn check_model_finds_the_leader_acting_after_its_lease_ran_out() {
 
     let (code, t) = run(&["--variant", "no-resource-version", "--walk", "100"]);
     assert_eq!(code, Some(1), "{t}");
-    assert!(t.contains("breaks single-leader"), "{t}");
+    assert!(t.contains("breaks lease-transitions"), "{t}");
 
     let (code, t) = run(&["--variant", "wall-clock-observed-time", "--max-depth", "6"]);
     assert_eq!(code, Some(5), "{t}");
@@ -301,4 +298,102 @@ checker = "single-leader-at-a-time"
     let listed = t.lines().filter(|l| l.contains(" drift ")).count();
     assert_eq!(listed, clocks, "{t}");
     assert!(t.contains("clocks: n1 drift -0.3"), "{t}");
+}
+
+/// This crate's own checker, `lease-transitions` (`src/transitions.rs`), registered by
+/// its command line (`tenure::cli::Main::checker`) and named in the protocol's
+/// promises: `checks` lists it as the program's own; `fuzz --protocol` judges the
+/// planted `transitions-on-renewal` by it (and the correct elector passes it); `shrink`
+/// keeps it as the checker to reproduce; exhaustive `check-model` finds the shortest
+/// path to it; a scenario file names it like a built-in check.
+#[test]
+fn a_custom_checker_judges_fuzz_shrink_check_model_and_scenarios() {
+    let o = bin().arg("list").output().unwrap();
+    let t = text(&o);
+    assert!(
+        t.contains("lease-transitions") && t.contains("this program's own"),
+        "{t}"
+    );
+    assert!(t.contains("promises: lease-transitions"), "{t}");
+
+    let out = out_dir("fuzz-custom-checker");
+    let o = bin()
+        .args(["fuzz", "--protocol", "k8s-lease", "--variant"])
+        .args([
+            "transitions-on-renewal",
+            "--profile",
+            "calm",
+            "--seeds",
+            "0..5",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("FAIL seed 0: lease-transitions violated"), "{t}");
+    assert!(t.contains("(a renewal by n"), "{t}");
+    let case = out.join("k8s-lease-transitions-on-renewal-seed0-lease-transitions.toml");
+    let saved = std::fs::read_to_string(&case).unwrap();
+    assert!(saved.contains("lease-transitions"), "{saved}");
+
+    let o = bin()
+        .arg("shrink")
+        .arg(&case)
+        .args(["--seed", "0", "--out"])
+        .arg(out.join("shrunk"))
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("lease-transitions"), "{t}");
+    assert_eq!(faults_after(&t), 0, "no fault needed: {t}");
+
+    let o = bin()
+        .args(["check-model", "--protocol", "k8s-lease"])
+        .args(["--variant", "transitions-on-renewal"])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("VIOLATION lease-transitions at depth"), "{t}");
+
+    // The correct elector: judged by it, and passes it.
+    let o = bin()
+        .args(["fuzz", "--protocol", "k8s-lease", "--profile", "crashes"])
+        .args(["--seeds", "0..20", "--json"])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("lease-transitions"), "{t}");
+
+    // A scenario file names it like any check.
+    let dir = out_dir("custom-check-scenario");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("custom.toml");
+    std::fs::write(
+        &file,
+        "name = \"k8s-lease: renewals counted\"\nseed = 1\nduration = \"3s\"\n\
+         checks = [\"lease-transitions\"]\n\n[protocol]\nname = \"k8s-lease\"\n\
+         variant = \"transitions-on-renewal\"\n\n[expect]\noutcome = \"violation\"\n\
+         checker = \"lease-transitions\"\n",
+    )
+    .unwrap();
+    let o = bin().arg("verify").arg(&file).output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+}
+
+/// A checker of your own may not take a built-in checker's name: the library refuses
+/// it, naming the clash.
+#[test]
+fn a_custom_checker_never_shadows_a_built_in_one() {
+    let clash = tenure::CheckerInfo::new("mutual-exclusion", tenure::CheckKind::Safety, "mine");
+    let err = tenure::register_checker(tenure::CustomChecker::without_params(clash, |_| {
+        Box::new(k8s_lease::transitions::LeaseTransitions::default())
+    }))
+    .unwrap_err();
+    assert!(err.to_string().contains("built-in checker's name"), "{err}");
 }

@@ -10,12 +10,15 @@ use tenure::prelude::*;
 /// drawn from `profile`, judged by what the protocol promises (the checks pick up the
 /// promised parameters: no tolerated overlap, the derived liveness bound).
 fn simulation(variant: LeaseVariant, profile: &str) -> Simulation<K8sLease> {
+    // The crate's own checker, which its promises name (as its command line does).
+    tenure::register_checker(k8s_lease::transitions::checker()).unwrap();
     let cluster = cluster(3);
     let config = K8sLease::configure(Params::default(), variant, &cluster).expect("default params");
     Simulation::<K8sLease>::new(cluster, config)
         .profile(profile)
         .check("single-leader-at-a-time")
         .check("single-leader-per-term")
+        .check("lease-transitions")
         .check("leader-liveness")
 }
 
@@ -80,7 +83,7 @@ fn no_resource_version() {
         LeaseVariant::NoResourceVersion,
         "partitions",
         13,
-        "single-leader-per-term",
+        "lease-transitions",
     );
 }
 
@@ -93,7 +96,7 @@ fn no_resource_version_under_crashes() {
         LeaseVariant::NoResourceVersion,
         "crashes",
         157,
-        "single-leader-per-term",
+        "lease-transitions",
     );
 }
 
@@ -194,4 +197,38 @@ fn the_variant_type_names_the_listed_variants() {
         tenure::variant_mismatches(&k8s_lease::LeaseProtocols),
         Vec::<String>::new()
     );
+}
+
+/// The library path for this crate's own checker: registered once
+/// (`tenure::register_checker`), then named like a built-in check; it finds the planted
+/// `transitions-on-renewal` at the seed the command line finds it (seed 0 under `calm`,
+/// `tests/cli.rs`), shrinks to no fault event (the bug needs none), and passes the
+/// correct elector, which it judged (two writes or more).
+#[test]
+fn transitions_on_renewal_by_the_crates_own_checker() {
+    tenure::register_checker(k8s_lease::transitions::checker()).unwrap();
+    let sim = simulation(LeaseVariant::TransitionsOnRenewal, "calm");
+    let report = sim.sweep_report(0..5);
+    let failure = report.expect_failure();
+    assert_eq!(failure.seed, 0);
+    assert_eq!(failure.violations[0].checker, "lease-transitions");
+    let shrunk = sim.shrink(0).expect("a failing seed shrinks");
+    assert_eq!(shrunk.checker, "lease-transitions");
+    assert!(shrunk.faults.is_empty(), "{shrunk}");
+
+    let correct = simulation(LeaseVariant::Correct, "crashes");
+    for seed in 0..20 {
+        let outcome = correct.run_seed(seed);
+        assert!(
+            outcome.violations.is_empty(),
+            "seed {seed}: {:?}",
+            outcome.violations
+        );
+        let verdict = outcome
+            .verdicts
+            .iter()
+            .find(|v| v.check == "lease-transitions")
+            .expect("judged");
+        assert!(verdict.verdict.is_pass(), "seed {seed}: {verdict:?}");
+    }
 }

@@ -1,7 +1,7 @@
 //! Not part of the example proper: tenure's own check that the book's "Test your own
 //! protocol" page (`book/src/tutorial.md`) quotes this crate exactly. Every ```rust and
 //! ```toml block of the page must appear, verbatim, in one of the files it quotes (this
-//! crate's, and `examples/k8s-lease/src/lib.rs` for the section on declarations).
+//! crate's, and `examples/k8s-lease` for the sections on declarations and named checkers).
 
 use std::path::Path;
 
@@ -45,6 +45,8 @@ fn the_tutorial_quotes_the_example_exactly() {
     .chain([read(&repo.join(".cargo/config.toml"))])
     // The page's section on declarations quotes the second example crate.
     .chain([read(&repo.join("examples/k8s-lease/src/lib.rs"))])
+    .chain([read(&repo.join("examples/k8s-lease/src/transitions.rs"))])
+    .chain([read(&repo.join("examples/k8s-lease/src/bin/k8s-lease.rs"))])
     .collect::<Vec<_>>()
     .join("\n");
     let mut quoted = 0;
