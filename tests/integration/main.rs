@@ -1,6 +1,7 @@
 //! Workspace integration tests, one module per topic.
 
 mod actions_vs_beliefs;
+mod author_guide;
 mod checkers_trusted;
 mod determinism;
 mod fuzz;

@@ -1,0 +1,165 @@
+//! The book's author guide (`book/src/author-guide.md`), followed as written: every block
+//! the page marks `file=PATH` is written out as a crate outside the workspace (with the
+//! repository beside it as `../tenure`, as the page's dependency line says), the crate
+//! is built by path, and every `cargo run -q -- ...` line of the page's `sh` blocks runs
+//! against it with the exit code the page states (`# exit N`; none means 0): `fuzz`
+//! finds the planted bugs, `check-model` finds one by walks and says the other is out of
+//! its scope, `verify` meets the scenario, `cluster` runs it as real processes.
+//!
+//! Ignored by default: it builds tenure again as an outside crate's dependency (about
+//! ten minutes on two cores). Run it with
+//! `cargo test -p tenure-tests --test integration author_guide -- --ignored`; the target
+//! directory is `target/author-guide` (kept, so a second run only rebuilds the crate).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the repository")
+        .to_path_buf()
+}
+
+/// The page's blocks: (info string, body, first line of the body).
+fn blocks(page: &str) -> Vec<(String, String, usize)> {
+    let mut out = Vec::new();
+    let mut open: Option<(String, Vec<&str>, usize)> = None;
+    for (i, line) in page.lines().enumerate() {
+        match &mut open {
+            None => {
+                if let Some(info) = line.strip_prefix("```") {
+                    open = Some((info.trim().to_string(), Vec::new(), i + 2));
+                }
+            }
+            Some((info, body, start)) if line.trim() == "```" => {
+                out.push((std::mem::take(info), body.join("\n") + "\n", *start));
+                open = None;
+            }
+            Some((_, body, _)) => body.push(line),
+        }
+    }
+    out
+}
+
+/// The files the page gives: (path in the crate, contents).
+fn files(page: &str) -> Vec<(String, String)> {
+    blocks(page)
+        .into_iter()
+        .filter_map(|(info, body, _)| {
+            let file = info.split(',').find_map(|p| p.strip_prefix("file="))?;
+            Some((file.to_string(), body))
+        })
+        .collect()
+}
+
+/// The commands the page runs: (page line, arguments after `cargo run -q --`, exit).
+fn commands(page: &str) -> Vec<(usize, Vec<String>, i32)> {
+    let mut out = Vec::new();
+    for (info, body, start) in blocks(page) {
+        if info != "sh" {
+            continue;
+        }
+        for (i, line) in body.lines().enumerate() {
+            let Some(rest) = line.trim().strip_prefix("cargo run -q -- ") else {
+                continue;
+            };
+            let (args, exit) = match rest.split_once('#') {
+                Some((args, comment)) => {
+                    let code = comment.trim().strip_prefix("exit").map(str::trim);
+                    let code = code.and_then(|c| c.parse().ok());
+                    (args, code.expect("a comment is `# exit N`"))
+                }
+                None => (rest, 0),
+            };
+            let args = args.split_whitespace().map(str::to_string).collect();
+            out.push((start + i, args, exit));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_page_gives_the_whole_crate_and_commands_for_every_tool() {
+    let page = std::fs::read_to_string(repo().join("book/src/author-guide.md")).unwrap();
+    let files = files(&page);
+    let names: Vec<&str> = files.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "Cargo.toml",
+            ".cargo/config.toml",
+            "src/bin/ttl-lock.rs",
+            "src/lib.rs",
+            "scenarios/real.toml"
+        ]
+    );
+    let tools: Vec<String> = commands(&page)
+        .into_iter()
+        .map(|(_, args, _)| args[0].clone())
+        .collect();
+    for tool in ["fuzz", "check-model", "verify", "cluster"] {
+        assert!(tools.iter().any(|t| t == tool), "{tool}: {tools:?}");
+    }
+    // The crate declares a model and its real catalogue, and depends on tenure by path.
+    let lib = &files[3].1;
+    assert!(lib.contains("fn model()") && lib.contains("impl RealCatalogue"));
+    assert!(files[0].1.contains("path = \"../tenure/crates/tenure\""));
+}
+
+#[test]
+#[ignore = "builds tenure as an outside crate's dependency (~10 min on 2 cores): run with --ignored"]
+fn the_author_guide_builds_an_outside_crate_that_fuzzes_explores_and_runs_for_real() {
+    let page = std::fs::read_to_string(repo().join("book/src/author-guide.md")).unwrap();
+    // A fixed place, so the paths of tenure's crates (and so their build) are the same
+    // from one run to the next.
+    let base = std::env::temp_dir().join("tenure-author-guide");
+    let _ = std::fs::remove_dir_all(&base);
+    let krate = base.join("ttl-lock");
+    for (file, body) in files(&page) {
+        let path = krate.join(&file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, body).unwrap();
+    }
+    std::os::unix::fs::symlink(repo(), base.join("tenure")).unwrap();
+    std::fs::copy(repo().join("Cargo.lock"), krate.join("Cargo.lock")).unwrap();
+
+    let target = repo().join("target/author-guide");
+    let build = Command::new(env!("CARGO"))
+        .args(["build", "--offline"])
+        .current_dir(&krate)
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .unwrap();
+    assert!(
+        build.success(),
+        "the guide's crate builds outside the workspace"
+    );
+    let bin = target.join("debug/ttl-lock");
+
+    for (line, args, exit) in commands(&page) {
+        let o = Command::new(&bin)
+            .args(&args)
+            .current_dir(&krate)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(exit),
+            "book/src/author-guide.md:{line}: `{}`:\n{text}",
+            args.join(" ")
+        );
+        match args[0].as_str() {
+            "fuzz" if exit == 1 => assert!(text.contains("mutual-exclusion violated"), "{text}"),
+            "check-model" if exit == 5 => assert!(text.contains("NOT JUDGED"), "{text}"),
+            "cluster" => assert!(text.contains("pass mutual-exclusion"), "{text}"),
+            _ => {}
+        }
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
