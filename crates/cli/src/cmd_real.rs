@@ -78,6 +78,12 @@ agrees, 1 a row disagrees.";
 pub enum Table {
     /// redis-lock, fencing and redlock against redis-server.
     Redis,
+    /// etcd-lock against etcd (Debian's etcd-server 3.4.23).
+    Etcd,
+    /// The ZooKeeper lock and election recipes against ZooKeeper 3.8.
+    Zookeeper,
+    /// Every table, one after the other.
+    All,
 }
 
 #[derive(Args, Debug)]
@@ -132,6 +138,50 @@ pub const REDIS_ROWS: &[Row] = &[
     Row {
         label: "redlock, a server restarted, no fsync",
         scenario: "scenarios/redlock/restart-without-persistence.toml",
+    },
+];
+
+/// The etcd table: the happy path; a waiter whose lease expires while it waits, with
+/// the v3.5.0 client's own-key check and without it (every 3.4.x client), against the
+/// etcd 3.4.23 server; the holder paused past its TTL (fencing keeps the data safe).
+pub const ETCD_ROWS: &[Row] = &[
+    Row {
+        label: "etcd-lock correct, a client crash",
+        scenario: "scenarios/etcd-lock/real-correct.toml",
+    },
+    Row {
+        label: "etcd-lock, waiter lease expires (v3.5)",
+        scenario: "scenarios/etcd-lock/waiter-lease-expires.toml",
+    },
+    Row {
+        label: "etcd-lock, waiter lease expires (3.4)",
+        scenario: "scenarios/etcd-lock/waiter-lease-expires-no-key-check.toml",
+    },
+    Row {
+        label: "etcd-lock, holder paused past its TTL",
+        scenario: "scenarios/etcd-lock/gc-pause.toml",
+    },
+];
+
+/// The ZooKeeper table: the lock recipe's happy path, its holder's session expiring
+/// during a pause, the election recipe's happy path and its leader's session expiring
+/// during a pause.
+pub const ZOOKEEPER_ROWS: &[Row] = &[
+    Row {
+        label: "zookeeper lock correct",
+        scenario: "scenarios/zookeeper/real-lock-correct.toml",
+    },
+    Row {
+        label: "zookeeper lock, session expires (pause)",
+        scenario: "scenarios/zookeeper/lock-session-expiry-pause.toml",
+    },
+    Row {
+        label: "zookeeper election correct",
+        scenario: "scenarios/zookeeper/real-election-correct.toml",
+    },
+    Row {
+        label: "zookeeper election, session expires",
+        scenario: "scenarios/zookeeper/election-session-expiry-pause.toml",
     },
 ];
 
@@ -261,8 +311,36 @@ fn word(o: Outcome) -> &'static str {
 }
 
 fn run_table(table: Table, args: &RealArgs, tools: &Tools) -> Outcome {
+    if table == Table::All {
+        let base = args.out.clone().unwrap_or_else(|| default_out("table"));
+        if base.exists() {
+            return crate::bad_input(format!("--out {}: exists; name a new folder", shown(&base)));
+        }
+        let mut worst = Outcome::Passed;
+        for (t, name) in [
+            (Table::Redis, "redis"),
+            (Table::Etcd, "etcd"),
+            (Table::Zookeeper, "zookeeper"),
+        ] {
+            let one = RealArgs {
+                scenario: None,
+                out: Some(base.join(name)),
+                clock_error: args.clock_error,
+                table: Some(t),
+                reps: args.reps,
+            };
+            match run_table(t, &one, tools) {
+                Outcome::Passed => {}
+                o @ (Outcome::CheckFailed | Outcome::NotJudged) => worst = o,
+                o => return o,
+            }
+        }
+        return worst;
+    }
     let rows = match table {
         Table::Redis => REDIS_ROWS,
+        Table::Etcd => ETCD_ROWS,
+        Table::Zookeeper | Table::All => ZOOKEEPER_ROWS,
     };
     if args.reps == 0 {
         return crate::bad_input("--reps 0: a table needs at least one real run per row");
@@ -349,6 +427,8 @@ fn run_table(table: Table, args: &RealArgs, tools: &Tools) -> Outcome {
         "validation table: {} (the simulator: the scenario's seed; real: {} runs against the real server, not deterministic)",
         match table {
             Table::Redis => "redis-server (redis-lock, fencing, redlock)",
+            Table::Etcd => "etcd 3.4 (etcd-lock)",
+            Table::Zookeeper | Table::All => "ZooKeeper 3.8 (the lock and election recipes)",
         },
         args.reps
     );

@@ -35,9 +35,11 @@
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 pub mod clock;
+pub mod etcd_server;
 pub mod node;
 pub mod redis_server;
 pub mod servers;
+pub mod zk_server;
 
 use nix::sys::signal::Signal;
 use node::{Input, NodeStart, Router, RunClock};
@@ -61,8 +63,15 @@ pub trait Backend: Send + Sync + 'static {
     /// Opens a connection to server node `server`.
     fn connect(&self, server: NodeId) -> Result<Self::Conn, String>;
     /// Speaks one request and gives the model's reply, if the request has one. `Err`:
-    /// the connection failed (the request is lost; the next opens a new one).
-    fn request(&self, conn: &mut Self::Conn, msg: Self::Msg) -> Result<Option<Self::Msg>, String>;
+    /// the connection failed (the request is lost; the next opens a new one). An
+    /// answer that comes later (a watch event; a reply read by a thread of the
+    /// connection's own) goes through `later`.
+    fn request(
+        &self,
+        conn: &mut Self::Conn,
+        msg: Self::Msg,
+        later: &node::Later<Self::Msg>,
+    ) -> Result<Option<Self::Msg>, String>;
 }
 
 /// Why a run did not happen or did not finish as the scenario asked.
@@ -111,7 +120,20 @@ pub const PROTOCOLS: &[(&str, &str)] = &[
     ("redis-lock", redis_server::PACKAGE),
     ("fencing", redis_server::PACKAGE),
     ("redlock", redis_server::PACKAGE),
+    ("etcd-lock", etcd_server::PACKAGE),
+    ("zookeeper", zk_server::PACKAGE),
 ];
+
+/// Where the server program of `protocol` is, or the error naming its package.
+fn server_program(protocol: &str) -> Result<PathBuf, String> {
+    match protocol {
+        "etcd-lock" => servers::on_path(etcd_server::PROGRAM)
+            .ok_or_else(|| missing(etcd_server::PROGRAM, etcd_server::PACKAGE)),
+        "zookeeper" => zk_server::java(),
+        _ => servers::on_path(redis_server::PROGRAM)
+            .ok_or_else(|| missing(redis_server::PROGRAM, redis_server::PACKAGE)),
+    }
+}
 
 /// Why `fault` cannot be applied to a real run, if it cannot.
 pub fn unsupported(fault: &Fault) -> Option<&'static str> {
@@ -194,9 +216,8 @@ pub fn check(scenario: &Scenario) -> Result<(), String> {
                 .to_string());
         }
     }
-    if servers::on_path(redis_server::PROGRAM).is_none() {
-        return Err(missing(redis_server::PROGRAM, package));
-    }
+    let _ = package;
+    server_program(name)?;
     Ok(())
 }
 
@@ -216,6 +237,8 @@ pub fn run(scenario: &Scenario, opts: &Options) -> Result<Finished, RealError> {
         "redis-lock" => run_redis::<RedisLock>(scenario, opts, false),
         "fencing" => run_redis::<Fencing>(scenario, opts, true),
         "redlock" => run_redis::<Redlock>(scenario, opts, false),
+        "etcd-lock" => run_etcd(scenario, opts),
+        "zookeeper" => run_zk(scenario, opts),
         other => Err(RealError::BadInput(format!(
             "`{other}`: not a real protocol"
         ))),
@@ -299,6 +322,111 @@ where
         &ports,
         spec,
         shim.as_ref().map(|s| (s, &jumped)),
+    )
+}
+
+fn no_clock_jumps(scenario: &Scenario) -> Result<(), RealError> {
+    for (i, e) in scenario.faults.iter().enumerate() {
+        if let Fault::ClockJump { .. } = &e.fault {
+            return Err(RealError::BadInput(
+                scenario
+                    .error_at(
+                        &format!("fault[{i}]"),
+                        format!(
+                            "`clock-jump` is applied to redis-server only: {} times leases and sessions on its monotonic clock",
+                            scenario.protocol.name
+                        ),
+                    )
+                    .to_string(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn free_ports(nodes: &[NodeId]) -> Result<std::collections::BTreeMap<NodeId, u16>, RealError> {
+    let mut ports = std::collections::BTreeMap::new();
+    for n in nodes {
+        let p = servers::free_port()
+            .map_err(|e| RealError::Internal(format!("no free loopback port: {e}")))?;
+        ports.insert(*n, p);
+    }
+    Ok(ports)
+}
+
+fn run_etcd(scenario: &Scenario, opts: &Options) -> Result<Finished, RealError> {
+    use tenure_protocols::etcd_lock::EtcdLock;
+    let (cluster, config) = configure::<EtcdLock>(scenario)?;
+    no_clock_jumps(scenario)?;
+    if config.ttl.subsec_nanos() != 0 || config.ttl < Duration::from_secs(2) {
+        return Err(RealError::BadInput(
+            scenario
+                .error_at(
+                    "protocol.params.ttl",
+                    format!(
+                        "{}: etcd grants leases in whole seconds, at least 2s (its minimum TTL with the default election timeout is 1.5s, rounded up)",
+                        tenure_core::format_duration(config.ttl)
+                    ),
+                )
+                .to_string(),
+        ));
+    }
+    let program = server_program("etcd-lock").map_err(RealError::BadInput)?;
+    let server_nodes: Vec<NodeId> = cluster.with_role("server").collect();
+    let ports = free_ports(&server_nodes)?;
+    let peers: std::collections::BTreeMap<u16, (NodeId, u16)> = free_ports(&server_nodes)?
+        .into_iter()
+        .map(|(n, peer)| (ports[&n], (n, peer)))
+        .collect();
+    let spec = ServerSpec {
+        program,
+        args: Box::new(move |port, dir| {
+            let (n, peer) = peers[&port];
+            etcd_server::args(&format!("n{}", n.0), port, peer, dir)
+        }),
+        ready: Box::new(etcd_server::ready),
+        what: "etcd (a one-member cluster, client and peer URLs on 127.0.0.1)",
+    };
+    let backend = Arc::new(etcd_server::Etcd {
+        ports: ports.clone(),
+    });
+    drive::<EtcdLock, _>(
+        scenario,
+        opts,
+        cluster,
+        Arc::new(config),
+        backend,
+        &ports,
+        spec,
+        None,
+    )
+}
+
+fn run_zk(scenario: &Scenario, opts: &Options) -> Result<Finished, RealError> {
+    use tenure_protocols::zookeeper::ZooKeeper;
+    let (cluster, config) = configure::<ZooKeeper>(scenario)?;
+    no_clock_jumps(scenario)?;
+    let java = server_program("zookeeper").map_err(RealError::BadInput)?;
+    let server_nodes: Vec<NodeId> = cluster.with_role("server").collect();
+    let ports = free_ports(&server_nodes)?;
+    let spec = ServerSpec {
+        program: java,
+        args: Box::new(zk_server::args),
+        ready: Box::new(zk_server::ready),
+        what: "ZooKeeper 3.8 standalone (java, 127.0.0.1 only, no AdminServer)",
+    };
+    let backend = Arc::new(zk_server::Zk {
+        ports: ports.clone(),
+    });
+    drive::<ZooKeeper, _>(
+        scenario,
+        opts,
+        cluster,
+        Arc::new(config),
+        backend,
+        &ports,
+        spec,
+        None,
     )
 }
 
