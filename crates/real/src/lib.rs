@@ -308,6 +308,7 @@ where
         } else {
             "redis-server (no persistence: --save \"\" --appendonly no)"
         },
+        scrub: &[],
     };
     let backend = Arc::new(redis_server::Redis {
         ports: ports.clone(),
@@ -386,6 +387,8 @@ fn run_etcd(scenario: &Scenario, opts: &Options) -> Result<Finished, RealError> 
         }),
         ready: Box::new(etcd_server::ready),
         what: "etcd (a one-member cluster, client and peer URLs on 127.0.0.1)",
+        // etcd reads every flag from ETCD_<FLAG> too (ETCD_LISTEN_METRICS_URLS, ...).
+        scrub: &["ETCD_"],
     };
     let backend = Arc::new(etcd_server::Etcd {
         ports: ports.clone(),
@@ -414,6 +417,16 @@ fn run_zk(scenario: &Scenario, opts: &Options) -> Result<Finished, RealError> {
         args: Box::new(zk_server::args),
         ready: Box::new(zk_server::ready),
         what: "ZooKeeper 3.8 standalone (java, 127.0.0.1 only, no AdminServer)",
+        // Options the JVM takes from the environment (a JMX port, ...), and
+        // ZooKeeper's own scripts' variables.
+        scrub: &[
+            "JAVA_TOOL_OPTIONS",
+            "JDK_JAVA_OPTIONS",
+            "_JAVA_OPTIONS",
+            "JVMFLAGS",
+            "SERVER_JVMFLAGS",
+            "ZOO",
+        ],
     };
     let backend = Arc::new(zk_server::Zk {
         ports: ports.clone(),
@@ -439,6 +452,8 @@ struct ServerSpec {
     args: ArgsFn,
     ready: Box<dyn Fn(u16) -> bool>,
     what: &'static str,
+    /// Environment variables not passed on to the server (by name prefix).
+    scrub: &'static [&'static str],
 }
 
 /// A running server node: its process and its data directory (removed when dropped,
@@ -543,6 +558,7 @@ where
             args,
             d.join("server.log"),
         );
+        proc.scrub_env(spec.scrub);
         let offset = match shim {
             Some((shim, jumped)) if jumped.contains(&node) => {
                 let file = data.path().join("clock-offset");
