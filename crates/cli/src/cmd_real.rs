@@ -1,6 +1,6 @@
 //! `tenure real SCENARIO`: the scenario's lock clients against real servers on
 //! loopback (`tenure-real`), judged by `real_verdict` as `tenure cluster` and `tenure
-//! check-trace` judge; and `tenure real --table redis`: the validation table, each row
+//! check-trace` judge; and `tenure real --table redis|etcd|zookeeper|all`: the validation tables, each row
 //! run in the simulator and against the real servers, verdicts side by side.
 
 // Real processes and real time: what this command is for.
@@ -24,7 +24,13 @@ system's temporary directory; fencing's token counter gets `--appendonly yes
 and protected storage, unchanged, as threads of this process with real clocks and
 timers. A client's requests are real commands on a connection of its own (redis-rs):
 SET key owner NX PX ttl to acquire, the compare-and-delete Lua script to release, as the
-model's server does them.
+model's server does them. etcd-lock: an `etcd` per server node (a one-member cluster,
+client and peer URLs on 127.0.0.1), the clients speaking its v3 API through its JSON
+gateway (lease grant and keep-alive, the lock's transaction, ranges, a watch for the
+predecessor's delete). zookeeper (lock and election recipes): a standalone ZooKeeper
+(java ZooKeeperServerMain, clientPortAddress=127.0.0.1, no AdminServer, no JMX port),
+the clients speaking its wire protocol, one TCP connection per session, pinging only
+when the model client pings: a paused client's session is expired by the server.
 
 Faults from the scenario, at their times:
     pause      a server: SIGSTOP, then SIGCONT after the duration; a client: its
@@ -61,11 +67,14 @@ process reading one clock; --clock-error changes it), stated in the report; leas
 and the liveness checks are not judged on real runs. A check not judged is never a pass.
 
 Not deterministic: real processes, sockets and clocks. The same command gives another
-run. `--table redis` runs each row of the validation table in the simulator (its seed)
-and --reps times against real servers, and prints the verdicts side by side.
+run. `--table redis` (etcd, zookeeper, all) runs each row of the validation table in
+the simulator (its seed) and --reps times against real servers, and prints the
+verdicts side by side.
 
-Needs the server: Debian's package redis-server (apt-get install -y redis-server; stop
-the service it starts). A missing server is bad input naming the package.
+Needs the server: Debian's package redis-server, etcd-server or zookeeperd (apt-get
+install -y PACKAGE; stop the service it starts). A missing server is bad input naming
+the package. A server's clock-jump is refused for etcd and ZooKeeper (leases and
+sessions run on their monotonic clocks).
 
 Exit codes: 0 every check passed, 1 a check failed, 2 bad input (a fault or protocol a
 real run cannot do, a missing server, an --out that exists) or a check that judged

@@ -1,12 +1,14 @@
 //! `tenure real`: the zoo's lock clients against real servers on loopback.
 //!
-//! A scenario's server nodes are real server processes (`redis-server`, one per server
-//! node, on a free port of 127.0.0.1 with a data directory of its own under the
-//! system's temporary directory); its other nodes (the lock clients and the protected
+//! A scenario's server nodes are real server processes (`redis-server`, `etcd` or a
+//! standalone ZooKeeper, one per server node, on free ports of 127.0.0.1 with a data
+//! directory of its own under the system's temporary directory); its other nodes (the lock clients and the protected
 //! storage) are the zoo's own state machines, unchanged, each in a thread of this
 //! process with real clocks and timers ([`node`]). A client's requests to a server are
 //! spoken to the real server on a connection of the client's own ([`Backend`]; for
-//! Redis, [`redis_server`]), and the answers come back as the model server's replies.
+//! Redis [`redis_server`], for etcd [`etcd_server`], for ZooKeeper [`zk_server`]), and
+//! the answers come back as the model server's replies (a watch event, or a reply read
+//! off a connection by a thread of its own, through [`node::Later`]).
 //! Every node's observations go to `OUT/n<K>/observations.jsonl` in tenure-runtime's
 //! format (what `tenure cluster` writes and `tenure check-trace` reads), the servers'
 //! logs to `OUT/n<K>/server.log`, and the faults applied to `OUT/schedule.jsonl`.
@@ -217,6 +219,9 @@ pub fn check(scenario: &Scenario) -> Result<(), String> {
         }
     }
     let _ = package;
+    if name == "etcd-lock" || name == "zookeeper" {
+        no_clock_jumps(scenario).map_err(|e| e.to_string())?;
+    }
     server_program(name)?;
     Ok(())
 }
