@@ -462,3 +462,35 @@ fn run_table(table: Table, args: &RealArgs, tools: &Tools) -> Outcome {
         Outcome::Passed
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every row of every table names a scenario of the repository that a real run can
+    /// take (its protocol, variant and faults), and the etcd and ZooKeeper rows are the
+    /// protocols their tables say.
+    #[test]
+    fn every_table_row_is_a_scenario_a_real_run_takes() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for (rows, protocols) in [
+            (REDIS_ROWS, &["redis-lock", "fencing", "redlock"][..]),
+            (ETCD_ROWS, &["etcd-lock"][..]),
+            (ZOOKEEPER_ROWS, &["zookeeper"][..]),
+        ] {
+            for row in rows {
+                let s = tenure_scenario::load(&root.join(row.scenario))
+                    .unwrap_or_else(|e| panic!("{}: {e}", row.scenario));
+                assert!(
+                    protocols.contains(&s.protocol.name.as_str()),
+                    "{}: {}",
+                    row.scenario,
+                    s.protocol.name
+                );
+                if let Err(e) = tenure_real::check(&s) {
+                    panic!("{}: {e}", row.scenario);
+                }
+            }
+        }
+    }
+}
