@@ -152,7 +152,8 @@ pub const REDIS_ROWS: &[Row] = &[
 
 /// The etcd table: the happy path; a waiter whose lease expires while it waits, with
 /// the v3.5.0 client's own-key check and without it (every 3.4.x client), against the
-/// etcd 3.4.23 server; the holder paused past its TTL (fencing keeps the data safe).
+/// etcd 3.4.23 server; the holder paused past its TTL (fencing keeps the data safe);
+/// the server stopped past the TTL (every lease goes, the clients start over).
 pub const ETCD_ROWS: &[Row] = &[
     Row {
         label: "etcd-lock correct, a client crash",
@@ -169,6 +170,10 @@ pub const ETCD_ROWS: &[Row] = &[
     Row {
         label: "etcd-lock, holder paused past its TTL",
         scenario: "scenarios/etcd-lock/gc-pause.toml",
+    },
+    Row {
+        label: "etcd-lock, server stopped past the TTL",
+        scenario: "scenarios/etcd-lock/real-server-pause.toml",
     },
 ];
 
