@@ -337,9 +337,19 @@ fn a_server_failing_to_start_leaves_nothing_behind() {
         assert!(said.contains("exited as it started"), "{said}");
         let left = std::fs::read_to_string(&pids).unwrap();
         let left: u32 = left.trim().parse().unwrap();
-        let stat = std::fs::read_to_string(format!("/proc/{left}/stat")).unwrap_or_default();
+        // SIGKILL is sent before tenure exits; the kernel may take a moment to end the
+        // process (a zombie, or gone, is dead). A child left running stays `S` for 300s.
+        let dead = || {
+            let stat = std::fs::read_to_string(format!("/proc/{left}/stat")).unwrap_or_default();
+            (stat.is_empty() || stat.contains(") Z"), stat)
+        };
+        let t = Instant::now();
+        while !dead().0 && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (is_dead, stat) = dead();
         assert!(
-            stat.is_empty() || stat.contains(") Z"),
+            is_dead,
             "{protocol}: the server's child {left} was left running: {stat}"
         );
         assert_eq!(temp_dirs_of(pid), Vec::<String>::new());
