@@ -1,6 +1,6 @@
 //! `tenure real SCENARIO`: the scenario's lock clients against real servers on
 //! loopback (`tenure-real`), judged by `real_verdict` as `tenure cluster` and `tenure
-//! check-trace` judge; and `tenure real --table redis`: the validation table, each row
+//! check-trace` judge; and `tenure real --table redis|etcd|zookeeper|all`: the validation tables, each row
 //! run in the simulator and against the real servers, verdicts side by side.
 
 // Real processes and real time: what this command is for.
@@ -24,7 +24,13 @@ system's temporary directory; fencing's token counter gets `--appendonly yes
 and protected storage, unchanged, as threads of this process with real clocks and
 timers. A client's requests are real commands on a connection of its own (redis-rs):
 SET key owner NX PX ttl to acquire, the compare-and-delete Lua script to release, as the
-model's server does them.
+model's server does them. etcd-lock: an `etcd` per server node (a one-member cluster,
+client and peer URLs on 127.0.0.1), the clients speaking its v3 API through its JSON
+gateway (lease grant and keep-alive, the lock's transaction, ranges, a watch for the
+predecessor's delete). zookeeper (lock and election recipes): a standalone ZooKeeper
+(java ZooKeeperServerMain, clientPortAddress=127.0.0.1, no AdminServer, no JMX port),
+the clients speaking its wire protocol, one TCP connection per session, pinging only
+when the model client pings: a paused client's session is expired by the server.
 
 Faults from the scenario, at their times:
     pause      a server: SIGSTOP, then SIGCONT after the duration; a client: its
@@ -61,11 +67,14 @@ process reading one clock; --clock-error changes it), stated in the report; leas
 and the liveness checks are not judged on real runs. A check not judged is never a pass.
 
 Not deterministic: real processes, sockets and clocks. The same command gives another
-run. `--table redis` runs each row of the validation table in the simulator (its seed)
-and --reps times against real servers, and prints the verdicts side by side.
+run. `--table redis` (etcd, zookeeper, all) runs each row of the validation table in
+the simulator (its seed) and --reps times against real servers, and prints the
+verdicts side by side.
 
-Needs the server: Debian's package redis-server (apt-get install -y redis-server; stop
-the service it starts). A missing server is bad input naming the package.
+Needs the server: Debian's package redis-server, etcd-server or zookeeperd (apt-get
+install -y PACKAGE; stop the service it starts). A missing server is bad input naming
+the package. A server's clock-jump is refused for etcd and ZooKeeper (leases and
+sessions run on their monotonic clocks).
 
 Exit codes: 0 every check passed, 1 a check failed, 2 bad input (a fault or protocol a
 real run cannot do, a missing server, an --out that exists) or a check that judged
@@ -78,6 +87,12 @@ agrees, 1 a row disagrees.";
 pub enum Table {
     /// redis-lock, fencing and redlock against redis-server.
     Redis,
+    /// etcd-lock against etcd (Debian's etcd-server 3.4.23).
+    Etcd,
+    /// The ZooKeeper lock and election recipes against ZooKeeper 3.8.
+    Zookeeper,
+    /// Every table, one after the other.
+    All,
 }
 
 #[derive(Args, Debug)]
@@ -132,6 +147,55 @@ pub const REDIS_ROWS: &[Row] = &[
     Row {
         label: "redlock, a server restarted, no fsync",
         scenario: "scenarios/redlock/restart-without-persistence.toml",
+    },
+];
+
+/// The etcd table: the happy path; a waiter whose lease expires while it waits, with
+/// the v3.5.0 client's own-key check and without it (every 3.4.x client), against the
+/// etcd 3.4.23 server; the holder paused past its TTL (fencing keeps the data safe);
+/// the server stopped past the TTL (every lease goes, the clients start over).
+pub const ETCD_ROWS: &[Row] = &[
+    Row {
+        label: "etcd-lock correct, a client crash",
+        scenario: "scenarios/etcd-lock/real-correct.toml",
+    },
+    Row {
+        label: "etcd-lock, waiter lease expires (v3.5)",
+        scenario: "scenarios/etcd-lock/waiter-lease-expires.toml",
+    },
+    Row {
+        label: "etcd-lock, waiter lease expires (3.4)",
+        scenario: "scenarios/etcd-lock/waiter-lease-expires-no-key-check.toml",
+    },
+    Row {
+        label: "etcd-lock, holder paused past its TTL",
+        scenario: "scenarios/etcd-lock/gc-pause.toml",
+    },
+    Row {
+        label: "etcd-lock, server stopped past the TTL",
+        scenario: "scenarios/etcd-lock/real-server-pause.toml",
+    },
+];
+
+/// The ZooKeeper table: the lock recipe's happy path, its holder's session expiring
+/// during a pause, the election recipe's happy path and its leader's session expiring
+/// during a pause.
+pub const ZOOKEEPER_ROWS: &[Row] = &[
+    Row {
+        label: "zookeeper lock correct",
+        scenario: "scenarios/zookeeper/real-lock-correct.toml",
+    },
+    Row {
+        label: "zookeeper lock, session expires (pause)",
+        scenario: "scenarios/zookeeper/lock-session-expiry-pause.toml",
+    },
+    Row {
+        label: "zookeeper election correct",
+        scenario: "scenarios/zookeeper/real-election-correct.toml",
+    },
+    Row {
+        label: "zookeeper election, session expires",
+        scenario: "scenarios/zookeeper/election-session-expiry-pause.toml",
     },
 ];
 
@@ -261,8 +325,36 @@ fn word(o: Outcome) -> &'static str {
 }
 
 fn run_table(table: Table, args: &RealArgs, tools: &Tools) -> Outcome {
+    if table == Table::All {
+        let base = args.out.clone().unwrap_or_else(|| default_out("table"));
+        if base.exists() {
+            return crate::bad_input(format!("--out {}: exists; name a new folder", shown(&base)));
+        }
+        let mut worst = Outcome::Passed;
+        for (t, name) in [
+            (Table::Redis, "redis"),
+            (Table::Etcd, "etcd"),
+            (Table::Zookeeper, "zookeeper"),
+        ] {
+            let one = RealArgs {
+                scenario: None,
+                out: Some(base.join(name)),
+                clock_error: args.clock_error,
+                table: Some(t),
+                reps: args.reps,
+            };
+            match run_table(t, &one, tools) {
+                Outcome::Passed => {}
+                o @ (Outcome::CheckFailed | Outcome::NotJudged) => worst = o,
+                o => return o,
+            }
+        }
+        return worst;
+    }
     let rows = match table {
         Table::Redis => REDIS_ROWS,
+        Table::Etcd => ETCD_ROWS,
+        Table::Zookeeper | Table::All => ZOOKEEPER_ROWS,
     };
     if args.reps == 0 {
         return crate::bad_input("--reps 0: a table needs at least one real run per row");
@@ -349,6 +441,8 @@ fn run_table(table: Table, args: &RealArgs, tools: &Tools) -> Outcome {
         "validation table: {} (the simulator: the scenario's seed; real: {} runs against the real server, not deterministic)",
         match table {
             Table::Redis => "redis-server (redis-lock, fencing, redlock)",
+            Table::Etcd => "etcd 3.4 (etcd-lock)",
+            Table::Zookeeper | Table::All => "ZooKeeper 3.8 (the lock and election recipes)",
         },
         args.reps
     );
@@ -371,5 +465,37 @@ fn run_table(table: Table, args: &RealArgs, tools: &Tools) -> Outcome {
         Outcome::CheckFailed
     } else {
         Outcome::Passed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every row of every table names a scenario of the repository that a real run can
+    /// take (its protocol, variant and faults), and the etcd and ZooKeeper rows are the
+    /// protocols their tables say.
+    #[test]
+    fn every_table_row_is_a_scenario_a_real_run_takes() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for (rows, protocols) in [
+            (REDIS_ROWS, &["redis-lock", "fencing", "redlock"][..]),
+            (ETCD_ROWS, &["etcd-lock"][..]),
+            (ZOOKEEPER_ROWS, &["zookeeper"][..]),
+        ] {
+            for row in rows {
+                let s = tenure_scenario::load(&root.join(row.scenario))
+                    .unwrap_or_else(|e| panic!("{}: {e}", row.scenario));
+                assert!(
+                    protocols.contains(&s.protocol.name.as_str()),
+                    "{}: {}",
+                    row.scenario,
+                    s.protocol.name
+                );
+                if let Err(e) = tenure_real::check(&s) {
+                    panic!("{}: {e}", row.scenario);
+                }
+            }
+        }
     }
 }

@@ -226,3 +226,168 @@ fn faults_a_real_run_cannot_apply_are_refused() {
         assert!(!out.exists(), "nothing started");
     }
 }
+
+/// A short etcd-lock or ZooKeeper lock scenario: two clients, a TTL (session timeout)
+/// of 2s, `faults` appended.
+fn lock_scenario(protocol: &str, duration: &str, faults: &str) -> String {
+    let (timeout, recipe) = match protocol {
+        "zookeeper" => ("session_timeout", "recipe = \"lock\"\n"),
+        _ => ("ttl", ""),
+    };
+    format!(
+        r#"
+name = "{protocol}-real-test"
+seed = 3
+duration = "{duration}"
+checks = ["mutual-exclusion", "fencing-safety", "no-lost-update"]
+
+[protocol]
+name = "{protocol}"
+variant = "correct"
+
+[protocol.params]
+{recipe}{timeout} = "2s"
+work_duration = "100ms"
+
+[cluster.roles]
+server = 1
+client = 2
+storage = 1
+{faults}
+"#
+    )
+}
+
+/// A client crash and restart against a real etcd and a real ZooKeeper: the checks
+/// judged and passed, the server's own log kept; afterwards no server of the run is
+/// left and its data directory is gone.
+#[test]
+fn real_etcd_and_zookeeper_lock_runs_pass_and_leave_nothing_behind() {
+    let _one = one_at_a_time();
+    let faults = r#"
+[[fault]]
+at = "800ms"
+kind = "crash"
+node = 1
+
+[[fault]]
+at = "1200ms"
+kind = "restart"
+node = 1
+"#;
+    for (protocol, server_says) in [
+        ("etcd-lock", "became leader at term"),
+        ("zookeeper", "binding to port"),
+    ] {
+        let dir = scratch("real", &format!("{protocol}-run"));
+        let file = dir.join("s.toml");
+        std::fs::write(&file, lock_scenario(protocol, "2500ms", faults)).unwrap();
+        let out = dir.join("out");
+        let (pid, code, said) = run_real(&file, &out, None);
+        assert_eq!(code, Some(0), "{protocol}: {said}");
+        assert!(said.contains("pass mutual-exclusion"), "{said}");
+        assert!(said.contains("pass fencing-safety"), "{said}");
+        let schedule = std::fs::read_to_string(out.join("schedule.jsonl")).unwrap();
+        assert_eq!(schedule.matches("\"applied\"").count(), 2, "{schedule}");
+        let log = std::fs::read_to_string(out.join("n0/server.log")).unwrap();
+        assert!(log.contains(server_says), "{protocol}: {log}");
+        let needle = format!("tenure-real-n0-{pid}-");
+        assert_eq!(processes_mentioning(&needle), Vec::<String>::new());
+        assert_eq!(temp_dirs_of(pid), Vec::<String>::new());
+    }
+}
+
+/// A server that fails as it starts (a stand-in `etcd` or `java` first on PATH that
+/// leaves a child of its own running and exits 1): an internal error (exit 3) naming
+/// the server's log; its process group is killed, the child with it, and its data
+/// directory removed.
+#[test]
+fn a_server_failing_to_start_leaves_nothing_behind() {
+    use std::os::unix::fs::PermissionsExt;
+    let _one = one_at_a_time();
+    for (protocol, program) in [("etcd-lock", "etcd"), ("zookeeper", "java")] {
+        let dir = scratch("real", &format!("{protocol}-start-error"));
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let fake = bin.join(program);
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\nsleep 300 &\necho $! >> \"$TENURE_TEST_PIDS\"\nexit 1\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let pids = dir.join("pids");
+        let file = dir.join("s.toml");
+        std::fs::write(&file, lock_scenario(protocol, "2s", "")).unwrap();
+        let out = dir.join("out");
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        let child = Command::new(env!("CARGO_BIN_EXE_tenure"))
+            .args(["real", s(&file), "--out", s(&out)])
+            .env("PATH", path)
+            .env("TENURE_TEST_PIDS", &pids)
+            .current_dir(repo())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let o = child.wait_with_output().unwrap();
+        let said = text(&o);
+        assert_eq!(o.status.code(), Some(3), "{protocol}: {said}");
+        assert!(said.contains("exited as it started"), "{said}");
+        let left = std::fs::read_to_string(&pids).unwrap();
+        let left: u32 = left.trim().parse().unwrap();
+        // SIGKILL is sent before tenure exits; the kernel may take a moment to end the
+        // process (a zombie, or gone, is dead). A child left running stays `S` for 300s.
+        let dead = || {
+            let stat = std::fs::read_to_string(format!("/proc/{left}/stat")).unwrap_or_default();
+            (stat.is_empty() || stat.contains(") Z"), stat)
+        };
+        let t = Instant::now();
+        while !dead().0 && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (is_dead, stat) = dead();
+        assert!(
+            is_dead,
+            "{protocol}: the server's child {left} was left running: {stat}"
+        );
+        assert_eq!(temp_dirs_of(pid), Vec::<String>::new());
+    }
+}
+
+/// No etcd, no java: bad input (exit 2) naming the Debian package, before anything
+/// starts; and a clock step, which etcd and ZooKeeper (leases and sessions on their
+/// monotonic clocks) cannot be given, is refused.
+#[test]
+fn etcd_and_zookeeper_runs_refuse_what_they_cannot_do() {
+    let dir = scratch("real", "etcd-zk-refused");
+    for (protocol, package) in [("etcd-lock", "etcd-server"), ("zookeeper", "zookeeperd")] {
+        let file = dir.join(format!("{protocol}.toml"));
+        std::fs::write(&file, lock_scenario(protocol, "2s", "")).unwrap();
+        let out = dir.join(format!("{protocol}-out"));
+        let o = Command::new(env!("CARGO_BIN_EXE_tenure"))
+            .args(["real", s(&file), "--out", s(&out)])
+            .env("PATH", dir.join("no-such-bin"))
+            .current_dir(repo())
+            .output()
+            .unwrap();
+        let said = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{said}");
+        assert!(
+            said.contains(&format!("apt-get install -y {package}")),
+            "{said}"
+        );
+        assert!(!out.exists(), "nothing started");
+        let jump = "\n[[fault]]\nat = \"1s\"\nkind = \"clock-jump\"\nnode = 0\nby = \"5s\"\n";
+        std::fs::write(&file, lock_scenario(protocol, "2s", jump)).unwrap();
+        let o = common::tenure(&["real", s(&file), "--out", s(&out)]);
+        let said = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{said}");
+        assert!(
+            said.contains("`clock-jump` is applied to redis-server only"),
+            "{said}"
+        );
+        assert!(!out.exists(), "nothing started");
+    }
+}

@@ -6,7 +6,9 @@
 //! kept: a global revision bumped by every change; leases with a TTL, kept alive by the
 //! client and expired by the server's monotonic clock, deleting their keys; watches on a
 //! key's deletion. The server's state is durable; after a restart every lease gets a
-//! fresh TTL, as etcd does after a leader change.
+//! fresh TTL, as etcd does after a leader change. A keep-alive handled after its
+//! lease's TTL ran out (a stalled server) renews nothing: the lease is revoked then, as
+//! etcd's `lessor.Renew` answers an expired lease only after revoking it.
 //!
 //! **The lock** (etcd `clientv3/concurrency.Mutex`): the client grants itself a lease and
 //! keeps it alive every `ttl / 3`. To lock it puts `<prefix>/<lease id>` with its lease

@@ -1,12 +1,14 @@
 //! `tenure real`: the zoo's lock clients against real servers on loopback.
 //!
-//! A scenario's server nodes are real server processes (`redis-server`, one per server
-//! node, on a free port of 127.0.0.1 with a data directory of its own under the
-//! system's temporary directory); its other nodes (the lock clients and the protected
+//! A scenario's server nodes are real server processes (`redis-server`, `etcd` or a
+//! standalone ZooKeeper, one per server node, on free ports of 127.0.0.1 with a data
+//! directory of its own under the system's temporary directory); its other nodes (the lock clients and the protected
 //! storage) are the zoo's own state machines, unchanged, each in a thread of this
 //! process with real clocks and timers ([`node`]). A client's requests to a server are
 //! spoken to the real server on a connection of the client's own ([`Backend`]; for
-//! Redis, [`redis_server`]), and the answers come back as the model server's replies.
+//! Redis [`redis_server`], for etcd [`etcd_server`], for ZooKeeper [`zk_server`]), and
+//! the answers come back as the model server's replies (a watch event, or a reply read
+//! off a connection by a thread of its own, through [`node::Later`]).
 //! Every node's observations go to `OUT/n<K>/observations.jsonl` in tenure-runtime's
 //! format (what `tenure cluster` writes and `tenure check-trace` reads), the servers'
 //! logs to `OUT/n<K>/server.log`, and the faults applied to `OUT/schedule.jsonl`.
@@ -35,9 +37,11 @@
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 pub mod clock;
+pub mod etcd_server;
 pub mod node;
 pub mod redis_server;
 pub mod servers;
+pub mod zk_server;
 
 use nix::sys::signal::Signal;
 use node::{Input, NodeStart, Router, RunClock};
@@ -61,8 +65,15 @@ pub trait Backend: Send + Sync + 'static {
     /// Opens a connection to server node `server`.
     fn connect(&self, server: NodeId) -> Result<Self::Conn, String>;
     /// Speaks one request and gives the model's reply, if the request has one. `Err`:
-    /// the connection failed (the request is lost; the next opens a new one).
-    fn request(&self, conn: &mut Self::Conn, msg: Self::Msg) -> Result<Option<Self::Msg>, String>;
+    /// the connection failed (the request is lost; the next opens a new one). An
+    /// answer that comes later (a watch event; a reply read by a thread of the
+    /// connection's own) goes through `later`.
+    fn request(
+        &self,
+        conn: &mut Self::Conn,
+        msg: Self::Msg,
+        later: &node::Later<Self::Msg>,
+    ) -> Result<Option<Self::Msg>, String>;
 }
 
 /// Why a run did not happen or did not finish as the scenario asked.
@@ -111,7 +122,20 @@ pub const PROTOCOLS: &[(&str, &str)] = &[
     ("redis-lock", redis_server::PACKAGE),
     ("fencing", redis_server::PACKAGE),
     ("redlock", redis_server::PACKAGE),
+    ("etcd-lock", etcd_server::PACKAGE),
+    ("zookeeper", zk_server::PACKAGE),
 ];
+
+/// Where the server program of `protocol` is, or the error naming its package.
+fn server_program(protocol: &str) -> Result<PathBuf, String> {
+    match protocol {
+        "etcd-lock" => servers::on_path(etcd_server::PROGRAM)
+            .ok_or_else(|| missing(etcd_server::PROGRAM, etcd_server::PACKAGE)),
+        "zookeeper" => zk_server::java(),
+        _ => servers::on_path(redis_server::PROGRAM)
+            .ok_or_else(|| missing(redis_server::PROGRAM, redis_server::PACKAGE)),
+    }
+}
 
 /// Why `fault` cannot be applied to a real run, if it cannot.
 pub fn unsupported(fault: &Fault) -> Option<&'static str> {
@@ -194,9 +218,11 @@ pub fn check(scenario: &Scenario) -> Result<(), String> {
                 .to_string());
         }
     }
-    if servers::on_path(redis_server::PROGRAM).is_none() {
-        return Err(missing(redis_server::PROGRAM, package));
+    let _ = package;
+    if name == "etcd-lock" || name == "zookeeper" {
+        no_clock_jumps(scenario).map_err(|e| e.to_string())?;
     }
+    server_program(name)?;
     Ok(())
 }
 
@@ -216,6 +242,8 @@ pub fn run(scenario: &Scenario, opts: &Options) -> Result<Finished, RealError> {
         "redis-lock" => run_redis::<RedisLock>(scenario, opts, false),
         "fencing" => run_redis::<Fencing>(scenario, opts, true),
         "redlock" => run_redis::<Redlock>(scenario, opts, false),
+        "etcd-lock" => run_etcd(scenario, opts),
+        "zookeeper" => run_zk(scenario, opts),
         other => Err(RealError::BadInput(format!(
             "`{other}`: not a real protocol"
         ))),
@@ -285,6 +313,7 @@ where
         } else {
             "redis-server (no persistence: --save \"\" --appendonly no)"
         },
+        scrub: &[],
     };
     let backend = Arc::new(redis_server::Redis {
         ports: ports.clone(),
@@ -302,6 +331,123 @@ where
     )
 }
 
+fn no_clock_jumps(scenario: &Scenario) -> Result<(), RealError> {
+    for (i, e) in scenario.faults.iter().enumerate() {
+        if let Fault::ClockJump { .. } = &e.fault {
+            return Err(RealError::BadInput(
+                scenario
+                    .error_at(
+                        &format!("fault[{i}]"),
+                        format!(
+                            "`clock-jump` is applied to redis-server only: {} times leases and sessions on its monotonic clock",
+                            scenario.protocol.name
+                        ),
+                    )
+                    .to_string(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn free_ports(nodes: &[NodeId]) -> Result<std::collections::BTreeMap<NodeId, u16>, RealError> {
+    let mut ports = std::collections::BTreeMap::new();
+    for n in nodes {
+        let p = servers::free_port()
+            .map_err(|e| RealError::Internal(format!("no free loopback port: {e}")))?;
+        ports.insert(*n, p);
+    }
+    Ok(ports)
+}
+
+fn run_etcd(scenario: &Scenario, opts: &Options) -> Result<Finished, RealError> {
+    use tenure_protocols::etcd_lock::EtcdLock;
+    let (cluster, config) = configure::<EtcdLock>(scenario)?;
+    no_clock_jumps(scenario)?;
+    if config.ttl.subsec_nanos() != 0 || config.ttl < Duration::from_secs(2) {
+        return Err(RealError::BadInput(
+            scenario
+                .error_at(
+                    "protocol.params.ttl",
+                    format!(
+                        "{}: etcd grants leases in whole seconds, at least 2s (its minimum TTL with the default election timeout is 1.5s, rounded up)",
+                        tenure_core::format_duration(config.ttl)
+                    ),
+                )
+                .to_string(),
+        ));
+    }
+    let program = server_program("etcd-lock").map_err(RealError::BadInput)?;
+    let server_nodes: Vec<NodeId> = cluster.with_role("server").collect();
+    let ports = free_ports(&server_nodes)?;
+    let peers: std::collections::BTreeMap<u16, (NodeId, u16)> = free_ports(&server_nodes)?
+        .into_iter()
+        .map(|(n, peer)| (ports[&n], (n, peer)))
+        .collect();
+    let spec = ServerSpec {
+        program,
+        args: Box::new(move |port, dir| {
+            let (n, peer) = peers[&port];
+            etcd_server::args(&format!("n{}", n.0), port, peer, dir)
+        }),
+        ready: Box::new(etcd_server::ready),
+        what: "etcd (a one-member cluster, client and peer URLs on 127.0.0.1)",
+        // etcd reads every flag from ETCD_<FLAG> too (ETCD_LISTEN_METRICS_URLS, ...).
+        scrub: &["ETCD_"],
+    };
+    let backend = Arc::new(etcd_server::Etcd {
+        ports: ports.clone(),
+    });
+    drive::<EtcdLock, _>(
+        scenario,
+        opts,
+        cluster,
+        Arc::new(config),
+        backend,
+        &ports,
+        spec,
+        None,
+    )
+}
+
+fn run_zk(scenario: &Scenario, opts: &Options) -> Result<Finished, RealError> {
+    use tenure_protocols::zookeeper::ZooKeeper;
+    let (cluster, config) = configure::<ZooKeeper>(scenario)?;
+    no_clock_jumps(scenario)?;
+    let java = server_program("zookeeper").map_err(RealError::BadInput)?;
+    let server_nodes: Vec<NodeId> = cluster.with_role("server").collect();
+    let ports = free_ports(&server_nodes)?;
+    let spec = ServerSpec {
+        program: java,
+        args: Box::new(zk_server::args),
+        ready: Box::new(zk_server::ready),
+        what: "ZooKeeper 3.8 standalone (java, 127.0.0.1 only, no AdminServer)",
+        // Options the JVM takes from the environment (a JMX port, ...), and
+        // ZooKeeper's own scripts' variables.
+        scrub: &[
+            "JAVA_TOOL_OPTIONS",
+            "JDK_JAVA_OPTIONS",
+            "_JAVA_OPTIONS",
+            "JVMFLAGS",
+            "SERVER_JVMFLAGS",
+            "ZOO",
+        ],
+    };
+    let backend = Arc::new(zk_server::Zk {
+        ports: ports.clone(),
+    });
+    drive::<ZooKeeper, _>(
+        scenario,
+        opts,
+        cluster,
+        Arc::new(config),
+        backend,
+        &ports,
+        spec,
+        None,
+    )
+}
+
 /// A server's command-line arguments from its port and data directory.
 type ArgsFn = Box<dyn Fn(u16, &Path) -> Vec<std::ffi::OsString>>;
 
@@ -311,6 +457,8 @@ struct ServerSpec {
     args: ArgsFn,
     ready: Box<dyn Fn(u16) -> bool>,
     what: &'static str,
+    /// Environment variables not passed on to the server (by name prefix).
+    scrub: &'static [&'static str],
 }
 
 /// A running server node: its process and its data directory (removed when dropped,
@@ -415,6 +563,7 @@ where
             args,
             d.join("server.log"),
         );
+        proc.scrub_env(spec.scrub);
         let offset = match shim {
             Some((shim, jumped)) if jumped.contains(&node) => {
                 let file = data.path().join("clock-offset");

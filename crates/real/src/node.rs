@@ -79,6 +79,38 @@ impl<M> Router<M> {
     }
 }
 
+/// A server's way to answer a client later, outside the request that asked (a watch
+/// event, a reply read off a connection by a thread of its own): the answer goes into
+/// the client's inbox, unless the link from the server to the client is blocked then.
+pub struct Later<M> {
+    router: Arc<Router<M>>,
+    client: NodeId,
+    server: NodeId,
+    inbox: Sender<Input<M>>,
+}
+
+impl<M> Clone for Later<M> {
+    fn clone(&self) -> Self {
+        Later {
+            router: self.router.clone(),
+            client: self.client,
+            server: self.server,
+            inbox: self.inbox.clone(),
+        }
+    }
+}
+
+impl<M> Later<M> {
+    /// Delivers `msg` from the server to the client. `false`: the client has ended
+    /// (crashed or stopped), and nothing more need be sent to it.
+    pub fn send(&self, msg: M) -> bool {
+        if self.router.is_blocked(self.server, self.client) {
+            return true;
+        }
+        self.inbox.send(Input::Msg(self.server, msg)).is_ok()
+    }
+}
+
 /// The clocks of a run, counted from its epoch as tenure-runtime's are.
 #[derive(Clone, Copy)]
 pub struct RunClock {
@@ -280,6 +312,12 @@ fn connection<B: Backend>(
     name: String,
 ) -> Sender<B::Msg> {
     let (tx, rx) = channel::<B::Msg>();
+    let later = Later {
+        router: router.clone(),
+        client,
+        server,
+        inbox: inbox.clone(),
+    };
     let spawned = std::thread::Builder::new().name(name).spawn(move || {
         let mut conn: Option<B::Conn> = None;
         while let Ok(msg) = rx.recv() {
@@ -287,7 +325,7 @@ fn connection<B: Backend>(
                 conn = backend.connect(server).ok();
             }
             let Some(c) = conn.as_mut() else { continue };
-            match backend.request(c, msg) {
+            match backend.request(c, msg, &later) {
                 // An answer across a link blocked meanwhile is dropped.
                 Ok(Some(_)) if router.is_blocked(server, client) => {}
                 Ok(Some(reply)) => {

@@ -101,7 +101,12 @@ impl Backend for Redis {
             .map_err(|e| e.to_string())
     }
 
-    fn request(&self, c: &mut redis::Connection, msg: Msg) -> Result<Option<Msg>, String> {
+    fn request(
+        &self,
+        c: &mut redis::Connection,
+        msg: Msg,
+        _later: &crate::node::Later<Msg>,
+    ) -> Result<Option<Msg>, String> {
         let Msg::Lock(m) = msg else { return Ok(None) };
         let err = |e: redis::RedisError| e.to_string();
         match m {

@@ -69,6 +69,10 @@ pub struct ServerProc {
     log: PathBuf,
     /// Extra environment (the clock shim's).
     env: Vec<(OsString, OsString)>,
+    /// Variables of this process's environment not passed on: those whose names start
+    /// with one of these (a server's own configuration variables, which could move
+    /// its sockets off loopback).
+    scrub: Vec<String>,
     child: Option<Child>,
 }
 
@@ -80,6 +84,7 @@ impl ServerProc {
             args,
             log,
             env: Vec::new(),
+            scrub: Vec::new(),
             child: None,
         }
     }
@@ -87,6 +92,11 @@ impl ServerProc {
     /// Sets an environment variable for every start of the process.
     pub fn env(&mut self, key: impl Into<OsString>, value: impl Into<OsString>) {
         self.env.push((key.into(), value.into()));
+    }
+
+    /// Passes on no variable whose name starts with one of `prefixes`.
+    pub fn scrub_env(&mut self, prefixes: &[&str]) {
+        self.scrub.extend(prefixes.iter().map(|p| p.to_string()));
     }
 
     /// Starts the process (in its own process group, dying with this thread's process).
@@ -107,6 +117,12 @@ impl ServerProc {
             }
             None => Command::new(&self.program),
         };
+        for (k, _) in std::env::vars_os() {
+            let name = k.to_string_lossy();
+            if self.scrub.iter().any(|p| name.starts_with(p.as_str())) {
+                cmd.env_remove(&k);
+            }
+        }
         cmd.args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())

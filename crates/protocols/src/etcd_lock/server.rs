@@ -96,6 +96,18 @@ impl EtcdServer {
                 EtcdMsg::LeaseGranted { req, lease, ttl }
             }
             EtcdMsg::KeepAlive { req, lease } => {
+                // A lease whose TTL has run out is not renewed, even if its expiry has
+                // not been handled yet (the server was stalled, its timers and
+                // requests piled up): etcd's `lessor.Renew` answers an expired lease
+                // only after revoking it, with "lease not found". Seen against etcd
+                // 3.4.23 stopped past the TTL (`tenure real`, book: real-servers.md).
+                if self
+                    .deadlines
+                    .get(&lease)
+                    .is_some_and(|d| *d <= env.monotonic())
+                {
+                    self.expire(env, lease);
+                }
                 let ttl = self.data.leases.get(&lease).map(|l| l.ttl);
                 if ttl.is_some() {
                     self.refresh(env, lease);

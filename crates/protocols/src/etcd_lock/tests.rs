@@ -381,6 +381,44 @@ fn keepalive_pushes_the_expiry_out() {
     );
 }
 
+/// A keep-alive handled after its lease's TTL ran out, before the expiry timer (a
+/// stalled server handles the requests that piled up first), does not bring the lease
+/// back: it is revoked then, its keys deleted, and the answer is "gone", as etcd's
+/// `lessor.Renew` answers an expired lease.
+#[test]
+fn a_keepalive_after_the_ttl_does_not_renew_the_lease() {
+    let mut s = two_keys();
+    // Lease 1 was granted at 10ms: it ran out at 2010ms.
+    let effects = s.recv(3000, C1, EtcdMsg::KeepAlive { req: 9, lease: 1 });
+    assert_eq!(
+        effects,
+        vec![
+            Effect::Observe(Observation::Note {
+                text: "lease 1 of n1 expired".into()
+            }),
+            send(
+                C2,
+                EtcdMsg::KeyDeleted {
+                    req: 5,
+                    key: "/lock/counter/1".into()
+                }
+            ),
+            s.stored(),
+            synced(),
+            send(
+                C1,
+                EtcdMsg::KeepAliveReply {
+                    req: 9,
+                    lease: 1,
+                    ttl: None
+                }
+            ),
+        ]
+    );
+    // Its late timer finds nothing to do.
+    assert_eq!(s.timer(3001, EtcdTimer::LeaseExpire(1)), vec![]);
+}
+
 // --- the client ---
 
 /// Client 1 started at 0 (lease asked, req 1), granted lease 7 at 2ms, and its think
