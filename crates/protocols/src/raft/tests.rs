@@ -739,7 +739,9 @@ fn info_lists_correct_first_and_what_each_variant_breaks() {
             "correct",
             "forget-vote",
             "no-step-down",
-            "reply-before-sync"
+            "reply-before-sync",
+            "etcd-8334",
+            "hashicorp-609"
         ]
     );
     for v in info.variants {
