@@ -51,7 +51,14 @@
 //! `ack-before-persist` (hardened, but `persisted_messages` are sent before the sync)
 //! and `stale-ready` (advances a `Ready` after taking the next one, which
 //! `RawNode::ready`'s doc forbids; raft-rs's `RawNode::commit_ready` asserts it: a
-//! provoked panic inside raft-rs, the negative control of `no-panic`).
+//! provoked panic inside raft-rs, the negative control of `no-panic`). Known upstream
+//! bugs, replayed (book: "Known bugs, replayed"): `pre-vote-only` and
+//! `check-quorum-only` (with `defaults` and `hardened`, the four PreVote x CheckQuorum
+//! settings under the bridge schedule of the 2020 Cloudflare etcd outage: only
+//! `defaults` loses its leader), and
+//! `priority-511` (raft-rs #511: distinct `Config::priority` with PreVote on a group at
+//! term 0 panics in `RaftCore::send`) with its mitigation `priority-511-term-1` (the
+//! group bootstrapped at term 1).
 //!
 //! **Why `lease-reads` is not linearizable, even with perfect clocks** (raft-rs 0.7.0,
 //! `src/raft.rs`): a `LeaseBased` ReadIndex is answered by any node in the `Leader`
@@ -100,6 +107,12 @@ pub enum RaftRsVariant {
     LeaseReads,
     AckBeforePersist,
     StaleReady,
+    PreVoteOnly,
+    CheckQuorumOnly,
+    #[strum(serialize = "priority-511")]
+    Priority511,
+    #[strum(serialize = "priority-511-term-1")]
+    Priority511Term1,
 }
 
 static INFO: ProtocolInfo = ProtocolInfo {
@@ -115,7 +128,9 @@ static INFO: ProtocolInfo = ProtocolInfo {
     variants: &[
         VariantInfo {
             name: "defaults",
-            summary: "raft-rs's default options: no PreVote, no CheckQuorum, Safe reads",
+            summary: "raft-rs's default options: no PreVote, no CheckQuorum, Safe reads (under \
+                      the bridge of the November 2020 Cloudflare etcd outage leadership never \
+                      settles: scenarios/raft-rs/bridge-defaults.toml)",
             breaks: &[],
         },
         VariantInfo {
@@ -150,6 +165,37 @@ static INFO: ProtocolInfo = ProtocolInfo {
             summary: "an embedding bug: takes a second Ready before advancing the first, \
                       then advances the first; raft-rs panics (RawNode::commit_ready)",
             breaks: &["no-panic"],
+        },
+        VariantInfo {
+            name: "pre-vote-only",
+            summary:
+                "PreVote without CheckQuorum (raft 0.7.0, as etcd-raft can be configured): keeps a \
+                      leader under the bridge of the November 2020 Cloudflare etcd outage, \
+                      which `defaults` does not (scenarios/raft-rs/bridge-*.toml)",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "check-quorum-only",
+            summary:
+                "CheckQuorum without PreVote (raft 0.7.0, as etcd-raft can be configured): keeps a \
+                      leader under the bridge of the November 2020 Cloudflare etcd outage, \
+                      which `defaults` does not (scenarios/raft-rs/bridge-*.toml)",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "priority-511",
+            summary: "raft-rs #511 (open, in raft 0.7.0): hardened, with distinct election \
+                      priorities (node n: n + 1); a fresh group is at term 0, a voter of \
+                      higher priority rejects a pre-vote with its own term 0 and raft-rs \
+                      panics (\"term should be set when sending MsgRequestPreVoteResponse\")",
+            breaks: &["no-panic"],
+        },
+        VariantInfo {
+            name: "priority-511-term-1",
+            summary: "the mitigation of raft-rs #511 (raft 0.7.0 unpatched; BusyJay on #511: \
+                      a group should not start at term 0): priority-511 with the group \
+                      bootstrapped at term 1",
+            breaks: &[],
         },
     ],
 };
@@ -221,15 +267,22 @@ pub struct RaftRsConfig {
 
 impl RaftRsConfig {
     fn raft_config(&self, id: u64) -> Config {
-        let hardened = self.variant != RaftRsVariant::Defaults;
+        use RaftRsVariant::*;
+        let pre_vote = !matches!(self.variant, Defaults | CheckQuorumOnly);
+        let check_quorum = !matches!(self.variant, Defaults | PreVoteOnly);
+        let priority = match self.variant {
+            Priority511 | Priority511Term1 => id as i64,
+            _ => 0,
+        };
         Config {
             id,
             election_tick: self.election_tick,
             heartbeat_tick: self.heartbeat_tick,
             min_election_tick: self.election_tick,
             max_election_tick: 2 * self.election_tick,
-            pre_vote: hardened,
-            check_quorum: hardened,
+            pre_vote,
+            check_quorum,
+            priority,
             read_only_option: if self.variant == RaftRsVariant::LeaseReads {
                 ReadOnlyOption::LeaseBased
             } else {
@@ -906,7 +959,12 @@ impl Protocol for RaftRs {
     }
 
     fn on_start(&mut self, env: &mut E<'_>) {
-        let store = LogStore::load(self.voters(), env);
+        let mut store = LogStore::load(self.voters(), env);
+        if self.config.variant == RaftRsVariant::Priority511Term1 && store.hard_state.term == 0 {
+            // The #511 mitigation: a group that never ran starts at term 1, not 0, so a
+            // rejection carries a term (raft-rs's `RaftCore::send` insists on one).
+            store.hard_state.term = 1;
+        }
         for e in &store.entries {
             env.observe(Observation::LogAppend {
                 index: e.index,

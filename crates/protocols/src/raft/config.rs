@@ -23,6 +23,15 @@ pub enum RaftVariant {
     /// Term and vote are written, the reply is sent, and only then synced: a power loss
     /// in between forgets a vote that was already given.
     ReplyBeforeSync,
+    /// etcd's raft before PR #8334: a follower that times out and becomes a
+    /// pre-candidate keeps the leader it knew, so with CheckQuorum it counts itself in
+    /// that leader's lease and ignores the other pre-candidates.
+    #[strum(serialize = "etcd-8334")]
+    Etcd8334,
+    /// hashicorp/raft before PR #609: granting a pre-vote resets the voter's election
+    /// timer, so a node that keeps asking and never wins keeps everyone else quiet.
+    #[strum(serialize = "hashicorp-609")]
+    Hashicorp609,
 }
 
 pub(crate) static INFO: ProtocolInfo = ProtocolInfo {
@@ -57,6 +66,22 @@ pub(crate) static INFO: ProtocolInfo = ProtocolInfo {
                       lets a node vote twice in one term",
             breaks: &["single-leader-per-term"],
         },
+        VariantInfo {
+            name: "etcd-8334",
+            summary: "etcd raft before PR #8334 (2017; raft-rs before 0.3.1, PR #84; the \
+                      leaderless PreVote + CheckQuorum clusters of etcd #9586 and TiKV #3270): \
+                      a pre-candidate keeps its leader and restarts its lease, so timed-out \
+                      followers ignore each other's pre-votes (with vote_rules = \"etcd\")",
+            breaks: &["leader-liveness"],
+        },
+        VariantInfo {
+            name: "hashicorp-609",
+            summary: "hashicorp/raft main between PR #605 and PR #609 (August 2024; v1.7.1 \
+                      has both), with vote_rules = \"hashicorp\": granting a pre-vote resets \
+                      the voter's election timer (`setLastContact`), so a former leader that \
+                      keeps pre-voting and never wins keeps the others from electing",
+            breaks: &["leader-liveness"],
+        },
     ],
 };
 
@@ -74,7 +99,8 @@ pub struct RaftParams {
     /// election timeout (Ongaro thesis §6.2).
     pub check_quorum: bool,
     /// Whose rules a voter follows for pre-votes and for ignoring votes while it hears
-    /// from a leader: `"thesis"` (Ongaro's thesis) or `"etcd"` (etcd's raft library).
+    /// from a leader: `"thesis"` (Ongaro's thesis), `"etcd"` (etcd's raft library) or
+    /// `"hashicorp"` (hashicorp/raft's pre-vote).
     pub vote_rules: VoteRules,
     /// Node index (as a string) -> the terms of that node's initial log entries.
     /// Nodes not listed start with an empty log.
@@ -119,6 +145,12 @@ pub enum VoteRules {
     /// in the current term goes only to a candidate when the voter has not voted and
     /// knows no leader.
     Etcd,
+    /// hashicorp/raft's pre-vote (`requestPreVote`, v1.7.1): a pre-vote is refused while
+    /// the voter knows a leader other than the candidate, and otherwise granted to a
+    /// candidate for a later term whose log is up to date, however recently the voter
+    /// heard from its leader (the candidate may be that leader, stepped down). Votes as
+    /// under `"thesis"`.
+    Hashicorp,
 }
 
 /// An election timeout range, `min <= max`.

@@ -21,6 +21,16 @@
 //! * `reply-before-sync`: term and vote are written and the reply sent before the
 //!   fsync: a power loss inside the fsync window forgets a vote already given, and two
 //!   candidates can win the same term (the correct variant syncs, then replies).
+//! * `etcd-8334` (etcd raft before PR #8334, raft-rs before 0.3.1): a pre-candidate
+//!   keeps the leader it knew and, its election tick having just restarted, counts
+//!   itself in that leader's lease (etcd's `inLease`, with `vote_rules = "etcd"` and
+//!   CheckQuorum), so pre-candidates ignore each other's pre-votes; with close timeouts
+//!   no one ever wins one. `correct` with the same parameters is the fix.
+//! * `hashicorp-609` (hashicorp/raft `requestPreVote` on main between PR #605 and PR
+//!   #609, August 2024; with `vote_rules = "hashicorp"`): granting a pre-vote restarts
+//!   the voter's election timer (`setLastContact`), so a former leader that pre-votes
+//!   more often than the others time out (a low election timeout) and never wins (it
+//!   hears no replies) keeps the rest from ever electing. `correct` is the fix.
 //!
 //! **Scope.** Only election: logs are the fixed initial ones given in the parameters
 //! (to make some nodes ineligible); heartbeats are AppendEntries with no entries, and
@@ -305,7 +315,14 @@ impl Raft {
 
     fn start_pre_vote(&mut self, env: &mut dyn Env<RaftMsg, RaftTimer>) {
         self.role = Role::PreCandidate;
-        self.leader = None;
+        if self.variant == RaftVariant::Etcd8334 {
+            // The bug (etcd raft.go before PR #8334): `becomePreCandidate` leaves `r.lead`
+            // set, and the election tick that fired has just zeroed `electionElapsed`,
+            // so `inLease` holds again: this pre-candidate ignores pre-votes for a while.
+            self.leader_contact = Some(env.monotonic());
+        } else {
+            self.leader = None;
+        }
         self.votes = BTreeSet::from([self.me]);
         self.announce(env);
         self.reset_election_timer(env);
@@ -386,7 +403,7 @@ impl Raft {
         last_log: (u64, u64),
     ) {
         match self.vote_rules {
-            VoteRules::Thesis => {
+            VoteRules::Thesis | VoteRules::Hashicorp => {
                 let guarded = self.pre_vote || self.check_quorum;
                 if guarded && self.leader_is_fresh(env.monotonic()) {
                     // Thesis §4.2.3: we have a live leader; do not even update the term.
@@ -404,7 +421,9 @@ impl Raft {
             return;
         }
         let free = match self.vote_rules {
-            VoteRules::Thesis => self.voted_for.is_none() || self.voted_for == Some(from),
+            VoteRules::Thesis | VoteRules::Hashicorp => {
+                self.voted_for.is_none() || self.voted_for == Some(from)
+            }
             // etcd `canVote`: a repeat of our vote, or no vote and no known leader
             VoteRules::Etcd => {
                 self.voted_for == Some(from) || (self.voted_for.is_none() && self.leader.is_none())
@@ -434,6 +453,12 @@ impl Raft {
                     && self.log_ok(last_log.0, last_log.1)
                     && !self.leader_is_fresh(env.monotonic())
             }
+            VoteRules::Hashicorp => {
+                // hashicorp/raft `requestPreVote` (v1.7.1): "rejecting pre-vote request
+                // since we have a leader", unless that leader is the candidate.
+                let other_leader = self.leader.is_some_and(|l| l != from);
+                !other_leader && term > self.term && self.log_ok(last_log.0, last_log.1)
+            }
             VoteRules::Etcd => {
                 if term > self.term && self.in_etcd_lease(env.monotonic()) {
                     return; // etcd `Step`: ignored in the lease, no reply
@@ -447,6 +472,12 @@ impl Raft {
         };
         let reply_term = if granted { term } else { self.term };
         self.send(env, from, vote_reply(reply_term, granted, true));
+        if granted && self.variant == RaftVariant::Hashicorp609 && self.role != Role::Leader {
+            // The bug (hashicorp/raft v1.7.0 `requestPreVote`, removed by PR #609): a
+            // granted pre-vote calls `setLastContact`, which the follower's heartbeat
+            // timeout reads as contact with a leader: its election waits again.
+            self.reset_election_timer(env);
+        }
     }
 
     fn on_vote_reply(
@@ -759,10 +790,22 @@ impl Configurable for Raft {
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel};
         Ok(ModelSpec {
-            out_of_scope: &[(
-                "reply-before-sync",
-                "the explorer crashes processes but never cuts power: every write survives",
-            )],
+            out_of_scope: &[
+                (
+                    "reply-before-sync",
+                    "the explorer crashes processes but never cuts power: every write survives",
+                ),
+                (
+                    "etcd-8334",
+                    "its failure is a liveness one (no leader ever), which the explorer does \
+                     not judge, and needs PreVote, CheckQuorum and etcd's rules",
+                ),
+                (
+                    "hashicorp-609",
+                    "its failure is a liveness one (no leader ever), which the explorer does \
+                     not judge, and needs PreVote and hashicorp's rules",
+                ),
+            ],
             stands_for: &[("steps-down-on-higher-term", "single-leader-at-a-time")],
             bounds: Bounds {
                 max_depth: 8,

@@ -739,7 +739,9 @@ fn info_lists_correct_first_and_what_each_variant_breaks() {
             "correct",
             "forget-vote",
             "no-step-down",
-            "reply-before-sync"
+            "reply-before-sync",
+            "etcd-8334",
+            "hashicorp-609"
         ]
     );
     for v in info.variants {
@@ -858,4 +860,86 @@ fn the_correct_variant_says_nothing_while_its_disk_fails() {
     let sync = position(&effects, |e| *e == Effect::Sync { ok: true });
     let reply = position(&effects, |e| *e == send(3, vote_reply(1, true, false)));
     assert!(sync < reply, "{effects:?}");
+}
+
+/// A follower of n2 that timed out: a pre-candidate of term 1 (asking for term 2).
+fn timed_out_pre_candidate(variant: RaftVariant) -> Node {
+    let mut config = RaftConfig::new(variant);
+    config.pre_vote = true;
+    config.check_quorum = true;
+    config.vote_rules = VoteRules::Etcd;
+    let mut node = Node::started(config, 0);
+    node.recv(2, heartbeat(1));
+    node.advance(400 * MS);
+    node.fire(RaftTimer::Election);
+    assert_eq!(node.raft.role(), Role::PreCandidate);
+    node
+}
+
+#[test]
+fn an_etcd_pre_candidate_grants_another_pre_candidates_pre_vote() {
+    // etcd since PR #8334: `becomePreCandidate` forgets the leader, so it is in no lease.
+    let mut node = timed_out_pre_candidate(RaftVariant::Correct);
+    assert_eq!(node.raft.leader(), None);
+    assert_eq!(
+        node.recv(3, pre_vote(2)),
+        vec![send(3, vote_reply(2, true, true))]
+    );
+}
+
+#[test]
+fn an_etcd_8334_pre_candidate_keeps_its_leader_and_ignores_pre_votes() {
+    // The negative control of the test above: the same steps, the bug's variant.
+    let mut node = timed_out_pre_candidate(RaftVariant::Etcd8334);
+    assert_eq!(node.raft.leader(), Some(NodeId(2)));
+    assert_eq!(node.recv(3, pre_vote(2)), vec![]);
+    // Its lease runs out one minimum election timeout after it timed out.
+    node.advance(150 * MS);
+    assert_eq!(
+        node.recv(3, pre_vote(2)),
+        vec![send(3, vote_reply(2, true, true))]
+    );
+}
+
+/// A follower of n2 under hashicorp's pre-vote rules receives a pre-vote from n2 itself
+/// (stepped down) 10 ms after n2's last heartbeat; returns what granting it did.
+fn grant_a_pre_vote(variant: RaftVariant) -> Effects {
+    let mut config = RaftConfig::new(variant);
+    config.pre_vote = true;
+    config.vote_rules = VoteRules::Hashicorp;
+    let mut node = Node::started(config, 0);
+    node.recv(2, heartbeat(1));
+    node.advance(10 * MS);
+    // Another node's pre-vote is refused: "rejecting pre-vote request since we have a
+    // leader".
+    assert_eq!(
+        node.recv(3, pre_vote(2)),
+        vec![send(3, vote_reply(1, false, true))]
+    );
+    node.recv(2, pre_vote(2))
+}
+
+#[test]
+fn granting_a_pre_vote_leaves_the_election_timer_alone() {
+    assert_eq!(
+        grant_a_pre_vote(RaftVariant::Correct),
+        vec![send(2, vote_reply(2, true, true))]
+    );
+}
+
+#[test]
+fn a_hashicorp_609_voter_restarts_its_election_timer_on_granting_a_pre_vote() {
+    // The negative control of the test above: `setLastContact` before PR #609.
+    let effects = grant_a_pre_vote(RaftVariant::Hashicorp609);
+    assert_eq!(effects[0], send(2, vote_reply(2, true, true)));
+    assert!(
+        matches!(
+            effects[1..],
+            [Effect::SetTimer {
+                timer: RaftTimer::Election,
+                ..
+            }]
+        ),
+        "{effects:?}"
+    );
 }
