@@ -28,8 +28,8 @@ pub struct LockClient {
     retry_after: Duration,
     prefix: String,
     req: u64,
-    /// Requests not yet answered: id -> (operation, when last sent).
-    inflight: BTreeMap<u64, (Op, LocalTime)>,
+    /// Requests not yet answered: id -> (operation, when and to whom last sent).
+    inflight: BTreeMap<u64, (Op, LocalTime, NodeId)>,
     lease: Option<LeaseId>,
     /// The outstanding grant or keep-alive: its request id and first send time.
     lease_request: Option<(u64, LocalTime)>,
@@ -68,17 +68,31 @@ impl LockClient {
     fn request(&mut self, env: &mut E<'_>, op: Op) -> u64 {
         self.req += 1;
         let req = self.req;
-        self.inflight.insert(req, (op.clone(), env.monotonic()));
-        env.send(self.leader(), Msg::Request { req, op });
+        let to = self.leader();
+        self.inflight.insert(req, (op.clone(), env.monotonic(), to));
+        env.send(to, Msg::Request { req, op });
         req
     }
 
     fn resend(&mut self, env: &mut E<'_>, req: u64) {
         let now = env.monotonic();
         let to = self.leader();
-        if let Some((op, sent)) = self.inflight.get_mut(&req) {
+        if let Some((op, sent, server)) = self.inflight.get_mut(&req) {
             *sent = now;
+            *server = to;
             env.send(to, Msg::Request { req, op: op.clone() });
+        }
+    }
+
+    /// A watch lives on the member that took it: when we move to another member, the
+    /// watch moves with us (an etcd client re-opens its watch stream on a new endpoint).
+    fn follow_watch(&mut self, env: &mut E<'_>) {
+        let leader = self.leader();
+        if let Some((_, watch)) = &self.watching {
+            let watch = *watch;
+            if self.inflight.get(&watch).is_some_and(|(_, _, to)| *to != leader) {
+                self.resend(env, watch);
+            }
         }
     }
 
@@ -90,7 +104,9 @@ impl LockClient {
     fn on_start(&mut self, env: &mut E<'_>) {
         self.guess = env.range_inclusive(0, self.servers.len() as u64 - 1) as usize;
         self.grant(env);
-        env.set_timer(Timer::KeepAlive, self.ttl / 3);
+        // Processes start at different moments: keep-alive periods have their own phase.
+        let first = env.duration_between(self.ttl / 12, self.ttl / 3);
+        env.set_timer(Timer::KeepAlive, first);
     }
 
     /// Every TTL/3: a keep-alive, and requests unanswered since the last tick go to the
@@ -98,29 +114,42 @@ impl LockClient {
     fn on_keepalive_timer(&mut self, env: &mut E<'_>) {
         env.set_timer(Timer::KeepAlive, self.ttl / 3);
         let now = env.monotonic();
-        let stale = self.inflight.values().any(|(op, sent)| {
-            !matches!(op, Op::WatchDelete { .. }) && sent.until(now) >= self.retry_after
-        });
+        let leader = self.leader();
+        let stale: Vec<(u64, bool)> = self
+            .inflight
+            .iter()
+            .filter(|(_, (op, sent, _))| {
+                !matches!(op, Op::KeepAlive { .. } | Op::WatchDelete { .. })
+                    && sent.until(now) >= self.retry_after
+            })
+            .map(|(&req, &(_, _, to))| (req, to == leader))
+            .collect();
+        // The last keep-alive unanswered for a whole period: is the leader gone?
+        let silent_leader = self
+            .lease_request
+            .and_then(|(req, _)| self.inflight.get(&req))
+            .is_some_and(|(_, sent, to)| *to == leader && sent.until(now) >= self.retry_after);
         // A watch that has reported nothing for a TTL may have died with its server:
         // look again (etcd clients resume their watch streams).
         if let Some((_, watch)) = self.watching.clone() {
             let quiet = self
                 .inflight
                 .get(&watch)
-                .is_some_and(|(_, sent)| sent.until(now) >= self.ttl);
+                .is_some_and(|(_, sent, _)| sent.until(now) >= self.ttl);
             if quiet && self.pending.is_none() {
                 self.inflight.remove(&watch);
                 self.watching = None;
                 self.look_for_predecessor(env);
             }
         }
-        if stale {
+        // Requests unanswered by the server we believe leads: try the next one.
+        if silent_leader || stale.iter().any(|&(_, to_leader)| to_leader) {
             self.guess += 1;
-            let ids: Vec<u64> = self.inflight.keys().copied().collect();
-            for req in ids {
-                self.resend(env, req);
-            }
         }
+        for (req, _) in stale {
+            self.resend(env, req);
+        }
+        self.follow_watch(env);
         let Some(lease) = self.lease else {
             if self.lease_request.is_none() {
                 self.grant(env);
@@ -157,7 +186,7 @@ impl LockClient {
         self.pending = None;
         self.watching = None;
         self.inflight
-            .retain(|_, (op, _)| matches!(op, Op::Delete { .. }));
+            .retain(|_, (op, _, _)| matches!(op, Op::Delete { .. }));
         self.lease_request = None;
         env.cancel_timer(&Timer::LeaseCheck);
         self.grant(env);
@@ -178,7 +207,7 @@ impl LockClient {
         if self
             .inflight
             .values()
-            .any(|(op, _)| matches!(op, Op::Delete { .. }))
+            .any(|(op, _, _)| matches!(op, Op::Delete { .. }))
         {
             // `Unlock` returns once its delete is done: a put racing a retried delete
             // of the same key could find the old key, then lose it to the delete.
@@ -201,18 +230,19 @@ impl LockClient {
     fn on_reply(&mut self, env: &mut E<'_>, from: NodeId, req: u64, answer: Answer) -> Option<Change> {
         if let Answer::NotLeader(hint) = answer {
             if self.inflight.contains_key(&req) {
-                match hint.and_then(|h| self.position(h)) {
-                    Some(p) if p != self.guess % self.servers.len() => {
+                match hint.filter(|&h| h != from).and_then(|h| self.position(h)) {
+                    Some(p) => {
                         self.guess = p;
                         self.resend(env, req);
+                        self.follow_watch(env);
                     }
                     // No leader known: the request is retried after its timeout.
-                    _ => {}
+                    None => {}
                 }
             }
             return None;
         }
-        let (op, _) = self.inflight.remove(&req)?;
+        let (op, _, _) = self.inflight.remove(&req)?;
         if let Some(p) = self.position(from) {
             self.guess = p;
         }
