@@ -80,7 +80,13 @@ impl LockClient {
         if let Some((op, sent, server)) = self.inflight.get_mut(&req) {
             *sent = now;
             *server = to;
-            env.send(to, Msg::Request { req, op: op.clone() });
+            env.send(
+                to,
+                Msg::Request {
+                    req,
+                    op: op.clone(),
+                },
+            );
         }
     }
 
@@ -90,7 +96,11 @@ impl LockClient {
         let leader = self.leader();
         if let Some((_, watch)) = &self.watching {
             let watch = *watch;
-            if self.inflight.get(&watch).is_some_and(|(_, _, to)| *to != leader) {
+            if self
+                .inflight
+                .get(&watch)
+                .is_some_and(|(_, _, to)| *to != leader)
+            {
                 self.resend(env, watch);
             }
         }
@@ -227,7 +237,13 @@ impl LockClient {
         self.servers.iter().position(|&s| s == server)
     }
 
-    fn on_reply(&mut self, env: &mut E<'_>, from: NodeId, req: u64, answer: Answer) -> Option<Change> {
+    fn on_reply(
+        &mut self,
+        env: &mut E<'_>,
+        from: NodeId,
+        req: u64,
+        answer: Answer,
+    ) -> Option<Change> {
         if let Answer::NotLeader(hint) = answer {
             if self.inflight.contains_key(&req) {
                 match hint.filter(|&h| h != from).and_then(|h| self.position(h)) {
@@ -278,7 +294,13 @@ impl LockClient {
                 if self.pending != Some(req) {
                     if let Some(create_revision) = create_revision {
                         if self.key.as_ref().map(|(k, _)| k) != Some(&key) {
-                            self.request(env, Op::Delete { key, create_revision });
+                            self.request(
+                                env,
+                                Op::Delete {
+                                    key,
+                                    create_revision,
+                                },
+                            );
                         }
                     }
                     return None;

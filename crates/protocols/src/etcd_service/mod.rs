@@ -46,9 +46,13 @@
 //! client paused past its TTL still acts: Kleppmann 2016), but `revoke-after-stall`
 //! breaks it with no client fault at all.
 //!
-//! **Sources verified**: etcd-io/etcd v3.5.x `server/lease/lessor.go` (`Promote`,
-//! `Demote`, `runLoop`, `revokeExpiredLeases`, `findExpiredLeases`), `server/etcdserver/
-//! server.go` (`revokeExpiredLeases` and, after PR #16822, `ensureLeadership`),
+//! **Sources verified** (etcd-io/etcd, read at tags v3.5.12, v3.5.13 and v3.5.19):
+//! `server/lease/lessor.go` (`Promote` refreshes every lease to `now + extend +
+//! RemainingTTL()`, the full TTL unless checkpointed; `Demote`), `server/etcdserver/
+//! server.go` (`revokeExpiredLeases`: in v3.5.12 it revokes at once; from v3.5.13 it
+//! first calls `ensureLeadership`, which trusts a member whose raft loop ticked within
+//! 3 ticks and otherwise does `linearizableReadNotify` and checks `raftStatus().Lead`;
+//! the model always does the read: a stalled member has not ticked),
 //! `client/v3/concurrency/mutex.go` (`Lock`, `waitDeletes`, the own-key `Get`).
 
 mod client;
@@ -75,30 +79,60 @@ pub type LeaseId = u64;
 /// What a client asks the service.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Op {
-    Grant { ttl: Duration },
-    KeepAlive { lease: LeaseId },
+    Grant {
+        ttl: Duration,
+    },
+    KeepAlive {
+        lease: LeaseId,
+    },
     /// Put `key` with `lease` if absent; answered with the key's create revision.
-    PutIfAbsent { key: String, lease: LeaseId },
+    PutIfAbsent {
+        key: String,
+        lease: LeaseId,
+    },
     /// The key under `prefix` with the highest create revision below `before`.
-    GetPredecessor { prefix: String, before: u64 },
-    Get { key: String },
+    GetPredecessor {
+        prefix: String,
+        before: u64,
+    },
+    Get {
+        key: String,
+    },
     /// Report the deletion of `key` (as it was at `revision`).
-    WatchDelete { key: String, revision: u64 },
+    WatchDelete {
+        key: String,
+        revision: u64,
+    },
     /// Delete `key` if it still has `create_revision` (a late retry must not delete a
     /// later key of the same name).
-    Delete { key: String, create_revision: u64 },
+    Delete {
+        key: String,
+        create_revision: u64,
+    },
 }
 
 /// A server's answer.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Answer {
-    Granted { lease: LeaseId, ttl: Duration },
+    Granted {
+        lease: LeaseId,
+        ttl: Duration,
+    },
     /// `None`: the lease is gone.
-    KeepAlive { ttl: Option<Duration> },
+    KeepAlive {
+        ttl: Option<Duration>,
+    },
     /// `None`: the lease is gone.
-    Put { create_revision: Option<u64> },
-    Predecessor { key: Option<String>, revision: u64 },
-    Get { create_revision: Option<u64> },
+    Put {
+        create_revision: Option<u64>,
+    },
+    Predecessor {
+        key: Option<String>,
+        revision: u64,
+    },
+    Get {
+        create_revision: Option<u64>,
+    },
     KeyDeleted,
     Deleted,
     /// Not the leader (naming the one it knows of); nothing done.
@@ -133,9 +167,17 @@ pub enum Msg {
         round: u64,
     },
     /// A proposal forwarded by a follower to the leader (etcd raft forwards `MsgProp`).
-    Propose { cmd: Cmd },
-    Request { req: u64, op: Op },
-    Reply { req: u64, answer: Answer },
+    Propose {
+        cmd: Cmd,
+    },
+    Request {
+        req: u64,
+        op: Op,
+    },
+    Reply {
+        req: u64,
+        answer: Answer,
+    },
     Resource(ResourceMsg),
 }
 
@@ -429,8 +471,10 @@ impl Configurable for EtcdService {
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
-        Err("lease expiry and the lock need timing and clients; the simulator explores it \
-             (raft-log's model covers the log)")
+        Err(
+            "lease expiry and the lock need timing and clients; the simulator explores it \
+             (raft-log's model covers the log)",
+        )
     }
 
     fn message_term(msg: &Msg) -> Option<u64> {

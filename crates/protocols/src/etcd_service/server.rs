@@ -25,11 +25,22 @@ pub enum Cmd {
     /// A new leader's first entry (Raft §8).
     Noop,
     /// `LeaseGrant`: the lease's id is this entry's index.
-    Grant { client: NodeId, ttl: Duration },
+    Grant {
+        client: NodeId,
+        ttl: Duration,
+    },
     /// `LeaseRevoke`: the lease and its keys go, in one revision.
-    Revoke { lease: LeaseId },
-    PutIfAbsent { key: String, lease: LeaseId },
-    Delete { key: String, create_revision: u64 },
+    Revoke {
+        lease: LeaseId,
+    },
+    PutIfAbsent {
+        key: String,
+        lease: LeaseId,
+    },
+    Delete {
+        key: String,
+        create_revision: u64,
+    },
 }
 
 /// One log entry.

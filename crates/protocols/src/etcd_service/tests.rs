@@ -13,7 +13,12 @@ fn cluster() -> Cluster {
         role: role.to_string(),
         count,
     };
-    Cluster::new(vec![spec("server", 3), spec("client", 3), spec("storage", 1)]).unwrap()
+    Cluster::new(vec![
+        spec("server", 3),
+        spec("client", 3),
+        spec("storage", 1),
+    ])
+    .unwrap()
 }
 
 fn config(variant: EtcdServiceVariant) -> EtcdServiceConfig {
@@ -89,7 +94,10 @@ fn locks_go_on_across_a_leader_crash() {
             _ => None,
         })
         .collect();
-    assert!(!after.is_empty(), "clients hold the lock under the new leader");
+    assert!(
+        !after.is_empty(),
+        "clients hold the lock under the new leader"
+    );
     // Tokens (create revisions) only grow across the failover.
     let all: Vec<u64> = net
         .records
@@ -165,28 +173,50 @@ fn a_put_waits_until_the_delete_of_the_same_key_is_answered() {
     let mut c = OneClient::new();
     let start = c.step(|c, s| c.on_start(s));
     let (grant, _) = requests(&start)[0].clone();
-    c.reply(0, grant, Answer::Granted {
-        lease: 7,
-        ttl: Duration::from_secs(1),
-    });
+    c.reply(
+        0,
+        grant,
+        Answer::Granted {
+            lease: 7,
+            ttl: Duration::from_secs(1),
+        },
+    );
     let acquire = c.step(|c, s| c.lock.start_acquire(s));
     let (put, op) = requests(&acquire)[0].clone();
     assert!(matches!(op, Op::PutIfAbsent { .. }));
-    let got = c.reply(0, put, Answer::Put {
-        create_revision: Some(9),
-    });
+    let got = c.reply(
+        0,
+        put,
+        Answer::Put {
+            create_revision: Some(9),
+        },
+    );
     let (pred, _) = requests(&got)[0].clone();
-    c.reply(0, pred, Answer::Predecessor {
-        key: None,
-        revision: 9,
-    });
+    c.reply(
+        0,
+        pred,
+        Answer::Predecessor {
+            key: None,
+            revision: 9,
+        },
+    );
     assert!(c.client.lock.holding());
     let release = c.step(|c, s| c.lock.release(s));
     let (delete, op) = requests(&release)[0].clone();
-    assert!(matches!(op, Op::Delete { create_revision: 9, .. }));
+    assert!(matches!(
+        op,
+        Op::Delete {
+            create_revision: 9,
+            ..
+        }
+    ));
     // The next acquire sends nothing while the delete is unanswered...
     let again = c.step(|c, s| c.lock.start_acquire(s));
-    assert_eq!(requests(&again), vec![], "no put while the delete is in flight");
+    assert_eq!(
+        requests(&again),
+        vec![],
+        "no put while the delete is in flight"
+    );
     // ...and puts once it is.
     let done = c.reply(0, delete, Answer::Deleted);
     assert!(
