@@ -246,14 +246,11 @@ impl LockClient {
     ) -> Option<Change> {
         if let Answer::NotLeader(hint) = answer {
             if self.inflight.contains_key(&req) {
-                match hint.filter(|&h| h != from).and_then(|h| self.position(h)) {
-                    Some(p) => {
-                        self.guess = p;
-                        self.resend(env, req);
-                        self.follow_watch(env);
-                    }
-                    // No leader known: the request is retried after its timeout.
-                    None => {}
+                // No leader known: the request is retried after its timeout.
+                if let Some(p) = hint.filter(|&h| h != from).and_then(|h| self.position(h)) {
+                    self.guess = p;
+                    self.resend(env, req);
+                    self.follow_watch(env);
                 }
             }
             return None;

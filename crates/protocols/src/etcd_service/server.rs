@@ -597,9 +597,7 @@ impl Server {
             Cmd::Revoke { lease } => {
                 self.expiry.remove(lease);
                 self.revoking.remove(lease);
-                let Some(l) = self.state.leases.remove(lease) else {
-                    return None;
-                };
+                let l = self.state.leases.remove(lease)?;
                 self.state.revision += 1;
                 env.observe(Observation::Note {
                     text: format!("lease {lease} of {} revoked", l.client),
