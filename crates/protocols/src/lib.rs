@@ -36,6 +36,7 @@
 pub mod backoff;
 pub mod bully;
 pub mod etcd_lock;
+pub mod etcd_service;
 pub mod fencing;
 pub mod idempotency;
 pub mod leader_lease;

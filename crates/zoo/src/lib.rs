@@ -26,6 +26,7 @@ impl Catalogue for Zoo {
         v.visit::<Redlock>();
         v.visit::<Fencing>();
         v.visit::<EtcdLock>();
+        v.visit::<tenure_protocols::etcd_service::EtcdService>();
         v.visit::<ZooKeeper>();
         v.visit::<Idempotency>();
         v.visit::<MultiLock>();

@@ -1,0 +1,483 @@
+//! An etcd-like lease and lock service that fails over: 3 or 5 servers running Raft with
+//! a log (the rules of [`crate::raft_log`]: the log check and truncation, commit of
+//! current-term entries only, persistence before the messages that depend on it,
+//! ReadIndex reads), an etcd state machine on that log (a global revision, keys with
+//! their create revision and lease, leases), and the lock recipe of etcd's
+//! `client/v3/concurrency` run by clients that follow the leader.
+//!
+//! **Leases as etcd has them** (`server/lease/lessor.go`, v3.5.x): `LeaseGrant` and
+//! `LeaseRevoke` go through the log; keep-alives (`LeaseRenew`) do not: the leader's
+//! lessor alone answers them and moves the lease's expiry to `now + TTL` on ITS OWN
+//! monotonic clock. Expiry is timed by the leader only (the lessor is *primary* on the
+//! leader, `Promote`/`Demote`): when a lease is past its expiry the leader proposes its
+//! revoke, which deletes the lease's keys in one revision when applied. A new leader
+//! `Promote`s: every lease gets a fresh full TTL from the promotion (etcd without
+//! checkpointing, its default: `Promote` sets `expiry = now + remainingTTL`, and
+//! `remainingTTL` is the full TTL unless a checkpoint said less).
+//!
+//! **The deposed leader's revoke** (`revoke-after-stall`, etcd #15247 and #12528). In
+//! etcd the lessor runs in its own goroutine (`runLoop`, every 500 ms) next to the raft
+//! loop: after a disk stall or CPU pause longer than the election timeout, the old
+//! leader's lessor wakes still primary (the raft loop has not yet handled the new term,
+//! so `Demote` has not run), finds the leases whose keep-alives went to the new leader
+//! meanwhile "expired" by its own clock, and `revokeExpiredLeases` proposes their
+//! revokes. By then raft has stepped down, and a follower FORWARDS proposals to the
+//! leader: the new leader commits the revoke of a live lease, deletes the holder's key,
+//! and the next waiter takes the lock while the holder, kept alive by the new leader,
+//! still acts. Here the lessor runs at the start of every handler of a server (it is
+//! scheduled first after a pause), and the proposals it makes are handed to the raft
+//! half at the end of that handler, which forwards them if it is no longer the leader.
+//! The fix (PR #16822, backported by #17425 to v3.5.13 and #17465 to v3.4.31,
+//! `EtcdServer.ensureLeadership` in `revokeExpiredLeases`): before revoking, confirm
+//! leadership with a linearizable read (a heartbeat round acknowledged by a majority, in
+//! the same term) and revoke only if still the leader. The `correct` variant does that.
+//!
+//! **The lock** (`client/v3/concurrency/mutex.go`, v3.5.x, as [`crate::etcd_lock`]): a
+//! key `<prefix>/<lease>` put if absent with the client's lease; the lowest create
+//! revision holds, with it as the fencing token; a waiter watches the key with the next
+//! lower create revision for deletion and, after waiting, checks that its own key still
+//! exists (v3.5.0+). Reads (`Get`, the predecessor) are linearizable: ReadIndex at the
+//! leader. Clients send everything to the server they believe leads; "not the leader"
+//! names the leader they should try, and a request unanswered for `request_timeout`
+//! goes to the next server.
+//!
+//! **What it promises**: `fencing-safety` and `no-lost-update` (the revision fences
+//! every write, across failover too); `mutual-exclusion` on actions is NOT promised (a
+//! client paused past its TTL still acts: Kleppmann 2016), but `revoke-after-stall`
+//! breaks it with no client fault at all.
+//!
+//! **Sources verified** (etcd-io/etcd, read at tags v3.5.12, v3.5.13 and v3.5.19):
+//! `server/lease/lessor.go` (`Promote` refreshes every lease to `now + extend +
+//! RemainingTTL()`, the full TTL unless checkpointed; `Demote`), `server/etcdserver/
+//! server.go` (`revokeExpiredLeases`: in v3.5.12 it revokes at once; from v3.5.13 it
+//! first calls `ensureLeadership`, which trusts a member whose raft loop ticked within
+//! 3 ticks and otherwise does `linearizableReadNotify` and checks `raftStatus().Lead`;
+//! the model always does the read: a stalled member has not ticked),
+//! `client/v3/concurrency/mutex.go` (`Lock`, `waitDeletes`, the own-key `Get`).
+
+mod client;
+mod server;
+#[cfg(test)]
+mod tests;
+
+pub use client::Client;
+pub use server::{Cmd, Entry, Server, State};
+
+use crate::resource::{FencingMode, Resource, ResourceMsg};
+use crate::workload::{lock_client_params, LockRole, WorkloadConfig, WorkloadTimer};
+use crate::zookeeper::single_node;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tenure_core::{
+    Cluster, Configurable, Env, HumanDuration, NodeId, ParamError, Protocol, ProtocolInfo,
+    RoleInfo, Roles, VariantInfo,
+};
+
+/// A lease's id: the log index of the entry that granted it (unique once committed).
+pub type LeaseId = u64;
+
+/// What a client asks the service.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Op {
+    Grant {
+        ttl: Duration,
+    },
+    KeepAlive {
+        lease: LeaseId,
+    },
+    /// Put `key` with `lease` if absent; answered with the key's create revision.
+    PutIfAbsent {
+        key: String,
+        lease: LeaseId,
+    },
+    /// The key under `prefix` with the highest create revision below `before`.
+    GetPredecessor {
+        prefix: String,
+        before: u64,
+    },
+    Get {
+        key: String,
+    },
+    /// Report the deletion of `key` (as it was at `revision`).
+    WatchDelete {
+        key: String,
+        revision: u64,
+    },
+    /// Delete `key` if it still has `create_revision` (a late retry must not delete a
+    /// later key of the same name).
+    Delete {
+        key: String,
+        create_revision: u64,
+    },
+}
+
+/// A server's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Answer {
+    Granted {
+        lease: LeaseId,
+        ttl: Duration,
+    },
+    /// `None`: the lease is gone.
+    KeepAlive {
+        ttl: Option<Duration>,
+    },
+    /// `None`: the lease is gone.
+    Put {
+        create_revision: Option<u64>,
+    },
+    Predecessor {
+        key: Option<String>,
+        revision: u64,
+    },
+    Get {
+        create_revision: Option<u64>,
+    },
+    KeyDeleted,
+    Deleted,
+    /// Not the leader (naming the one it knows of); nothing done.
+    NotLeader(Option<NodeId>),
+}
+
+/// Messages. Raft's carry the sender's term.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Msg {
+    RequestVote {
+        term: u64,
+        last_log_index: u64,
+        last_log_term: u64,
+    },
+    RequestVoteReply {
+        term: u64,
+        granted: bool,
+    },
+    AppendEntries {
+        term: u64,
+        prev_log_index: u64,
+        prev_log_term: u64,
+        entries: Vec<Entry>,
+        leader_commit: u64,
+        round: u64,
+    },
+    AppendEntriesReply {
+        term: u64,
+        success: bool,
+        match_index: u64,
+        last_index: u64,
+        round: u64,
+    },
+    /// A proposal forwarded by a follower to the leader (etcd raft forwards `MsgProp`).
+    Propose {
+        cmd: Cmd,
+    },
+    Request {
+        req: u64,
+        op: Op,
+    },
+    Reply {
+        req: u64,
+        answer: Answer,
+    },
+    Resource(ResourceMsg),
+}
+
+impl Msg {
+    pub fn term(&self) -> Option<u64> {
+        match self {
+            Msg::RequestVote { term, .. }
+            | Msg::RequestVoteReply { term, .. }
+            | Msg::AppendEntries { term, .. }
+            | Msg::AppendEntriesReply { term, .. } => Some(*term),
+            _ => None,
+        }
+    }
+}
+
+impl From<ResourceMsg> for Msg {
+    fn from(m: ResourceMsg) -> Msg {
+        Msg::Resource(m)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Timer {
+    /// Server: no leader heard from for too long.
+    Election,
+    /// Server: the leader's next AppendEntries round (and its lessor's tick).
+    Heartbeat,
+    /// Server (`revoke-after-stall`): the lessor's revoke proposals reach raft.
+    Revoke,
+    /// Client: send a keep-alive; retry what went unanswered.
+    KeepAlive,
+    /// Client: its lease runs out by its own clock.
+    LeaseCheck,
+    Workload(WorkloadTimer),
+}
+
+impl From<WorkloadTimer> for Timer {
+    fn from(t: WorkloadTimer) -> Timer {
+        Timer::Workload(t)
+    }
+}
+
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum EtcdServiceVariant {
+    /// etcd v3.5.13+ / v3.4.31+: a lessor confirms its leadership before revoking.
+    Correct,
+    /// etcd before PR #16822: a deposed leader's lessor revokes leases after a stall.
+    RevokeAfterStall,
+}
+
+static INFO: ProtocolInfo = ProtocolInfo {
+    name: "etcd-service",
+    summary: "an etcd-like lease and lock service on Raft with a log: leases granted and \
+              revoked through the log, expiry timed by the leader, the client/v3/concurrency \
+              lock recipe with clients following the leader, the revision as fencing token",
+    roles: &[
+        RoleInfo {
+            name: "server",
+            summary: "an etcd member: Raft with a log, the KV store with revisions, the lessor",
+            default_count: 3,
+            kind: tenure_core::RoleKind::Participant,
+        },
+        RoleInfo {
+            name: "client",
+            summary: "lock clients: acquire, read-modify-write the storage, release",
+            default_count: 3,
+            kind: tenure_core::RoleKind::Holder,
+        },
+        RoleInfo {
+            name: "storage",
+            summary: "the protected resource, a counter",
+            default_count: 1,
+            kind: tenure_core::RoleKind::Resource,
+        },
+    ],
+    variants: &[
+        VariantInfo {
+            name: "correct",
+            summary: "etcd v3.5.13+ (PR #16822, backported by #17425; v3.4.31 by #17465): the \
+                      lessor confirms its leadership (a round acknowledged by a majority) \
+                      before it revokes; a new leader restarts every lease's TTL",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "revoke-after-stall",
+            summary: "etcd #15247 / #12528, every v3.5 before v3.5.13 (and v3.4 before \
+                      v3.4.31): a leader stalled past the election timeout wakes with its \
+                      lessor still primary and revokes leases kept alive at the new leader; \
+                      the revoke is forwarded and committed, two holders act",
+            breaks: &["mutual-exclusion"],
+        },
+    ],
+};
+
+lock_client_params! {
+    /// Scenario parameters (`[protocol.params]`): Raft's timing, the lease TTL, the
+    /// storage's mode, then the workload's (see
+    /// [`WorkloadParams`](crate::workload::WorkloadParams)).
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct EtcdServiceParams {
+        /// The range a server's election timeout is drawn from.
+        pub election_timeout: [HumanDuration; 2] = [
+            HumanDuration(Duration::from_millis(150)),
+            HumanDuration(Duration::from_millis(300)),
+        ],
+        /// How often a leader sends AppendEntries (and its lessor looks for expiries).
+        pub heartbeat_interval: HumanDuration = HumanDuration(Duration::from_millis(50)),
+        /// The lease's time to live, timed by the leader.
+        pub ttl: HumanDuration = HumanDuration(Duration::from_millis(1_000)),
+        /// Whether the storage checks the tokens (create revisions).
+        pub resource_mode: FencingMode = FencingMode::Fenced,
+        /// At most this many acquire attempts per client process; absent: no limit.
+        pub max_attempts: Option<u32> = None,
+    }
+}
+
+/// Everything a node needs to know about the run, checked.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct EtcdServiceConfig {
+    pub variant: EtcdServiceVariant,
+    pub election_timeout: (Duration, Duration),
+    pub heartbeat_interval: Duration,
+    pub ttl: Duration,
+    pub resource_mode: FencingMode,
+    pub workload: WorkloadConfig,
+    pub roles: Roles<LockRole>,
+}
+
+impl EtcdServiceConfig {
+    pub fn servers(cluster: &Cluster) -> Vec<NodeId> {
+        cluster.with_role("server").collect()
+    }
+}
+
+/// A node: a server, a lock client or the protected storage.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum EtcdService {
+    Server(Box<Server>),
+    Client(Box<Client>),
+    Storage(Resource),
+}
+
+impl EtcdService {
+    pub fn server(&self) -> Option<&Server> {
+        match self {
+            EtcdService::Server(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+type E<'a> = dyn Env<Msg, Timer> + 'a;
+
+impl Protocol for EtcdService {
+    type Msg = Msg;
+    type Timer = Timer;
+    type Config = EtcdServiceConfig;
+
+    fn new(config: &EtcdServiceConfig, me: NodeId, cluster: &Cluster) -> EtcdService {
+        match config.roles.get(me) {
+            LockRole::Server => EtcdService::Server(Box::new(Server::new(config, me, cluster))),
+            LockRole::Client => EtcdService::Client(Box::new(Client::new(config, cluster))),
+            LockRole::Storage => EtcdService::Storage(Resource::new(config.resource_mode)),
+        }
+    }
+
+    fn on_start(&mut self, env: &mut E<'_>) {
+        match self {
+            EtcdService::Server(s) => s.on_start(env),
+            EtcdService::Client(c) => c.on_start(env),
+            EtcdService::Storage(r) => r.on_start(env),
+        }
+    }
+
+    fn on_message(&mut self, env: &mut E<'_>, from: NodeId, msg: Msg) {
+        match (self, msg) {
+            (EtcdService::Storage(r), Msg::Resource(m)) => r.on_message(env, from, m),
+            (EtcdService::Storage(_), _) => {}
+            (EtcdService::Server(s), msg) => s.on_message(env, from, msg),
+            (EtcdService::Client(c), msg) => c.on_message(env, from, msg),
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut E<'_>, timer: Timer) {
+        match self {
+            EtcdService::Server(s) => s.on_timer(env, timer),
+            EtcdService::Client(c) => c.on_timer(env, timer),
+            EtcdService::Storage(_) => {}
+        }
+    }
+}
+
+impl Configurable for EtcdService {
+    type Params = EtcdServiceParams;
+    type Variant = EtcdServiceVariant;
+    type Role = LockRole;
+
+    fn info() -> &'static ProtocolInfo {
+        &INFO
+    }
+
+    fn configure(
+        params: EtcdServiceParams,
+        variant: EtcdServiceVariant,
+        cluster: &Cluster,
+    ) -> Result<EtcdServiceConfig, ParamError> {
+        let heartbeat = params.heartbeat_interval.0;
+        if heartbeat.is_zero() {
+            return Err(ParamError::new("heartbeat_interval", "must be more than 0"));
+        }
+        let [min, max] = params.election_timeout;
+        let (min, max) = (min.0, max.0);
+        if min > max || heartbeat >= min {
+            return Err(ParamError::new(
+                "election_timeout",
+                "needs heartbeat_interval < minimum <= maximum",
+            ));
+        }
+        let servers = cluster.count("server");
+        if servers == 0 {
+            return Err(ParamError::new(
+                "cluster.roles.server",
+                "needs at least 1 `server` node",
+            ));
+        }
+        if cluster.count("client") == 0 {
+            return Err(ParamError::new(
+                "cluster.roles.client",
+                "needs at least 1 `client` node",
+            ));
+        }
+        if params.ttl.0 <= max * 2 {
+            return Err(ParamError::new(
+                "ttl",
+                "must be more than twice the maximum election timeout (etcd requires the \
+                 minimum TTL to exceed the election timeout, `minTTL`)",
+            ));
+        }
+        let storage = single_node(cluster, "storage")?;
+        let workload = params
+            .workload_params()
+            .config(storage, params.max_attempts)?;
+        Ok(EtcdServiceConfig {
+            variant,
+            election_timeout: (min, max),
+            heartbeat_interval: heartbeat,
+            ttl: params.ttl.0,
+            resource_mode: params.resource_mode,
+            workload,
+            roles: Roles::of(cluster)?,
+        })
+    }
+
+    /// The revision fences every write across failover; `mutual-exclusion` is not
+    /// promised (a client paused past its TTL acts after its lease is gone).
+    fn promises(config: &EtcdServiceConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        vec![
+            tenure_core::Promise::new("fencing-safety"),
+            tenure_core::Promise::new("no-lost-update"),
+            crate::promises::lock_liveness(
+                &config.workload,
+                config.ttl,
+                config.workload.request_timeout + config.election_timeout.1 * 2,
+                Some(0.1),
+                cluster,
+                true,
+            ),
+        ]
+    }
+
+    fn assumptions(config: &EtcdServiceConfig) -> tenure_core::Assumptions {
+        use tenure_core::Limit;
+        let (min, _) = config.election_timeout;
+        let slack = min.saturating_sub(config.heartbeat_interval);
+        tenure_core::Assumptions {
+            max_drift: Some(Limit::new(
+                0.1,
+                "keep-alives every TTL/3 by the client's clock renew a lease timed by the \
+                 leader's",
+            )),
+            max_latency: Some(Limit::new(
+                slack / 2,
+                "a stable leader needs broadcast time << election timeout (Raft §5.6)",
+            )),
+            ..Default::default()
+        }
+    }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        Err(
+            "lease expiry and the lock need timing and clients; the simulator explores it \
+             (raft-log's model covers the log)",
+        )
+    }
+
+    fn message_term(msg: &Msg) -> Option<u64> {
+        msg.term()
+    }
+}

@@ -1,0 +1,249 @@
+//! Whole-cluster runs on the testkit's network (leader stall, failover) and single
+//! steps of one client. Each broken variant's test runs the same steps on `correct` as
+//! its negative control.
+
+use super::*;
+use crate::testkit::Net;
+use crate::workload::LockApi;
+use tenure_core::{Effect, LocalTime, Observation, RoleSpec, SplitMix64, Step, StorageMap};
+
+/// Three servers (n0..n2), three clients (n3..n5), the storage (n6).
+fn cluster() -> Cluster {
+    let spec = |role: &str, count| RoleSpec {
+        role: role.to_string(),
+        count,
+    };
+    Cluster::new(vec![
+        spec("server", 3),
+        spec("client", 3),
+        spec("storage", 1),
+    ])
+    .unwrap()
+}
+
+fn config(variant: EtcdServiceVariant) -> EtcdServiceConfig {
+    let params = EtcdServiceParams {
+        work_duration: HumanDuration(Duration::from_millis(300)),
+        ..EtcdServiceParams::default()
+    };
+    EtcdService::configure(params, variant, &cluster()).unwrap()
+}
+
+fn leader(net: &Net<EtcdService>) -> u32 {
+    let leaders = net.leaders();
+    assert_eq!(leaders.len(), 1, "one leader: {leaders:?}");
+    leaders[0].0
+}
+
+/// Revokes forwarded by a deposed lessor, and leases revoked (by anyone) while their
+/// clients' keep-alives were being answered, in a run where the leader stalls 1.5s
+/// (longer than a TTL of 1s) at 3s.
+fn stall_the_leader(variant: EtcdServiceVariant, seed: u64) -> (usize, usize) {
+    let mut net = Net::start(config(variant), cluster(), seed);
+    net.run_until(Duration::from_secs(3));
+    let old = leader(&net);
+    net.pause(old, Duration::from_millis(1500));
+    net.run_until(Duration::from_secs(6));
+    let forwarded = net.count_sent(0, u64::MAX, |m| matches!(m, Msg::Propose { .. }));
+    // A revoke applied by the new leader within 100ms of the resume is the old leader's:
+    // every client kept its lease alive at the new leader meanwhile.
+    let resume = 4_500_000_000;
+    let revoked = net
+        .records
+        .iter()
+        .filter(|(t, n, o)| {
+            (resume..resume + 100_000_000).contains(t)
+                && n.0 != old
+                && matches!(o, Observation::Note { text } if text.contains("revoked"))
+        })
+        .count();
+    assert!(
+        net.leaders().iter().all(|l| l.0 != old),
+        "a new leader took over"
+    );
+    (forwarded, revoked)
+}
+
+#[test]
+fn a_stalled_leader_revokes_live_leases_only_before_the_fix() {
+    let (forwarded, revoked) = stall_the_leader(EtcdServiceVariant::RevokeAfterStall, 3);
+    assert!(forwarded > 0, "the deposed lessor forwards its revokes");
+    assert!(revoked > 0, "the new leader commits them");
+    // Negative control: with `ensureLeadership` (PR #16822) nothing is forwarded and no
+    // live lease is revoked.
+    assert_eq!(
+        stall_the_leader(EtcdServiceVariant::Correct, 3),
+        (0, 0),
+        "the fixed lessor confirms its leadership first"
+    );
+}
+
+#[test]
+fn locks_go_on_across_a_leader_crash() {
+    let mut net = Net::start(config(EtcdServiceVariant::Correct), cluster(), 5);
+    net.run_until(Duration::from_secs(3));
+    let old = leader(&net);
+    net.crash(old);
+    net.run_until(Duration::from_secs(5));
+    let after: Vec<u64> = net
+        .records
+        .iter()
+        .filter(|(t, _, _)| *t > 3_500_000_000)
+        .filter_map(|(_, _, o)| match o {
+            Observation::Holds { token, .. } => Some(*token),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !after.is_empty(),
+        "clients hold the lock under the new leader"
+    );
+    // Tokens (create revisions) only grow across the failover.
+    let all: Vec<u64> = net
+        .records
+        .iter()
+        .filter_map(|(_, _, o)| match o {
+            Observation::Holds { token, .. } => Some(*token),
+            _ => None,
+        })
+        .collect();
+    assert!(all.windows(2).all(|w| w[0] < w[1]), "{all:?}");
+}
+
+// ----- one client, step by step -----
+
+type Effects = Vec<Effect<Msg, Timer>>;
+
+struct OneClient {
+    client: Client,
+    storage: StorageMap,
+    rng: SplitMix64,
+    cluster: Cluster,
+}
+
+impl OneClient {
+    fn new() -> OneClient {
+        let cluster = cluster();
+        OneClient {
+            client: Client::new(&config(EtcdServiceVariant::Correct), &cluster),
+            storage: StorageMap::new(),
+            rng: SplitMix64(1),
+            cluster,
+        }
+    }
+
+    fn step(&mut self, f: impl FnOnce(&mut Client, &mut Step<'_, Msg, Timer>)) -> Effects {
+        let now = LocalTime(1_000_000_000);
+        let mut step = Step::new(
+            NodeId(3),
+            &self.cluster,
+            now,
+            now,
+            &mut self.storage,
+            &mut self.rng,
+        );
+        f(&mut self.client, &mut step);
+        step.effects
+    }
+
+    fn reply(&mut self, from: u32, req: u64, answer: Answer) -> Effects {
+        self.step(|c, s| c.on_message(s, NodeId(from), Msg::Reply { req, answer }))
+    }
+}
+
+fn requests(effects: &Effects) -> Vec<(u64, Op)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Send {
+                msg: Msg::Request { req, op },
+                ..
+            } => Some((*req, op.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_put_waits_until_the_delete_of_the_same_key_is_answered() {
+    // Regression (found by the scenario revoke-after-stall at seed 11 on `correct`): a
+    // release's delete and the next acquire's put, both retried at a new leader, were
+    // applied put first (finding the old key) then delete, and the client believed it
+    // held a key that was gone: two holders.
+    let mut c = OneClient::new();
+    let start = c.step(|c, s| c.on_start(s));
+    let (grant, _) = requests(&start)[0].clone();
+    c.reply(
+        0,
+        grant,
+        Answer::Granted {
+            lease: 7,
+            ttl: Duration::from_secs(1),
+        },
+    );
+    let acquire = c.step(|c, s| c.lock.start_acquire(s));
+    let (put, op) = requests(&acquire)[0].clone();
+    assert!(matches!(op, Op::PutIfAbsent { .. }));
+    let got = c.reply(
+        0,
+        put,
+        Answer::Put {
+            create_revision: Some(9),
+        },
+    );
+    let (pred, _) = requests(&got)[0].clone();
+    c.reply(
+        0,
+        pred,
+        Answer::Predecessor {
+            key: None,
+            revision: 9,
+        },
+    );
+    assert!(c.client.lock.holding());
+    let release = c.step(|c, s| c.lock.release(s));
+    let (delete, op) = requests(&release)[0].clone();
+    assert!(matches!(
+        op,
+        Op::Delete {
+            create_revision: 9,
+            ..
+        }
+    ));
+    // The next acquire sends nothing while the delete is unanswered...
+    let again = c.step(|c, s| c.lock.start_acquire(s));
+    assert_eq!(
+        requests(&again),
+        vec![],
+        "no put while the delete is in flight"
+    );
+    // ...and puts once it is.
+    let done = c.reply(0, delete, Answer::Deleted);
+    assert!(
+        matches!(requests(&done)[..], [(_, Op::PutIfAbsent { .. })]),
+        "{done:?}"
+    );
+}
+
+#[test]
+fn not_the_leader_sends_the_request_to_the_named_leader() {
+    let mut c = OneClient::new();
+    let start = c.step(|c, s| c.on_start(s));
+    let (grant, _) = requests(&start)[0].clone();
+    let first = start
+        .iter()
+        .find_map(|e| match e {
+            Effect::Send {
+                to,
+                msg: Msg::Request { .. },
+            } => Some(*to),
+            _ => None,
+        })
+        .unwrap();
+    let other = (0..3).map(NodeId).find(|&n| n != first).unwrap();
+    let redirected = c.reply(first.0, grant, Answer::NotLeader(Some(other)));
+    assert!(
+        redirected.iter().any(|e| matches!(e, Effect::Send { to, msg: Msg::Request { req, .. } } if *to == other && *req == grant)),
+        "{redirected:?}"
+    );
+}
