@@ -92,8 +92,7 @@ fn a_registered_checker_is_built_by_name_and_refuses_parameters_it_does_not_take
 fn a_checker_of_your_own_never_shadows_a_built_in_one_nor_another_of_the_same_name() {
     let shadow = CheckerInfo::new("mutual-exclusion", CheckKind::Safety, "mine");
     let err = register(CustomChecker::without_params(shadow, |_| Box::new(NoBad)))
-        .err()
-        .expect("a built-in name is refused");
+        .expect_err("a built-in name is refused");
     assert!(err.message.contains("built-in checker's name"), "{err}");
     assert!(err.message.contains("mycrate-mutual-exclusion"), "{err}");
 
@@ -101,8 +100,7 @@ fn a_checker_of_your_own_never_shadows_a_built_in_one_nor_another_of_the_same_na
     let second = CheckerInfo::new("test-twice", CheckKind::Liveness, "another");
     register(CustomChecker::without_params(first, |_| Box::new(NoBad))).unwrap();
     let err = register(CustomChecker::without_params(second, |_| Box::new(NoBad)))
-        .err()
-        .expect("a second, different registration is refused");
+        .expect_err("a second, different registration is refused");
     assert!(err.message.contains("registered already"), "{err}");
     assert_eq!(
         tenure_check::kind_of("test-twice"),
