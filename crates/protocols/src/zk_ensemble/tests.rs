@@ -11,24 +11,17 @@ fn ms(n: u64) -> Duration {
 /// Nodes 0-2 servers, then `clients` lock clients, `registers` register clients, and
 /// the storage.
 fn cluster(clients: u32, registers: u32) -> Cluster {
-    Cluster::new(vec![
-        RoleSpec {
-            role: "server".into(),
-            count: 3,
-        },
-        RoleSpec {
-            role: "client".into(),
-            count: clients,
-        },
-        RoleSpec {
-            role: "register".into(),
-            count: registers,
-        },
-        RoleSpec {
-            role: "storage".into(),
-            count: 1,
-        },
-    ])
+    let roles = [("server", 3), ("client", clients), ("register", registers), ("storage", 1)];
+    Cluster::new(
+        roles
+            .into_iter()
+            .filter(|&(_, count)| count > 0)
+            .map(|(role, count)| RoleSpec {
+                role: role.into(),
+                count,
+            })
+            .collect(),
+    )
     .unwrap()
 }
 
