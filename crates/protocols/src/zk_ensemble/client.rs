@@ -120,8 +120,11 @@ impl ZkeSession {
     fn connection_loss(&mut self, env: &mut E<'_>) {
         if let Some((xid, op)) = self.pending.take() {
             env.cancel_timer(&ZkeTimer::Request(xid));
-            if matches!(op, ZkeOp::Create { .. }) {
-                self.orphan_check = true;
+            match op {
+                ZkeOp::Create { .. } => self.orphan_check = true,
+                // A release must not be lost with the connection: delete again.
+                ZkeOp::Delete { path } => self.to_delete = Some(path),
+                _ => {}
             }
         }
         self.fail_open(env, true);
