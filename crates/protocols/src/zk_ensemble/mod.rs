@@ -657,6 +657,41 @@ impl Configurable for ZkEnsemble {
         promises
     }
 
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel, TimerModel};
+        Ok(ModelSpec {
+            out_of_scope: &[
+                (
+                    "reconnect-to-older-zxid",
+                    "it needs a follower cut off from commits, a client's write through \
+                     another server and that client's reconnect to the lagging one before \
+                     it catches up: 2,000 random walks of depth 60 find none",
+                ),
+                (
+                "ephemeral-kept-after-expiry",
+                "it breaks lock-liveness, which the model does not judge (no run ends), and \
+                 the register clients it explores hold no ephemeral nodes",
+                ),
+            ],
+            bounds: Bounds {
+                max_depth: 30,
+                max_states: 300_000,
+                clock: ClockModel::Frozen,
+                seen: SeenModel::All,
+                timers: TimerModel::Quiet,
+                ..Bounds::DEFAULT
+            },
+            checks: &["linearizability"],
+            ..ModelSpec::new(
+                "three servers and two register clients: elections, NEWLEADER, proposals, \
+                 acks and commits, sessions, reads from the connected server, sync, writes \
+                 and reconnects (a client's request timer may fire at any point); clocks \
+                 frozen, so no leader steps down and no session expires by the clock",
+                &[("server", 3), ("register", 2)],
+            )
+        })
+    }
+
     fn assumptions(config: &ZkeConfig) -> tenure_core::Assumptions {
         use tenure_core::{format_duration as f, Limit};
         tenure_core::Assumptions {
