@@ -35,5 +35,9 @@ fn walks_find_nothing_in_the_correct_ensemble() {
         .query_for_walks("zookeeper-ensemble", "correct")
         .unwrap();
     let walk = models.walk_model(&q, 0..500, WALK_DEPTH).unwrap();
-    assert!(walk.failure.is_none(), "{:?}", walk.failure.map(|f| f.counterexample.to_string()));
+    assert!(
+        walk.failure.is_none(),
+        "{:?}",
+        walk.failure.map(|f| f.counterexample.to_string())
+    );
 }

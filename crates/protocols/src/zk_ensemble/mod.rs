@@ -668,8 +668,8 @@ impl Configurable for ZkEnsemble {
                      it catches up: 2,000 random walks of depth 60 find none",
                 ),
                 (
-                "ephemeral-kept-after-expiry",
-                "it breaks lock-liveness, which the model does not judge (no run ends), and \
+                    "ephemeral-kept-after-expiry",
+                    "it breaks lock-liveness, which the model does not judge (no run ends), and \
                  the register clients it explores hold no ephemeral nodes",
                 ),
             ],

@@ -11,7 +11,12 @@ fn ms(n: u64) -> Duration {
 /// Nodes 0-2 servers, then `clients` lock clients, `registers` register clients, and
 /// the storage.
 fn cluster(clients: u32, registers: u32) -> Cluster {
-    let roles = [("server", 3), ("client", clients), ("register", registers), ("storage", 1)];
+    let roles = [
+        ("server", 3),
+        ("client", clients),
+        ("register", registers),
+        ("storage", 1),
+    ];
     Cluster::new(
         roles
             .into_iter()
