@@ -2,6 +2,10 @@
 //! with its session id and last seen zxid. `client` nodes run the lock recipe (the
 //! lock-client [`Workload`]), `register` nodes read and write integer registers.
 
+// A message arm owns its message: a nested `if` ignores it when the condition fails,
+// where a match guard would hand it on to the catch-all arm.
+#![allow(clippy::collapsible_match)]
+
 use super::{SessionId, ZkeConfig, ZkeMsg, ZkeOp, ZkeResult, ZkeRole, ZkeTimer, ZkeVariant, Zxid};
 use crate::workload::{LockApi, Workload};
 use std::time::Duration;
@@ -245,7 +249,7 @@ impl ZkeSession {
                 result,
             } => {
                 if self.session != Some(session)
-                    || !self.pending.as_ref().is_some_and(|(x, _)| *x == xid)
+                    || self.pending.as_ref().is_none_or(|(x, _)| *x != xid)
                 {
                     return;
                 }

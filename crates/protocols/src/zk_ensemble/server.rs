@@ -2,6 +2,10 @@
 //! the replicated tree, the leader's session tracker, and the client connections
 //! (see the module doc of [`crate::zk_ensemble`]).
 
+// A message arm owns its message: a nested `if` ignores it when the condition fails,
+// where a match guard would hand it on to the catch-all arm.
+#![allow(clippy::collapsible_match)]
+
 use super::{
     epoch_of, zxid, Entry, Origin, SessionId, Tree, Txn, ZkeMsg, ZkeOp, ZkeResult, ZkeTimer,
     ZkeVariant, Zxid,

@@ -55,7 +55,7 @@ fn completions(
                 key,
                 outcome,
                 value,
-            } => Some((*n, f.clone(), key.clone(), *outcome, value.clone())),
+            } => Some((*n, f.clone(), key.clone(), *outcome, *value)),
             _ => None,
         })
         .collect()
@@ -121,7 +121,7 @@ fn a_new_leader_keeps_every_committed_write_and_the_clients_go_on() {
     let log = &new.durable().log;
     assert!(log.iter().any(|e| e.zxid == committed));
     assert!(new.tree().zxid > before.zxid);
-    for (k, _) in &before.registers {
+    for k in before.registers.keys() {
         assert!(new.tree().registers.contains_key(k));
     }
     // Clients went on after the failover.
