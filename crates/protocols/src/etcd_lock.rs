@@ -8,7 +8,9 @@
 //! key's deletion. The server's state is durable; after a restart every lease gets a
 //! fresh TTL, as etcd does after a leader change. A keep-alive handled after its
 //! lease's TTL ran out (a stalled server) renews nothing: the lease is revoked then, as
-//! etcd's `lessor.Renew` answers an expired lease only after revoking it.
+//! etcd's `lessor.Renew` answers an expired lease only after revoking it (v3.4.23
+//! `lease/lessor.go`, `Renew`: `if l.expired()` waits on `l.revokec` and returns
+//! `ErrLeaseNotFound`; read in the etcd repository at tag v3.4.23).
 //!
 //! **The lock** (etcd `clientv3/concurrency.Mutex`): the client grants itself a lease and
 //! keeps it alive every `ttl / 3`. To lock it puts `<prefix>/<lease id>` with its lease
