@@ -91,7 +91,7 @@ fn the_page_gives_the_whole_crate_and_commands_for_every_tool() {
             ".cargo/config.toml",
             "src/bin/ttl-lock.rs",
             "src/lib.rs",
-            "scenarios/real.toml"
+            "cluster.toml"
         ]
     );
     let tools: Vec<String> = commands(&page)
