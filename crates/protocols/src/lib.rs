@@ -54,6 +54,7 @@ pub mod sharded_lock;
 pub mod util;
 pub mod versioned_store;
 pub mod workload;
+pub mod zk_ensemble;
 pub mod zookeeper;
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ impl Catalogue for Zoo {
         v.visit::<EtcdLock>();
         v.visit::<tenure_protocols::etcd_service::EtcdService>();
         v.visit::<ZooKeeper>();
+        v.visit::<tenure_protocols::zk_ensemble::ZkEnsemble>();
         v.visit::<Idempotency>();
         v.visit::<MultiLock>();
         v.visit::<ShardedLock>();
