@@ -14,3 +14,4 @@ mod support;
 mod timeline;
 mod trust;
 mod walks_vs_fuzz;
+mod zk_ensemble;

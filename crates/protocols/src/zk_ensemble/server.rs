@@ -298,7 +298,13 @@ impl ZkeServer {
         self.role = ServerRole::Leading;
         self.established = false;
         self.acked = BTreeMap::from([(self.me, self.last_zxid())]);
-        self.last_ack = BTreeMap::from([(self.me, now)]);
+        // Every server gets the full grace from the start of this leadership: a new
+        // leader that counted only itself would step down at its first tick whenever
+        // NEWLEADER's round trip is longer than a tick (the bug the trust test found:
+        // leaders elected over and over, none ever established, waiters starved).
+        // ZooKeeper's `LearnerHandler` likewise starts each learner's deadline at
+        // `tickOfNextAckDeadline = tick + initLimit + syncLimit`.
+        self.last_ack = self.servers.iter().map(|&s| (s, now)).collect();
         self.tip = self.tree.clone();
         for e in &self.d.log[self.applied..] {
             self.tip.apply(e, self.variant);

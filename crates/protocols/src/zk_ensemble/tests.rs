@@ -250,3 +250,36 @@ fn a_sync_read_waits_for_what_the_leader_had_committed() {
         .iter()
         .any(|(to, m)| *to == NodeId(3) && matches!(m, ZkeMsg::Reply { xid: 999, .. })));
 }
+
+/// Regression (trust test: `partitions` seed 90, `chaos` seed 188, `power` seeds 77, 121,
+/// 157: a waiter never got the lock). A new leader counted only itself as recently
+/// acked, so when NEWLEADER's round trip took longer than a tick it stepped down at its
+/// first tick, before any follower could ack: leaders were elected over and over and
+/// none was ever established, so no session was created and no lock granted. Here every
+/// message takes 60ms (a 120ms round trip, the tick is 100ms): the leader must hold on
+/// and the lock clients must get the lock. Without the fix no leader is ever
+/// established and nobody holds.
+#[test]
+fn a_new_leader_waits_for_newleader_acks_slower_than_a_tick() {
+    let c = cluster(2, 0);
+    let config = ZkEnsemble::configure_named(ZkEnsembleParams::default(), "correct", &c).unwrap();
+    let mut net = Net::<ZkEnsemble>::start_with_latency(config, c, 7, ms(60));
+    net.run_until(ms(10_000));
+    let leaders = net.leaders();
+    assert_eq!(leaders.len(), 1, "{:?}", net.beliefs());
+    let elected = net
+        .records
+        .iter()
+        .filter(|(_, _, o)| matches!(o, Observation::Leader { .. }))
+        .count();
+    assert!(
+        elected <= 2,
+        "{elected} leaderships in 10s: leaders keep stepping down"
+    );
+    let grants = net
+        .records
+        .iter()
+        .filter(|(_, _, o)| matches!(o, Observation::Holds { .. }))
+        .count();
+    assert!(grants >= 4, "only {grants} grants in 10s");
+}

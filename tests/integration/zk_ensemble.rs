@@ -1,0 +1,45 @@
+//! Regressions of `zookeeper-ensemble` found by the trust test (issue 36).
+
+use std::sync::atomic::AtomicBool;
+use tenure_fuzz::{fuzz, FuzzOptions, SeedResult, Target};
+
+/// Regression (`zookeeper-ensemble` correct, lock-liveness within its assumptions:
+/// `partitions` seed 90, `chaos` seed 188, `power` seeds 77, 121 and 157): a new leader
+/// counted only itself as recently acked, so with NEWLEADER's round trip longer than a
+/// tick (slow links, no other fault needed: seeds 188, 77, 121 and 157 shrink to none) it
+/// stepped down at its first tick; leaders were elected over and over, none was
+/// established, and the waiters never got the lock after the calm. A new leader now gives
+/// every server the full ack grace from the start of its leadership (ZooKeeper's
+/// `LearnerHandler.tickOfNextAckDeadline`). Each of these seeds fails without the fix.
+#[test]
+fn zk_ensemble_new_leader_stepped_down_before_newleader_acks_seeds_90_188_77_121_157() {
+    let zoo = crate::support::zoo();
+    let mut bad = Vec::new();
+    for (profile, seed) in [
+        ("partitions", 90),
+        ("chaos", 188),
+        ("power", 77),
+        ("power", 121),
+        ("power", 157),
+    ] {
+        let target =
+            Target::for_protocol(&zoo, "zookeeper-ensemble", Some("correct"), Some(profile))
+                .unwrap();
+        let options = FuzzOptions {
+            jobs: 1,
+            ..FuzzOptions::default()
+        };
+        let stop = AtomicBool::new(false);
+        fuzz(&target, seed..seed + 1, &options, &stop, |o| {
+            match &o.result {
+                SeedResult::Pass => {}
+                SeedResult::Fail(f) => bad.push(format!(
+                    "{profile} seed {}: {} at {}: {}",
+                    o.seed, f.checker, f.time, f.message
+                )),
+                other => bad.push(format!("{profile} seed {}: {other:?}", o.seed)),
+            }
+        });
+    }
+    assert_eq!(bad, Vec::<String>::new());
+}
