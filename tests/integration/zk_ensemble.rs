@@ -43,3 +43,35 @@ fn zk_ensemble_new_leader_stepped_down_before_newleader_acks_seeds_90_188_77_121
     }
     assert_eq!(bad, Vec::<String>::new());
 }
+
+/// Regression (`zookeeper-ensemble` correct, linearizability within its assumptions:
+/// `partitions` seed 156, found by the release sweep of issue 36): a register client's
+/// write of its own key timed out (CONNECTIONLOSS, outcome unknown) but was committed;
+/// another client read it after `sync`; the writer, reconnected to a server not yet at
+/// that zxid (its last seen zxid never included the write), read its own key plainly and
+/// got the older value. "A client sees its own writes" holds only for writes it saw
+/// answered: after an unknown write the client now reads its own key with `sync` until
+/// one such read succeeds. Fails without the fix.
+#[test]
+fn zk_ensemble_own_key_read_plainly_after_an_unknown_write_partitions_seed_156() {
+    let zoo = crate::support::zoo();
+    let target = Target::for_protocol(
+        &zoo,
+        "zookeeper-ensemble",
+        Some("correct"),
+        Some("partitions"),
+    )
+    .unwrap();
+    let options = FuzzOptions {
+        jobs: 1,
+        ..FuzzOptions::default()
+    };
+    let stop = AtomicBool::new(false);
+    let mut bad = Vec::new();
+    fuzz(&target, 156..157, &options, &stop, |o| match &o.result {
+        SeedResult::Pass => {}
+        SeedResult::Fail(f) => bad.push(format!("seed {}: {} {}", o.seed, f.checker, f.message)),
+        other => bad.push(format!("seed {}: {other:?}", o.seed)),
+    });
+    assert_eq!(bad, Vec::<String>::new());
+}

@@ -65,6 +65,10 @@ pub struct ZkeSession {
     think: (Duration, Duration),
     open: Option<Open>,
     started: bool,
+    /// A write of our own key ended without a reply (CONNECTIONLOSS): it may have been
+    /// committed without our seeing its zxid, so a server we may reconnect to can be
+    /// behind it. Our own key is read with `sync` until a `sync` + read of it succeeds.
+    own_unknown: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -264,8 +268,12 @@ impl ZkeSession {
     }
 
     fn on_result(&mut self, env: &mut E<'_>, op: ZkeOp, result: ZkeResult) {
+        let own_sync = op == (ZkeOp::SyncRead { key: self.my_key });
         match (op, result) {
             (ZkeOp::Read { .. } | ZkeOp::SyncRead { .. }, ZkeResult::Value(v)) => {
+                if own_sync {
+                    self.own_unknown = false;
+                }
                 self.complete(env, OpOutcome::Ok, OpValue::Int(v));
             }
             (ZkeOp::Write { value, .. }, ZkeResult::Written) => {
@@ -379,7 +387,8 @@ impl ZkeSession {
             let key = env.range_inclusive(0, u64::from(self.keys) - 1) as u32;
             // A client sees its own writes on any server it may connect to; another
             // client's write needs `sync` first (unless the variant skips it).
-            let op = if key == self.my_key || self.variant == ZkeVariant::ReadWithoutSync {
+            let own = key == self.my_key && !self.own_unknown;
+            let op = if own || self.variant == ZkeVariant::ReadWithoutSync {
                 ZkeOp::Read { key }
             } else {
                 ZkeOp::SyncRead { key }
@@ -440,6 +449,7 @@ impl ZkeSession {
         let (outcome, value) = if open.f == "read" {
             (OpOutcome::Fail, OpValue::Nil)
         } else if unknown {
+            self.own_unknown = true;
             (OpOutcome::Info, OpValue::Int(open.value))
         } else {
             (OpOutcome::Fail, OpValue::Int(open.value))
@@ -507,6 +517,7 @@ impl ZkeClient {
                 think: config.register_think,
                 open: None,
                 started: false,
+                own_unknown: false,
             },
             workload: lock.then(|| Workload::new(config.workload.clone())),
         }

@@ -7,7 +7,11 @@
 //! writes", "a client never sees an older zxid than it has seen"), and `sync` only
 //! narrows the window to the leader's timing.
 //!
-//! # What was read, and where (apache/zookeeper, branch-3.8, release 3.8.4)
+//! # What was read, and where (apache/zookeeper, tag `release-3.8.4`)
+//!
+//! Checked again against the tag `release-3.8.4` of apache/zookeeper (issue 36, second
+//! pass): the citations below hold; two details were added (the refusal closes the
+//! connection, and how a leader counts its followers as synced).
 //!
 //! Under `zookeeper-server/src/main/java/org/apache/zookeeper/server/`:
 //! * **Zab broadcast.** `quorum/Leader.java`: `propose` gives a request the next zxid
@@ -30,6 +34,14 @@
 //!   Not a quorum operation: a leader that lost its quorum and does not know it yet
 //!   (it notices after `syncLimit` ticks, `Leader.lead`'s "Not sufficient followers
 //!   synced") answers from its stale state.
+//! * **A leader's quorum check.** `Leader.lead` counts a learner as synced while
+//!   `LearnerHandler.synced()`: the current tick is at most its `tickOfNextAckDeadline`,
+//!   which starts at `tick + initLimit + syncLimit` when the learner connects
+//!   (`Leader.getTickOfInitialAckDeadline`) and moves to `tick + syncLimit` with each
+//!   ack. The model gives every server its full grace (half a leader timeout) from the
+//!   start of a leadership, then renews it with each ack: a leader that counted only
+//!   itself stepped down at its first tick whenever NEWLEADER's round trip took longer
+//!   than a tick, and none was ever established (the trust test's seeds, issue 36).
 //! * **Sessions.** `SessionTrackerImpl` (run by the leader, `LeaderSessionTracker`):
 //!   deadlines in `tickTime` buckets, `touchSession` on every request and ping
 //!   (followers forward touches to the leader with their PINGs,
@@ -39,7 +51,9 @@
 //! * **Reconnect.** `ZooKeeperServer.processConnectRequest`: "Refusing session request
 //!   for client ... as it has seen zxid 0x.. our last zxid is 0x.. client must try
 //!   another server" when the client's `lastZxidSeen` is ahead of the server's
-//!   `getZKDatabase().getDataTreeLastProcessedZxid()`; `ClientCnxn.SendThread`
+//!   `zkDb.dataTree.lastProcessedZxid`; the server throws `CloseRequestException`
+//!   (`DisconnectReason.CLIENT_ZXID_AHEAD`) and closes the connection, where the model
+//!   sends a `Refused` message (the client moves on either way); `ClientCnxn.SendThread`
 //!   (`primeConnection`) sends the client's `lastZxid` and session id, and on
 //!   CONNECTIONLOSS moves to the next host of the connect string.
 //! * **Election and synchronisation.** `quorum/FastLeaderElection.java`
@@ -78,7 +92,12 @@
 //! is the lowest" read from any server the client may use is therefore true at that
 //! zxid. (What a stale view can cost is waiting longer, never a second holder.) The
 //! register workload's read of a key the client itself writes needs no `sync` for the
-//! same reason; a read of another client's key does.
+//! same reason, as long as it saw the answer to each of its writes: a write whose reply
+//! was lost (CONNECTIONLOSS) may be committed at a zxid the client never saw, and a
+//! server it reconnects to may be behind it, so after such a write the client reads its
+//! own key with `sync` until one such read succeeds (the release sweep found the plain
+//! read stale: `partitions` seeds 156 and 215). A read of another client's key always
+//! needs `sync`.
 //!
 //! # Variants
 //!
