@@ -558,3 +558,37 @@ fn the_retry_timer_doubles_with_every_ballot_only_with_backoff() {
         }
     }
 }
+
+#[test]
+fn no_backoff_forces_backoff_off_whatever_the_parameter_says() {
+    let params = PaxosParams {
+        backoff: true,
+        ..PaxosParams::default()
+    };
+    let correct = Paxos::configure(params.clone(), PaxosVariant::Correct, &cluster()).unwrap();
+    let broken = Paxos::configure(params, PaxosVariant::NoBackoff, &cluster()).unwrap();
+    assert!(correct.backoff);
+    assert!(!broken.backoff);
+}
+
+#[test]
+fn decision_liveness_is_promised_only_with_a_distinguished_proposer() {
+    for distinguished in [false, true] {
+        let params = PaxosParams {
+            distinguished,
+            ..PaxosParams::default()
+        };
+        let config = Paxos::configure(params, PaxosVariant::Correct, &cluster()).unwrap();
+        let promises = Paxos::promises(&config, &cluster());
+        let live = promises.iter().find(|p| p.check == "decision-liveness");
+        assert_eq!(live.is_some(), distinguished);
+        if let Some(live) = live {
+            // (60ms x 64 + 2 x 300ms) x 2 = 8880ms
+            assert_eq!(live.params["within"], "8880ms");
+            assert_eq!(
+                live.params["bound"],
+                "(retry max 60ms x 64 + 2 round trips at 150 ms latency) / (1 - max drift 0.5)"
+            );
+        }
+    }
+}
