@@ -5,12 +5,12 @@
 //! instance, so no two learners learn different values) and validity (`validity`: only
 //! a value some proposer proposed for that instance is chosen), on any network (loss,
 //! duplication, reordering, partitions), with any clocks, and across crashes and power
-//! losses of any node: Paxos needs no timing for safety. Liveness (`decision-liveness`:
-//! every proposed instance decided within a bound after the calm) is promised only with a
-//! single distinguished proposer (`distinguished = true`, Lamport §2.4), with its bound
-//! derived from `retry` (see `promises`): two proposers can pre-empt each other for ever
-//! (FLP); randomized back-off ends a duel with probability 1, but within no bound a check
-//! could state, so two proposers promise no liveness.
+//! losses of any node: Paxos needs no timing for safety. No liveness is promised:
+//! two proposers can pre-empt each other for ever (FLP; `no-backoff` shows it, judged by
+//! `decision-liveness` in scenarios that state their bound); randomized back-off ends a
+//! duel with probability 1 but within no bound; a distinguished proposer
+//! (`distinguished = true`, Lamport §2.4) removes the duel, but slow acceptor disks can
+//! still leave it behind for ever (see `promises`).
 //!
 //! **How it works** (Lamport, "Paxos Made Simple", 2001, §2.2 choosing a value, §2.3
 //! learning it): a proposer picks a ballot `(round, its id)` above every round it has
@@ -883,31 +883,18 @@ impl Configurable for Paxos {
         })
     }
 
-    fn promises(config: &PaxosConfig, _cluster: &Cluster) -> Vec<tenure_core::Promise> {
-        use tenure_core::format_duration as f;
-        let mut promises = vec![
+    fn promises(_config: &PaxosConfig, _cluster: &Cluster) -> Vec<tenure_core::Promise> {
+        // Safety only. Liveness (`decision-liveness`) needs a distinguished proposer
+        // (Lamport §2.4; FLP rules out more), and even then it is not promised: under the
+        // `power` profile, acceptors with slow disks (fsync up to ~90 ms) serve fewer
+        // syncs a second than the 40 instances' retries ask for, and the backlog never
+        // drains (seed 103 of `power` with `distinguished = true`, no fault events: an
+        // instance still undecided 18 s after the calm). The dueling scenarios state
+        // their own `within`.
+        vec![
             tenure_core::Promise::new("agreement"),
             tenure_core::Promise::new("validity"),
-        ];
-        // Liveness only with a distinguished proposer (Lamport §2.4; FLP rules out more):
-        // with one proposer nobody pre-empts it (its rounds are synced before use, so no
-        // acceptor promised a higher one), so after the calm its pending ballot either
-        // completes or times out within one retry timer (at most 64 x retry max, the
-        // back-off's cap), and the next ballot completes in two round trips. Two proposers
-        // with randomized back-off end their duel with probability 1, but within no bound
-        // a check could state: no promise.
-        if config.distinguished {
-            let rtt = Duration::from_millis(150) * 2;
-            let within = (config.retry.1 * (1 << MAX_DOUBLINGS) + rtt * 2) * 2;
-            promises.push(tenure_core::Promise::new("decision-liveness").within(
-                within,
-                format!(
-                    "(retry max {} x 64 + 2 round trips at 150 ms latency) / (1 - max drift 0.5)",
-                    f(config.retry.1)
-                ),
-            ));
-        }
-        promises
+        ]
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {

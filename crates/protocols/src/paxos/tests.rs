@@ -572,23 +572,17 @@ fn no_backoff_forces_backoff_off_whatever_the_parameter_says() {
 }
 
 #[test]
-fn decision_liveness_is_promised_only_with_a_distinguished_proposer() {
+fn no_liveness_is_promised_even_with_a_distinguished_proposer() {
     for distinguished in [false, true] {
         let params = PaxosParams {
             distinguished,
             ..PaxosParams::default()
         };
         let config = Paxos::configure(params, PaxosVariant::Correct, &cluster()).unwrap();
-        let promises = Paxos::promises(&config, &cluster());
-        let live = promises.iter().find(|p| p.check == "decision-liveness");
-        assert_eq!(live.is_some(), distinguished);
-        if let Some(live) = live {
-            // (60ms x 64 + 2 x 300ms) x 2 = 8880ms
-            assert_eq!(live.params["within"], "8880ms");
-            assert_eq!(
-                live.params["bound"],
-                "(retry max 60ms x 64 + 2 round trips at 150 ms latency) / (1 - max drift 0.5)"
-            );
-        }
+        let checks: Vec<&str> = Paxos::promises(&config, &cluster())
+            .iter()
+            .map(|p| p.check)
+            .collect();
+        assert_eq!(checks, ["agreement", "validity"]);
     }
 }
