@@ -30,55 +30,11 @@ impl Default for LinkSettings {
     }
 }
 
-/// One delay drawn from `delay` with `rng`.
-///
-/// A uniform delay is one `duration_between` draw, exactly what a `[min, max]` range
-/// drew before distributions existed, so every existing run is unchanged. The others
-/// turn uniforms into their shape (`U` is uniform in `(0, 1]`, from 53 random bits):
-/// exponential `min - mean * ln U`; log-normal `min + median * e^(sigma * Z)` with `Z`
-/// from Box-Muller (two draws); Pareto `scale / U^(1 / shape)`; each capped at `max`.
-/// Spikes draw their base, then a `chance(probability)`, then (when it strikes) the
-/// spike's extra delay.
+/// One delay drawn from `delay` with `rng`: [`Delay::sample`] (the sampler lives with
+/// the distribution so that real runs, `tenure real` and `tenure cluster`, draw the same
+/// shapes without the engine).
 pub fn sample(delay: &Delay, rng: &mut dyn Rng) -> Duration {
-    fn unit(rng: &mut dyn Rng) -> f64 {
-        ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-    fn capped(floor: Duration, extra_secs: f64, max: Duration) -> Duration {
-        let extra = Duration::try_from_secs_f64(extra_secs.max(0.0)).unwrap_or(max);
-        floor.saturating_add(extra).min(max)
-    }
-    match delay {
-        Delay::Uniform(l) => rng.duration_between(l.min, l.max),
-        Delay::Exponential { min, mean, max } => {
-            capped(*min, -unit(rng).ln() * mean.as_secs_f64(), *max)
-        }
-        Delay::LogNormal {
-            min,
-            median,
-            sigma,
-            max,
-        } => {
-            let (u1, u2) = (unit(rng), unit(rng));
-            let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-            capped(*min, median.as_secs_f64() * (sigma * z).exp(), *max)
-        }
-        Delay::Pareto { scale, shape, max } => {
-            let x = scale.as_secs_f64() / unit(rng).powf(1.0 / shape);
-            capped(Duration::ZERO, x, *max).max(*scale)
-        }
-        Delay::Spikes {
-            base,
-            probability,
-            spike,
-        } => {
-            let d = sample(base, rng);
-            if rng.chance(*probability) {
-                d.saturating_add(rng.duration_between(spike.min, spike.max))
-            } else {
-                d
-            }
-        }
-    }
+    delay.sample(rng)
 }
 
 /// A per-link override: each field replaces the default when set.

@@ -317,6 +317,17 @@ pub fn judges(name: &str) -> Option<Judges> {
                  chosen",
             )
         },
+        "decision-liveness" => Judges {
+            also: Some((&["decides"], ("decision", "decisions"))),
+            ..j(
+                &["proposes"],
+                ("proposal", "proposals"),
+                Group::Term("instance", "instances"),
+                "Proposes",
+                "record `Proposes { instance, value }` where a proposer puts a value forward \
+                 and `Decides { instance, value }` where a learner learns the value chosen",
+            )
+        },
         "no-panic" => j(
             &["started"],
             ("process", "processes"),
@@ -374,6 +385,9 @@ fn opportunity_of(name: &str) -> Opportunity {
             &["leader"],
             "led: a leader missing a committed entry needs a later leader",
         ),
+        // Any proposal is owed a decision: one undecided instance breaks it (a run too
+        // short for any deadline is not judged by the checker itself: too short).
+        "decision-liveness" => Any,
         _ => Any,
     }
 }

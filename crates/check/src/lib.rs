@@ -38,6 +38,7 @@
 //! | `no-panic` | [`no_panic`] |
 //! | `agreement` | [`agreement`] |
 //! | `validity` | [`validity`] |
+//! | `decision-liveness` | [`decision_liveness`] |
 //!
 //! Semantics shared by all of them: beliefs are intervals of TRUE time (the simulator's
 //! clock, never a node's reading). A node's belief ends at its next contrary observation
@@ -59,6 +60,7 @@ pub mod agreement;
 pub mod coverage;
 pub mod custom;
 pub mod deadlock;
+pub mod decision_liveness;
 pub mod exactly_once;
 pub mod fencing_safety;
 pub mod leader_completeness;
@@ -274,6 +276,7 @@ const CATALOG: &[CheckerInfo] = &[
     no_panic::INFO,
     agreement::INFO,
     validity::INFO,
+    decision_liveness::INFO,
 ];
 
 /// Every built-in checker, in a stable order.
@@ -403,6 +406,10 @@ fn build_bare(
         no_panic::NAME => Box::new(no_panic::NoPanic::new(read_params(params)?, cluster)?),
         agreement::NAME => Box::new(agreement::Agreement::new(read_params(params)?, cluster)?),
         validity::NAME => Box::new(validity::Validity::new(read_params(params)?, cluster)?),
+        decision_liveness::NAME => Box::new(decision_liveness::DecisionLiveness::new(
+            read_params(params)?,
+            cluster,
+        )?),
         _ => {
             let known: Vec<&str> = all().iter().map(|c| c.name).collect();
             return Err(CheckError::new(
@@ -503,7 +510,7 @@ mod tests {
         let cluster = Cluster::uniform("node", 3);
         let names: std::collections::BTreeSet<&str> = catalog().iter().map(|c| c.name).collect();
         assert_eq!(names.len(), catalog().len());
-        assert_eq!(catalog().len(), 22);
+        assert_eq!(catalog().len(), 23);
         for info in catalog() {
             let checker = build(info.name, &serde_json::Value::Null, &cluster).unwrap();
             assert_eq!(checker.name(), info.name);
@@ -527,7 +534,7 @@ mod tests {
              fencing-safety, no-lost-update, exactly-once, lock-liveness, linearizability, \
              deadlock, no-starvation, single-owner, log-matching, leader-completeness, \
              state-machine-safety, \
-             no-panic, agreement, validity"
+             no-panic, agreement, validity, decision-liveness"
         );
     }
 

@@ -151,6 +151,71 @@ node = 2
     assert_eq!(temp_dirs_of(pid), Vec::<String>::new());
 }
 
+/// The scenario's network in a real run: `[network] latency`, a `slow-link` and a
+/// `network` event that loses every message from 1.5s on. Both events are applied,
+/// answers arrive before the loss and none after it (a delay drawn before the event is
+/// at most 10ms, the slow link's ended at 1s: 100ms of margin), and the lock stays safe.
+#[test]
+fn network_events_delay_and_lose_a_real_runs_messages() {
+    let _one = one_at_a_time();
+    let dir = scratch("real", "network");
+    let file = dir.join("s.toml");
+    let faults = r#"
+[network]
+latency = ["5ms", "10ms"]
+
+[[fault]]
+at = "500ms"
+kind = "slow-link"
+from = 0
+node = 1
+latency = ["100ms", "120ms"]
+duration = "500ms"
+
+[[fault]]
+at = "1500ms"
+kind = "network"
+loss = 1.0
+"#;
+    std::fs::write(&file, scenario("3s", faults)).unwrap();
+    let out = dir.join("out");
+    let (_pid, code, said) = run_real(&file, &out, None);
+    assert_eq!(code, Some(0), "{said}");
+    let schedule = std::fs::read_to_string(out.join("schedule.jsonl")).unwrap();
+    assert!(
+        schedule.contains("the link n0 -> n1 slow (uniform) for 500ms"),
+        "{schedule}"
+    );
+    assert!(
+        schedule.contains("the network from now on: loss 1"),
+        "{schedule}"
+    );
+    let lost_from = schedule
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["fault"] == "network")
+        .and_then(|v| v["applied_at_epoch_ns"].as_i64())
+        .expect("the network event's time");
+    let (mut before, mut after) = (0, 0);
+    for n in 1..=3 {
+        let obs = std::fs::read_to_string(out.join(format!("n{n}/observations.jsonl"))).unwrap();
+        for line in obs.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            // An answer that arrived (a timed-out operation completes `info`, alone).
+            if v["obs"]["kind"] == "complete" && v["obs"]["outcome"] == "ok" {
+                let t = v["time"].as_i64().unwrap();
+                if t < lost_from {
+                    before += 1;
+                } else if t > lost_from + 100_000_000 {
+                    after += 1;
+                }
+            }
+        }
+    }
+    assert!(before > 0, "answers arrive before the loss");
+    assert_eq!(after, 0, "no answer arrives once every message is lost");
+}
+
 /// Ctrl-C in the middle of a 60s run: the command ends, judging what it has, and
 /// leaves no server and no temporary directory.
 #[test]
@@ -192,16 +257,16 @@ fn a_missing_server_is_bad_input_naming_the_package() {
 }
 
 /// A fault a real run cannot apply is refused (exit 2) naming the fault and why: a
-/// network fault other than blocked links, a clock fault other than a server's step,
+/// disk fault, a clock fault other than a server's step,
 /// and a step of a client's clock (the clients share this machine's clock).
 #[test]
 fn faults_a_real_run_cannot_apply_are_refused() {
     let dir = scratch("real", "refused");
     for (kind, extra, why) in [
         (
-            "network",
-            "loss = 0.5",
-            "`network` cannot be applied to a real run: tenure real blocks links",
+            "disk-stall",
+            "node = 0\nduration = \"1s\"",
+            "`disk-stall` cannot be applied to a real run: disk faults need the simulator's disk",
         ),
         (
             "clock-stall",

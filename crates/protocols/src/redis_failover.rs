@@ -1532,7 +1532,7 @@ static INFO: ProtocolInfo = ProtocolInfo {
         },
         VariantInfo {
             name: "no-fencing",
-            summary: "the lock alone: the primary acks the SET and dies before replicating it, the replica is promoted, a second client acquires",
+            summary: "the lock alone: the primary acks the SET and dies before replicating it, the replica is promoted, a second client acquires (Redis with Sentinel, every version: replication is asynchronous; sibson/redbeat #163, closed without a fix; \"Distributed locks with Redis\")",
             breaks: &["mutual-exclusion"],
         },
         VariantInfo {

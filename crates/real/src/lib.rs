@@ -60,7 +60,7 @@ use tenure_scenario::{Fault, NodeSel, Scenario};
 /// How a node's requests reach a real server: a connection per (client, server), and
 /// one request at a time on it.
 pub trait Backend: Send + Sync + 'static {
-    type Msg: Send + 'static;
+    type Msg: Clone + Send + 'static;
     type Conn: Send;
     /// Opens a connection to server node `server`.
     fn connect(&self, server: NodeId) -> Result<Self::Conn, String>;
@@ -147,10 +147,10 @@ pub fn unsupported(fault: &Fault) -> Option<&'static str> {
         | Fault::Isolate { .. }
         | Fault::Cut { .. }
         | Fault::OneWay { .. }
-        | Fault::Heal {} => None,
-        Fault::Bridge { .. } | Fault::Network { .. } | Fault::SlowLink { .. } => Some(
-            "tenure real blocks links (partition, isolate, cut, one-way, heal) and nothing else of the network yet: no latency, loss, duplication or bridge; run this scenario in the simulator",
-        ),
+        | Fault::Bridge { .. }
+        | Fault::Heal {}
+        | Fault::Network { .. }
+        | Fault::SlowLink { .. } => None,
         Fault::ClockJump { .. } => None,
         Fault::ClockDrift { .. } | Fault::ClockStall { .. } | Fault::ClockSlew { .. } => Some(
             "tenure's clock shim steps a real server's wall clock (clock-jump) and nothing else: no drift, stall or slew",
@@ -545,10 +545,21 @@ where
             out.display()
         ),
     );
+    let datagrams = match scenario.network.mode {
+        Some(mode) => mode == tenure_scenario::NetworkMode::Datagram,
+        None => P::transport() == tenure_core::Transport::Datagram,
+    };
     say(
         &mut notes,
-        "the scenario's [network] latency, loss and duplication are not applied: loopback's own"
-            .into(),
+        format!(
+            "the scenario's network is applied between the nodes' threads and their connections: delays drawn from its distribution ({}) on top of loopback's own{}",
+            scenario.network.latency.name(),
+            if datagrams {
+                ", each message lost or duplicated on its own as it says"
+            } else {
+                "; stream mode: nothing lost or duplicated (TCP), connections FIFO"
+            }
+        ),
     );
     // The servers, each answering before anything else starts.
     let mut servers: Vec<Server> = Vec::new();
@@ -606,6 +617,7 @@ where
     let router = Arc::new(Router::<P::Msg>::new(
         cluster.size(),
         ports.keys().copied().collect(),
+        node::Net::new(&scenario.network, datagrams, scenario.seed),
     ));
     let seen: Arc<Mutex<Vec<Record>>> = Arc::new(Mutex::new(Vec::new()));
     let protocol = P::info().name;
@@ -677,9 +689,9 @@ where
         }
         while events.front().is_some_and(|e| e.at <= now) {
             let e = events.pop_front().expect("checked");
-            let target = match e.fault.node() {
-                Some(NodeSel::Id(n)) => Some(NodeId(*n)),
-                Some(sel) => sel.aim().and_then(|aim| {
+            let resolve = |sel: &NodeSel| match sel {
+                NodeSel::Id(n) => Some(NodeId(*n)),
+                sel => sel.aim().and_then(|aim| {
                     let mut records = seen.lock().map(|s| s.clone()).unwrap_or_default();
                     records.sort_by_key(|r| r.time);
                     let mut beliefs = tenure_core::Beliefs::new(cluster.size());
@@ -692,8 +704,8 @@ where
                     };
                     beliefs.select(aim, up).map(|s| s.node)
                 }),
-                None => None,
             };
+            let target = e.fault.node().and_then(resolve);
             let applied: Result<String, String> = match (target, &e.fault) {
                 (
                     _,
@@ -702,12 +714,66 @@ where
                     | Fault::OneWay { .. }
                     | Fault::Heal {},
                 )
-                | (Some(_), Fault::Isolate { .. }) => match router.blocked.lock() {
-                    Ok(mut blocked) => {
-                        block(&mut blocked, &e.fault, target, cluster.size() as u32);
-                        Ok(format!("{} directed links blocked", blocked.len()))
+                | (Some(_), Fault::Isolate { .. } | Fault::Bridge { .. }) => {
+                    match router.net.lock() {
+                        Ok(mut net) => {
+                            block(&mut net.blocked, &e.fault, target, cluster.size() as u32);
+                            Ok(format!("{} directed links blocked", net.blocked.len()))
+                        }
+                        Err(_) => Err("the link table failed".into()),
+                    }
+                }
+                (
+                    _,
+                    Fault::Network {
+                        latency,
+                        loss,
+                        duplicate,
+                    },
+                ) => match router.net.lock() {
+                    Ok(mut net) => {
+                        net.set_defaults(latency.as_ref(), *loss, *duplicate);
+                        let mut changed = Vec::new();
+                        if let Some(l) = latency {
+                            changed.push(format!(
+                                "latency {} up to {}",
+                                l.name(),
+                                tenure_core::format_duration(l.max())
+                            ));
+                        }
+                        if let Some(l) = loss {
+                            changed.push(format!("loss {l}"));
+                        }
+                        if let Some(d) = duplicate {
+                            changed.push(format!("duplicate {d}"));
+                        }
+                        Ok(format!("the network from now on: {}", changed.join(", ")))
                     }
                     Err(_) => Err("the link table failed".into()),
+                },
+                (
+                    Some(to),
+                    Fault::SlowLink {
+                        from,
+                        latency,
+                        duration,
+                        ..
+                    },
+                ) => match resolve(from) {
+                    None => Ok("skipped: no node at the link's other end".into()),
+                    Some(from) => match router.net.lock() {
+                        Ok(mut net) => {
+                            net.slow_link(from, to, latency.clone(), Instant::now() + *duration);
+                            Ok(format!(
+                                "the link n{} -> n{} slow ({}) for {}",
+                                from.0,
+                                to.0,
+                                latency.name(),
+                                tenure_core::format_duration(*duration)
+                            ))
+                        }
+                        Err(_) => Err("the link table failed".into()),
+                    },
                 },
                 (None, _) => Ok("skipped: no node (nobody of that role at that moment)".into()),
                 (Some(n), fault) => {

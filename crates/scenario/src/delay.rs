@@ -12,13 +12,13 @@
 //!
 //! Every distribution but `spikes` is capped at `max` (a draw above it is `max`), so a
 //! delay always has a bound ([`Delay::max`]): the bound a protocol's declared
-//! `max_latency` is checked against. The sampler is the engine's
-//! (`tenure_sim::net::sample`); a uniform delay draws exactly what the range did before
+//! `max_latency` is checked against. The sampler is [`Delay::sample`]
+//! (the engine's `tenure_sim::net::sample` calls it); a uniform delay draws exactly what the range did before
 //! (one `duration_between`), so no existing run changed.
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-use tenure_core::{format_duration, HumanDuration};
+use tenure_core::{format_duration, HumanDuration, Rng};
 
 use crate::model::Latency;
 
@@ -73,6 +73,57 @@ impl Delay {
     /// Uniform in `min..=max`.
     pub fn uniform(min: Duration, max: Duration) -> Delay {
         Delay::Uniform(Latency::new(min, max))
+    }
+
+    /// One delay drawn from this distribution with `rng`.
+    ///
+    /// A uniform delay is one `duration_between` draw, exactly what a `[min, max]` range
+    /// drew before distributions existed, so every existing run is unchanged. The others
+    /// turn uniforms into their shape (`U` is uniform in `(0, 1]`, from 53 random bits):
+    /// exponential `min - mean * ln U`; log-normal `min + median * e^(sigma * Z)` with `Z`
+    /// from Box-Muller (two draws); Pareto `scale / U^(1 / shape)`; each capped at `max`.
+    /// Spikes draw their base, then a `chance(probability)`, then (when it strikes) the
+    /// spike's extra delay.
+    pub fn sample(&self, rng: &mut dyn Rng) -> Duration {
+        fn unit(rng: &mut dyn Rng) -> f64 {
+            ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+        }
+        fn capped(floor: Duration, extra_secs: f64, max: Duration) -> Duration {
+            let extra = Duration::try_from_secs_f64(extra_secs.max(0.0)).unwrap_or(max);
+            floor.saturating_add(extra).min(max)
+        }
+        match self {
+            Delay::Uniform(l) => rng.duration_between(l.min, l.max),
+            Delay::Exponential { min, mean, max } => {
+                capped(*min, -unit(rng).ln() * mean.as_secs_f64(), *max)
+            }
+            Delay::LogNormal {
+                min,
+                median,
+                sigma,
+                max,
+            } => {
+                let (u1, u2) = (unit(rng), unit(rng));
+                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                capped(*min, median.as_secs_f64() * (sigma * z).exp(), *max)
+            }
+            Delay::Pareto { scale, shape, max } => {
+                let x = scale.as_secs_f64() / unit(rng).powf(1.0 / shape);
+                capped(Duration::ZERO, x, *max).max(*scale)
+            }
+            Delay::Spikes {
+                base,
+                probability,
+                spike,
+            } => {
+                let d = base.sample(rng);
+                if rng.chance(*probability) {
+                    d.saturating_add(rng.duration_between(spike.min, spike.max))
+                } else {
+                    d
+                }
+            }
+        }
     }
 
     /// The longest delay it can draw.

@@ -143,13 +143,18 @@ static INFO: ProtocolInfo = ProtocolInfo {
             summary: "hardened, with LeaseBased reads (ReadOnlyOption::LeaseBased): a leader \
                       answers reads without a quorum round, trusting CheckQuorum; a leader \
                       cut off from its peers serves stale reads for up to an election \
-                      timeout after another is elected (etcd-io/raft #166)",
+                      timeout after another is elected (etcd-io/raft #166; TiKV #15035: a \
+                      voter that restarts knows no leader, so it is in no lease and elects \
+                      a rival while the old leader's lease runs)",
             breaks: &["linearizability"],
         },
         VariantInfo {
             name: "ack-before-persist",
             summary: "an embedding bug: persisted_messages (votes, append acks) are sent \
-                      before the sync completes, so a power loss forgets what was promised",
+                      before the sync completes, so a power loss forgets what was promised; \
+                      raft 0.7.0 then panics in RaftLog::commit_to (\"to_commit is out of \
+                      range\") when the leader's heartbeat names a commit the follower lost \
+                      (etcd #10166; raft-rs PR #575, open)",
             breaks: &[
                 "state-machine-safety",
                 "log-matching",

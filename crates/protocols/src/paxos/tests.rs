@@ -558,3 +558,31 @@ fn the_retry_timer_doubles_with_every_ballot_only_with_backoff() {
         }
     }
 }
+
+#[test]
+fn no_backoff_forces_backoff_off_whatever_the_parameter_says() {
+    let params = PaxosParams {
+        backoff: true,
+        ..PaxosParams::default()
+    };
+    let correct = Paxos::configure(params.clone(), PaxosVariant::Correct, &cluster()).unwrap();
+    let broken = Paxos::configure(params, PaxosVariant::NoBackoff, &cluster()).unwrap();
+    assert!(correct.backoff);
+    assert!(!broken.backoff);
+}
+
+#[test]
+fn no_liveness_is_promised_even_with_a_distinguished_proposer() {
+    for distinguished in [false, true] {
+        let params = PaxosParams {
+            distinguished,
+            ..PaxosParams::default()
+        };
+        let config = Paxos::configure(params, PaxosVariant::Correct, &cluster()).unwrap();
+        let checks: Vec<&str> = Paxos::promises(&config, &cluster())
+            .iter()
+            .map(|p| p.check)
+            .collect();
+        assert_eq!(checks, ["agreement", "validity"]);
+    }
+}

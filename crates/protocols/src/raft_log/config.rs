@@ -96,7 +96,8 @@ pub(crate) static INFO: ProtocolInfo = ProtocolInfo {
         VariantInfo {
             name: "read-without-readindex",
             summary: "a leader answers reads from its own state without confirming it still \
-                      leads: a deposed leader serves stale reads",
+                      leads: a deposed leader serves stale reads (etcd #741, Jepsen on etcd \
+                      0.4.1, 2014; hashicorp/consul #54, Consul 0.1.0)",
             breaks: &["linearizability"],
         },
     ],
