@@ -21,6 +21,7 @@ fn every_entry_is_a_zoo_protocol_and_its_defaults_build() {
             "fencing",
             "etcd-lock",
             "zookeeper",
+            "zookeeper-ensemble",
             "idempotency",
             "paxos"
         ]
