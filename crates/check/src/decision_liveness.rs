@@ -27,13 +27,10 @@
 //! Judged at the end only: `calm_from` is known when the run ends.
 
 use crate::{CheckError, Checker, CheckerInfo, TrueClock, Violation};
-use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
-use tenure_core::{
-    format_duration, Cluster, HumanDuration, NodeId, Observation, Record, RunInfo, SimTime,
-};
+use tenure_core::{format_duration, Cluster, NodeId, Observation, Record, RunInfo, SimTime};
 
 pub const NAME: &str = "decision-liveness";
 
@@ -52,31 +49,9 @@ pub const INFO: CheckerInfo = CheckerInfo {
              the report",
 };
 
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Params {
-    #[serde(default = "default_within")]
-    pub within: HumanDuration,
-    #[serde(default)]
-    pub role: Option<String>,
-    /// How `within` was derived from the protocol's parameters (for the report).
-    #[serde(default)]
-    pub bound: Option<String>,
-}
-
-fn default_within() -> HumanDuration {
-    HumanDuration(Duration::from_secs(5))
-}
-
-impl Default for Params {
-    fn default() -> Self {
-        Params {
-            within: default_within(),
-            role: None,
-            bound: None,
-        }
-    }
-}
+/// The same parameters as `leader-liveness` (`within`, `role`, `bound`), read by the
+/// same code.
+pub use crate::leader_liveness::Params;
 
 /// An instance proposed and not decided by its deadline.
 #[derive(Clone, Debug, PartialEq, Eq)]
