@@ -35,13 +35,19 @@ fn first_find(target: &Target, breaks: &[&str]) -> Option<SeedOutcome> {
 /// drew power flapping through the first election and after each leader crash.
 const NOT_YET_FOUND: &[&str] = &[];
 
-/// Broken variants found and shrunk by their own crate's tests instead of here, each with
-/// why (the test skips them).
+/// Broken variants found and shrunk by their own tests instead of here (their crate's,
+/// or one below), each with why (the test skips them).
 const FOUND_BY_THEIR_CRATE: &[&str] = &[
     // Only power losses show it, and `power` is tried last here: thousands of seeds of a
     // real Raft under the other profiles first would cost CI minutes.
     // crates/adapters/raft-rs/tests/sim.rs finds it under `power`, shrinks and replays it.
     "raft-rs/ack-before-persist",
+    // Power losses show it (`chaos` only at seed 501 of 1000): six profiles of 1,000
+    // seeds before `power` would cost CI minutes. Found under `power` below.
+    "raft-log/ack-before-fsync",
+    // Needs a cluster of one server, which the built-in scenario (five) is not; its
+    // scenario (one server, two clients) fuzzed under `power` finds it, below.
+    "raft-log/single-voter-read-index",
 ];
 
 /// Broken variants no built-in profile finds, shown only by their scenarios (checked by
@@ -285,4 +291,97 @@ fn clock_faults_within_the_bounds_separate_correct_from_wall_clock_leases() {
     let found = failures(file, broken, checker, 400);
     println!("{file}: {broken} fails {found} of 400 seeds, correct none");
     assert!(found > 0, "{file}: fuzzing never caught {broken}");
+}
+
+/// Finds `target`'s first failure of one of `breaks` in 0..1000, shrinks it to at most 3
+/// fault events and replays the shrunk file; returns the finding seed.
+fn find_and_shrink(label: &str, target: &Target, breaks: &[&str]) -> u64 {
+    let found = first_find(target, breaks).unwrap_or_else(|| panic!("{label}: not found"));
+    let SeedResult::Fail(failure) = &found.result else {
+        unreachable!()
+    };
+    let shrunk = shrink(&crate::support::zoo(), &failure.case, found.seed)
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+    println!(
+        "{label}: found by seed {}, {} violated; shrunk {} -> {} fault events",
+        found.seed, failure.checker, shrunk.before.faults, shrunk.after.faults
+    );
+    assert!(
+        shrunk.after.faults <= 3,
+        "{label}: {}",
+        shrunk.scenario.to_toml()
+    );
+    let replay = tenure_sim::Prepared::new(shrunk.scenario.clone(), &crate::support::zoo())
+        .unwrap_or_else(|e| panic!("{label}: {e}"))
+        .run(shrunk.seed, &tenure_sim::RunOptions::default());
+    assert!(
+        replay
+            .violations
+            .iter()
+            .any(|v| v.checker == failure.checker),
+        "{label}: the shrunk scenario replays its failure"
+    );
+    found.seed
+}
+
+/// The failures of `target` in `seeds`.
+fn failing_seeds(target: &Target, seeds: std::ops::Range<u64>) -> Vec<u64> {
+    let mut failed = Vec::new();
+    fuzz(
+        target,
+        seeds,
+        &FuzzOptions::default(),
+        &AtomicBool::new(false),
+        |o| {
+            if matches!(o.result, SeedResult::Fail(_)) {
+                failed.push(o.seed);
+            }
+        },
+    );
+    failed
+}
+
+/// `raft-log/ack-before-fsync` (etcd #14140) on the built-in scenario and
+/// `single-voter-read-index` (etcd-io/raft PR #105) on its one-server scenario are found
+/// by `power` and shrink to at most 3 fault events; their controls (`correct`, PR #105's
+/// fix) fail no seed up to the find.
+#[test]
+fn power_finds_the_raft_log_durability_bugs_and_not_their_controls() {
+    let zoo = crate::support::zoo();
+    let target =
+        |variant| Target::for_protocol(&zoo, "raft-log", Some(variant), Some("power")).unwrap();
+    let breaks = [
+        "linearizability",
+        "state-machine-safety",
+        "single-leader-per-term",
+    ];
+    let seed = find_and_shrink(
+        "raft-log/ack-before-fsync",
+        &target("ack-before-fsync"),
+        &breaks,
+    );
+    assert_eq!(
+        failing_seeds(&target("correct"), 0..seed + 1),
+        Vec::<u64>::new()
+    );
+
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/raft-log/single-voter-read-index-stale-read.toml");
+    let mut scenario = tenure_scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    scenario.faults.clear();
+    scenario.expect = tenure_scenario::Expectation::Pass;
+    let target = |variant: &str| {
+        let mut s = scenario.clone();
+        s.protocol.variant = variant.to_string();
+        Target::from_scenario(&zoo, s, Some("power")).unwrap()
+    };
+    let seed = find_and_shrink(
+        "raft-log/single-voter-read-index",
+        &target("single-voter-read-index"),
+        &["linearizability"],
+    );
+    assert_eq!(
+        failing_seeds(&target("single-voter-read-index-105"), 0..seed + 1),
+        Vec::<u64>::new()
+    );
 }

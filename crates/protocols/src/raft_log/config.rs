@@ -28,6 +28,29 @@ pub enum RaftLogVariant {
     NoTruncate,
     /// A leader answers reads from its own state without confirming it still leads.
     ReadWithoutReadindex,
+    /// A server sends its vote or its acknowledgement of entries before the fsync of
+    /// what it reports: a power loss inside that fsync forgets a vote or entries already
+    /// counted.
+    AckBeforeFsync,
+    /// etcd-io/raft with its single-voter ReadIndex shortcut: the commit index is
+    /// persisted after the entries are applied and answered, a leader acknowledges its
+    /// own appends one step later, and a single voter answers a ReadIndex with its
+    /// commit index at once: after a restart that lost the commit index, a stale one.
+    SingleVoterReadIndex,
+    /// The same, with etcd-io/raft PR #105: a single voter's read index is at least the
+    /// index it has persisted (its own match), the "actually committed index".
+    #[strum(serialize = "single-voter-read-index-105")]
+    SingleVoterReadIndex105,
+}
+
+impl RaftLogVariant {
+    /// The variants that model etcd-io/raft's single-voter ReadIndex (PR #105).
+    pub fn is_single_voter_read_index(self) -> bool {
+        matches!(
+            self,
+            RaftLogVariant::SingleVoterReadIndex | RaftLogVariant::SingleVoterReadIndex105
+        )
+    }
 }
 
 /// The two roles.
@@ -99,6 +122,34 @@ pub(crate) static INFO: ProtocolInfo = ProtocolInfo {
                       leads: a deposed leader serves stale reads (etcd #741, Jepsen on etcd \
                       0.4.1, 2014; hashicorp/consul #54, Consul 0.1.0)",
             breaks: &["linearizability"],
+        },
+        VariantInfo {
+            name: "ack-before-fsync",
+            summary: "a server sends its vote or its acknowledgement of entries before the \
+                      fsync of what it reports (etcd #14140: a stale read with loss of \
+                      un-fsynced writes, Jepsen on etcd 3.5.3, closed without a root cause): a \
+                      power loss inside that fsync forgets a vote or a committed put, and a \
+                      leader without the put answers reads from before it",
+            breaks: &[
+                "single-leader-per-term",
+                "state-machine-safety",
+                "linearizability",
+            ],
+        },
+        VariantInfo {
+            name: "single-voter-read-index",
+            summary: "etcd-io/raft v3.6 (main, 2023) with etcd's apply loop: the commit index \
+                      is persisted after the put is applied and answered, a leader counts its \
+                      own appends a step later, and a single voter answers ReadIndex with its \
+                      commit index at once: after a crash that lost the commit index, a \
+                      stale read (etcd-io/raft PR #105, open)",
+            breaks: &["linearizability"],
+        },
+        VariantInfo {
+            name: "single-voter-read-index-105",
+            summary: "single-voter-read-index with etcd-io/raft PR #105: a single voter's read \
+                      index is at least the index it has persisted (the actually committed one)",
+            breaks: &[],
         },
     ],
 };

@@ -44,7 +44,15 @@
 //! **Broken variants**, one rule each: `commit-old-term` (commits by counting replicas of
 //! any term: Figure 8), `no-log-check` (appends without comparing the term at
 //! `prevLogIndex`), `no-truncate` (keeps conflicting entries, appends past its end only),
-//! `read-without-readindex` (a leader answers reads from its own state at once).
+//! `read-without-readindex` (a leader answers reads from its own state at once),
+//! `ack-before-fsync` (a server sends its vote or its acknowledgement of entries before
+//! the fsync of what it reports, so a power loss inside the fsync forgets a vote or
+//! entries already counted: the symptom of etcd #14140, Jepsen's stale read with loss of
+//! un-fsynced writes on etcd 3.5.3),
+//! `single-voter-read-index` (etcd-io/raft v3.6 with etcd's apply loop: the commit index
+//! is persisted after the answers it backs, and a single voter answers ReadIndex with
+//! it at once, so after a restart that lost it a read misses acknowledged puts:
+//! etcd-io/raft PR #105; `single-voter-read-index-105` is that PR's fix).
 //!
 //! **Sources.** Ongaro and Ousterhout, "In Search of an Understandable Consensus
 //! Algorithm" (USENIX ATC 2014): Figure 2, §5.3 (log replication), §5.4.2 and Figure 8
@@ -73,6 +81,9 @@ pub const TERM_KEY: &str = "term";
 pub const VOTED_FOR_KEY: &str = "voted_for";
 /// Storage key of the log's length; entry `i` is under `log/<i>`.
 pub const LOG_LEN_KEY: &str = "log_len";
+/// Storage key of the commit index (etcd's `HardState.Commit`); written only by the
+/// `single-voter-read-index` variants (Raft's own commit index is volatile).
+pub const COMMIT_KEY: &str = "commit";
 
 fn entry_key(index: u64) -> String {
     format!("log/{index}")
@@ -292,6 +303,8 @@ pub struct Server {
     unsynced: bool,
     /// How much of the log is known durable: the leader counts itself up to here.
     durable_len: u64,
+    /// The commit index written to storage (`single-voter-read-index` variants only).
+    stored_commit: u64,
 
     // volatile state
     role: Role,
@@ -341,6 +354,7 @@ impl Server {
             dirty_from: None,
             unsynced: false,
             durable_len: 0,
+            stored_commit: 0,
             role: Role::Follower,
             leader: None,
             votes: BTreeSet::new(),
@@ -403,6 +417,16 @@ impl Server {
     /// Writes what changed (term, vote, log) and syncs it; false if the sync failed,
     /// when nothing that depends on the new state may be said.
     fn persist(&mut self, env: &mut E<'_>) -> bool {
+        self.write(env);
+        if self.unsynced && env.sync().is_ok() {
+            self.unsynced = false;
+            self.durable_len = self.last_index();
+        }
+        !self.unsynced
+    }
+
+    /// Writes what changed (term, vote, log) to storage, not yet synced.
+    fn write(&mut self, env: &mut E<'_>) {
         if let Some(from) = self.dirty_from.take() {
             for i in from..=self.last_index() {
                 env.store(&entry_key(i), &self.log[i as usize - 1]);
@@ -420,11 +444,6 @@ impl Server {
             self.stored = (self.term, self.voted_for);
             self.unsynced = true;
         }
-        if self.unsynced && env.sync().is_ok() {
-            self.unsynced = false;
-            self.durable_len = self.last_index();
-        }
-        !self.unsynced
     }
 
     /// Writes `entries` into the log from `index` on, replacing what was there and
@@ -446,6 +465,15 @@ impl Server {
     /// Sends once term, vote and log are durable (Figure 2: respond only after updating
     /// stable storage).
     fn send(&mut self, env: &mut E<'_>, to: NodeId, msg: RaftLogMsg) {
+        if self.variant() == RaftLogVariant::AckBeforeFsync {
+            // The bug: the message leaves while the term, vote and entries it reports are
+            // only written (in the page cache); the fsync comes after it. A power loss
+            // inside that fsync forgets a vote or entries already acknowledged.
+            self.write(env);
+            env.send(to, msg);
+            self.persist(env);
+            return;
+        }
         if self.persist(env) {
             env.send(to, msg);
         }
@@ -543,9 +571,12 @@ impl Server {
         self.acked_round = self.peers.iter().map(|&p| (p, 0)).collect();
         self.round_sent.clear();
         self.lease_until = None;
-        if self.persist(env) {
+        if self.persist(env) && !self.variant().is_single_voter_read_index() {
             self.advance_commit(env); // a cluster of one commits at once
         }
+        // (etcd-io/raft v3.6's leader acknowledges its own append with a message that
+        // arrives once the append is persisted, a step later: the heartbeat tick counts
+        // it, below.)
         self.heartbeat(env);
     }
 
@@ -701,7 +732,8 @@ impl Server {
             last_index: self.last_index(),
             round,
         };
-        // `send` syncs first: the acknowledgement leaves only once the entries are durable.
+        // `send` syncs first: the acknowledgement leaves only once the entries are durable
+        // (`ack-before-fsync`: after).
         self.send(env, from, reply);
         self.apply_committed(env);
     }
@@ -798,6 +830,14 @@ impl Server {
                 self.send(env, client, RaftLogMsg::Reply { attempt, answer });
             }
         }
+        if self.variant().is_single_voter_read_index() && self.stored_commit < self.commit {
+            // etcd applies committed entries (and answers their clients) while it saves
+            // the HardState that carries the commit index: written after the answers,
+            // synced after them (etcd-io/raft PR #105's premise).
+            env.store(COMMIT_KEY, &self.commit);
+            self.stored_commit = self.commit;
+            self.unsynced = true;
+        }
     }
 
     // ----- reads -----
@@ -826,6 +866,25 @@ impl Server {
         if self.variant() == RaftLogVariant::ReadWithoutReadindex {
             // The bug: answered from local state, with no check that we still lead.
             self.answer_read(env, client, attempt, key);
+            return;
+        }
+        if self.variant().is_single_voter_read_index() && self.peers.is_empty() {
+            // etcd-io/raft `stepLeader`, `MsgReadIndex`: "only one voting member (the
+            // leader) in the cluster" answers at once with `raftLog.committed`, before the
+            // check that an entry of this term is committed. PR #105 takes the larger of
+            // that and the index this voter has persisted (`prs.Committed()`).
+            let index = match self.variant() {
+                RaftLogVariant::SingleVoterReadIndex105 => self.commit.max(self.durable_len),
+                _ => self.commit,
+            };
+            self.reads.push(PendingRead {
+                client,
+                attempt,
+                key,
+                round: 0,
+                index: Some(index),
+            });
+            self.serve_reads(env);
             return;
         }
         // §6.4: the read index is the commit index, once an entry of this term is
@@ -898,9 +957,12 @@ impl Server {
                     self.proposed.clear(); // never committed; their clients gave up
                 }
                 self.proposed.insert(index, (client, req.attempt));
-                // The leader counts itself only once the entry is synced.
+                // The leader counts itself only once the entry is synced (and, as
+                // etcd-io/raft v3.6, only a step later: at the heartbeat tick).
                 if self.persist(env) {
-                    self.advance_commit(env);
+                    if !self.variant().is_single_voter_read_index() {
+                        self.advance_commit(env);
+                    }
                     for k in 0..self.peers.len() {
                         let peer = self.peers[k];
                         if self.next_index.get(&peer) == Some(&index) {
@@ -932,6 +994,13 @@ impl Server {
                 term: e.term,
                 digest: e.digest(),
             });
+        }
+        if self.variant().is_single_voter_read_index() {
+            // etcd restarts raft at `HardState.Commit` and replays the entries up to it.
+            let commit: u64 = env.load(COMMIT_KEY).unwrap_or(0);
+            self.commit = commit.min(len);
+            self.stored_commit = commit;
+            self.apply_committed(env);
         }
         // What a restarted process reads back may include writes never synced; make
         // them durable before acknowledging anything on their strength.
@@ -997,6 +1066,10 @@ impl Server {
                 // A leader whose own sync failed counts itself once it succeeds.
                 if self.persist(env) {
                     self.advance_commit(env);
+                    if self.variant().is_single_voter_read_index() {
+                        // Its own acknowledgement may be what a read waited for.
+                        self.serve_reads(env);
+                    }
                 }
                 self.heartbeat(env);
             }
@@ -1314,6 +1387,14 @@ impl Configurable for RaftLog {
                 (
                     "lease-reads",
                     "leases are about clock rates, which the model leaves free",
+                ),
+                (
+                    "ack-before-fsync",
+                    "the explorer crashes processes but never cuts power: every write survives",
+                ),
+                (
+                    "single-voter-read-index",
+                    "a stale read needs clients, whose operations the model leaves out",
                 ),
             ],
             bounds: Bounds {

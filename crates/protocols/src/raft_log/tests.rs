@@ -15,10 +15,6 @@ fn cluster() -> Cluster {
     Cluster::new(vec![spec("server", 3), spec("client", 1)]).unwrap()
 }
 
-fn config(variant: RaftLogVariant) -> RaftLogConfig {
-    configure(RaftLogParams::default(), variant, &cluster()).unwrap()
-}
-
 /// One server under test with its storage, clock and rng: a tiny host.
 struct Node {
     node: RaftLog,
@@ -32,8 +28,11 @@ struct Node {
 
 impl Node {
     fn started(variant: RaftLogVariant, me: u32) -> Node {
-        let config = config(variant);
-        let cluster = cluster();
+        Node::started_in(variant, me, cluster())
+    }
+
+    fn started_in(variant: RaftLogVariant, me: u32, cluster: Cluster) -> Node {
+        let config = configure(RaftLogParams::default(), variant, &cluster).unwrap();
         let mut node = Node {
             node: RaftLog::new(&config, NodeId(me), &cluster),
             config,
@@ -247,6 +246,39 @@ fn an_acknowledgement_leaves_only_after_the_entries_are_synced() {
     n.sync_fails = true;
     let effects = n.recv(0, append(1, 0, 0, vec![noop(1)], 0));
     assert_eq!(reply_success(&effects), None);
+}
+
+/// Where a follower's acknowledgement of `entries` falls among its effects: before
+/// (`true`) or after the first sync.
+fn acks_before_sync(variant: RaftLogVariant) -> bool {
+    let mut n = Node::started(variant, 1);
+    let effects = n.recv(0, append(1, 0, 0, vec![noop(1), put(1, 1, 7)], 0));
+    let sync = effects
+        .iter()
+        .position(|e| matches!(e, Effect::Sync { .. }))
+        .expect("synced");
+    let reply = effects
+        .iter()
+        .position(|e| {
+            matches!(
+                e,
+                Effect::Send {
+                    msg: RaftLogMsg::AppendEntriesReply { success: true, .. },
+                    ..
+                }
+            )
+        })
+        .expect("acknowledged");
+    reply < sync
+}
+
+#[test]
+fn an_ack_before_fsync_follower_acknowledges_entries_it_has_not_synced() {
+    // etcd #14140's symptom: the acknowledgement leaves before the fsync, so a power loss
+    // inside that fsync loses entries the leader counted. Negative control: `correct`
+    // syncs first (as in the test above).
+    assert!(acks_before_sync(RaftLogVariant::AckBeforeFsync));
+    assert!(!acks_before_sync(RaftLogVariant::Correct));
 }
 
 #[test]
@@ -503,4 +535,60 @@ fn a_duplicated_reply_starts_no_second_stream_of_appends() {
     };
     assert_eq!(to_n1(&n.recv(1, refusal.clone())), 1);
     assert_eq!(to_n1(&n.recv(1, refusal)), 0);
+}
+
+/// One server (n0) and one client (n1): a single voter. The client's put of 7 to k0 is
+/// committed, applied and answered; the process then crashes before the commit index it
+/// advanced is written (etcd saves the HardState while it applies), restarts, is elected
+/// again, and the client reads k0. Returns the answers to that read: at once, and after
+/// the next heartbeat tick.
+fn single_voter_read_after_losing_the_commit_index(
+    variant: RaftLogVariant,
+) -> (Vec<Answer>, Vec<Answer>) {
+    let spec = |role: &str, count| RoleSpec {
+        role: role.to_string(),
+        count,
+    };
+    let cluster = Cluster::new(vec![spec("server", 1), spec("client", 1)]).unwrap();
+    let mut n = Node::started_in(variant, 0, cluster);
+    n.fire(RaftLogTimer::Election);
+    assert_eq!(n.server().role(), Role::Leader);
+    n.fire(RaftLogTimer::Heartbeat);
+    assert_eq!(n.server().commit_index(), 1, "the no-op");
+    let request = |attempt, op| {
+        RaftLogMsg::Request(Request {
+            attempt,
+            session: 1,
+            seq: 1,
+            op,
+        })
+    };
+    n.recv(1, request(1, Op::Put { key: 0, value: 7 }));
+    let effects = n.fire(RaftLogTimer::Heartbeat);
+    assert_eq!(answers(&effects), [Answer::Ok(None)], "the put is answered");
+    assert_eq!(n.server().commit_index(), 2);
+    // The crash: the commit index on disk is still the one before the put.
+    n.storage.insert(COMMIT_KEY.to_string(), "1".to_string());
+    n.restart();
+    assert_eq!(n.server().commit_index(), 1);
+    n.fire(RaftLogTimer::Election);
+    assert_eq!(n.server().role(), Role::Leader);
+    let at_once = answers(&n.recv(1, request(2, Op::Get { key: 0 })));
+    let after_tick = answers(&n.fire(RaftLogTimer::Heartbeat));
+    (at_once, after_tick)
+}
+
+#[test]
+fn a_single_voter_that_lost_its_commit_index_answers_read_index_with_a_stale_value() {
+    // etcd-io/raft PR #105: the single-voter shortcut answers with `raftLog.committed`,
+    // restored from a HardState written after the put was answered: k0 reads 0, not 7.
+    let (at_once, _) =
+        single_voter_read_after_losing_the_commit_index(RaftLogVariant::SingleVoterReadIndex);
+    assert_eq!(at_once, [Answer::Ok(Some(0))]);
+    // Negative control, the PR's fix: the read index is at least what this voter has
+    // persisted (the no-op of the new term), so the read waits for it to commit.
+    let (at_once, after_tick) =
+        single_voter_read_after_losing_the_commit_index(RaftLogVariant::SingleVoterReadIndex105);
+    assert_eq!(at_once, []);
+    assert_eq!(after_tick, [Answer::Ok(Some(7))]);
 }
