@@ -126,10 +126,6 @@ fn verdict(mut j: serde_json::Value) -> serde_json::Value {
                     "stopped",
                     "interrupted",
                     "vacuous",
-                    // fuzz's per-check detail of the seeds not judged; merge counts
-                    // them (`not_judged_seeds`, compared) but not per check yet
-                    "not_judged",
-                    "never_judged",
                 ] {
                     m.remove(k);
                 }

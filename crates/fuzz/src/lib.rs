@@ -32,7 +32,8 @@ pub use target::{
     broken_assumptions, default_scenario, draw, fit_liveness, liveness_bound, Target,
 };
 pub use triage::{
-    signature, Example, Group, Report, ReportBuilder, SeedLine, ShrunkLine, DEFAULT_KEEP,
+    signature, Example, Group, NotJudgedLine, Report, ReportBuilder, SeedLine, ShrunkLine,
+    DEFAULT_KEEP,
 };
 
 /// The zoo's protocols, for this crate's tests.
