@@ -5,8 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-mod common;
-use common::{repo, s, scratch, stdout, tenure, text};
+use crate::common::{repo, s, scratch, stdout, tenure, text};
 
 #[test]
 fn fuzz_saves_each_failure_as_a_case_that_replays_and_shrinks() {
