@@ -27,7 +27,9 @@ pub use engine::{
 pub use profile::{
     fuzz_rng, Draw, Drawn, Profile, ProfileTable, DEFAULT_PROFILE, PROFILE_NAMES, WITHIN_PROFILES,
 };
-pub use shrink::{healed, shrink, shrink_faults, FaultSteps, ShrinkError, Shrunk, Size};
+pub use shrink::{
+    healed, shrink, shrink_clock_settings, shrink_faults, FaultSteps, ShrinkError, Shrunk, Size,
+};
 pub use target::{
     broken_assumptions, default_scenario, draw, fit_liveness, liveness_bound, Target,
 };
