@@ -905,22 +905,7 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
     }
     // Per check: the seeds in which nothing failed but it was not judged, with why. A
     // check judged in no seed at all has no verdict over the run (exit 5).
-    let mut never_judged = Vec::new();
-    for c in &summary.not_judged_by_check {
-        if c.total() > 0 {
-            let _ = writeln!(out, "  {}: {}", c.check, c.words());
-        }
-        if c.seeds > 0 && c.total() == c.seeds && !report.failed_checks().contains(&c.check) {
-            never_judged.push(c.check.clone());
-        }
-    }
-    if !never_judged.is_empty() {
-        let _ = writeln!(
-            out,
-            "NOT JUDGED in any seed: {} (no verdict over this run: exit 5)",
-            never_judged.join(", ")
-        );
-    }
+    let never_judged = crate::fuzz_report::print_not_judged(&mut *out, &report);
     if report.limited > 0 {
         let _ = writeln!(
             out,
@@ -955,21 +940,6 @@ pub fn run(args: FuzzArgs, tools: &Tools) -> Outcome {
         j["interrupted"] = serde_json::json!(interrupted);
         j["vacuous"] = serde_json::json!(summary.vacuous);
         j["not_judged_seeds"] = serde_json::json!(summary.not_judged);
-        j["never_judged"] = serde_json::json!(never_judged);
-        j["not_judged"] = summary
-            .not_judged_by_check
-            .iter()
-            .map(|c| {
-                serde_json::json!({
-                    "check": c.check,
-                    "seeds": c.seeds,
-                    "not_judged": c.total(),
-                    "reasons": c.reasons.iter().map(|(r, n, seed, why)| serde_json::json!({
-                        "reason": r.key(), "seeds": n, "first_seed": seed, "why": why
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
         eprintln!("{}", serde_json::json!({ "summary": j }));
     }
     if let Some(path) = &args.junit {
@@ -1092,7 +1062,7 @@ fn merge(args: MergeArgs) -> Outcome {
         }
     };
     let mut suites = Vec::new();
-    let (mut failed, mut internal) = (false, false);
+    let (mut failed, mut internal, mut never_judged) = (false, false, false);
     let stdout = std::io::stdout();
     for (_, _, builder) in cells {
         let report = builder.finish();
@@ -1136,9 +1106,11 @@ fn merge(args: MergeArgs) -> Outcome {
                 report.target.split('/').nth(1).unwrap_or("correct"),
                 report.profile
             );
+            crate::fuzz_report::print_not_judged(&mut out, &report);
             crate::fuzz_report::print_findings(&mut out, &report, &resolve, &print_one);
             crate::fuzz_report::print_coverage(&mut out, &report);
         }
+        never_judged |= !report.never_judged().is_empty();
         suites.push(crate::fuzz_report::junit_suite(&report, None, &resolve));
     }
     if let Some(path) = &args.junit {
@@ -1146,10 +1118,14 @@ fn merge(args: MergeArgs) -> Outcome {
             return bad(e);
         }
     }
+    // As `tenure fuzz` over the same seeds: a check judged in none of a cell's seeds
+    // leaves that cell without a verdict (exit 5), never a pass.
     if internal {
         Outcome::Internal
     } else if failed {
         Outcome::CheckFailed
+    } else if never_judged {
+        Outcome::NotJudged
     } else {
         Outcome::Passed
     }

@@ -108,11 +108,52 @@ pub fn print_coverage(out: &mut dyn Write, r: &Report) {
     }
 }
 
+/// Per check, the seeds in which nothing failed but it was not judged, with why; then
+/// the checks judged in no seed at all (no verdict over the run: exit 5), which it
+/// returns. `tenure fuzz` and `tenure fuzz merge` print these same lines over the same
+/// seeds, however they were sharded.
+pub fn print_not_judged(out: &mut dyn Write, r: &Report) -> Vec<String> {
+    for c in &r.not_judged_by_check {
+        if c.total() > 0 {
+            let _ = writeln!(out, "  {}: {}", c.check, c.words());
+        }
+    }
+    let never = r.never_judged();
+    if !never.is_empty() {
+        let _ = writeln!(
+            out,
+            "NOT JUDGED in any seed: {} (no verdict over this run: exit 5)",
+            never.join(", ")
+        );
+    }
+    never
+}
+
+/// The report's per-check "not judged" counts as JSON (`not_judged`, `never_judged`).
+fn not_judged_json(r: &Report, j: &mut serde_json::Value) {
+    j["never_judged"] = serde_json::json!(r.never_judged());
+    j["not_judged"] = r
+        .not_judged_by_check
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "check": c.check,
+                "seeds": c.seeds,
+                "not_judged": c.total(),
+                "reasons": c.reasons.iter().map(|(reason, n, seed, why)| serde_json::json!({
+                    "reason": reason.key(), "seeds": n, "first_seed": seed, "why": why
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+}
+
 /// The report as JSON: [`Report::verdict_json`] plus where each example's files are
 /// (resolved from here).
 pub fn report_json(r: &Report, resolve: &dyn Fn(&str) -> String) -> serde_json::Value {
     let mut j = r.verdict_json();
     j["not_judged_seeds"] = serde_json::json!(r.not_judged);
+    not_judged_json(r, &mut j);
     if let Some(groups) = j["groups"].as_array_mut() {
         for (gj, g) in groups.iter_mut().zip(&r.groups) {
             if let Some(examples) = gj["examples"].as_array_mut() {

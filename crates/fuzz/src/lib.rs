@@ -27,12 +27,15 @@ pub use engine::{
 pub use profile::{
     fuzz_rng, Draw, Drawn, Profile, ProfileTable, DEFAULT_PROFILE, PROFILE_NAMES, WITHIN_PROFILES,
 };
-pub use shrink::{healed, shrink, shrink_faults, FaultSteps, ShrinkError, Shrunk, Size};
+pub use shrink::{
+    healed, shrink, shrink_clock_settings, shrink_faults, FaultSteps, ShrinkError, Shrunk, Size,
+};
 pub use target::{
     broken_assumptions, default_scenario, draw, fit_liveness, liveness_bound, Target,
 };
 pub use triage::{
-    signature, Example, Group, Report, ReportBuilder, SeedLine, ShrunkLine, DEFAULT_KEEP,
+    signature, Example, Group, NotJudgedLine, Report, ReportBuilder, SeedLine, ShrunkLine,
+    DEFAULT_KEEP,
 };
 
 /// The zoo's protocols, for this crate's tests.

@@ -242,8 +242,8 @@ struct Shrinker {
     runs: usize,
 }
 
-/// How many times [`Shrinker::shrink_clocks`] halves one offset or drift.
-const MAX_CLOCK_HALVINGS: usize = 8;
+/// How many times [`shrink_clock_settings`] halves one offset or drift.
+pub const MAX_CLOCK_HALVINGS: usize = 8;
 
 /// One of a `[[clock]]`'s two settings.
 #[derive(Clone, Copy)]
@@ -285,6 +285,45 @@ impl ClockPart {
         }
         true
     }
+}
+
+/// Shrinks clock settings while `fails` holds: each `[[clock]]` is dropped if the
+/// failure does not need it; else its offset and its drift are each tried at zero, then
+/// halved while the failure holds (offsets to whole milliseconds, drifts to 1e-4, at
+/// most [`MAX_CLOCK_HALVINGS`] times each). `tenure shrink` and the library's
+/// `Simulation::shrink` both shrink clocks with it.
+pub fn shrink_clock_settings(
+    mut best: Vec<ClockSpec>,
+    mut fails: impl FnMut(&[ClockSpec]) -> bool,
+) -> Vec<ClockSpec> {
+    let mut i = 0;
+    while i < best.len() {
+        let mut candidate = best.clone();
+        candidate.remove(i);
+        if fails(&candidate) {
+            best = candidate;
+            continue;
+        }
+        for part in [ClockPart::Offset, ClockPart::Drift] {
+            let mut candidate = best.clone();
+            if !part.set_zero(&mut candidate[i]) {
+                continue; // already zero
+            }
+            if fails(&candidate) {
+                best = candidate;
+                continue;
+            }
+            for _ in 0..MAX_CLOCK_HALVINGS {
+                let mut candidate = best.clone();
+                if !part.halve(&mut candidate[i]) || !fails(&candidate) {
+                    break;
+                }
+                best = candidate;
+            }
+        }
+        i += 1;
+    }
+    best
 }
 
 impl Shrinker {
@@ -345,38 +384,15 @@ impl Shrinker {
             .map(|v| v.time.as_duration())
     }
 
-    /// Clocks shrink too: each `[[clock]]` is dropped if the failure does not need it;
-    /// else its offset and its drift are each tried at zero, then halved while the
-    /// failure holds (offsets to whole milliseconds, drifts to 1e-4). Clock settings
-    /// draw no randomness, so the seed's other draws stay as they were.
+    /// Clocks shrink too, by [`shrink_clock_settings`] (clock settings draw no
+    /// randomness, so the seed's other draws stay as they were).
     fn shrink_clocks(&mut self, mut best: Scenario) -> Scenario {
-        let mut i = 0;
-        while i < best.clocks.len() {
-            let mut candidate = best.clone();
-            candidate.clocks.remove(i);
-            if self.fails(&candidate) {
-                best = candidate;
-                continue;
-            }
-            for part in [ClockPart::Offset, ClockPart::Drift] {
-                let mut candidate = best.clone();
-                if !part.set_zero(&mut candidate.clocks[i]) {
-                    continue; // already zero
-                }
-                if self.fails(&candidate) {
-                    best = candidate;
-                    continue;
-                }
-                for _ in 0..MAX_CLOCK_HALVINGS {
-                    let mut candidate = best.clone();
-                    if !part.halve(&mut candidate.clocks[i]) || !self.fails(&candidate) {
-                        break;
-                    }
-                    best = candidate;
-                }
-            }
-            i += 1;
-        }
+        let base = best.clone();
+        best.clocks = shrink_clock_settings(best.clocks.clone(), |clocks| {
+            let mut candidate = base.clone();
+            candidate.clocks = clocks.to_vec();
+            self.fails(&candidate)
+        });
         best
     }
 

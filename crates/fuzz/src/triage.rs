@@ -127,6 +127,18 @@ pub struct SeedLine {
     /// Re-run from the regression corpus (before the range).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub regression: bool,
+    /// The checks not judged in this seed (outcome `not-judged`), each with its reason
+    /// and what the run lacked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_judged: Vec<NotJudgedLine>,
+}
+
+/// One check not judged in one seed, as a seed's JSON line carries it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NotJudgedLine {
+    pub check: String,
+    pub reason: tenure_check::Reason,
+    pub why: String,
 }
 
 impl SeedLine {
@@ -190,6 +202,11 @@ pub struct Report {
     /// Lines for a seed already counted (overlapping shards, a regression seed inside
     /// the range): skipped.
     pub duplicates: u64,
+    /// Per check (in the order first seen), over the seeds in which no check failed: in
+    /// how many it ran and in how many it was not judged, per reason, with the lowest
+    /// such seed's words. The same counts as [`crate::FuzzSummary::not_judged_by_check`]
+    /// over the same seeds, however the lines were sharded.
+    pub not_judged_by_check: Vec<crate::engine::NotJudgedCount>,
 }
 
 /// Builds a [`Report`] line by line (seeds in any order); only failing lines are kept in
@@ -206,6 +223,49 @@ impl Report {
     /// The checks that failed in some seed.
     pub fn failed_checks(&self) -> Vec<String> {
         self.groups.iter().map(|g| g.checker.clone()).collect()
+    }
+
+    /// The checks that ran in some seed, were not judged in any seed they ran in, and
+    /// failed in none: the run has no verdict on them (exit 5).
+    pub fn never_judged(&self) -> Vec<String> {
+        let failed = self.failed_checks();
+        self.not_judged_by_check
+            .iter()
+            .filter(|c| c.seeds > 0 && c.total() == c.seeds && !failed.contains(&c.check))
+            .map(|c| c.check.clone())
+            .collect()
+    }
+}
+
+/// Adds a seed in which no check failed to the per-check counts: every check it judged
+/// or not (its `judged` keys) ran there; those in `not_judged` were not judged.
+fn count_not_judged(counts: &mut Vec<crate::engine::NotJudgedCount>, line: &SeedLine) {
+    for check in line.judged.keys() {
+        let i = match counts.iter().position(|c| c.check == *check) {
+            Some(i) => i,
+            None => {
+                counts.push(crate::engine::NotJudgedCount {
+                    check: check.clone(),
+                    ..Default::default()
+                });
+                counts.len() - 1
+            }
+        };
+        let count = &mut counts[i];
+        count.seeds += 1;
+        if let Some(n) = line.not_judged.iter().find(|n| n.check == *check) {
+            match count.reasons.iter_mut().find(|r| r.0 == n.reason) {
+                Some(r) => {
+                    r.1 += 1;
+                    // The lowest seed's words, whatever order the shards came in.
+                    if line.seed < r.2 {
+                        r.2 = line.seed;
+                        r.3.clone_from(&n.why);
+                    }
+                }
+                None => count.reasons.push((n.reason, 1, line.seed, n.why.clone())),
+            }
+        }
     }
 }
 
@@ -230,6 +290,7 @@ impl ReportBuilder {
                 groups: Vec::new(),
                 internal: Vec::new(),
                 duplicates: 0,
+                not_judged_by_check: Vec::new(),
             },
             ranges: BTreeMap::new(),
             failures: Vec::new(),
@@ -303,6 +364,9 @@ impl ReportBuilder {
                 Some((s, _)) if *s < line.seed => {}
                 _ => r.first_hint = Some((line.seed, h.clone())),
             }
+        }
+        if line.outcome == "pass" || line.outcome == "not-judged" {
+            count_not_judged(&mut r.not_judged_by_check, &line);
         }
         match line.outcome.as_str() {
             "pass" => {}
@@ -613,5 +677,79 @@ mod tests {
         let r = Report::from_lines(lines, 3).unwrap();
         assert_eq!(r.covered, vec![(0, 3), (5, 6), (7, 9)]);
         assert_eq!(r.covered_text(), "0..3, 5..6, 7..9");
+    }
+
+    fn not_judged_line(seed: u64, why: Option<&str>) -> SeedLine {
+        SeedLine {
+            seed,
+            outcome: if why.is_some() { "not-judged" } else { "pass" }.into(),
+            target: "leader-lease/correct".into(),
+            profile: "pauses".into(),
+            judged: [
+                ("lease-safety".to_string(), Some(1)),
+                ("leader-liveness".to_string(), Some(1)),
+            ]
+            .into(),
+            not_judged: why
+                .map(|w| NotJudgedLine {
+                    check: "lease-safety".into(),
+                    reason: tenure_check::Reason::CouldNotFail,
+                    why: w.into(),
+                })
+                .into_iter()
+                .collect(),
+            ..SeedLine::default()
+        }
+    }
+
+    #[test]
+    fn not_judged_counts_per_check_do_not_depend_on_the_order_of_the_shards() {
+        let lines = vec![
+            not_judged_line(0, Some("only n0 acted (seed 0)")),
+            not_judged_line(1, None),
+            not_judged_line(2, Some("only n2 acted (seed 2)")),
+            SeedLine {
+                outcome: "violation".into(),
+                checker: Some("lease-safety".into()),
+                not_judged: Vec::new(),
+                ..not_judged_line(3, None)
+            },
+        ];
+        let report = |lines: Vec<SeedLine>| {
+            let mut b = ReportBuilder::new(2);
+            for l in lines {
+                b.add(l).unwrap();
+            }
+            b.finish()
+        };
+        let forward = report(lines.clone());
+        let backward = report(lines.into_iter().rev().collect());
+        let counts = |r: &Report| {
+            r.not_judged_by_check
+                .iter()
+                .map(|c| (c.check.clone(), (c.seeds, c.reasons.clone())))
+                .collect::<BTreeMap<_, _>>()
+        };
+        assert_eq!(counts(&forward), counts(&backward));
+        let c = &counts(&forward)["lease-safety"];
+        // The failing seed is not counted: the check was judged (and failed) there.
+        assert_eq!(c.0, 3);
+        assert_eq!(
+            c.1,
+            vec![(
+                tenure_check::Reason::CouldNotFail,
+                2,
+                0,
+                "only n0 acted (seed 0)".to_string()
+            )]
+        );
+        assert_eq!(counts(&forward)["leader-liveness"].1, vec![]);
+        // Judged in seed 1: the run has a verdict on it.
+        assert!(forward.never_judged().is_empty());
+        let never = report(vec![
+            not_judged_line(0, Some("a")),
+            not_judged_line(2, Some("b")),
+        ]);
+        assert_eq!(never.never_judged(), vec!["lease-safety".to_string()]);
     }
 }

@@ -53,7 +53,7 @@ pub use tenure_check::{NotJudged, Reason};
 pub use tenure_core::*;
 pub use tenure_fuzz::{Profile, PROFILE_NAMES};
 pub use tenure_metrics as metrics;
-pub use tenure_scenario::{Fault, FaultEvent, NodeSel};
+pub use tenure_scenario::{ClockSpec, Fault, FaultEvent, NodeSel};
 pub use tenure_sim::{Control, DurabilityHint, LinkOverride, LinkSettings, Stats, Status};
 
 use std::time::Duration;

@@ -319,13 +319,22 @@ impl<P: Protocol> Simulation<P> {
         self.run_drawn(seed, self.context(), Some(faults))
     }
 
+    /// Replays a [`Shrunk`] failure: its seed with its fault events and its shrunk clock
+    /// settings in place of those the profile drew.
+    pub fn replay(&self, shrunk: &Shrunk) -> Outcome {
+        let case = self.case_with(shrunk.seed, Some(&shrunk.faults), Some(&shrunk.clocks));
+        self.run_case(shrunk.seed, self.context(), case)
+    }
+
     /// Shrinks a failing seed: removes and simplifies the fault events the profile drew
     /// for it with the same steps as `tenure shrink` (time windows, a node's repeated
     /// crash-restart cycles collapsed to one, delta debugging, merges, aiming at the
     /// leader, shorter pauses) while the run still breaks the same checker. Explicit
     /// faults (`.timeline`, `.faults`) are kept. Past three events a step may move to a
-    /// nearby seed, which the result records. `None` if the seed passes or no profile
-    /// is set.
+    /// nearby seed, which the result records. Then the clocks the profile drew are
+    /// shrunk as `tenure shrink` shrinks a case's `[[clock]]`s (each dropped, or its
+    /// offset and drift zeroed or halved); replay the result with
+    /// [`Simulation::replay`]. `None` if the seed passes or no profile is set.
     pub fn shrink(&self, seed: u64) -> Option<Shrunk> {
         let profile = self.profile.as_ref()?;
         let context = self.context();
@@ -351,12 +360,34 @@ impl<P: Protocol> Simulation<P> {
         };
         let (shrunk_seed, faults) =
             tenure_fuzz::shrink_faults(seed, drawn.faults, drawn.duration, &mut fails);
+        // Then the clocks the profile drew for that seed, as `tenure shrink` does: each
+        // dropped, or its offset and drift zeroed or halved, while the checker still
+        // breaks (clock settings draw no randomness: the seed's other draws stay).
+        let drawn_clocks = self
+            .drawn(shrunk_seed)
+            .map(|d| d.clocks)
+            .unwrap_or_default();
+        let clocks_before = tenure_fuzz::shrink::clock_settings(&drawn_clocks);
+        let clocks = tenure_fuzz::shrink_clock_settings(drawn_clocks, |clocks| {
+            if runs >= tenure_fuzz::shrink::MAX_RUNS {
+                return false;
+            }
+            runs += 1;
+            let outcome = self.run_case(
+                shrunk_seed,
+                context.clone(),
+                self.case_with(shrunk_seed, Some(&faults), Some(clocks)),
+            );
+            outcome.violations.iter().any(|v| v.checker == checker)
+        });
         Some(Shrunk {
             seed: shrunk_seed,
             found_seed: seed,
             checker,
             before,
             faults,
+            clocks_before,
+            clocks,
             runs,
         })
     }
@@ -443,11 +474,25 @@ impl<P: Protocol> Simulation<P> {
     /// it written in, its drawn fault events replaced by `drawn_faults` if given. The
     /// same case `tenure fuzz` runs for the same declarations, profile and seed.
     pub fn case(&self, seed: u64, drawn_faults: Option<&[FaultEvent]>) -> Scenario {
+        self.case_with(seed, drawn_faults, None)
+    }
+
+    /// [`Simulation::case`], with `drawn_clocks` in place of the clock settings the
+    /// profile drew for `seed` too (`None`: as drawn).
+    fn case_with(
+        &self,
+        seed: u64,
+        drawn_faults: Option<&[FaultEvent]>,
+        drawn_clocks: Option<&[tenure_scenario::ClockSpec]>,
+    ) -> Scenario {
         let base = self.base();
         let mut case = match self.drawn(seed) {
             Some(mut drawn) => {
                 if let Some(faults) = drawn_faults {
                     drawn.faults = faults.to_vec();
+                }
+                if let Some(clocks) = drawn_clocks {
+                    drawn.clocks = clocks.to_vec();
                 }
                 drawn.apply_to(&base)
             }
@@ -467,7 +512,12 @@ impl<P: Protocol> Simulation<P> {
         context: TestContext,
         drawn_faults: Option<&[FaultEvent]>,
     ) -> Outcome {
-        let case = self.case(seed, drawn_faults);
+        self.run_case(seed, context, self.case(seed, drawn_faults))
+    }
+
+    /// Runs `case` (a [`Simulation::case`]) with `seed`, your `.faults(..)` closures and
+    /// checkers added.
+    fn run_case(&self, seed: u64, context: TestContext, case: Scenario) -> Outcome {
         let mut sim = tenure_sim::simulation::<P>(&case, &self.cluster, self.config.clone(), seed);
         for (at, action) in &self.actions {
             let action = action.clone();
@@ -645,8 +695,10 @@ impl<P: Protocol> Simulation<P> {
     }
 }
 
-/// A failing seed cut down to the few drawn fault events that still break its checker
-/// (see [`Simulation::shrink`]); replay it with [`Simulation::run_seed_with_faults`].
+/// A failing seed cut down to the few drawn fault events, and the smallest drawn clock
+/// settings, that still break its checker (see [`Simulation::shrink`]); replay it with
+/// [`Simulation::run_seed_with_faults`] (which keeps the seed's drawn clocks: the events
+/// were shrunk with them).
 #[derive(Clone, Debug)]
 pub struct Shrunk {
     /// The seed the shrunk faults break the checker with (see [`Simulation::shrink`]).
@@ -659,8 +711,22 @@ pub struct Shrunk {
     pub before: usize,
     /// The drawn events that remain, in time order.
     pub faults: Vec<FaultEvent>,
+    /// How many clock settings (non-zero offsets and drifts) the profile drew for
+    /// `seed`.
+    pub clocks_before: usize,
+    /// The drawn clocks that remain, each as small as the failure allows (a clock
+    /// setting is a fault a case carries outside its timeline).
+    pub clocks: Vec<tenure_scenario::ClockSpec>,
     /// How many runs shrinking took.
     pub runs: usize,
+}
+
+impl Shrunk {
+    /// Fault events and non-zero clock settings together: what a reader of the shrunk
+    /// failure must take in (`tenure shrink` counts the same).
+    pub fn events(&self) -> usize {
+        self.faults.len() + tenure_fuzz::shrink::clock_settings(&self.clocks)
+    }
 }
 
 impl std::fmt::Display for Shrunk {
@@ -683,6 +749,17 @@ impl std::fmt::Display for Shrunk {
         }
         for e in &self.faults {
             writeln!(f, "  {e}")?;
+        }
+        if !self.clocks.is_empty() {
+            let settings = tenure_fuzz::shrink::clock_settings(&self.clocks);
+            writeln!(
+                f,
+                "and {} of the {} clock settings it drew:",
+                settings, self.clocks_before
+            )?;
+            for c in &self.clocks {
+                writeln!(f, "  clock {}", tenure_fuzz::shrink::clock_text(c))?;
+            }
         }
         Ok(())
     }

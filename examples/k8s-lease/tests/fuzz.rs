@@ -24,7 +24,12 @@ fn simulation(variant: LeaseVariant, profile: &str) -> Simulation<K8sLease> {
 
 /// Sweeps 0..1000, expects the first failure at `seed` breaking `checker`, shrinks it to
 /// at most three events and replays the shrunk events.
-fn found_and_shrunk(variant: LeaseVariant, profile: &str, seed: u64, checker: &str) {
+fn found_and_shrunk(
+    variant: LeaseVariant,
+    profile: &str,
+    seed: u64,
+    checker: &str,
+) -> tenure::Shrunk {
     let sim = simulation(variant, profile);
     let report = sim.sweep_report(0..1000);
     let failure = report.expect_failure();
@@ -45,6 +50,13 @@ fn found_and_shrunk(variant: LeaseVariant, profile: &str, seed: u64, checker: &s
         replay.violations.iter().any(|v| v.checker == checker),
         "{shrunk}"
     );
+    // With its shrunk clocks too (the drawn ones dropped, zeroed or halved).
+    let replay = sim.replay(&shrunk);
+    assert!(
+        replay.violations.iter().any(|v| v.checker == checker),
+        "{shrunk}"
+    );
+    shrunk
 }
 
 #[test]
@@ -69,11 +81,19 @@ fn act_after_failed_renew() {
 
 #[test]
 fn wall_clock_observed_time() {
-    found_and_shrunk(
+    let shrunk = found_and_shrunk(
         LeaseVariant::WallClockObservedTime,
         "clocks",
         13,
         "single-leader-at-a-time",
+    );
+    // A wall-clock bug: the library shrinks the drawn clocks as `tenure shrink` does,
+    // and lists those left; fault events and clock settings are at most three together.
+    assert!(shrunk.clocks_before > 0, "the seed drew clocks: {shrunk}");
+    assert!(shrunk.events() <= 3, "{shrunk}");
+    assert!(
+        shrunk.events() - shrunk.faults.len() < shrunk.clocks_before,
+        "some drawn clock setting was not needed: {shrunk}"
     );
 }
 

@@ -1,8 +1,7 @@
 //! `tenure list` shows what a user can name (issue 27): the fault profiles with what each
 //! draws, and for each protocol whether `check-model` explores it.
 
-mod common;
-use common::{stdout, tenure};
+use crate::common::{stdout, tenure};
 
 #[test]
 fn list_shows_the_fault_profiles_and_what_each_draws() {

@@ -4,8 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::{repo, tenure, text};
+use crate::common::{repo, tenure, text};
 
 fn out_path(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("run-history-tests");

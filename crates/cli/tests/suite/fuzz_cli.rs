@@ -5,8 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-mod common;
-use common::{repo, s, scratch, stdout, tenure, text};
+use crate::common::{repo, s, scratch, stdout, tenure, text};
 
 #[test]
 fn fuzz_saves_each_failure_as_a_case_that_replays_and_shrinks() {
@@ -649,6 +648,72 @@ fn a_merge_of_passing_shards_passes_and_names_what_it_covered() {
     // Only one shard: the gap shows.
     let o = tenure(&["fuzz", "merge", s(&dir.join("2"))]);
     assert!(text(&o).contains("covered 15..30"), "{}", text(&o));
+}
+
+#[test]
+fn a_merge_of_shards_that_judged_nothing_is_not_a_pass() {
+    // leader-lease under `calm`: no fault, so no leader change, so no second node ever
+    // acts on a lease: `lease-safety` could not fail in any seed. Each shard says so
+    // (exit 5), and so must their merge, per check, with the reason (it said "0 failed"
+    // and exited 0 before).
+    let dir = scratch("fuzz-cli", "merge-not-judged");
+    for k in 1..=2 {
+        let out = dir.join(k.to_string());
+        let o = Command::new(env!("CARGO_BIN_EXE_tenure"))
+            .args([
+                "fuzz",
+                "--protocol",
+                "leader-lease",
+                "--profile",
+                "calm",
+                "--seeds",
+                "0..4",
+                "--shard",
+                &format!("{k}/2"),
+                "--json",
+                "--out",
+                s(&out),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("seeds.jsonl"), &o.stdout).unwrap();
+    }
+    let o = tenure(&["fuzz", "merge", s(&dir.join("1")), s(&dir.join("2"))]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(5), "{t}");
+    assert!(
+        t.contains("  lease-safety: not judged in 4 of 4 seeds (4 could not fail, e.g. seed 0: "),
+        "{t}"
+    );
+    assert!(
+        t.contains("NOT JUDGED in any seed: lease-safety (no verdict over this run: exit 5)"),
+        "{t}"
+    );
+    let o = tenure(&[
+        "fuzz",
+        "merge",
+        s(&dir.join("2")),
+        s(&dir.join("1")),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    assert_eq!(
+        j["summary"]["never_judged"],
+        serde_json::json!(["lease-safety"])
+    );
+    let first = j["summary"]["not_judged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "lease-safety")
+        .expect("lease-safety counted")
+        .clone();
+    assert_eq!(first["seeds"], 4);
+    // The lowest seed's words, whichever shard came first.
+    assert_eq!(first["reasons"][0]["first_seed"], 0);
 }
 
 #[test]

@@ -636,7 +636,7 @@ fn summary_links_every_page_and_only_pages_that_exist() {
         }
         if !src.join(&target).is_file() && !PENDING.contains(&target.as_str()) {
             problems.push(format!(
-                "SUMMARY.md:{line}: `{target}` does not exist (mdBook would create it empty); write it or add it to PENDING in crates/cli/tests/book.rs"
+                "SUMMARY.md:{line}: `{target}` does not exist (mdBook would create it empty); write it or add it to PENDING in crates/cli/tests/suite/book.rs"
             ));
         }
         if !linked.insert(target.clone()) {

@@ -80,7 +80,7 @@ fn a_sweep_report_stops_at_the_first_failing_seed_and_says_how_to_replay_it() {
     );
     assert!(message.ends_with(&format!(
         "replay this seed:\n  TENURE_SEED={} cargo test -p tenure \
-         a_sweep_report_stops_at_the_first_failing_seed_and_says_how_to_replay_it",
+         simulation::a_sweep_report_stops_at_the_first_failing_seed_and_says_how_to_replay_it",
         failure.seed
     )));
 }

@@ -3,8 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::{tenure, text};
+use crate::common::{tenure, text};
 
 /// Writes `body` to a scratch file named after the test and returns its path.
 fn scratch(name: &str, body: &str) -> PathBuf {

@@ -8,8 +8,7 @@
 //! run of a correct Raft (one leader per term, a new leader after the old one is
 //! killed within the run's seconds of real time, with election timeouts of 150-300ms).
 
-mod common;
-use common::{s, scratch, stdout, tenure, text};
+use crate::common::{s, scratch, stdout, tenure, text};
 
 /// The tests that start a real cluster run one at a time: their faults land at moments
 /// of real time, which clusters competing for two cores would blur (the forget-vote
@@ -318,7 +317,7 @@ duration = "9m"
     let out = dir.join("out");
     let mut cluster = std::process::Command::new(env!("CARGO_BIN_EXE_tenure"))
         .args(["cluster", s(&scenario), "--out", s(&out)])
-        .current_dir(common::repo())
+        .current_dir(crate::common::repo())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -588,7 +587,7 @@ fn check_trace_judges_overlaps_within_a_stated_clock_error() {
 fn forget_vote_restarted_at_the_right_moment_votes_twice_for_real() {
     let _one = one_real_cluster_at_a_time();
     let dir = scratch("cluster", "forget-vote");
-    let source = common::repo().join("scenarios/raft/forget-vote-restarted-voter.toml");
+    let source = crate::common::repo().join("scenarios/raft/forget-vote-restarted-voter.toml");
     let o = tenure(&["cluster", s(&source), "--out", s(&dir.join("broken"))]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
@@ -641,7 +640,7 @@ fn reset_with(node_log: &str, peer: u32) -> bool {
 fn etcd_lock_on_tcp_survives_a_partition_past_the_connection_timeout_and_a_sigkill() {
     let _one = one_real_cluster_at_a_time();
     let dir = scratch("cluster", "etcd-lock");
-    let source = common::repo().join("scenarios/etcd-lock/real-cluster.toml");
+    let source = crate::common::repo().join("scenarios/etcd-lock/real-cluster.toml");
     let sim = tenure(&["run", s(&source)]);
     assert_eq!(sim.status.code(), Some(0), "{}", text(&sim));
 

@@ -1,13 +1,12 @@
 //! What a protocol or a scenario declares reaches the checker unchanged, on every path:
 //! `tenure run` of a scenario file, `tenure fuzz` of it, `fuzz --print` then `run`, and
-//! `fuzz --protocol` (the library's path is in `crates/tenure/tests/declared.rs`). The
+//! `fuzz --protocol` (the library's path is in `crates/tenure/tests/suite/declared.rs`). The
 //! sentinels are values no default has: a scenario's own `max_overlap = "77ms"`, and
 //! bully's declared overlap bound derived from `answer_timeout = "246ms"` (123ms, with
 //! its derivation printed). And a check that judges nothing is vacuous, never passed, on
 //! every command.
 
-mod common;
-use common::{repo, tenure, text};
+use crate::common::{repo, tenure, text};
 use std::path::PathBuf;
 
 /// A scratch folder under the target dir, fresh for each call.

@@ -2,8 +2,7 @@
 //! schema (tests/data/junit/junit-10.xsd, with xmllint), a failure that carries its replay
 //! command, exit codes as without --junit, and no file overwritten.
 
-mod common;
-use common::{repo, s, scratch, tenure, text, validate_junit};
+use crate::common::{repo, s, scratch, tenure, text, validate_junit};
 
 #[test]
 fn a_fuzz_failure_is_a_junit_failure_with_its_replay_command() {

@@ -6,8 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod common;
-use common::{repo, tenure, text};
+use crate::common::{repo, tenure, text};
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {

@@ -6,7 +6,7 @@
 //!
 //! The suite compares `SEEDS` seeds per (protocol, variant, profile), spread over the
 //! machine's cores; `TENURE_ONE_PATH_SEEDS=N` compares N instead (the long run, e.g.
-//! `TENURE_ONE_PATH_SEEDS=1000 cargo test --release -p tenure --test one_path`).
+//! `TENURE_ONE_PATH_SEEDS=1000 cargo test --release -p tenure --test suite one_path::`).
 
 use std::sync::Mutex;
 use tenure::cli::Zoo;

@@ -1,8 +1,7 @@
 //! `tenure compare --updates`: one contended counter under a lock, a fenced lock,
 //! compare-and-set and idempotency keys, side by side.
 
-mod common;
-use common::tenure;
+use crate::common::tenure;
 
 const FILES: [&str; 4] = [
     "scenarios/contention/counter-redis-lock.toml",

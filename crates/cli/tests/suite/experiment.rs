@@ -5,8 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod common;
-use common::{stdout, tenure};
+use crate::common::{stdout, tenure};
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

@@ -2,8 +2,7 @@
 
 use std::path::Path;
 
-mod common;
-use common::{stdout, tenure};
+use crate::common::{stdout, tenure};
 
 #[test]
 fn compare_shows_prevote_ending_the_flapping() {

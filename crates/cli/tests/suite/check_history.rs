@@ -3,8 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::{tenure, text};
+use crate::common::{tenure, text};
 
 fn scratch(name: &str, body: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-history-tests");

@@ -7,8 +7,7 @@
 use std::path::PathBuf;
 use std::process::Output;
 
-mod common;
-use common::{repo, tenure, text};
+use crate::common::{repo, tenure, text};
 
 /// What every error line starts with (`tenure_cli::ERROR_PREFIX`).
 const PREFIX: &str = tenure_cli::ERROR_PREFIX;

@@ -4,8 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod common;
-use common::{repo, tenure, text};
+use crate::common::{repo, tenure, text};
 
 fn scratch_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("contention-cli-tests");

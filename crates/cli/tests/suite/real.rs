@@ -11,8 +11,7 @@
 // Real processes and real time: what these tests are about.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
-mod common;
-use common::{repo, s, scratch, text};
+use crate::common::{repo, s, scratch, text};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -283,7 +282,7 @@ fn faults_a_real_run_cannot_apply_are_refused() {
         let fault = format!("\n[[fault]]\nat = \"1s\"\nkind = \"{kind}\"\n{extra}\n");
         std::fs::write(&file, scenario("2s", &fault)).unwrap();
         let out = dir.join(format!("{kind}-out"));
-        let o = common::tenure(&["real", s(&file), "--out", s(&out)]);
+        let o = crate::common::tenure(&["real", s(&file), "--out", s(&out)]);
         let said = text(&o);
         assert_eq!(o.status.code(), Some(2), "{said}");
         assert!(said.contains(why), "{kind}: {said}");
@@ -446,7 +445,7 @@ fn etcd_and_zookeeper_runs_refuse_what_they_cannot_do() {
         assert!(!out.exists(), "nothing started");
         let jump = "\n[[fault]]\nat = \"1s\"\nkind = \"clock-jump\"\nnode = 0\nby = \"5s\"\n";
         std::fs::write(&file, lock_scenario(protocol, "2s", jump)).unwrap();
-        let o = common::tenure(&["real", s(&file), "--out", s(&out)]);
+        let o = crate::common::tenure(&["real", s(&file), "--out", s(&out)]);
         let said = text(&o);
         assert_eq!(o.status.code(), Some(2), "{said}");
         assert!(

@@ -2,8 +2,7 @@
 //! commands and their flags come from `tenure --help` and each command's `--help`, so a
 //! flag added to the command line fails this test until the README names it.
 
-mod common;
-use common::{repo, stdout, tenure};
+use crate::common::{repo, stdout, tenure};
 
 /// The subcommands listed under `Commands:` in `help` (without `help`).
 fn subcommands(help: &str) -> Vec<String> {

@@ -1,6 +1,5 @@
 //! What the CLI tests share: the repository root, and the built `tenure` binary run from
 //! it as a user runs it.
-#![allow(dead_code)] // each test binary uses its own part of it
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
