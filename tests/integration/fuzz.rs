@@ -7,6 +7,15 @@ use tenure_fuzz::{fuzz, shard, shrink, FuzzOptions, SeedOutcome, SeedResult, Tar
 
 /// The first seed (of 0..1000) whose violation is one of the variant's `breaks`.
 fn first_find(target: &Target, breaks: &[&str]) -> Option<SeedOutcome> {
+    first_find_in(target, breaks, 0..1000)
+}
+
+/// The first seed of `seeds` whose violation is one of the variant's `breaks`.
+fn first_find_in(
+    target: &Target,
+    breaks: &[&str],
+    seeds: std::ops::Range<u64>,
+) -> Option<SeedOutcome> {
     let mut found = None;
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let options = FuzzOptions {
@@ -14,7 +23,7 @@ fn first_find(target: &Target, breaks: &[&str]) -> Option<SeedOutcome> {
         ..FuzzOptions::default()
     };
     let stop = AtomicBool::new(false);
-    fuzz(target, 0..1000, &options, &stop, |o| {
+    fuzz(target, seeds, &options, &stop, |o| {
         if found.is_none() {
             if let SeedResult::Fail(f) = &o.result {
                 if breaks.contains(&f.checker) {
@@ -296,7 +305,18 @@ fn clock_faults_within_the_bounds_separate_correct_from_wall_clock_leases() {
 /// Finds `target`'s first failure of one of `breaks` in 0..1000, shrinks it to at most 3
 /// fault events and replays the shrunk file; returns the finding seed.
 fn find_and_shrink(label: &str, target: &Target, breaks: &[&str]) -> u64 {
-    let found = first_find(target, breaks).unwrap_or_else(|| panic!("{label}: not found"));
+    find_and_shrink_in(label, target, breaks, 0..1000)
+}
+
+/// [`find_and_shrink`] over `seeds` only (a pinned seed: `seed..seed + 1`).
+fn find_and_shrink_in(
+    label: &str,
+    target: &Target,
+    breaks: &[&str],
+    seeds: std::ops::Range<u64>,
+) -> u64 {
+    let found =
+        first_find_in(target, breaks, seeds).unwrap_or_else(|| panic!("{label}: not found"));
     let SeedResult::Fail(failure) = &found.result else {
         unreachable!()
     };
@@ -341,10 +361,10 @@ fn failing_seeds(target: &Target, seeds: std::ops::Range<u64>) -> Vec<u64> {
     failed
 }
 
-/// `raft-log/ack-before-fsync` (etcd #14140) on the built-in scenario and
-/// `single-voter-read-index` (etcd-io/raft PR #105) on its one-server scenario are found
-/// by `power` and shrink to at most 3 fault events; their controls (`correct`, PR #105's
-/// fix) fail no seed up to the find.
+/// `raft-log/ack-before-fsync` (etcd #14140) on the built-in scenario (its seed pinned)
+/// and `single-voter-read-index` (etcd-io/raft PR #105) on its one-server scenario are
+/// found by `power` and shrink to at most 3 fault events; their controls (`correct`, PR
+/// #105's fix) fail none of the same seeds.
 #[test]
 fn power_finds_the_raft_log_durability_bugs_and_not_their_controls() {
     let zoo = crate::support::zoo();
@@ -355,15 +375,20 @@ fn power_finds_the_raft_log_durability_bugs_and_not_their_controls() {
         "state-machine-safety",
         "single-leader-per-term",
     ];
-    let seed = find_and_shrink(
+    // Seed 275 is the first of 0..1000 that finds it (7 of 1,000 do: a release sweep,
+    // `tenure fuzz --protocol raft-log --variant ack-before-fsync --profile power`);
+    // pinned here, as sweeping up to it and the control over as many seeds took over a
+    // minute of CI. The control is judged on the same seed and on the first twenty.
+    let seed = find_and_shrink_in(
         "raft-log/ack-before-fsync",
         &target("ack-before-fsync"),
         &breaks,
+        275..276,
     );
-    assert_eq!(
-        failing_seeds(&target("correct"), 0..seed + 1),
-        Vec::<u64>::new()
-    );
+    assert_eq!(seed, 275);
+    let mut control = failing_seeds(&target("correct"), 0..20);
+    control.extend(failing_seeds(&target("correct"), seed..seed + 1));
+    assert_eq!(control, Vec::<u64>::new());
 
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../scenarios/raft-log/single-voter-read-index-stale-read.toml");
