@@ -74,12 +74,6 @@ const SHOWN_BY_SCENARIO_ONLY: &[&str] = &[
     // (book: known-bugs.md).
     "raft/etcd-8334",
     "raft/hashicorp-609",
-    // Needs a follower cut off from commits while it still believes it follows, a client
-    // that wrote through another server losing that server, and its reconnect landing on
-    // the lagging one before it catches up: 0 finds in 40 `chaos` seeds (debug build; a
-    // 1,000-seed sweep of every profile was not run). scenarios/zookeeper-ensemble/
-    // reconnect-to-older-zxid.toml plays it.
-    "zookeeper-ensemble/reconnect-to-older-zxid",
     // A liveness bug that Paxos promises nothing about with its default two proposers
     // (decision-liveness is promised only with `distinguished = true`, where nobody
     // duels), and that needs a retry timer shorter than a ballot's two round trips.

@@ -75,3 +75,40 @@ fn zk_ensemble_own_key_read_plainly_after_an_unknown_write_partitions_seed_156()
     });
     assert_eq!(bad, Vec::<String>::new());
 }
+
+/// `reconnect-to-older-zxid` is found by a built-in profile (issue 36): `chaos` seed 24
+/// crashes the leader 2.3ms after it answered a register client's write; the COMMIT it
+/// had in flight to one follower is lost with its connections. The client sees its
+/// connection end and reconnects at once (`ClientCnxn`: "likely server has closed
+/// socket"), its next `sync` times out on the dead leader, and it moves on to the
+/// follower that never applied its write: the variant accepts it and its read of its own
+/// key goes back in time (`linearizability`). The same seed with `correct` passes (that
+/// follower refuses the client). Before clients handled the reset of their connection
+/// they waited for a reply timeout, and no profile found the variant.
+#[test]
+fn zk_ensemble_reconnect_to_older_zxid_found_by_chaos_seed_24_and_correct_passes() {
+    let zoo = crate::support::zoo();
+    let run = |variant: &str| {
+        let target =
+            Target::for_protocol(&zoo, "zookeeper-ensemble", Some(variant), Some("chaos")).unwrap();
+        let options = FuzzOptions {
+            jobs: 1,
+            ..FuzzOptions::default()
+        };
+        let stop = AtomicBool::new(false);
+        let mut result = None;
+        fuzz(&target, 24..25, &options, &stop, |o| {
+            result = Some(o.result.clone())
+        });
+        result.expect("seed 24 ran")
+    };
+    match run("reconnect-to-older-zxid") {
+        SeedResult::Fail(f) => assert_eq!(f.checker, "linearizability", "{}", f.message),
+        other => panic!("reconnect-to-older-zxid, chaos seed 24: {other:?}"),
+    }
+    match run("correct") {
+        SeedResult::Pass => {}
+        SeedResult::Fail(f) => panic!("correct, chaos seed 24: {} {}", f.checker, f.message),
+        other => panic!("correct, chaos seed 24: {other:?}"),
+    }
+}

@@ -85,6 +85,16 @@ fn sequence_of(name: &str) -> u64 {
 }
 
 impl ZkeSession {
+    /// Whether the session is connected to a server.
+    pub fn is_connected(&self) -> bool {
+        self.connected
+    }
+
+    /// The server the client talks to (or is connecting to).
+    pub fn current_server(&self) -> NodeId {
+        self.server()
+    }
+
     fn reply_timeout(&self) -> Duration {
         self.session_timeout / 3
     }
@@ -167,6 +177,25 @@ impl ZkeSession {
             self.at += 1;
             self.connect(env);
         } else if self.pending.as_ref().is_some_and(|(x, _)| *x == xid) {
+            self.connection_loss(env);
+        }
+    }
+
+    /// The connection to `peer` was reset (stream mode: `peer` crashed, or a partition
+    /// outlasted the connection timeout). `ClientCnxnSocketNIO.doIO` reads the end of
+    /// the stream ("Unable to read additional data from server sessionid 0x.., likely
+    /// server has closed socket") and `ClientCnxn.SendThread.run` closes the socket and
+    /// reconnects to the next host at once: CONNECTIONLOSS without waiting for a reply
+    /// timeout.
+    fn on_disconnect(&mut self, env: &mut E<'_>, peer: NodeId) {
+        if peer != self.server() {
+            return; // an old connection
+        }
+        if let Some(xid) = self.connecting.take() {
+            env.cancel_timer(&ZkeTimer::Request(xid));
+            self.at += 1;
+            self.connect(env);
+        } else if self.connected {
             self.connection_loss(env);
         }
     }
@@ -547,6 +576,11 @@ impl ZkeClient {
             return;
         }
         self.session.on_message(env, from, msg);
+        self.apply(env);
+    }
+
+    pub fn on_disconnect(&mut self, env: &mut E<'_>, peer: NodeId) {
+        self.session.on_disconnect(env, peer);
         self.apply(env);
     }
 

@@ -55,7 +55,14 @@
 //!   (`DisconnectReason.CLIENT_ZXID_AHEAD`) and closes the connection, where the model
 //!   sends a `Refused` message (the client moves on either way); `ClientCnxn.SendThread`
 //!   (`primeConnection`) sends the client's `lastZxid` and session id, and on
-//!   CONNECTIONLOSS moves to the next host of the connect string.
+//!   CONNECTIONLOSS moves to the next host of the connect string. A connection that
+//!   ends (the server crashed: its kernel resets the socket) is CONNECTIONLOSS at once:
+//!   `ClientCnxnSocketNIO.doIO` reads the end of the stream ("Unable to read additional
+//!   data from server sessionid 0x.., likely server has closed socket") and
+//!   `SendThread.run` closes the socket and tries the next host (the model's
+//!   `on_disconnect`). Until the client handled that, it waited for a reply timeout
+//!   after a crash, by which time the server it moved to had caught up, and no fuzz
+//!   profile found `reconnect-to-older-zxid`.
 //! * **Election and synchronisation.** `quorum/FastLeaderElection.java`
 //!   (`totalOrderPredicate`: higher epoch, then higher zxid, then higher server id);
 //!   `quorum/Leader.java` / `quorum/LearnerHandler.java`: the new leader's epoch is
@@ -74,6 +81,11 @@
 //! * **Synchronisation** is always a snapshot of the whole log (SNAP with the log): a
 //!   follower adopts the leader's history and acks NEWLEADER; once a quorum did, all of
 //!   it is committed.
+//! * **Servers notice a lost leader or follower by their timeouts**, not by the reset
+//!   of its connection (`Follower.followLeader` would leave at the end of the stream at
+//!   once, and `Learner.shutdown` close its clients' connections): a follower whose
+//!   leader crashed serves from its tree, and accepts connections, until its leader
+//!   timeout, as one cut from its leader by a partition does.
 //! * **Sessions' timeouts** are not negotiated; touches are forwarded at once, not
 //!   batched with the follower's PING.
 //! * **The lock recipe polls** (`getChildren` every tenth of the session timeout) where
@@ -553,6 +565,16 @@ impl Protocol for ZkEnsemble {
             (ZkEnsemble::Storage(_), _) => {}
             (ZkEnsemble::Server(s), msg) => s.on_message(env, from, msg),
             (ZkEnsemble::Client(c), msg) => c.on_message(env, from, msg),
+        }
+    }
+
+    /// A client whose server's connection was reset reconnects at once (see
+    /// [`ZkeClient::on_disconnect`]); a server notices a lost leader or follower by its
+    /// timeouts, as before (a simplification: `Follower.followLeader` would leave at the
+    /// socket's end at once).
+    fn on_disconnect(&mut self, env: &mut dyn Env<ZkeMsg, ZkeTimer>, peer: NodeId) {
+        if let ZkEnsemble::Client(c) = self {
+            c.on_disconnect(env, peer);
         }
     }
 

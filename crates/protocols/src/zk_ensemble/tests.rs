@@ -174,6 +174,62 @@ fn a_server_refuses_a_client_that_has_seen_a_later_zxid() {
     }
 }
 
+/// A client whose server's connection is reset (stream mode: the server crashed) fails
+/// its request in flight and connects to the next server at once (`ClientCnxn`'s
+/// "likely server has closed socket"); a reset of another connection changes nothing.
+/// Negative control: before the client handled `on_disconnect` it sent nothing and
+/// waited for its reply timeout.
+#[test]
+fn a_client_reconnects_to_the_next_server_when_its_connection_is_reset() {
+    let mut net = net("correct", 0, 1, 3);
+    net.run_until(ms(3_000));
+    let ZkEnsemble::Client(c) = net.node(3) else {
+        panic!("node 3 is a register client")
+    };
+    assert!(c.session.is_connected());
+    let at = c.session.current_server();
+    let reset = |peer: NodeId| {
+        let mut p = net.node(3).clone();
+        let mut storage = StorageMap::new();
+        let mut rng = SplitMix64(1);
+        let t = LocalTime(net.now as i64);
+        let mut step = Step::new(NodeId(3), &net.cluster, t, t, &mut storage, &mut rng);
+        p.on_disconnect(&mut step, peer);
+        let sent: Vec<(NodeId, ZkeMsg)> = step
+            .take_effects()
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Send { to, msg } => Some((to, msg)),
+                _ => None,
+            })
+            .collect();
+        (p, sent)
+    };
+    let (p, sent) = reset(at);
+    let ZkEnsemble::Client(after) = &p else {
+        unreachable!()
+    };
+    assert!(!after.session.is_connected());
+    let next = after.session.current_server();
+    assert_ne!(next, at);
+    assert!(
+        sent.iter().any(|(to, m)| *to == next
+            && matches!(
+                m,
+                ZkeMsg::Connect {
+                    session: Some(_),
+                    ..
+                }
+            )),
+        "{sent:?}"
+    );
+    // Another server's connection: nothing happens.
+    let other = NodeId((at.0 + 1) % 3);
+    let (p, sent) = reset(other);
+    assert!(sent.is_empty(), "{sent:?}");
+    assert_eq!(&p, net.node(3));
+}
+
 /// Session expiry removes the ephemeral lock node of a crashed holder and the other
 /// client gets the lock; the negative control keeps the node and nobody does.
 #[test]
