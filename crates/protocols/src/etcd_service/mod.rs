@@ -11,9 +11,21 @@
 //! monotonic clock. Expiry is timed by the leader only (the lessor is *primary* on the
 //! leader, `Promote`/`Demote`): when a lease is past its expiry the leader proposes its
 //! revoke, which deletes the lease's keys in one revision when applied. A new leader
-//! `Promote`s: every lease gets a fresh full TTL from the promotion (etcd without
-//! checkpointing, its default: `Promote` sets `expiry = now + remainingTTL`, and
-//! `remainingTTL` is the full TTL unless a checkpoint said less).
+//! `Promote`s when it applies the empty entry of its term (etcd's `applyEntryNormal`):
+//! every lease gets `expiry = now + RemainingTTL()`, the full TTL unless a checkpoint
+//! said less. Without checkpointing (etcd's default, `correct`) a leader change
+//! restarts every TTL, and under churn a lease whose keep-alives stopped never expires
+//! (etcd #9395, judged by `lease-expiry`).
+//!
+//! **Lease checkpointing** (`lease-checkpoint`, etcd #9924, `lessor.go` v3.5.17): the
+//! primary schedules a checkpoint one `lease_checkpoint_interval` after a grant, a
+//! promotion or an applied checkpoint, if the remaining TTL is longer than the interval;
+//! when due (and the lease is neither expired nor just renewed) it proposes the
+//! remaining TTL through the log (`Cmd::Checkpoint`); applying it sets the lease's
+//! remaining TTL; a keep-alive of a checkpointed lease proposes a clearing checkpoint
+//! (0). The checkpoints persist (#13508): a restarted member applies its log's again.
+//! `checkpoint-unpersisted` (before #13508) skips, after a restart, the checkpoints of
+//! the log it recovered.
 //!
 //! **The deposed leader's revoke** (`revoke-after-stall`, etcd #15247 and #12528). In
 //! etcd the lessor runs in its own goroutine (`runLoop`, every 500 ms) next to the raft
@@ -46,7 +58,8 @@
 //! client paused past its TTL still acts: Kleppmann 2016), but `revoke-after-stall`
 //! breaks it with no client fault at all.
 //!
-//! **Sources verified** (etcd-io/etcd, read at tags v3.5.12, v3.5.13 and v3.5.19):
+//! **Sources verified** (etcd-io/etcd, read at tags v3.5.12, v3.5.13, v3.5.17 (lease
+//! checkpoints, `Promote` in `applyEntryNormal`) and v3.5.19):
 //! `server/lease/lessor.go` (`Promote` refreshes every lease to `now + extend +
 //! RemainingTTL()`, the full TTL unless checkpointed; `Demote`), `server/etcdserver/
 //! server.go` (`revokeExpiredLeases`: in v3.5.12 it revokes at once; from v3.5.13 it
