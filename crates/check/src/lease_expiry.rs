@@ -369,9 +369,15 @@ impl Checker for LeaseExpiry {
                 }
             }
             Observation::LeaseRevoked { lease } => {
-                if let Some(l) = self.leases.get_mut(&lease) {
-                    l.revoked.get_or_insert((record.time, index));
-                }
+                // A lease ends once: a renewal of an ended lease (a deposed primary that
+                // has not heard yet) does not bring it back.
+                let l = self.leases.entry(lease).or_insert(Lease {
+                    renewed: (record.time, record.node, index),
+                    ttl: Duration::ZERO,
+                    revoked: None,
+                    late: Vec::new(),
+                });
+                l.revoked.get_or_insert((record.time, index));
             }
             _ => {}
         }
@@ -575,6 +581,34 @@ mod tests {
         )
         .unwrap();
         assert_eq!(v.time, SimTime(170_000_000));
+    }
+
+    /// A deposed primary "renews" a lease the new leader already revoked (seed 73 of
+    /// `pauses`): the lease stays ended. Without the revoke the same renewal is owed an end.
+    #[test]
+    fn a_renewal_after_the_end_does_not_revive_a_lease() {
+        let led = || {
+            H::nodes(3)
+                .at_ms(10)
+                .node(1)
+                .leader(2)
+                .node(0)
+                .follower(2, Some(1))
+                .node(2)
+                .follower(2, Some(1))
+        };
+        let ended = revoked(led().at_ms(15).node(1), 9);
+        let h = renewed(ended.at_ms(20).node(0), 9, 100)
+            .end_ms(1000)
+            .history();
+        assert_eq!(
+            judge_with("lease-expiry", json!({"within": "20ms"}), &h),
+            None
+        );
+        let h = renewed(led().at_ms(20).node(0), 9, 100)
+            .end_ms(1000)
+            .history();
+        assert!(judge_with("lease-expiry", json!({"within": "20ms"}), &h).is_some());
     }
 
     #[test]
