@@ -79,6 +79,12 @@ const SHOWN_BY_SCENARIO_ONLY: &[&str] = &[
     // duels), and that needs a retry timer shorter than a ballot's two round trips.
     // scenarios/paxos/dueling-no-backoff.toml (and its controls) show it.
     "paxos/no-backoff",
+    // Lease checkpoints that a restart forgets (etcd #13508) matter only when the
+    // checkpoint interval is shorter than the TTL; the built-in scenario keeps etcd's
+    // default interval (5 minutes) with a 1s TTL, so nothing is ever checkpointed and the
+    // variant is `correct`. scenarios/etcd-service/checkpoint-unpersisted-cluster-
+    // restart.toml (250ms) shows it; fuzzing that scenario finds it (book: known-bugs.md).
+    "etcd-service/checkpoint-unpersisted",
 ];
 
 /// Broken variants whose first fuzz find does not yet shrink to 3 fault events, each with

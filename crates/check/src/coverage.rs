@@ -328,6 +328,17 @@ pub fn judges(name: &str) -> Option<Judges> {
                  and `Decides { instance, value }` where a learner learns the value chosen",
             )
         },
+        "lease-expiry" => Judges {
+            also: Some((&["lease-revoked"], ("lease end", "lease ends"))),
+            ..j(
+                &["lease-renewed"],
+                ("lease renewal", "lease renewals"),
+                Group::None,
+                "LeaseRenewed",
+                "record `LeaseRenewed { lease, ttl_ms }` where the service's primary grants or \
+                 renews a client lease and `LeaseRevoked { lease }` where the lease ends",
+            )
+        },
         "no-panic" => j(
             &["started"],
             ("process", "processes"),
@@ -388,6 +399,10 @@ fn opportunity_of(name: &str) -> Opportunity {
         // Any proposal is owed a decision: one undecided instance breaks it (a run too
         // short for any deadline is not judged by the checker itself: too short).
         "decision-liveness" => Any,
+        // A lease is owed its end only once its keep-alives stopped ("no lease stopped its
+        // keep-alives"): that needs time, not a kind of record, so the checker itself says
+        // *could not fail* when no lease's deadline fell inside the run and none ended.
+        "lease-expiry" => Any,
         _ => Any,
     }
 }

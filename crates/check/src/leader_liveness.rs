@@ -341,6 +341,22 @@ impl LeaderLiveness {
     }
 }
 
+impl LeaderLiveness {
+    /// The stretches of true time up to `end` without a single leader followed by a
+    /// majority, as `[from, to)` (what `lease-expiry` forgives a lease service).
+    pub(crate) fn gaps(&mut self, end: SimTime) -> Vec<(SimTime, SimTime)> {
+        self.settle(self.clock.now);
+        let mut gaps: Vec<(SimTime, SimTime)> =
+            self.closed.iter().map(|g| (g.from, g.to)).collect();
+        if let Some(open) = &self.open {
+            if open.from < end {
+                gaps.push((open.from, end));
+            }
+        }
+        gaps
+    }
+}
+
 impl Checker for LeaderLiveness {
     fn name(&self) -> &'static str {
         NAME

@@ -39,6 +39,7 @@
 //! | `agreement` | [`agreement`] |
 //! | `validity` | [`validity`] |
 //! | `decision-liveness` | [`decision_liveness`] |
+//! | `lease-expiry` | [`lease_expiry`] |
 //!
 //! Semantics shared by all of them: beliefs are intervals of TRUE time (the simulator's
 //! clock, never a node's reading). A node's belief ends at its next contrary observation
@@ -65,6 +66,7 @@ pub mod exactly_once;
 pub mod fencing_safety;
 pub mod leader_completeness;
 pub mod leader_liveness;
+pub mod lease_expiry;
 pub mod lease_safety;
 pub mod lease_safety_belief;
 pub mod linearizability;
@@ -277,6 +279,7 @@ const CATALOG: &[CheckerInfo] = &[
     agreement::INFO,
     validity::INFO,
     decision_liveness::INFO,
+    lease_expiry::INFO,
 ];
 
 /// Every built-in checker, in a stable order.
@@ -410,6 +413,10 @@ fn build_bare(
             read_params(params)?,
             cluster,
         )?),
+        lease_expiry::NAME => Box::new(lease_expiry::LeaseExpiry::new(
+            read_params(params)?,
+            cluster,
+        )?),
         _ => {
             let known: Vec<&str> = all().iter().map(|c| c.name).collect();
             return Err(CheckError::new(
@@ -510,7 +517,7 @@ mod tests {
         let cluster = Cluster::uniform("node", 3);
         let names: std::collections::BTreeSet<&str> = catalog().iter().map(|c| c.name).collect();
         assert_eq!(names.len(), catalog().len());
-        assert_eq!(catalog().len(), 23);
+        assert_eq!(catalog().len(), 24);
         for info in catalog() {
             let checker = build(info.name, &serde_json::Value::Null, &cluster).unwrap();
             assert_eq!(checker.name(), info.name);
@@ -534,7 +541,7 @@ mod tests {
              fencing-safety, no-lost-update, exactly-once, lock-liveness, linearizability, \
              deadlock, no-starvation, single-owner, log-matching, leader-completeness, \
              state-machine-safety, \
-             no-panic, agreement, validity, decision-liveness"
+             no-panic, agreement, validity, decision-liveness, lease-expiry"
         );
     }
 

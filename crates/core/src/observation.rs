@@ -38,6 +38,16 @@ pub enum Observation {
     /// its clock just now. `lease-safety` and `single-leader-at-a-time` judge these.
     Serves { term: u64 },
 
+    // --- client leases (a lease service's sessions: etcd's `LeaseGrant`) ---
+    /// The lease service's primary (etcd's leader lessor) granted or renewed the client
+    /// lease `lease` for `ttl_ms` milliseconds from now, on a client's request (a grant
+    /// or a keep-alive; a leader change is not a renewal). `lease-expiry` judges these:
+    /// once they stop, the lease is owed its end.
+    LeaseRenewed { lease: u64, ttl_ms: u64 },
+    /// The service ended the client lease `lease` (expired and revoked, or revoked on
+    /// request): what was bound to it is gone.
+    LeaseRevoked { lease: u64 },
+
     // --- locks ---
     /// A client starts waiting for `resource`.
     Waiting { resource: String },
@@ -244,6 +254,8 @@ impl Observation {
             Observation::LeaseStart { .. } => "lease-start",
             Observation::LeaseEnd { .. } => "lease-end",
             Observation::Serves { .. } => "serves",
+            Observation::LeaseRenewed { .. } => "lease-renewed",
+            Observation::LeaseRevoked { .. } => "lease-revoked",
             Observation::Waiting { .. } => "waiting",
             Observation::Holds { .. } => "holds",
             Observation::Releases { .. } => "releases",

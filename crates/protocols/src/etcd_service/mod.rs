@@ -11,9 +11,21 @@
 //! monotonic clock. Expiry is timed by the leader only (the lessor is *primary* on the
 //! leader, `Promote`/`Demote`): when a lease is past its expiry the leader proposes its
 //! revoke, which deletes the lease's keys in one revision when applied. A new leader
-//! `Promote`s: every lease gets a fresh full TTL from the promotion (etcd without
-//! checkpointing, its default: `Promote` sets `expiry = now + remainingTTL`, and
-//! `remainingTTL` is the full TTL unless a checkpoint said less).
+//! `Promote`s when it applies the empty entry of its term (etcd's `applyEntryNormal`):
+//! every lease gets `expiry = now + RemainingTTL()`, the full TTL unless a checkpoint
+//! said less. Without checkpointing (etcd's default, `correct`) a leader change
+//! restarts every TTL, and under churn a lease whose keep-alives stopped never expires
+//! (etcd #9395, judged by `lease-expiry`).
+//!
+//! **Lease checkpointing** (`lease-checkpoint`, etcd #9924, `lessor.go` v3.5.17): the
+//! primary schedules a checkpoint one `lease_checkpoint_interval` after a grant, a
+//! promotion or an applied checkpoint, if the remaining TTL is longer than the interval;
+//! when due (and the lease is neither expired nor just renewed) it proposes the
+//! remaining TTL through the log (`Cmd::Checkpoint`); applying it sets the lease's
+//! remaining TTL; a keep-alive of a checkpointed lease proposes a clearing checkpoint
+//! (0). The checkpoints persist (#13508): a restarted member applies its log's again.
+//! `checkpoint-unpersisted` (before #13508) skips, after a restart, the checkpoints of
+//! the log it recovered.
 //!
 //! **The deposed leader's revoke** (`revoke-after-stall`, etcd #15247 and #12528). In
 //! etcd the lessor runs in its own goroutine (`runLoop`, every 500 ms) next to the raft
@@ -46,7 +58,8 @@
 //! client paused past its TTL still acts: Kleppmann 2016), but `revoke-after-stall`
 //! breaks it with no client fault at all.
 //!
-//! **Sources verified** (etcd-io/etcd, read at tags v3.5.12, v3.5.13 and v3.5.19):
+//! **Sources verified** (etcd-io/etcd, read at tags v3.5.12, v3.5.13, v3.5.17 (lease
+//! checkpoints, `Promote` in `applyEntryNormal`) and v3.5.19):
 //! `server/lease/lessor.go` (`Promote` refreshes every lease to `now + extend +
 //! RemainingTTL()`, the full TTL unless checkpointed; `Demote`), `server/etcdserver/
 //! server.go` (`revokeExpiredLeases`: in v3.5.12 it revokes at once; from v3.5.13 it
@@ -229,6 +242,10 @@ pub enum EtcdServiceVariant {
     Correct,
     /// etcd before PR #16822: a deposed leader's lessor revokes leases after a stall.
     RevokeAfterStall,
+    /// `correct` with lease checkpointing on (etcd #9924, v3.4; persisted, #13508).
+    LeaseCheckpoint,
+    /// Lease checkpointing before #13508: remaining TTLs lost by a restart.
+    CheckpointUnpersisted,
 }
 
 static INFO: ProtocolInfo = ProtocolInfo {
@@ -261,7 +278,9 @@ static INFO: ProtocolInfo = ProtocolInfo {
             name: "correct",
             summary: "etcd v3.5.13+ (PR #16822, backported by #17425; v3.4.31 by #17465): the \
                       lessor confirms its leadership (a round acknowledged by a majority) \
-                      before it revokes; a new leader restarts every lease's TTL",
+                      before it revokes; with etcd's defaults (no lease checkpointing) a new \
+                      leader restarts every lease's TTL, so under leader churn a lease whose \
+                      keep-alives stopped never expires (etcd #9395, every v3.x)",
             breaks: &[],
         },
         VariantInfo {
@@ -271,6 +290,25 @@ static INFO: ProtocolInfo = ProtocolInfo {
                       lessor still primary and revokes leases kept alive at the new leader; \
                       the revoke is forwarded and committed, two holders act",
             breaks: &["mutual-exclusion"],
+        },
+        VariantInfo {
+            name: "lease-checkpoint",
+            summary: "`correct` with lease checkpointing (etcd #9924, v3.4.0+, \
+                      `--experimental-enable-lease-checkpoint`, persisted as \
+                      `--experimental-enable-lease-checkpoint-persist` does (#13508, v3.5; \
+                      always in v3.6)): the leader checkpoints each lease's remaining TTL \
+                      through the log every `lease_checkpoint_interval`, and a new leader \
+                      starts from it; the control for etcd #9395",
+            breaks: &[],
+        },
+        VariantInfo {
+            name: "checkpoint-unpersisted",
+            summary: "etcd PR #13491 / #13508: lease checkpointing (#9924) as v3.4.x and \
+                      v3.5.x run it without `--experimental-enable-lease-checkpoint-persist`: \
+                      the remaining TTL lives in memory only, so a member that restarts \
+                      (a cluster restart) forgets the checkpoints it had applied, and as \
+                      leader restarts every lease's TTL in full",
+            breaks: &["lease-expiry"],
         },
     ],
 };
@@ -291,6 +329,11 @@ lock_client_params! {
         pub heartbeat_interval: HumanDuration = HumanDuration(Duration::from_millis(50)),
         /// The lease's time to live, timed by the leader.
         pub ttl: HumanDuration = HumanDuration(Duration::from_millis(1_000)),
+        /// `lease-checkpoint`: how often the leader checkpoints a lease's remaining TTL
+        /// (etcd's `LeaseCheckpointInterval`, 5 minutes by default; a lease whose
+        /// remaining TTL is not longer is never checkpointed).
+        pub lease_checkpoint_interval: HumanDuration =
+            HumanDuration(Duration::from_secs(300)),
         /// Whether the storage checks the tokens (create revisions).
         pub resource_mode: FencingMode = FencingMode::Fenced,
         /// At most this many acquire attempts per client process; absent: no limit.
@@ -305,6 +348,7 @@ pub struct EtcdServiceConfig {
     pub election_timeout: (Duration, Duration),
     pub heartbeat_interval: Duration,
     pub ttl: Duration,
+    pub lease_checkpoint_interval: Duration,
     pub resource_mode: FencingMode,
     pub workload: WorkloadConfig,
     pub roles: Roles<LockRole>,
@@ -374,6 +418,63 @@ impl Protocol for EtcdService {
     }
 }
 
+/// `lease-expiry`: a lease whose keep-alives stopped is revoked within its TTL plus
+/// `within` (a leader paused up to an election timeout before its lessor runs, then the
+/// leadership round and the revoke's commit: a few heartbeats), plus, for each leader
+/// elected since its last renewal, the part of the TTL that leader may restart: the
+/// whole TTL without checkpointing (#9395), one checkpoint interval with it (#9924),
+/// and the election. Timed by the leader's clock: scaled for the declared drift.
+pub fn lease_expiry(config: &EtcdServiceConfig) -> tenure_core::Promise {
+    let (_, e_max) = config.election_timeout;
+    let beats = config.heartbeat_interval * 4;
+    let (restart, restart_text) = match config.variant {
+        EtcdServiceVariant::LeaseCheckpoint | EtcdServiceVariant::CheckpointUnpersisted
+            if config.lease_checkpoint_interval < config.ttl =>
+        {
+            (
+                config.lease_checkpoint_interval,
+                format!(
+                    "checkpoint interval {}",
+                    tenure_core::format_duration(config.lease_checkpoint_interval)
+                ),
+            )
+        }
+        _ => (
+            config.ttl,
+            format!(
+                "TTL {} (restarted by a new leader)",
+                tenure_core::format_duration(config.ttl)
+            ),
+        ),
+    };
+    let drift = crate::promises::slow_clock(config.ttl + e_max + beats, MAX_DRIFT);
+    let within = drift.0.saturating_sub(config.ttl);
+    let (per_leader, _) = crate::promises::slow_clock(restart + e_max + beats, MAX_DRIFT);
+    let fmt = tenure_core::format_duration;
+    tenure_core::Promise::new("lease-expiry")
+        .within(
+            within,
+            format!(
+                "within: (TTL + election timeout max {} + 4 x heartbeat {}){} - TTL; per \
+                 leader: ({restart_text} + election timeout max + 4 x heartbeat){}",
+                fmt(e_max),
+                fmt(config.heartbeat_interval),
+                drift.1,
+                drift.1
+            ),
+        )
+        .with(
+            "per_leader",
+            fmt(Duration::from_millis(
+                u64::try_from(per_leader.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX),
+            )),
+        )
+        .with("role", "server")
+}
+
+/// The clock drift the service assumes (see `assumptions`).
+const MAX_DRIFT: Option<f64> = Some(0.1);
+
 impl Configurable for EtcdService {
     type Params = EtcdServiceParams;
     type Variant = EtcdServiceVariant;
@@ -420,6 +521,12 @@ impl Configurable for EtcdService {
                  minimum TTL to exceed the election timeout, `minTTL`)",
             ));
         }
+        if params.lease_checkpoint_interval.0.is_zero() {
+            return Err(ParamError::new(
+                "lease_checkpoint_interval",
+                "must be more than 0",
+            ));
+        }
         let storage = single_node(cluster, "storage")?;
         let workload = params
             .workload_params()
@@ -429,6 +536,7 @@ impl Configurable for EtcdService {
             election_timeout: (min, max),
             heartbeat_interval: heartbeat,
             ttl: params.ttl.0,
+            lease_checkpoint_interval: params.lease_checkpoint_interval.0,
             resource_mode: params.resource_mode,
             workload,
             roles: Roles::of(cluster)?,
@@ -449,6 +557,7 @@ impl Configurable for EtcdService {
                 cluster,
                 true,
             ),
+            lease_expiry(config),
         ]
     }
 
@@ -458,7 +567,7 @@ impl Configurable for EtcdService {
         let slack = min.saturating_sub(config.heartbeat_interval);
         tenure_core::Assumptions {
             max_drift: Some(Limit::new(
-                0.1,
+                MAX_DRIFT.unwrap_or_default(),
                 "keep-alives every TTL/3 by the client's clock renew a lease timed by the \
                  leader's",
             )),

@@ -15,6 +15,11 @@ const TERM_KEY: &str = "term";
 const VOTED_FOR_KEY: &str = "voted_for";
 const LOG_LEN_KEY: &str = "log_len";
 
+/// A TTL in whole milliseconds, as `LeaseRenewed` states it (rounded up).
+fn ttl_ms(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
 fn entry_key(index: u64) -> String {
     format!("log/{index}")
 }
@@ -32,6 +37,13 @@ pub enum Cmd {
     /// `LeaseRevoke`: the lease and its keys go, in one revision.
     Revoke {
         lease: LeaseId,
+    },
+    /// `LeaseCheckpoint` (`lease-checkpoint`, etcd #9924): the lease's remaining TTL as
+    /// the leader saw it, which a later leader's `Promote` starts from; zero clears it
+    /// (a keep-alive came).
+    Checkpoint {
+        lease: LeaseId,
+        remaining: Duration,
     },
     PutIfAbsent {
         key: String,
@@ -69,6 +81,15 @@ pub struct LeaseState {
     pub client: NodeId,
     pub ttl: Duration,
     pub keys: BTreeSet<String>,
+    /// The last checkpointed remaining TTL (etcd's `remainingTTL`; `None`: the full TTL).
+    pub remaining: Option<Duration>,
+}
+
+impl LeaseState {
+    /// etcd's `RemainingTTL()`: the checkpointed remaining TTL, or the whole TTL.
+    pub fn remaining_ttl(&self) -> Duration {
+        self.remaining.unwrap_or(self.ttl)
+    }
 }
 
 /// A key: its create revision and lease.
@@ -161,6 +182,12 @@ pub struct Server {
     /// `revoke-after-stall`: revokes the lessor asked for, handed to the raft half when
     /// `Timer::Revoke` fires (after what was already waiting).
     proposals: Vec<LeaseId>,
+    /// `lease-checkpoint`: each lease's next checkpoint by this member's monotonic clock,
+    /// while primary (etcd's `leaseCheckpointHeap`).
+    checkpoints: BTreeMap<LeaseId, LocalTime>,
+    /// The length of the log this member recovered at its start (`checkpoint-unpersisted`:
+    /// what it had applied before, in etcd its backend, without the remaining TTLs).
+    recovered: u64,
 
     announced: Option<Observation>,
 }
@@ -199,6 +226,8 @@ impl Server {
             revoking: BTreeSet::new(),
             to_confirm: Vec::new(),
             proposals: Vec::new(),
+            checkpoints: BTreeMap::new(),
+            recovered: 0,
             announced: None,
         }
     }
@@ -321,6 +350,7 @@ impl Server {
             self.expiry.clear();
             self.revoking.clear();
             self.to_confirm.clear();
+            self.checkpoints.clear();
             env.cancel_timer(&Timer::Heartbeat);
             self.reset_election_timer(env);
         }
@@ -363,17 +393,10 @@ impl Server {
         self.votes.clear();
         env.cancel_timer(&Timer::Election);
         self.announce(env);
-        // `Promote`: every lease this member knows of gets a full TTL from now (etcd
-        // without checkpointing: `remainingTTL` is the whole TTL).
-        let now = env.monotonic();
-        self.expiry = self
-            .state
-            .leases
-            .iter()
-            .map(|(&id, l)| (id, now + l.ttl))
-            .collect();
+        self.expiry.clear();
         self.revoking.clear();
         self.to_confirm.clear();
+        self.checkpoints.clear();
         let index = self.last_index() + 1;
         self.write_from(
             env,
@@ -575,7 +598,14 @@ impl Server {
     /// Applies one command; the answer for the client that asked, if any.
     fn apply(&mut self, env: &mut E<'_>, index: u64, cmd: &Cmd) -> Option<Answer> {
         match cmd {
-            Cmd::Noop => None,
+            Cmd::Noop => {
+                // etcd promotes its lessor when the leader applies the empty entry of its
+                // term (`applyEntryNormal`), having applied everything before it.
+                if self.role == Role::Leader && self.term_at(index) == Some(self.term) {
+                    self.promote(env);
+                }
+                None
+            }
             Cmd::Grant { client, ttl } => {
                 self.state.revision += 1;
                 self.state.leases.insert(
@@ -584,10 +614,20 @@ impl Server {
                         client: *client,
                         ttl: *ttl,
                         keys: BTreeSet::new(),
+                        remaining: None,
                     },
                 );
                 if self.role == Role::Leader {
                     self.expiry.insert(index, env.monotonic() + *ttl);
+                    self.schedule_checkpoint(env, index);
+                    // A grant this leader answers (not one it applies again after a
+                    // restart, or applies for its predecessor: no client asked it).
+                    if self.proposed.contains_key(&index) {
+                        env.observe(Observation::LeaseRenewed {
+                            lease: index,
+                            ttl_ms: ttl_ms(*ttl),
+                        });
+                    }
                 }
                 Some(Answer::Granted {
                     lease: index,
@@ -602,8 +642,32 @@ impl Server {
                 env.observe(Observation::Note {
                     text: format!("lease {lease} of {} revoked", l.client),
                 });
+                if self.role == Role::Leader {
+                    // The primary lessor's `Revoke` (once per lease: the leader that
+                    // applies it; a later leader applies what its predecessor did not).
+                    env.observe(Observation::LeaseRevoked { lease: *lease });
+                }
                 for key in &l.keys {
                     self.remove_key(env, key);
+                }
+                None
+            }
+            Cmd::Checkpoint { lease, remaining } => {
+                // `lessor.Checkpoint`: only the remaining TTL changes (a later
+                // `Promote` applies it); the primary schedules the next checkpoint.
+                if self.config.variant == EtcdServiceVariant::CheckpointUnpersisted
+                    && index <= self.recovered
+                {
+                    // Before #13508 the remaining TTL lived in memory only: a restarted
+                    // member's backend has the lease without it, and the entries it had
+                    // applied are not applied again.
+                    return None;
+                }
+                if let Some(l) = self.state.leases.get_mut(lease) {
+                    l.remaining = (!remaining.is_zero()).then_some(*remaining);
+                    if self.role == Role::Leader {
+                        self.schedule_checkpoint(env, *lease);
+                    }
                 }
                 None
             }
@@ -701,6 +765,7 @@ impl Server {
         if self.role != Role::Leader {
             return;
         }
+        self.checkpoint_scheduled(env);
         let now = env.monotonic();
         let expired: Vec<LeaseId> = self
             .expiry
@@ -721,7 +786,9 @@ impl Server {
                 self.proposals.extend(expired);
                 env.set_timer(Timer::Revoke, Duration::from_micros(1));
             }
-            EtcdServiceVariant::Correct => {
+            EtcdServiceVariant::Correct
+            | EtcdServiceVariant::LeaseCheckpoint
+            | EtcdServiceVariant::CheckpointUnpersisted => {
                 // `ensureLeadership` (PR #16822): a linearizable read first, i.e. a
                 // round acknowledged by a majority in this term.
                 self.heartbeat(env);
@@ -729,6 +796,89 @@ impl Server {
                 self.to_confirm
                     .extend(expired.into_iter().map(|id| (id, round, term)));
             }
+        }
+    }
+
+    /// `Promote`: every lease this member knows of gets `RemainingTTL()` from now: the
+    /// full TTL (etcd without checkpointing, its default: #9395), or the last
+    /// checkpointed remaining TTL (`lease-checkpoint`, #9924).
+    fn promote(&mut self, env: &mut E<'_>) {
+        let now = env.monotonic();
+        self.expiry = self
+            .state
+            .leases
+            .iter()
+            .map(|(&id, l)| (id, now + l.remaining_ttl()))
+            .collect();
+        self.revoking.clear();
+        self.to_confirm.clear();
+        self.checkpoints.clear();
+        let ids: Vec<LeaseId> = self.state.leases.keys().copied().collect();
+        for id in ids {
+            self.schedule_checkpoint(env, id);
+        }
+    }
+
+    /// The checkpoint interval, when this member checkpoints (`lease-checkpoint`).
+    fn checkpoint_interval(&self) -> Option<Duration> {
+        matches!(
+            self.config.variant,
+            EtcdServiceVariant::LeaseCheckpoint | EtcdServiceVariant::CheckpointUnpersisted
+        )
+        .then_some(self.config.lease_checkpoint_interval)
+    }
+
+    /// `scheduleCheckpointIfNeeded`: a lease whose remaining TTL is longer than the
+    /// interval is checkpointed one interval from now (a shorter one never is).
+    fn schedule_checkpoint(&mut self, env: &mut E<'_>, lease: LeaseId) {
+        let Some(interval) = self.checkpoint_interval() else {
+            return;
+        };
+        if self
+            .state
+            .leases
+            .get(&lease)
+            .is_some_and(|l| l.remaining_ttl() > interval)
+        {
+            let at = env.monotonic() + interval;
+            self.checkpoints.entry(lease).or_insert(at);
+        }
+    }
+
+    /// `checkpointScheduledLeases` (`findDueScheduledCheckpoints`): each due lease that
+    /// has not expired and has less than its TTL left gets its remaining TTL proposed.
+    fn checkpoint_scheduled(&mut self, env: &mut E<'_>) {
+        if self.checkpoints.is_empty() {
+            return;
+        }
+        let now = env.monotonic();
+        let due: Vec<LeaseId> = self
+            .checkpoints
+            .iter()
+            .filter(|&(_, &at)| at <= now)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in due {
+            self.checkpoints.remove(&id);
+            let (Some(&expiry), Some(lease)) = (self.expiry.get(&id), self.state.leases.get(&id))
+            else {
+                continue;
+            };
+            if now >= expiry {
+                continue;
+            }
+            let remaining = now.until(expiry);
+            if remaining >= lease.ttl {
+                continue;
+            }
+            self.propose(
+                env,
+                Cmd::Checkpoint {
+                    lease: id,
+                    remaining,
+                },
+                None,
+            );
         }
     }
 
@@ -832,7 +982,20 @@ impl Server {
                         // once the revoke applies); no answer until then.
                         return;
                     }
+                    // `Renew` clears a checkpointed remaining TTL through the log first.
+                    let checkpointed = self.state.leases.get(&lease).and_then(|l| l.remaining);
+                    if self.checkpoint_interval().is_some() && checkpointed.is_some() {
+                        let clear = Cmd::Checkpoint {
+                            lease,
+                            remaining: Duration::ZERO,
+                        };
+                        self.propose(env, clear, None);
+                    }
                     self.expiry.insert(lease, env.monotonic() + ttl);
+                    env.observe(Observation::LeaseRenewed {
+                        lease,
+                        ttl_ms: ttl_ms(ttl),
+                    });
                 }
                 self.reply(env, client, req, Answer::KeepAlive { ttl });
             }
@@ -880,6 +1043,7 @@ impl Server {
             })
             .collect();
         self.stored_len = len;
+        self.recovered = len;
         for (k, e) in self.log.iter().enumerate() {
             env.observe(Observation::LogAppend {
                 index: k as u64 + 1,

@@ -110,6 +110,52 @@ fn locks_go_on_across_a_leader_crash() {
     assert!(all.windows(2).all(|w| w[0] < w[1]), "{all:?}");
 }
 
+/// When client n3's lease was revoked (true time, ns), in a run where n3 crashes at 3s
+/// and the leader is paused for 600ms (past the election timeout) every 1.5s from 4s
+/// to 10s. TTL 2s; `lease-checkpoint` checkpoints every 250ms.
+fn churn_after_a_client_crash(variant: EtcdServiceVariant, seed: u64) -> Option<u64> {
+    let params = EtcdServiceParams {
+        ttl: HumanDuration(Duration::from_secs(2)),
+        lease_checkpoint_interval: HumanDuration(Duration::from_millis(250)),
+        ..EtcdServiceParams::default()
+    };
+    let config = EtcdService::configure(params, variant, &cluster()).unwrap();
+    let mut net = Net::start(config, cluster(), seed);
+    net.run_until(Duration::from_secs(3));
+    let lease = match &net.node(3) {
+        EtcdService::Client(c) => c.lock.lease().expect("n3 has a lease"),
+        _ => unreachable!(),
+    };
+    net.crash(3);
+    for k in 0..5u64 {
+        net.run_until(Duration::from_millis(4_000 + 1_500 * k));
+        let l = leader(&net);
+        net.pause(l, Duration::from_millis(600));
+    }
+    net.run_until(Duration::from_secs(12));
+    net.records.iter().find_map(|(t, _, o)| {
+        matches!(o, Observation::LeaseRevoked { lease: l } if *l == lease).then_some(*t)
+    })
+}
+
+#[test]
+fn leader_churn_keeps_a_dead_clients_lease_alive_unless_checkpointed() {
+    // etcd #9395: every new leader restarts the TTL; the lease outlives the churn (the
+    // last pause ends at 10.6s, its TTL restarts then).
+    let revoked = churn_after_a_client_crash(EtcdServiceVariant::Correct, 1);
+    assert!(
+        revoked.is_none_or(|t| t > 10_600_000_000),
+        "revoked at {revoked:?}"
+    );
+    // Negative control: checkpointing (#9924) keeps the remaining TTL across leaders;
+    // the lease is revoked during the churn, before the second pause.
+    let revoked = churn_after_a_client_crash(EtcdServiceVariant::LeaseCheckpoint, 1);
+    assert!(
+        revoked.is_some_and(|t| t < 5_500_000_000),
+        "revoked at {revoked:?}"
+    );
+}
+
 // ----- one client, step by step -----
 
 type Effects = Vec<Effect<Msg, Timer>>;
