@@ -608,30 +608,28 @@ fn merge_refuses_what_is_not_a_shard_with_the_file_and_line() {
     );
 }
 
-#[test]
-fn a_merge_of_passing_shards_passes_and_names_what_it_covered() {
-    let dir = scratch("fuzz-cli", "merge-pass");
+/// Runs `tenure fuzz ARGS --shard K/2 --json --out DIR/K` for K = 1, 2 (each must exit
+/// with `exit`) and saves each shard's JSON lines in its folder, as the CI templates do.
+fn write_two_shards(dir: &Path, args: &[&str], exit: i32) {
     for k in 1..=2 {
         let out = dir.join(k.to_string());
+        let shard = format!("{k}/2");
         let o = Command::new(env!("CARGO_BIN_EXE_tenure"))
-            .args([
-                "fuzz",
-                "--protocol",
-                "raft",
-                "--seeds",
-                "0..30",
-                "--shard",
-                &format!("{k}/2"),
-                "--json",
-                "--out",
-                s(&out),
-            ])
+            .arg("fuzz")
+            .args(args)
+            .args(["--shard", &shard, "--json", "--out", s(&out)])
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert_eq!(o.status.code(), Some(exit), "{}", text(&o));
         std::fs::create_dir_all(&out).unwrap();
         std::fs::write(out.join("seeds.jsonl"), &o.stdout).unwrap();
     }
+}
+
+#[test]
+fn a_merge_of_passing_shards_passes_and_names_what_it_covered() {
+    let dir = scratch("fuzz-cli", "merge-pass");
+    write_two_shards(&dir, &["--protocol", "raft", "--seeds", "0..30"], 0);
     let o = tenure(&["fuzz", "merge", s(&dir.join("1")), s(&dir.join("2"))]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
@@ -657,29 +655,15 @@ fn a_merge_of_shards_that_judged_nothing_is_not_a_pass() {
     // (exit 5), and so must their merge, per check, with the reason (it said "0 failed"
     // and exited 0 before).
     let dir = scratch("fuzz-cli", "merge-not-judged");
-    for k in 1..=2 {
-        let out = dir.join(k.to_string());
-        let o = Command::new(env!("CARGO_BIN_EXE_tenure"))
-            .args([
-                "fuzz",
-                "--protocol",
-                "leader-lease",
-                "--profile",
-                "calm",
-                "--seeds",
-                "0..4",
-                "--shard",
-                &format!("{k}/2"),
-                "--json",
-                "--out",
-                s(&out),
-            ])
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(5), "{}", text(&o));
-        std::fs::create_dir_all(&out).unwrap();
-        std::fs::write(out.join("seeds.jsonl"), &o.stdout).unwrap();
-    }
+    let args = [
+        "--protocol",
+        "leader-lease",
+        "--profile",
+        "calm",
+        "--seeds",
+        "0..4",
+    ];
+    write_two_shards(&dir, &args, 5);
     let o = tenure(&["fuzz", "merge", s(&dir.join("1")), s(&dir.join("2"))]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(5), "{t}");
