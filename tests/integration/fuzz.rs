@@ -163,17 +163,7 @@ fn fuzz_finds_every_broken_variant_within_1000_seeds_and_shrinks_it_to_3_faults(
             );
             assert_eq!(shrunk.checker, failure.checker, "{label}: the same checker");
             // The shrunk scenario, run with the seed it records, fails that checker.
-            let replay = tenure_sim::Prepared::new(shrunk.scenario.clone(), &crate::support::zoo())
-                .unwrap_or_else(|e| panic!("{label}: the shrunk scenario is valid: {e}"))
-                .run(shrunk.seed, &tenure_sim::RunOptions::default());
-            assert!(
-                replay
-                    .violations
-                    .iter()
-                    .any(|v| v.checker == failure.checker),
-                "{label}: the shrunk scenario replays its failure with seed {}",
-                shrunk.seed
-            );
+            assert_replays(&label, &shrunk, failure.checker);
             assert_eq!(
                 shrunk.scenario.seed, shrunk.seed,
                 "{label}: the file records its seed"
@@ -331,17 +321,20 @@ fn find_and_shrink_in(
         "{label}: {}",
         shrunk.scenario.to_toml()
     );
+    assert_replays(label, &shrunk, failure.checker);
+    found.seed
+}
+
+/// The shrunk scenario, run with the seed it records, fails `checker` again.
+fn assert_replays(label: &str, shrunk: &tenure_fuzz::Shrunk, checker: &str) {
     let replay = tenure_sim::Prepared::new(shrunk.scenario.clone(), &crate::support::zoo())
-        .unwrap_or_else(|e| panic!("{label}: {e}"))
+        .unwrap_or_else(|e| panic!("{label}: the shrunk scenario is valid: {e}"))
         .run(shrunk.seed, &tenure_sim::RunOptions::default());
     assert!(
-        replay
-            .violations
-            .iter()
-            .any(|v| v.checker == failure.checker),
-        "{label}: the shrunk scenario replays its failure"
+        replay.violations.iter().any(|v| v.checker == checker),
+        "{label}: the shrunk scenario replays its failure with seed {}",
+        shrunk.seed
     );
-    found.seed
 }
 
 /// The failures of `target` in `seeds`.
