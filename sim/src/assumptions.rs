@@ -68,6 +68,27 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
             _ => {}
         }
     }
+    // Byzantine nodes count by who they are, however often each is turned.
+    let mut byzantine: Vec<String> = Vec::new();
+    for e in &case.faults {
+        if let Fault::Byzantine { node, .. } = &e.fault {
+            let name = who(node);
+            if !byzantine.contains(&name) {
+                byzantine.push(name);
+            }
+        }
+    }
+    if !byzantine.is_empty() {
+        out.extend(assumptions.byzantine(
+            u32::try_from(byzantine.len()).unwrap_or(u32::MAX),
+            format!(
+                "{} Byzantine node{} ({})",
+                byzantine.len(),
+                if byzantine.len() == 1 { "" } else { "s" },
+                byzantine.join(", ")
+            ),
+        ));
+    }
     let mut crashed: Vec<(String, std::time::Duration)> = Vec::new();
     for e in &case.faults {
         match &e.fault {

@@ -466,6 +466,14 @@ impl<P: Protocol> Control<'_, P> {
         self.world.stop_requested = true;
     }
 
+    /// Turns the node Byzantine for the rest of the run (restarts included): it lies as
+    /// `behaviour` says, through `Protocol::on_byzantine`.
+    pub fn byzantine(&mut self, node: NodeId, behaviour: tenure_core::Byzantine) {
+        self.fault("byzantine", vec![node], behaviour.to_string());
+        let now = self.now;
+        self.world.byzantine(node, now, behaviour);
+    }
+
     /// Hands a client request to the node (not a fault). Dropped if the node is down.
     pub fn request(&mut self, node: NodeId, request: Request) {
         if self.status(node) == Status::Down {

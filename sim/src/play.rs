@@ -546,6 +546,7 @@ pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
                 c.slow_link(from, n(), latency.clone(), *duration);
             }
         }
+        Fault::Byzantine { behaviour, .. } => c.byzantine(n(), *behaviour),
         Fault::Request { name, arg, .. } => c.request(
             n(),
             Request {

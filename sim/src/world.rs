@@ -35,6 +35,8 @@ enum Input<M> {
         msg: M,
     },
     Request(Request),
+    /// The node was turned Byzantine (`Protocol::on_byzantine`).
+    Byzantine(tenure_core::Byzantine),
     /// Stream mode: the connection to `peer` was reset.
     Disconnect {
         peer: NodeId,
@@ -117,6 +119,8 @@ pub struct NodeSlot<P: Protocol> {
     forced: std::collections::VecDeque<Option<P::Timer>>,
     /// The handler running (or whose effects wait on a sync), for durability hints.
     handling: Handling<P::Timer>,
+    /// A `byzantine` fault turned the node: every start tells its new process again.
+    pub byzantine: Option<tenure_core::Byzantine>,
 }
 
 impl<P: Protocol> NodeSlot<P> {
@@ -368,6 +372,7 @@ enum Handling<T> {
     Timer(T),
     Message(NodeId),
     Request(String),
+    Byzantine,
     Disconnect(NodeId),
 }
 
@@ -378,6 +383,7 @@ impl<T: std::fmt::Debug> Handling<T> {
             Handling::Timer(t) => format!("on_timer {t:?}"),
             Handling::Message(from) => format!("on_message from {from}"),
             Handling::Request(name) => format!("on_request {name}"),
+            Handling::Byzantine => "on_byzantine".to_string(),
             Handling::Disconnect(peer) => format!("on_disconnect {peer}"),
         }
     }
@@ -397,6 +403,7 @@ impl<T: std::fmt::Debug> Handling<T> {
                 name.hash(h);
             }
             Handling::Disconnect(_) => 4u8.hash(h),
+            Handling::Byzantine => 5u8.hash(h),
         }
     }
 }
@@ -525,6 +532,7 @@ impl<P: Protocol> World<P> {
                 order_rng: LazyRng::order(seed, i),
                 forced: std::collections::VecDeque::new(),
                 handling: Handling::Start,
+                byzantine: None,
             })
             .collect();
         let n = cluster.size();
@@ -795,6 +803,9 @@ impl<P: Protocol> World<P> {
         slot.handling = Handling::Start;
         self.record(now, node, Observation::Started);
         self.run_handler(node, now, |p, env| p.on_start(env));
+        if let Some(behaviour) = self.nodes[i].byzantine {
+            self.queue_byzantine(node, now, behaviour);
+        }
     }
 
     /// The process on `node` dies: volatile state and timers are gone, and so are the
@@ -957,6 +968,7 @@ impl<P: Protocol> World<P> {
                     order.push(match &p.input {
                         Input::Message { id, from, .. } => format!("message {id} from {from}"),
                         Input::Request(r) => format!("request {}", r.name),
+                        Input::Byzantine(b) => format!("byzantine {b}"),
                         Input::Disconnect { peer } => format!("disconnect from {peer}"),
                     });
                     forced.push_back(None);
@@ -1200,6 +1212,28 @@ impl<P: Protocol> World<P> {
         self.queued(now);
     }
 
+    /// Turns `node` Byzantine for the rest of the run: recorded now (checkers stop
+    /// trusting what it records), told to its process now if it is up and at every
+    /// later start.
+    pub fn byzantine(&mut self, node: NodeId, now: SimTime, behaviour: tenure_core::Byzantine) {
+        self.nodes[node.index()].byzantine = Some(behaviour);
+        self.record(now, node, Observation::Byzantine { behaviour });
+        if self.nodes[node.index()].status != Status::Down {
+            self.queue_byzantine(node, now, behaviour);
+        }
+    }
+
+    fn queue_byzantine(&mut self, node: NodeId, now: SimTime, behaviour: tenure_core::Byzantine) {
+        let seq = self.next_seq();
+        self.nodes[node.index()].inbox.push(Pending {
+            at: now,
+            seq,
+            input: Input::Byzantine(behaviour),
+        });
+        self.ring(node);
+        self.queued(now);
+    }
+
     /// Runs `node`'s `timer` now, as if it were due (it is unset first). Returns false,
     /// doing nothing, unless the node is up and the timer is set.
     pub fn fire_timer(&mut self, node: NodeId, now: SimTime, timer: P::Timer) -> bool {
@@ -1330,6 +1364,10 @@ impl<P: Protocol> World<P> {
                     Input::Request(r) => {
                         self.nodes[node.index()].handling = Handling::Request(r.name.clone());
                         self.run_handler(node, now, |p, env| p.on_request(env, &r))
+                    }
+                    Input::Byzantine(b) => {
+                        self.nodes[node.index()].handling = Handling::Byzantine;
+                        self.run_handler(node, now, |p, env| p.on_byzantine(env, b))
                     }
                     Input::Disconnect { peer } => {
                         self.trace(now, || TraceEvent::Disconnected {

@@ -16,6 +16,9 @@
 //! ("Only a single value is chosen"; "a process never learns that a value has been
 //! chosen unless it actually has been"), and §2.3 (learning a chosen value).
 //!
+//! Honest nodes only: a node's `Decides` after its `Byzantine` record (the host's mark
+//! that a fault turned it into a liar) are not judged; what it decided before is.
+//!
 //! Online and exact: the violation is reported at the second, differing `Decides`.
 
 use crate::{CheckError, Checker, CheckerInfo, TrueClock, Violation};
@@ -95,6 +98,8 @@ pub struct Agreement {
     clock: TrueClock,
     /// instance -> its first decision.
     decided: BTreeMap<u64, Decision>,
+    /// Nodes turned Byzantine so far: their decisions are not judged.
+    byzantine: std::collections::BTreeSet<NodeId>,
 }
 
 impl Agreement {
@@ -102,6 +107,7 @@ impl Agreement {
         Ok(Agreement {
             clock: TrueClock::default(),
             decided: BTreeMap::new(),
+            byzantine: std::collections::BTreeSet::new(),
         })
     }
 }
@@ -113,9 +119,15 @@ impl Checker for Agreement {
 
     fn on_record(&mut self, index: usize, record: &Record) -> Option<Violation> {
         self.clock.advance(NAME, index, record.time);
+        if let Observation::Byzantine { .. } = record.obs {
+            self.byzantine.insert(record.node);
+        }
         let Observation::Decides { instance, value } = record.obs else {
             return None;
         };
+        if self.byzantine.contains(&record.node) {
+            return None;
+        }
         let this = Decision {
             node: record.node,
             value,
@@ -256,5 +268,25 @@ mod tests {
             .end_ms(50)
             .history();
         assert_eq!(verdict(&twice), None);
+    }
+
+    /// Issue 35: a node's decisions after the host marked it Byzantine are not judged;
+    /// the same history without the mark fails (the negative control).
+    #[test]
+    fn a_byzantine_nodes_decisions_are_not_judged_but_an_honest_ones_are() {
+        let h = |marked: bool| {
+            let h = H::nodes(3).at_ms(10).node(0).decides(1, 101);
+            let h = if marked {
+                h.node(2).obs(tenure_core::Observation::Byzantine {
+                    behaviour: tenure_core::Byzantine::Equivocate,
+                })
+            } else {
+                h
+            };
+            h.at_ms(20).node(2).decides(1, 999).end_ms(30).history()
+        };
+        assert_eq!(judge_with("agreement", Value::Null, &h(true)), None);
+        let (_, v) = judge_with("agreement", Value::Null, &h(false)).unwrap();
+        assert_eq!(v.nodes, vec![NodeId(0), NodeId(2)]);
     }
 }

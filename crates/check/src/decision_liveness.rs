@@ -24,6 +24,12 @@
 //! progress "if enough of the system ... is working properly"); the liveness phase of
 //! TigerBeetle's VOPR (heal the faults, then demand progress).
 //!
+//! With `by_value = true` the unit is a proposed value instead of an instance: every
+//! value some `Proposes` put forward must be decided (in any instance) by its deadline
+//! (state machine replication, where clients propose and a primary orders: PBFT); the
+//! report's "instance" is then the value. Honest nodes only: a node's `Proposes` and
+//! `Decides` after its `Byzantine` record are ignored.
+//!
 //! Judged at the end only: `calm_from` is known when the run ends.
 
 use crate::{CheckError, Checker, CheckerInfo, TrueClock, Violation};
@@ -46,12 +52,40 @@ pub const INFO: CheckerInfo = CheckerInfo {
     params: "within (duration, default \"5s\"): how long after the calm (or the proposal, if \
              later) a decision is due; role (string, optional): only decisions of nodes of \
              this role count; bound (string, optional): how `within` was derived, stated in \
-             the report",
+             the report; by_value (bool, default false): every proposed value, decided in \
+             any instance",
 };
 
-/// The same parameters as `leader-liveness` (`within`, `role`, `bound`), read by the
-/// same code.
-pub use crate::leader_liveness::Params;
+/// `leader-liveness`'s parameters (`within`, `role`, `bound`), and `by_value`.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    #[serde(default = "default_within")]
+    pub within: tenure_core::HumanDuration,
+    #[serde(default)]
+    pub role: Option<String>,
+    /// How `within` was derived from the protocol's parameters (for the report).
+    #[serde(default)]
+    pub bound: Option<String>,
+    /// The unit is a proposed value, decided in any instance.
+    #[serde(default)]
+    pub by_value: bool,
+}
+
+fn default_within() -> tenure_core::HumanDuration {
+    tenure_core::HumanDuration(Duration::from_secs(5))
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            within: default_within(),
+            role: None,
+            bound: None,
+            by_value: false,
+        }
+    }
+}
 
 /// An instance proposed and not decided by its deadline.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,6 +160,9 @@ pub struct DecisionLiveness {
     proposed: BTreeMap<u64, (SimTime, usize)>,
     /// instance -> first decision by a counted node (time, record).
     decided: BTreeMap<u64, (SimTime, usize)>,
+    by_value: bool,
+    /// Nodes turned Byzantine so far: ignored.
+    byzantine: BTreeSet<NodeId>,
     /// Set by `finish` when nothing could be judged.
     not_judged: Option<crate::verdict::NotJudged>,
 }
@@ -158,6 +195,8 @@ impl DecisionLiveness {
             clock: TrueClock::default(),
             proposed: BTreeMap::new(),
             decided: BTreeMap::new(),
+            by_value: params.by_value,
+            byzantine: BTreeSet::new(),
             not_judged: None,
         })
     }
@@ -170,20 +209,28 @@ impl Checker for DecisionLiveness {
 
     fn on_record(&mut self, index: usize, record: &Record) -> Option<Violation> {
         self.clock.advance(NAME, index, record.time);
+        if let Observation::Byzantine { .. } = record.obs {
+            self.byzantine.insert(record.node);
+        }
+        if self.byzantine.contains(&record.node) {
+            return None;
+        }
+        let by_value = self.by_value;
+        let key = |instance: &u64, value: &u64| if by_value { *value } else { *instance };
         match &record.obs {
-            Observation::Proposes { instance, .. } => {
+            Observation::Proposes { instance, value } => {
                 self.proposed
-                    .entry(*instance)
+                    .entry(key(instance, value))
                     .or_insert((record.time, index));
             }
-            Observation::Decides { instance, .. }
+            Observation::Decides { instance, value }
                 if self
                     .counted
                     .as_ref()
                     .is_none_or(|c| c.contains(&record.node)) =>
             {
                 self.decided
-                    .entry(*instance)
+                    .entry(key(instance, value))
                     .or_insert((record.time, index));
             }
             _ => {}
@@ -397,5 +444,30 @@ mod tests {
         }
         assert!(c.finish(&h.info).is_none());
         c.not_judged()
+    }
+
+    /// Issue 35: with `by_value`, a proposed value decided in another instance is
+    /// decided; without it, its instance is not. A Byzantine node's decision does not
+    /// count.
+    #[test]
+    fn by_value_judges_values_and_a_byzantine_decision_does_not_count() {
+        let h = |liar: bool| {
+            let h = H::nodes(3).at_ms(10).node(0).proposes(1, 5001);
+            let h = if liar {
+                h.node(1).obs(tenure_core::Observation::Byzantine {
+                    behaviour: tenure_core::Byzantine::Silent,
+                })
+            } else {
+                h
+            };
+            h.at_ms(20).node(1).decides(3, 5001).end_ms(1000).history()
+        };
+        let by_value = json!({"within": "100ms", "by_value": true});
+        assert_eq!(
+            judge_with("decision-liveness", by_value.clone(), &h(false)),
+            None
+        );
+        assert!(judge_with("decision-liveness", json!({"within": "100ms"}), &h(false)).is_some());
+        assert!(judge_with("decision-liveness", by_value, &h(true)).is_some());
     }
 }

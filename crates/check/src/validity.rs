@@ -13,6 +13,14 @@
 //! **Source:** Lamport, "Paxos Made Simple" (2001), §2.1, the safety requirements
 //! ("Only a value that has been proposed may be chosen").
 //!
+//! With `by_value = true`, a value proposed for any instance counts (state machine
+//! replication, where a client proposes a request and the primary picks its sequence
+//! number: PBFT). Honest deciders only: a node's `Decides` after its `Byzantine` record
+//! (the host's mark that a fault turned it into a liar) are not judged. Its `Proposes`
+//! still count: a request a faulty client really sent is a proposal (Castro & Liskov
+//! execute faulty clients' requests too); what a liar cannot do is make honest nodes
+//! decide a value nobody put forward.
+//!
 //! Online and exact: the violation is reported at the `Decides` of an unproposed value.
 
 use crate::{CheckError, Checker, CheckerInfo, TrueClock, Violation};
@@ -30,13 +38,17 @@ pub const INFO: CheckerInfo = CheckerInfo {
     property: "every Decides { instance, value } is preceded by a Proposes { instance, value } \
                of some node",
     source: "Lamport, \"Paxos Made Simple\" (2001), §2.1 safety requirements",
-    params: "",
+    params: "by_value (bool, default false): a value proposed for any instance counts \
+             (a client proposes, a primary orders: PBFT)",
 };
 
-/// No parameters.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Params {}
+pub struct Params {
+    /// A value proposed for any instance counts.
+    #[serde(default)]
+    pub by_value: bool,
+}
 
 /// A value decided that nobody had proposed for that instance.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,15 +98,20 @@ impl From<UnproposedValueDecided> for Violation {
 
 pub struct Validity {
     clock: TrueClock,
-    /// instance -> the values proposed for it so far.
+    /// instance -> the values proposed for it so far (`by_value`: all under 0).
     proposed: BTreeMap<u64, BTreeSet<u64>>,
+    by_value: bool,
+    /// Nodes turned Byzantine so far: their decisions are not judged.
+    byzantine: BTreeSet<NodeId>,
 }
 
 impl Validity {
-    pub fn new(_params: Params, _cluster: &Cluster) -> Result<Self, CheckError> {
+    pub fn new(params: Params, _cluster: &Cluster) -> Result<Self, CheckError> {
         Ok(Validity {
             clock: TrueClock::default(),
             proposed: BTreeMap::new(),
+            by_value: params.by_value,
+            byzantine: BTreeSet::new(),
         })
     }
 }
@@ -106,13 +123,21 @@ impl Checker for Validity {
 
     fn on_record(&mut self, index: usize, record: &Record) -> Option<Violation> {
         self.clock.advance(NAME, index, record.time);
+        if let Observation::Byzantine { .. } = record.obs {
+            self.byzantine.insert(record.node);
+        }
+        let key = |instance: u64| if self.by_value { 0 } else { instance };
         match record.obs {
             Observation::Proposes { instance, value } => {
-                self.proposed.entry(instance).or_default().insert(value);
+                self.proposed
+                    .entry(key(instance))
+                    .or_default()
+                    .insert(value);
                 None
             }
+            Observation::Decides { .. } if self.byzantine.contains(&record.node) => None,
             Observation::Decides { instance, value } => {
-                let values = self.proposed.get(&instance);
+                let values = self.proposed.get(&key(instance));
                 if values.is_some_and(|v| v.contains(&value)) {
                     return None;
                 }
@@ -209,5 +234,60 @@ mod tests {
             "{}",
             v.message
         );
+    }
+
+    /// Issue 35: `by_value` accepts a value proposed for another instance (a primary
+    /// picks the sequence number); without it the same history fails.
+    #[test]
+    fn by_value_counts_a_value_proposed_for_any_instance() {
+        let h = H::nodes(3)
+            .at_ms(10)
+            .node(0)
+            .proposes(7, 5001)
+            .at_ms(20)
+            .node(1)
+            .decides(1, 5001)
+            .end_ms(30)
+            .history();
+        let by_value = serde_json::json!({"by_value": true});
+        assert_eq!(judge_with("validity", by_value, &h), None);
+        assert!(judge_with("validity", Value::Null, &h).is_some());
+    }
+
+    /// Issue 35: a Byzantine node's decisions are not judged (unmarked, the same node's
+    /// unproposed decision fails); its proposals still count (a faulty client's request
+    /// is a proposal).
+    #[test]
+    fn a_byzantine_nodes_decisions_are_not_judged_and_its_proposals_count() {
+        let mark = tenure_core::Observation::Byzantine {
+            behaviour: tenure_core::Byzantine::WrongDigest,
+        };
+        let liar_proposes = H::nodes(3)
+            .at_ms(5)
+            .node(2)
+            .obs(mark.clone())
+            .at_ms(10)
+            .node(2)
+            .proposes(1, 666)
+            .at_ms(20)
+            .node(0)
+            .decides(1, 666)
+            .end_ms(30)
+            .history();
+        assert_eq!(judge_with("validity", Value::Null, &liar_proposes), None);
+        let liar_decides = |marked: bool| {
+            let h = H::nodes(3).at_ms(5);
+            let h = if marked {
+                h.node(2).obs(mark.clone())
+            } else {
+                h
+            };
+            h.at_ms(20).node(2).decides(1, 666).end_ms(30).history()
+        };
+        assert_eq!(
+            judge_with("validity", Value::Null, &liar_decides(true)),
+            None
+        );
+        assert!(judge_with("validity", Value::Null, &liar_decides(false)).is_some());
     }
 }

@@ -135,6 +135,7 @@ fn unsupported(fault: &Fault) -> Option<&'static str> {
             Some("the proxy applies one latency to every link; one link's own is the simulator's")
         }
         Fault::Request { .. } => Some("requests from outside are not delivered to real nodes yet"),
+        Fault::Byzantine { .. } => Some("Byzantine behaviour is delivered by the simulator only"),
     }
 }
 

@@ -47,13 +47,17 @@ pub struct Assumptions {
     /// A network that never partitions nor loses messages (a synchronous system, as the
     /// bully algorithm assumes); the reason.
     pub reliable_network: Option<String>,
+    /// The most nodes that may be Byzantine at once (`byzantine` fault events; PBFT's
+    /// `f`). Unlike the other fields, `None` means none: a protocol that does not declare
+    /// it tolerates no Byzantine node at all (every crash-fault protocol).
+    pub max_byzantine: Option<Limit<u32>>,
 }
 
 /// One assumption a drawn fault broke: which, by how much, and the declared limit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Broken {
     /// `max-drift`, `max-wall-jump`, `max-latency`, `max-pause`, `min-restart-delay`,
-    /// `reliable-network`.
+    /// `reliable-network`, `max-byzantine`.
     pub assumption: &'static str,
     /// What was drawn, in words ("drift -0.42 on n2", "pause 5s of n1").
     pub drawn: String,
@@ -140,6 +144,25 @@ impl Assumptions {
         })
     }
 
+    /// Whether `count` Byzantine nodes stay within [`Assumptions::max_byzantine`] (none
+    /// when it is not declared).
+    pub fn byzantine(&self, count: u32, what: String) -> Option<Broken> {
+        let (limit, why) = match &self.max_byzantine {
+            Some(l) => (l.value, l.why.clone()),
+            None => (
+                0,
+                "it declares no Byzantine tolerance: its nodes fail by crashing, never by lying"
+                    .to_string(),
+            ),
+        };
+        (count > limit).then(|| Broken {
+            assumption: "max-byzantine",
+            drawn: what,
+            limit: limit.to_string(),
+            why,
+        })
+    }
+
     /// The assumptions in words, one per line, for reports and `tenure list`.
     pub fn describe(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -171,6 +194,9 @@ impl Assumptions {
                 format_duration(l.value),
                 l.why
             ));
+        }
+        if let Some(l) = &self.max_byzantine {
+            out.push(format!("at most {} Byzantine nodes ({})", l.value, l.why));
         }
         if let Some(l) = &self.min_restart_delay {
             out.push(format!(

@@ -34,8 +34,8 @@ pub use env::{
 };
 pub use observation::{FieldValue, History, Observation, OpOutcome, OpValue, Record, RunInfo};
 pub use protocol::{
-    roles, Configurable, ParamError, Protocol, ProtocolInfo, Request, RoleInfo, RoleKind, Roles,
-    Transport, Variant, VariantInfo,
+    roles, Byzantine, Configurable, ParamError, Protocol, ProtocolInfo, Request, RoleInfo,
+    RoleKind, Roles, Transport, Variant, VariantInfo,
 };
 pub use time::{
     format_duration, parse_duration, HumanDuration, LocalTime, SignedDuration, SimTime,

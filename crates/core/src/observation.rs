@@ -18,6 +18,10 @@ pub enum Observation {
     Started,
     /// The host crashed the node: every belief it held is gone.
     Crashed,
+    /// The host turned the node Byzantine (a `byzantine` fault event): from here on it
+    /// lies as `behaviour` says. Checkers of agreement, validity and decisions ignore
+    /// what a node records after this (a liar's observations prove nothing).
+    Byzantine { behaviour: crate::Byzantine },
 
     // --- elections ---
     /// The node believes it is the leader of `term`.
@@ -248,6 +252,7 @@ impl Observation {
         match self {
             Observation::Started => "started",
             Observation::Crashed => "crashed",
+            Observation::Byzantine { .. } => "byzantine",
             Observation::Leader { .. } => "leader",
             Observation::Follower { .. } => "follower",
             Observation::Candidate { .. } => "candidate",

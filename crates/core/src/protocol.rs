@@ -50,6 +50,16 @@ pub trait Protocol: Clone + Debug + Eq + Hash + Send + 'static {
         let _ = (env, peer);
     }
 
+    /// The simulator turned this node Byzantine (a `byzantine` fault event): from now on
+    /// it lies as `behaviour` says, in its own name only (the network's sender is
+    /// unforgeable). Delivered again after every restart, so the node stays Byzantine.
+    /// How to lie needs protocol knowledge, so the behaviour's code lives in the
+    /// protocol; one that never declared `max-byzantine` ignores it (the default), and a
+    /// scenario that turns its nodes is judged beyond its assumptions anyway.
+    fn on_byzantine(&mut self, env: &mut dyn Env<Self::Msg, Self::Timer>, behaviour: Byzantine) {
+        let _ = (env, behaviour);
+    }
+
     /// Whether a write to `key` must be durable before the node acts on it. A node that
     /// sends a message while a write to such a key is not yet synced gets a durability
     /// hint in the report (the shape of "reply before persist"). Return `false` for keys
@@ -59,6 +69,38 @@ pub trait Protocol: Clone + Debug + Eq + Hash + Send + 'static {
         let _ = key;
         true
     }
+}
+
+/// How a Byzantine node lies (Castro & Liskov's arbitrary faults, made a finite set so a
+/// profile can draw them and a scenario can name them).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::Display,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+pub enum Byzantine {
+    /// Says different things to different nodes about one decision (a primary that
+    /// orders different requests at one sequence number for two halves of the backups).
+    Equivocate,
+    /// Sends digests that match no request (a pre-prepare whose digest is not its
+    /// request's, prepares and commits for a digest nobody proposed).
+    WrongDigest,
+    /// Sends nothing at all (and still receives).
+    Silent,
+    /// Votes for two different new views at once, to different halves of the nodes.
+    ConflictingViews,
 }
 
 /// A request injected by a scenario: a name and an argument, meaning what the protocol

@@ -941,6 +941,10 @@ fn without_node(s: &Scenario, cluster: &Cluster, r: usize, removed: NodeId) -> O
                 name: name.clone(),
                 arg: *arg,
             },
+            Fault::Byzantine { node, behaviour } => Fault::Byzantine {
+                node: sel(*node)?,
+                behaviour: *behaviour,
+            },
             Fault::PowerLoss { node, torn } => Fault::PowerLoss {
                 node: sel(*node)?,
                 torn: *torn,

@@ -43,6 +43,7 @@ pub mod leader_lease;
 pub mod lock_server;
 pub mod multi_lock;
 pub mod paxos;
+pub mod pbft;
 pub mod promises;
 pub mod raft;
 pub mod raft_log;

@@ -1663,6 +1663,7 @@ impl Configurable for RedisFailover {
             )),
             max_latency: None,
             reliable_network: None,
+            max_byzantine: None,
         }
     }
 }

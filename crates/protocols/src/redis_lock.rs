@@ -608,6 +608,7 @@ impl Configurable for RedisLock {
             }),
             max_latency: None,
             reliable_network: None,
+            max_byzantine: None,
         }
     }
 

@@ -493,6 +493,7 @@ impl Configurable for Redlock {
                 )
             }),
             reliable_network: None,
+            max_byzantine: None,
         }
     }
 

@@ -166,6 +166,7 @@ pub fn unsupported(fault: &Fault) -> Option<&'static str> {
         }
         Fault::Slow { .. } => Some("handler times are the real machine's"),
         Fault::Request { .. } => Some("requests from outside are not delivered to real nodes"),
+        Fault::Byzantine { .. } => Some("real servers do not lie: Byzantine nodes are the simulator's"),
     }
 }
 

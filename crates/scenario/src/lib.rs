@@ -34,6 +34,7 @@
 //! | `network` | `latency?`, `loss?`, `duplicate?` | change the global defaults from then on |
 //! | `request` | `node`, `name`, `arg = 0` | a client request to `node` |
 //! | `power-loss` | `node`, `torn = false` | a machine crash: unsynced writes lost (the last one torn) |
+//! | `byzantine` | `node`, `behaviour` | the node lies from then on: `equivocate`, `wrong-digest`, `silent`, `conflicting-views` |
 //!
 //! `node` fields take an id, `"leader"`, `"holder"` or `"waiter"` ([`NodeSel`]); node
 //! lists take ids.

@@ -612,6 +612,14 @@ pub enum Fault {
         #[serde(with = "human")]
         duration: Duration,
     },
+    /// The node turns Byzantine from now on, for the rest of the run (restarts
+    /// included): it lies as `behaviour` says (`equivocate`, `wrong-digest`, `silent`,
+    /// `conflicting-views`), in its own name only. Within the assumptions only for a
+    /// protocol that declares `max-byzantine`, and only up to it.
+    Byzantine {
+        node: NodeSel,
+        behaviour: tenure_core::Byzantine,
+    },
 }
 
 impl Fault {
@@ -638,6 +646,7 @@ impl Fault {
         "clock-stall",
         "clock-slew",
         "slow-link",
+        "byzantine",
     ];
 
     /// This fault's `kind`, as written in files.
@@ -660,7 +669,8 @@ impl Fault {
             | Fault::DiskStall { node, .. }
             | Fault::DiskError { node, .. }
             | Fault::Slow { node, .. }
-            | Fault::SlowLink { node, .. } => Some(node),
+            | Fault::SlowLink { node, .. }
+            | Fault::Byzantine { node, .. } => Some(node),
             Fault::Partition { .. }
             | Fault::Cut { .. }
             | Fault::OneWay { .. }
@@ -692,6 +702,7 @@ impl Fault {
             Fault::SlowLink { .. } => "slow-link",
             Fault::ClockStall { .. } => "clock-stall",
             Fault::ClockSlew { .. } => "clock-slew",
+            Fault::Byzantine { .. } => "byzantine",
         }
     }
 }
@@ -803,6 +814,10 @@ mod tests {
                 node: NodeSel::Holder,
                 latency: Delay::uniform(Duration::from_millis(50), Duration::from_millis(100)),
                 duration: Duration::from_secs(2),
+            },
+            Fault::Byzantine {
+                node: NodeSel::Id(0),
+                behaviour: tenure_core::Byzantine::Equivocate,
             },
         ];
         let kinds: Vec<&str> = faults.iter().map(Fault::kind).collect();

@@ -905,7 +905,14 @@ mod tests {
                 drift: 0.01,
             }]
         );
-        assert_eq!(s.faults.len(), 23);
+        assert_eq!(s.faults.len(), 24);
+        assert_eq!(
+            s.faults[23].fault,
+            Fault::Byzantine {
+                node: NodeSel::Id(2),
+                behaviour: tenure_core::Byzantine::Equivocate,
+            }
+        );
         assert_eq!(
             s.faults[2],
             FaultEvent {
