@@ -57,6 +57,11 @@ const FOUND_BY_THEIR_CRATE: &[&str] = &[
     // Needs a cluster of one server, which the built-in scenario (five) is not; its
     // scenario (one server, two clients) fuzzed under `power` finds it, below.
     "raft-log/single-voter-read-index",
+    // Both need n = 3f replicas, which the built-in scenario (3f + 1 = 4, what
+    // `correct` needs) is not; their scenarios (three replicas) fuzzed under
+    // `byzantine` find them, below.
+    "pbft/small-quorum",
+    "pbft/small-cluster",
 ];
 
 /// Broken variants no built-in profile finds, shown only by their scenarios (checked by
@@ -402,4 +407,41 @@ fn power_finds_the_raft_log_durability_bugs_and_not_their_controls() {
         failing_seeds(&target("single-voter-read-index-105"), 0..seed + 1),
         Vec::<u64>::new()
     );
+}
+
+/// PBFT's broken variants on their three-replica scenarios (faults cleared) are found by
+/// `byzantine` and shrink to at most 3 fault events; the correct PBFT on four replicas
+/// (the controls' scenarios, faults cleared too) fails none of the same seeds.
+#[test]
+fn byzantine_finds_the_pbft_quorum_bugs_on_3f_replicas_and_not_their_controls() {
+    let zoo = crate::support::zoo();
+    let target = |file: &str| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/pbft")
+            .join(file);
+        let mut scenario = tenure_scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        scenario.faults.clear();
+        scenario.expect = tenure_scenario::Expectation::Pass;
+        Target::from_scenario(&zoo, scenario, Some("byzantine")).unwrap()
+    };
+    for (label, broken, control, breaks) in [
+        (
+            "pbft/small-quorum",
+            "small-quorum-equivocate.toml",
+            "small-quorum-control.toml",
+            "agreement",
+        ),
+        (
+            "pbft/small-cluster",
+            "small-cluster-silent.toml",
+            "small-cluster-control.toml",
+            "decision-liveness",
+        ),
+    ] {
+        let seed = find_and_shrink_in(label, &target(broken), &[breaks], 0..100);
+        assert_eq!(
+            failing_seeds(&target(control), 0..seed + 1),
+            Vec::<u64>::new()
+        );
+    }
 }

@@ -671,6 +671,8 @@ impl<'a> Drawer<'a> {
         // Asymmetric delays and the early faults, each from its own stream (see `aim`).
         links.extend(self.draw_asymmetric());
         restart_at_heal.extend(self.draw_early(heal_at));
+        // Byzantine nodes, from their own stream (see `byzantine`).
+        self.draw_byzantine();
 
         // 4. The heal, then the liveness phase: every fault undone, clocks back to the
         // rate they started the run with (a drift drawn in the window must not linger
@@ -1078,6 +1080,7 @@ fn round_to(x: f64, scale: f64) -> f64 {
 }
 
 mod aim;
+mod byzantine;
 mod field;
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ pub const PROFILE_NAMES: &[&str] = &[
     "beyond",
     "field",
     "power",
+    "byzantine",
 ];
 
 /// The profiles that draw within the target's declared assumptions: a correct variant
@@ -48,6 +49,7 @@ pub const WITHIN_PROFILES: &[&str] = &[
     "chaos",
     "field",
     "power",
+    "byzantine",
 ];
 
 /// The profile `tenure fuzz` uses when neither the scenario nor `--profile` names one.
@@ -242,6 +244,18 @@ pub struct Profile {
     /// How long from the start the `early` faults are drawn in.
     #[serde(with = "duration")]
     pub early_window: Duration,
+    /// Chance that a seed has Byzantine nodes (`byzantine` events, each with a behaviour
+    /// drawn from the four, at time zero or in the fault window): from 1 to as many as
+    /// the target declares it tolerates (`max-byzantine`), among the nodes of the
+    /// cluster's first role (its replicas or servers); none for a target that declares
+    /// none, which is every protocol but PBFT. Drawn from a stream of its own.
+    #[serde(deserialize_with = "de::probability")]
+    pub byzantine: f64,
+    /// Not a knob: the most Byzantine nodes a seed may draw, set by
+    /// [`Profile::within`] from the target's `max-byzantine` (0 when it declares none,
+    /// and for a profile drawn beyond the assumptions).
+    #[serde(skip)]
+    pub byzantine_max: u32,
 }
 
 fn yes() -> bool {
@@ -374,6 +388,9 @@ pub struct ProfileTable {
     #[serde(default, with = "opt_duration")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub early_window: Option<Duration>,
+    #[serde(default, deserialize_with = "de::opt_probability")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub byzantine: Option<f64>,
 }
 
 impl ProfileTable {
@@ -453,6 +470,7 @@ impl Profile {
         if let Some(l) = &assumptions.max_wall_jump {
             cap(&mut p.slew_range, l.value);
         }
+        p.byzantine_max = assumptions.max_byzantine.as_ref().map_or(0, |l| l.value);
         if let Some(l) = &assumptions.min_restart_delay {
             p.crash_points = false;
             p.outage_range[0] = p.outage_range[0].max(l.value);
@@ -506,6 +524,8 @@ impl Profile {
             asymmetric: 0.0,
             early: 0.0,
             early_window: ms(100),
+            byzantine: 0.0,
+            byzantine_max: 0,
         }
     }
 
@@ -645,6 +665,20 @@ impl Profile {
                 early: 0.5,
                 ..base
             },
+            // Byzantine nodes up to the target's declared max-byzantine (none for a
+            // protocol that declares none: then a light mix of the crash-fault kinds),
+            // with some crashes, partitions, loss and pauses besides
+            "byzantine" => Profile {
+                byzantine: 1.0,
+                crash: 0.3,
+                partition: 0.3,
+                pause: 0.3,
+                loss: 0.2,
+                duplicate: 0.2,
+                events: [1, 3],
+                window: [0.0, 0.6],
+                ..base
+            },
             _ => return None,
         };
         Some(Profile {
@@ -728,6 +762,7 @@ impl Profile {
         "asymmetric",
         "early",
         "early_window",
+        "byzantine",
     ];
 
     /// What a field's own check cannot see (a profile built in code is checked only
@@ -757,6 +792,7 @@ impl Profile {
             ("waiter", self.waiter),
             ("asymmetric", self.asymmetric),
             ("early", self.early),
+            ("byzantine", self.byzantine),
         ];
         for (knob, p) in probabilities {
             if !(0.0..=1.0).contains(&p) {

@@ -391,7 +391,9 @@ impl PbftConfig {
     }
 }
 
-/// What a replica syncs before any message leaves.
+/// What a replica syncs before any message leaves: this (its view, how far it executed),
+/// the current view's accepted digests and each prepared certificate under keys of
+/// their own, each written only when it changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Durable {
     pub view: u64,
@@ -401,16 +403,26 @@ pub struct Durable {
     pub normal_view: u64,
     /// The primary's next sequence number.
     pub next_seq: u64,
-    /// view -> seq -> the digest it accepted (pre-prepared) there.
+    /// view -> seq -> the digest it accepted (pre-prepared) there; only the current
+    /// view's is kept (stored under its own key).
+    #[serde(skip)]
     pub accepted: BTreeMap<u64, BTreeMap<u64, Digest>>,
-    /// seq -> its highest-view prepared certificate.
+    /// seq -> its highest-view prepared certificate (each stored under its own key).
+    #[serde(skip)]
     pub prepared: BTreeMap<u64, Cert>,
+    /// The highest sequence number with a stored certificate.
+    pub prepared_upto: u64,
     pub last_exec: u64,
     /// client -> (the last request number executed, its result).
     pub executed: BTreeMap<NodeId, (u64, u64)>,
 }
 
 const DURABLE_KEY: &str = "pbft";
+const ACCEPTED_KEY: &str = "pbft-accepted";
+
+fn cert_key(seq: u64) -> String {
+    format!("pbft-prepared-{seq}")
+}
 
 /// Votes and the pre-prepare for one (view, seq).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -428,6 +440,10 @@ pub struct Replica {
     d: Durable,
     /// The durable state changed since it was last synced.
     dirty: bool,
+    /// The current view's accepted digests changed since last synced.
+    dirty_accepted: bool,
+    /// The certificates that changed since last synced.
+    dirty_prepared: BTreeSet<u64>,
     /// client -> t -> the request (the first received under that number).
     requests: BTreeMap<NodeId, BTreeMap<u64, Signed<Req>>>,
     log: BTreeMap<u64, BTreeMap<u64, Slot>>,
@@ -477,11 +493,23 @@ impl Replica {
     /// nothing.
     fn flush(&mut self, env: E<'_>) {
         let out = std::mem::take(&mut self.outbox);
-        if self.dirty {
-            if env.store_synced(DURABLE_KEY, &self.d).is_err() {
+        if self.dirty || self.dirty_accepted || !self.dirty_prepared.is_empty() {
+            if self.dirty {
+                env.store(DURABLE_KEY, &self.d);
+            }
+            if self.dirty_accepted {
+                let view = self.d.view;
+                env.store(ACCEPTED_KEY, &(view, self.d.accepted.get(&view)));
+            }
+            for &seq in &self.dirty_prepared {
+                env.store(&cert_key(seq), &self.d.prepared[&seq]);
+            }
+            if env.sync().is_err() {
                 return;
             }
             self.dirty = false;
+            self.dirty_accepted = false;
+            self.dirty_prepared.clear();
         }
         if self.byz == Some(Byzantine::Silent) {
             return;
@@ -770,7 +798,7 @@ impl Replica {
             Some(_) => {}
             None => {
                 accepted.insert(seq, d);
-                self.dirty = true;
+                self.dirty_accepted = true;
             }
         }
         if let Some(r) = &pp.body.request {
@@ -869,7 +897,11 @@ impl Replica {
                 .is_none_or(|c| c.pp.body.view < view)
             {
                 self.d.prepared.insert(seq, cert);
-                self.dirty = true;
+                self.dirty_prepared.insert(seq);
+                if seq > self.d.prepared_upto {
+                    self.d.prepared_upto = seq;
+                    self.dirty = true;
+                }
             }
             self.vote(
                 config,
@@ -1062,6 +1094,8 @@ impl Replica {
         self.d.changing = false;
         self.d.normal_view = view;
         self.dirty = true;
+        self.dirty_accepted = true;
+        self.d.accepted.retain(|&v, _| v >= view);
         self.assigned.clear();
         let primary = config.primary(view);
         if primary == self.me {
@@ -1155,6 +1189,13 @@ impl Client {
             env.set_timer(Timer::Next, config.interval);
             return;
         }
+        self.propose(config, env);
+    }
+
+    /// Records the current request as proposed and sends it. Also after a restart: the
+    /// crash may have come while the number was being synced, before the record (a
+    /// record made twice proposes nothing new).
+    fn propose(&mut self, config: &PbftConfig, env: E<'_>) {
         env.observe(Observation::Proposes {
             instance: self.t,
             value: self.value(),
@@ -1199,6 +1240,8 @@ impl Protocol for Pbft {
                     byz: None,
                     d: Durable::default(),
                     dirty: false,
+                    dirty_accepted: false,
+                    dirty_prepared: BTreeSet::new(),
                     requests: BTreeMap::new(),
                     log: BTreeMap::new(),
                     committed: BTreeMap::new(),
@@ -1226,6 +1269,17 @@ impl Protocol for Pbft {
         match self {
             Pbft::Replica { config, r } => {
                 r.d = env.load(DURABLE_KEY).unwrap_or_default();
+                let accepted: Option<(u64, Option<BTreeMap<u64, Digest>>)> = env.load(ACCEPTED_KEY);
+                if let Some((view, Some(map))) = accepted {
+                    if view == r.d.view {
+                        r.d.accepted.insert(view, map);
+                    }
+                }
+                for seq in 1..=r.d.prepared_upto {
+                    if let Some(cert) = env.load::<Cert>(&cert_key(seq)) {
+                        r.d.prepared.insert(seq, cert);
+                    }
+                }
                 let view = r.d.view;
                 if r.d.changing {
                     r.timer_on = true;
@@ -1247,7 +1301,7 @@ impl Protocol for Pbft {
                     // Again the request it had sent (the same value: replicas that
                     // executed it answer again).
                     c.done = false;
-                    c.send_request(config, env);
+                    c.propose(config, env);
                 }
             }
         }

@@ -286,3 +286,27 @@ fn configure_names_the_cluster_each_variant_needs() {
     let c = config(PbftVariant::SmallCluster, 3);
     assert_eq!((c.quorum, c.replicas.len()), (3, 3));
 }
+
+/// Regression (found by `power`, seed 1: a client crashed while the number of its next
+/// request was being synced): the restarted client sent the request it had never
+/// recorded as proposed, and `validity` saw an honest replica decide a value nobody had
+/// proposed. A restarted client records its current request again.
+#[test]
+fn a_restarted_client_records_its_request_as_proposed_again() {
+    let config = config(PbftVariant::Correct, 4);
+    let (_, mut host) = node(&config, 4); // first boot: request 1 (5_000_001) written
+    let cluster = cluster(4);
+    let mut again = Pbft::new(&config, NodeId(4), &cluster);
+    let mut step = host.step();
+    again.on_start(&mut step);
+    assert!(step
+        .effects
+        .contains(&Effect::Observe(Observation::Proposes {
+            instance: 1,
+            value: 5_000_001
+        })));
+    assert!(step
+        .effects
+        .iter()
+        .any(|e| matches!(e, Effect::Send { msg: Msg::Request(r), .. } if r.body.t == 1)));
+}
