@@ -21,7 +21,7 @@ use tenure_fuzz::{
 const AFTER_HELP: &str = "\
 Each seed draws its own fault rates from the profile (swarm testing), then an explicit
 timeline of faults inside the fault window, a heal, and a liveness phase. Profiles: calm,
-partitions, clocks, pauses, crashes, chaos (the default), beyond, field, power. A
+partitions, clocks, pauses, crashes, chaos (the default), beyond, field, power, byzantine. A
 scenario's [profile] table (name = \"chaos\" plus any knob) overrides the profile's knobs.
 
 Outcomes are reported in seed order, so they are the same whatever --jobs is, and the

@@ -65,6 +65,7 @@ fn draws(name: &str) -> (Vec<(&'static str, f64)>, bool) {
         ("torn", p.torn),
         ("asymmetric", p.asymmetric),
         ("early", p.early),
+        ("byzantine", p.byzantine),
     ];
     let on = chances.into_iter().filter(|(_, c)| *c > 0.0).collect();
     (on, p.beyond_assumptions)

@@ -738,3 +738,65 @@ fn early_faults_strike_from_time_zero_and_restart_in_time_to_rejoin() {
     }
     assert!(points > 50 && aimed_pauses > 50, "{points} {aimed_pauses}");
 }
+
+/// Issue 35: `byzantine` draws Byzantine nodes of the first role only, from 1 to the
+/// declared `max-byzantine`, and none for a target that declares none; `chaos`, which
+/// does not turn the knob on, draws exactly the same events for a target that declares
+/// one as for one that does not (a stream of its own).
+#[test]
+fn byzantine_nodes_are_drawn_only_up_to_the_declared_max() {
+    let cluster = Cluster::new(vec![
+        RoleSpec {
+            role: "replica".into(),
+            count: 7,
+        },
+        RoleSpec {
+            role: "client".into(),
+            count: 2,
+        },
+    ])
+    .unwrap();
+    let declared = |f: u32| tenure_core::Assumptions {
+        max_byzantine: Some(tenure_core::Limit::new(f, "a test's f")),
+        ..tenure_core::Assumptions::default()
+    };
+    let liars = |p: &Profile, seed: u64| -> Vec<u32> {
+        let mut nodes: Vec<u32> = p
+            .draw(seed, &cluster, ms(10_000))
+            .faults
+            .iter()
+            .filter_map(|e| match &e.fault {
+                Fault::Byzantine { node, .. } => node.id().map(|n| n.0),
+                _ => None,
+            })
+            .collect();
+        nodes.sort();
+        nodes.dedup();
+        nodes
+    };
+    let byzantine = Profile::named("byzantine").unwrap();
+    let mut most = 0;
+    for seed in 0..200 {
+        let two = liars(&byzantine.within(&declared(2)), seed);
+        assert!(!two.is_empty() && two.len() <= 2, "seed {seed}: {two:?}");
+        assert!(two.iter().all(|&n| n < 7), "replicas only: {two:?}");
+        most = most.max(two.len());
+        assert_eq!(
+            liars(
+                &byzantine.within(&tenure_core::Assumptions::default()),
+                seed
+            ),
+            Vec::<u32>::new()
+        );
+    }
+    assert_eq!(most, 2, "up to the declared max");
+    let chaos = Profile::named("chaos").unwrap();
+    for seed in 0..50 {
+        assert_eq!(
+            chaos.within(&declared(2)).draw(seed, &cluster, ms(10_000)),
+            chaos
+                .within(&tenure_core::Assumptions::default())
+                .draw(seed, &cluster, ms(10_000))
+        );
+    }
+}
