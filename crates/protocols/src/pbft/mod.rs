@@ -1338,10 +1338,8 @@ impl Protocol for Pbft {
                 }
                 r.flush(env);
             }
-            (Pbft::Client { config, c }, Timer::Retry(t)) => {
-                if t == c.t && !c.done {
-                    c.send_request(config, env);
-                }
+            (Pbft::Client { config, c }, Timer::Retry(t)) if t == c.t && !c.done => {
+                c.send_request(config, env);
             }
             (Pbft::Client { config, c }, Timer::Next) => c.next(config, env),
             _ => {}
