@@ -37,6 +37,20 @@ pub fn broken_assumptions(case: &Scenario, assumptions: &Assumptions) -> Vec<Bro
             ));
         }
     }
+    out.extend(assumptions.fsync(
+        case.disk.fsync.max,
+        format!("disk syncs up to {}", format_duration(case.disk.fsync.max)),
+    ));
+    for d in &case.disk.nodes {
+        out.extend(assumptions.fsync(
+            d.fsync.max,
+            format!(
+                "syncs up to {} on the disk of {}",
+                format_duration(d.fsync.max),
+                d.node
+            ),
+        ));
+    }
     for e in &case.faults {
         match &e.fault {
             Fault::Network {

@@ -4,6 +4,7 @@ mod actions_vs_beliefs;
 mod author_guide;
 mod checkers_trusted;
 mod determinism;
+mod etcd_service;
 mod fuzz;
 mod narrative;
 mod public_api;

@@ -47,6 +47,11 @@ fn correct_variants_pass_every_profile_within_their_assumptions() {
         for profile in WITHIN_PROFILES {
             let target = Target::for_protocol(&zoo, entry.info.name, None, Some(profile))
                 .unwrap_or_else(|e| panic!("{}: {e}", entry.info.name));
+            // A target that tolerates no Byzantine node gets none from `byzantine`, whose
+            // other faults (crashes, partitions, pauses, loss) `chaos` draws: CI time.
+            if target.profile.byzantine > 0.0 && target.profile.byzantine_max == 0 {
+                continue;
+            }
             let seeds = crate::support::seeds_for(entry.info.name, SEEDS_PER_CELL);
             let found = failures(&target, 0..seeds);
             let known = KNOWN_OPEN.contains(&(entry.info.name, profile));

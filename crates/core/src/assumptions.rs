@@ -44,6 +44,11 @@ pub struct Assumptions {
     /// timing requirement, as Raft's "broadcast time << election timeout", §5.6). Fuzz
     /// profiles draw slow links and slow networks within it.
     pub max_latency: Option<Limit<Duration>>,
+    /// The slowest disk sync (fsync) under which its liveness promise holds: a member
+    /// blocked in a sync handles nothing else, so a slow disk delays heartbeats and
+    /// votes as a slow link does (etcd: "failed to send out heartbeat on time ...
+    /// likely from slow disk"). Fuzz profiles draw every disk's slowest fsync within it.
+    pub max_fsync: Option<Limit<Duration>>,
     /// A network that never partitions nor loses messages (a synchronous system, as the
     /// bully algorithm assumes); the reason.
     pub reliable_network: Option<String>,
@@ -56,8 +61,8 @@ pub struct Assumptions {
 /// One assumption a drawn fault broke: which, by how much, and the declared limit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Broken {
-    /// `max-drift`, `max-wall-jump`, `max-latency`, `max-pause`, `min-restart-delay`,
-    /// `reliable-network`, `max-byzantine`.
+    /// `max-drift`, `max-wall-jump`, `max-latency`, `max-fsync`, `max-pause`,
+    /// `min-restart-delay`, `reliable-network`, `max-byzantine`.
     pub assumption: &'static str,
     /// What was drawn, in words ("drift -0.42 on n2", "pause 5s of n1").
     pub drawn: String,
@@ -133,6 +138,18 @@ impl Assumptions {
         })
     }
 
+    /// Whether a disk whose syncs take up to `latency` stays within
+    /// [`Assumptions::max_fsync`].
+    pub fn fsync(&self, latency: Duration, what: String) -> Option<Broken> {
+        let limit = self.max_fsync.as_ref()?;
+        (latency > limit.value).then(|| Broken {
+            assumption: "max-fsync",
+            drawn: what,
+            limit: format_duration(limit.value),
+            why: limit.why.clone(),
+        })
+    }
+
     /// Whether a partition or message loss stays within [`Assumptions::reliable_network`].
     pub fn network_fault(&self, what: String) -> Option<Broken> {
         let why = self.reliable_network.as_ref()?;
@@ -184,6 +201,13 @@ impl Assumptions {
         if let Some(l) = &self.max_latency {
             out.push(format!(
                 "message delays at most {} ({})",
+                format_duration(l.value),
+                l.why
+            ));
+        }
+        if let Some(l) = &self.max_fsync {
+            out.push(format!(
+                "disk syncs at most {} ({})",
                 format_duration(l.value),
                 l.why
             ));
@@ -251,5 +275,39 @@ impl Promise {
         let max = Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX));
         self.with("max_overlap", format_duration(max))
             .with("bound", derivation.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_disk_slower_than_the_declared_fsync_is_beyond_it_and_is_described() {
+        let none = Assumptions::default();
+        assert_eq!(none.fsync(Duration::from_secs(1), "n0".into()), None);
+        let a = Assumptions {
+            max_fsync: Some(Limit::new(
+                Duration::from_millis(5),
+                "a tenth of the heartbeat",
+            )),
+            ..Assumptions::default()
+        };
+        assert_eq!(
+            a.fsync(Duration::from_millis(5), "at the limit".into()),
+            None
+        );
+        let broken = a
+            .fsync(Duration::from_millis(6), "syncs up to 6ms on n1".into())
+            .unwrap();
+        assert_eq!(broken.assumption, "max-fsync");
+        assert_eq!(
+            broken.to_string(),
+            "beyond assumption max-fsync: syncs up to 6ms on n1 exceeds the declared 5ms (a tenth of the heartbeat)"
+        );
+        assert_eq!(
+            a.describe(),
+            vec!["disk syncs at most 5ms (a tenth of the heartbeat)".to_string()]
+        );
     }
 }

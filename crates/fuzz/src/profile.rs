@@ -70,14 +70,6 @@ fn sync_rng(seed: u64) -> ChaCha8Rng {
     rng
 }
 
-/// The range each node's slowest fsync is drawn from (log-uniformly) on seeds with
-/// power losses inside an fsync: from 1 ms, a fast SSD's flush, to 100 ms, a loaded
-/// spinning disk or a network block device's tail (etcd warns of fsyncs over 10 ms and
-/// logs "slow fdatasync" past 1 s), the scale of an election timeout's randomness
-/// (150 ms over 150-300 ms in the Raft paper's LAN setup), so a slow disk can reorder
-/// an election as a slow link can.
-const FSYNC_RANGE: [Duration; 2] = [Duration::from_millis(1), Duration::from_millis(100)];
-
 /// Drawing a seed's fault schedule from a [`Profile`].
 pub trait Draw {
     /// The fault schedule of `seed` on `cluster` for a run of `duration` (extended if
@@ -736,7 +728,7 @@ impl<'a> Drawer<'a> {
     /// disks. What real systems see, and why each draw is what it is:
     ///
     /// * *fsync latency:* each node's disk (but the protected resource's, `storage`)
-    ///   draws its slowest fsync log-uniformly from [`FSYNC_RANGE`] (most disks fast,
+    ///   draws its slowest fsync log-uniformly from `fsync_range` ([`tenure_scenario::profile::FSYNC_RANGE`], capped at a declared `max_fsync`) (most disks fast,
     ///   some slow), each sync uniform from 1 ms up to it. A handler's effects after a sync wait for it, so a slow disk delays a
     ///   candidate's later RequestVotes as a slow link would.
     /// * *Where a power loss strikes:* right before a sync (`at_sync`, `at_effect = 0`),
@@ -768,7 +760,7 @@ impl<'a> Drawer<'a> {
         if self.chance(p.disk) {
             let nodes: Vec<NodeId> = self.cluster.nodes().collect();
             for node in nodes {
-                let max = self.log_between(FSYNC_RANGE);
+                let max = self.log_between(p.fsync_range);
                 // The protected resource is judged, not a participant: its disk is
                 // the storage system's promise (as its power is, above).
                 if self.kind_of(node) == RoleKind::Resource {

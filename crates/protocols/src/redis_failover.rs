@@ -1662,6 +1662,7 @@ impl Configurable for RedisFailover {
                 "keys expire by the wall clock of the node that holds them",
             )),
             max_latency: None,
+            max_fsync: None,
             reliable_network: None,
             max_byzantine: None,
         }

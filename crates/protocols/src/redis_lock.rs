@@ -607,6 +607,7 @@ impl Configurable for RedisLock {
                 )
             }),
             max_latency: None,
+            max_fsync: None,
             reliable_network: None,
             max_byzantine: None,
         }

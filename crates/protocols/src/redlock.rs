@@ -492,6 +492,7 @@ impl Configurable for Redlock {
                     ),
                 )
             }),
+            max_fsync: None,
             reliable_network: None,
             max_byzantine: None,
         }

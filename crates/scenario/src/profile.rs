@@ -174,6 +174,11 @@ pub struct Profile {
     /// time is not known when its restart is scheduled).
     #[serde(skip, default = "yes")]
     pub crash_points: bool,
+    /// The range each node's slowest fsync is drawn from (log-uniformly) on seeds with
+    /// `disk` (not a knob: [`FSYNC_RANGE`], capped by [`Profile::within`] at a
+    /// declared `max_fsync`).
+    #[serde(skip, default = "fsync_range")]
+    pub fsync_range: [Duration; 2],
     /// Chance that a seed's links get heavy-tailed delays for the whole run: each link
     /// (both ways) an exponential, log-normal, Pareto or spiky distribution, capped at
     /// `latency_range`'s maximum (so within a declared `max_latency`).
@@ -261,6 +266,18 @@ pub struct Profile {
 fn yes() -> bool {
     true
 }
+
+fn fsync_range() -> [Duration; 2] {
+    FSYNC_RANGE
+}
+
+/// The range each node's slowest fsync is drawn from (log-uniformly) on seeds with
+/// power losses inside an fsync: from 1 ms, a fast SSD's flush, to 100 ms, a loaded
+/// spinning disk or a network block device's tail (etcd warns of fsyncs over 10 ms and
+/// logs "slow fdatasync" past 1 s), the scale of an election timeout's randomness
+/// (150 ms over 150-300 ms in the Raft paper's LAN setup), so a slow disk can reorder
+/// an election as a slow link can.
+pub const FSYNC_RANGE: [Duration; 2] = [Duration::from_millis(1), Duration::from_millis(100)];
 
 /// The `[profile]` table as written: the built-in profile it starts from (`name`,
 /// default [`DEFAULT_PROFILE`]) and the knobs it overrides, each checked as it is read
@@ -459,6 +476,9 @@ impl Profile {
         if let Some(l) = &assumptions.max_latency {
             cap(&mut p.latency_range, l.value);
         }
+        if let Some(l) = &assumptions.max_fsync {
+            cap(&mut p.fsync_range, l.value);
+        }
         if let Some(l) = &assumptions.max_drift {
             // A stalled clock stands still: past any drift bound while it lasts.
             p.clock_stall = 0.0;
@@ -509,6 +529,7 @@ impl Profile {
             liveness: Duration::from_secs(8),
             beyond_assumptions: false,
             crash_points: true,
+            fsync_range: FSYNC_RANGE,
             heavy_tail: 0.0,
             clock_stall: 0.0,
             clock_slew: 0.0,

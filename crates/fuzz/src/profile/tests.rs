@@ -559,6 +559,37 @@ fn a_declared_maximum_pause_caps_disk_stalls_and_turns_slow_nodes_off() {
     assert_eq!(p.disk_stall, 0.5);
 }
 
+/// A declared `max_fsync` cuts every drawn disk's slowest fsync at it, and changes
+/// nothing else a seed draws (the same random calls, a smaller range).
+#[test]
+fn a_declared_maximum_fsync_caps_every_drawn_disk_and_nothing_else() {
+    let assumptions = tenure_core::Assumptions {
+        max_fsync: Some(tenure_core::Limit::new(ms(5), "a tenth of the heartbeat")),
+        ..tenure_core::Assumptions::default()
+    };
+    let free = Profile::named("power").unwrap();
+    let capped = free.within(&assumptions);
+    assert_eq!(capped.fsync_range[1], ms(5));
+    let c = lock_cluster();
+    let mut slower = 0;
+    for seed in 0..50 {
+        let a = free.draw_for(seed, &c, LOCK_ROLES, ms(10_000));
+        let b = capped.draw_for(seed, &c, LOCK_ROLES, ms(10_000));
+        assert_eq!(a.faults, b.faults, "seed {seed}: the same events");
+        assert_eq!(a.links, b.links, "seed {seed}");
+        assert_eq!(a.disks.len(), b.disks.len(), "seed {seed}: the same disks");
+        for (x, y) in a.disks.iter().zip(&b.disks) {
+            assert_eq!(x.node, y.node);
+            assert!(y.fsync.max <= ms(5), "seed {seed}: {y:?}");
+            slower += usize::from(x.fsync.max > ms(5));
+        }
+    }
+    assert!(
+        slower > 0,
+        "the uncapped profile draws disks slower than 5ms"
+    );
+}
+
 /// Issue 33: in a cluster of lock clients nobody records `Leader`, so a fault the
 /// profile aims at the leader aims at the holder instead; and a share of the faults
 /// drawn at fixed nodes aims at the holder or a waiter.

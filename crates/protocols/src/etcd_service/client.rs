@@ -27,6 +27,14 @@ pub struct LockClient {
     /// A request unanswered this long goes to the next server: one keep-alive period.
     retry_after: Duration,
     prefix: String,
+    /// This incarnation's stream: the high 32 bits of every request id it sends, drawn
+    /// at start. In etcd a watch (and every other call) lives on a gRPC stream that dies
+    /// with the client process; a restarted client opens new streams and never receives
+    /// an answer meant for its previous life. Numbering requests from 1 again in one id
+    /// space let a dead incarnation's watch answer (`KeyDeleted` for its request 4) pass
+    /// for the new incarnation's request 4, whose real answer was then dropped: the
+    /// client waited for ever (`lock-liveness`, power seed 1351 of `correct`).
+    stream: u64,
     req: u64,
     /// Requests not yet answered: id -> (operation, when and to whom last sent).
     inflight: BTreeMap<u64, (Op, LocalTime, NodeId)>,
@@ -67,7 +75,7 @@ impl LockClient {
     /// Sends a new request to the server we believe leads.
     fn request(&mut self, env: &mut E<'_>, op: Op) -> u64 {
         self.req += 1;
-        let req = self.req;
+        let req = self.stream << 32 | self.req;
         let to = self.leader();
         self.inflight.insert(req, (op.clone(), env.monotonic(), to));
         env.send(to, Msg::Request { req, op });
@@ -112,6 +120,7 @@ impl LockClient {
     }
 
     fn on_start(&mut self, env: &mut E<'_>) {
+        self.stream = env.range_inclusive(1, u64::from(u32::MAX));
         self.guess = env.range_inclusive(0, self.servers.len() as u64 - 1) as usize;
         self.grant(env);
         // Processes start at different moments: keep-alive periods have their own phase.
@@ -408,6 +417,7 @@ impl Client {
                 ttl: config.ttl,
                 retry_after: config.ttl / 3 - Duration::from_millis(1),
                 prefix: format!("/lock/{}", config.workload.resource),
+                stream: 0,
                 req: 0,
                 inflight: BTreeMap::new(),
                 lease: None,

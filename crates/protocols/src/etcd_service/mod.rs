@@ -575,6 +575,20 @@ impl Configurable for EtcdService {
                 slack / 2,
                 "a stable leader needs broadcast time << election timeout (Raft §5.6)",
             )),
+            // A member blocked in an fsync sends no heartbeat, and a member syncs once per
+            // entry it appends: a burst of proposals on slow disks makes a backlog of syncs
+            // that outlasts the election timeout, and leaders change over and over, which
+            // also restarts every lease's TTL (#9395). etcd warns "failed to send out
+            // heartbeat on time ... likely from slow disk"; its operators keep the WAL
+            // fsync's p99 under 10ms for the default 100ms heartbeat, a tenth of it.
+            max_fsync: Some(Limit::new(
+                config.heartbeat_interval / 10,
+                format!(
+                    "a tenth of the heartbeat {}, as etcd's guidance of a WAL fsync under 10ms \
+                     for its 100ms heartbeat: a member blocked in syncs sends no heartbeat",
+                    tenure_core::format_duration(config.heartbeat_interval)
+                ),
+            )),
             ..Default::default()
         }
     }

@@ -293,3 +293,47 @@ fn not_the_leader_sends_the_request_to_the_named_leader() {
         "{redirected:?}"
     );
 }
+
+#[test]
+fn a_restarted_client_never_takes_its_previous_lifes_answer_for_its_own() {
+    // Regression (`correct`, lock-liveness: power seed 1351, chaos seeds 507, 642,
+    // 1541): a restarted client numbered its requests from 1 again. The server still
+    // held the dead incarnation's watch (its request 4) and answered `KeyDeleted` for
+    // request 4; the new incarnation took that for the answer to its own request 4 and
+    // dropped the real one. Each incarnation now sends on a stream of its own.
+    let mut c = OneClient::new();
+    let first: Vec<u64> = requests(&c.step(|c, s| c.on_start(s)))
+        .into_iter()
+        .map(|(req, _)| req)
+        .collect();
+    // The process dies; a new one starts with the same configuration (the rng goes on,
+    // as a node's seeded stream does across a restart).
+    c.client = Client::new(&config(EtcdServiceVariant::Correct), &c.cluster);
+    let start = c.step(|c, s| c.on_start(s));
+    let (grant, op) = requests(&start)[0].clone();
+    assert!(matches!(op, Op::Grant { .. }));
+    assert!(
+        !first.contains(&grant),
+        "the new incarnation's first request id {grant} is one its previous life used: {first:?}"
+    );
+    // An answer sent to the previous life's first request changes nothing now...
+    let stale = c.reply(
+        0,
+        first[0],
+        Answer::Granted {
+            lease: 5,
+            ttl: Duration::from_secs(1),
+        },
+    );
+    assert_eq!(c.client.lock.lease(), None, "{stale:?}");
+    // ...and the new incarnation's own answer is still taken.
+    c.reply(
+        0,
+        grant,
+        Answer::Granted {
+            lease: 7,
+            ttl: Duration::from_secs(1),
+        },
+    );
+    assert_eq!(c.client.lock.lease(), Some(7));
+}
