@@ -21,7 +21,8 @@ pub enum MultiPaxosVariant {
     /// A new leader adopts the values its promises report only for the slots it had
     /// seen itself; a slot it missed it takes as free.
     SkipPhase1,
-    /// An acceptor acknowledges an accept before the fsync of what it accepted.
+    /// An acceptor sends its promise or its acceptance before the fsync of what it
+    /// reports.
     NoSyncAccept,
 }
 
@@ -75,9 +76,10 @@ pub(crate) static INFO: ProtocolInfo = ProtocolInfo {
         },
         VariantInfo {
             name: "no-sync-accept",
-            summary: "an acceptor acknowledges an accept before the fsync of what it accepted: \
-                      a power loss inside that fsync forgets an acceptance already counted, \
-                      and a later leader's phase 1 does not see the chosen value",
+            summary: "an acceptor acknowledges an accept (or sends a promise) before the fsync \
+                      of what it reports: a power loss inside that fsync forgets an \
+                      acceptance already counted, and a later leader's phase 1 does not see \
+                      the chosen value",
             breaks: &["state-machine-safety", "log-matching", "linearizability"],
         },
     ],

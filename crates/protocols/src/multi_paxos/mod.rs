@@ -47,9 +47,10 @@
 //! **Broken variants.** `skip-phase1` (a new leader adopts reported values only for
 //! slots it had seen itself, accepted or learned: a slot it missed, while down or cut
 //! off, it takes as free and fills with a no-op, overwriting a value that may already be
-//! chosen), `no-sync-accept` (an acceptor answers `Accepted`
-//! before the fsync of the acceptance: a power loss inside that fsync forgets an
-//! acceptance the leader counted, and the next leader's phase 1 misses the chosen value).
+//! chosen), `no-sync-accept` (an acceptor answers `Accepted`, or
+//! `Promise`, before the fsync of what it reports: a power loss inside that fsync forgets
+//! an acceptance the leader counted, and the next leader's phase 1 misses the chosen
+//! value).
 //!
 //! **Sources.** Leslie Lamport, "Paxos Made Simple", ACM SIGACT News 32(4), 2001: §2.2
 //! (the two phases; an acceptor must remember its promise and acceptance across a
@@ -65,15 +66,12 @@ pub use config::{
 };
 
 use crate::paxos::Ballot;
-use crate::raft_log::{
-    Answer, Client, ClientTimer, ClientWire, Command, Entry, Op, Request,
-};
+use crate::raft_log::{Answer, Client, ClientTimer, ClientWire, Command, Entry, Op, Request};
 use crate::util::majority;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use tenure_core::{
-    Cluster, Configurable, Env, NodeId, Observation, ParamError, Protocol, ProtocolInfo,
-    StorageExt,
+    Cluster, Configurable, Env, NodeId, Observation, ParamError, Protocol, ProtocolInfo, StorageExt,
 };
 
 /// Storage key of the acceptor's promise.
@@ -106,7 +104,10 @@ impl Proposal {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Msg {
     /// Phase 1a for every slot from `from` on.
-    Prepare { ballot: Ballot, from: u64 },
+    Prepare {
+        ballot: Ballot,
+        from: u64,
+    },
     /// Phase 1b: a promise, with every acceptance from the prepare's `from` on.
     Promise {
         ballot: Ballot,
@@ -119,11 +120,20 @@ pub enum Msg {
         value: Proposal,
     },
     /// Phase 2b, to the leader.
-    Accepted { ballot: Ballot, slot: u64 },
+    Accepted {
+        ballot: Ballot,
+        slot: u64,
+    },
     /// `ballot` refused: the acceptor promised `promised`.
-    Nack { ballot: Ballot, promised: Ballot },
+    Nack {
+        ballot: Ballot,
+        promised: Ballot,
+    },
     /// The leader's heartbeat round.
-    Heartbeat { ballot: Ballot, round: u64 },
+    Heartbeat {
+        ballot: Ballot,
+        round: u64,
+    },
     /// An acceptor that promised nothing higher acknowledges a round, saying how far it
     /// has learned.
     HeartbeatAck {
@@ -132,9 +142,15 @@ pub enum Msg {
         chosen: u64,
     },
     /// A slot's value is chosen (from the leader that saw a majority accept it).
-    Chosen { slot: u64, value: Proposal },
+    Chosen {
+        slot: u64,
+        value: Proposal,
+    },
     Request(Request),
-    Reply { attempt: u64, answer: Answer },
+    Reply {
+        attempt: u64,
+        answer: Answer,
+    },
 }
 
 impl Msg {
@@ -455,8 +471,16 @@ impl Server {
             self.announce(env);
         }
         let accepted = self.accepted_from(first);
-        // `send` syncs the promise first.
-        self.send(env, from, Msg::Promise { ballot, accepted });
+        let reply = Msg::Promise { ballot, accepted };
+        if self.variant() == MultiPaxosVariant::NoSyncAccept {
+            // The bug, in phase 1 too: the promise leaves before its fsync.
+            self.write(env);
+            env.send(from, reply);
+            self.persist(env);
+        } else {
+            // `send` syncs the promise first.
+            self.send(env, from, reply);
+        }
         self.reset_election_timer(env);
     }
 
@@ -543,7 +567,14 @@ impl Server {
         self.check_chosen(env, slot);
     }
 
-    fn on_accept(&mut self, env: &mut E<'_>, from: NodeId, ballot: Ballot, slot: u64, value: Proposal) {
+    fn on_accept(
+        &mut self,
+        env: &mut E<'_>,
+        from: NodeId,
+        ballot: Ballot,
+        slot: u64,
+        value: Proposal,
+    ) {
         self.see(ballot);
         if ballot < self.promised {
             let promised = self.promised;
@@ -711,7 +742,14 @@ impl Server {
         );
     }
 
-    fn on_heartbeat_ack(&mut self, env: &mut E<'_>, from: NodeId, ballot: Ballot, round: u64, chosen: u64) {
+    fn on_heartbeat_ack(
+        &mut self,
+        env: &mut E<'_>,
+        from: NodeId,
+        ballot: Ballot,
+        round: u64,
+        chosen: u64,
+    ) {
         if self.role != Role::Leader || ballot != self.ballot {
             return;
         }
@@ -846,7 +884,10 @@ impl Server {
 
     fn on_message(&mut self, env: &mut E<'_>, from: NodeId, msg: Msg) {
         match msg {
-            Msg::Prepare { ballot, from: first } => self.on_prepare(env, from, ballot, first),
+            Msg::Prepare {
+                ballot,
+                from: first,
+            } => self.on_prepare(env, from, ballot, first),
             Msg::Promise { ballot, accepted } => self.on_promise(env, from, ballot, accepted),
             Msg::Accept {
                 ballot,

@@ -131,7 +131,10 @@ fn an_acceptor_syncs_its_acceptance_before_it_answers() {
     let mut n = Node::started(MultiPaxosVariant::NoSyncAccept, 0);
     let e = n.recv(1, accept);
     let (send, sync) = send_and_sync(&e, |m| matches!(m, Msg::Accepted { .. }));
-    assert!(send < sync, "no-sync-accept: the answer leaves first: {e:?}");
+    assert!(
+        send < sync,
+        "no-sync-accept: the answer leaves first: {e:?}"
+    );
 }
 
 #[test]
@@ -221,7 +224,10 @@ fn a_new_leader_re_proposes_the_value_a_promise_reports() {
     let (_, e) = elect_with_a_report(MultiPaxosVariant::Correct);
     let values = accepts_of_slot_1(&e);
     assert!(!values.is_empty(), "{e:?}");
-    assert!(values.iter().all(|v| *v == put(ballot(0, 1), 1, 9)), "{values:?}");
+    assert!(
+        values.iter().all(|v| *v == put(ballot(0, 1), 1, 9)),
+        "{values:?}"
+    );
 
     // Negative control: skip-phase1 takes slot 1 (which it never saw) as free, and
     // the next client put goes there.

@@ -1249,7 +1249,10 @@ impl<W: ClientWire> Client<W> {
         let attempt = env.next_u64();
         open.attempts.push(attempt);
         open.to = to;
-        env.set_timer(W::timer(ClientTimer::Timeout(attempt)), self.config.request_timeout);
+        env.set_timer(
+            W::timer(ClientTimer::Timeout(attempt)),
+            self.config.request_timeout,
+        );
         let req = Request {
             attempt,
             session: self.session,
