@@ -14,6 +14,11 @@
 //! (each row sets `backoff = { policy = ... }`, keeping the scenario's `base` and `cap`
 //! unless `--backoff-base`/`--backoff-cap` say otherwise) and implies `--metrics`.
 //!
+//! `--log` shows what a replicated log costs (`cmd_compare/log_cost.rs`): decisions per
+//! run, messages per decision, the time from a leader's crash to the next decision, and
+//! the fraction of client operations that completed; give it scenarios of two log
+//! protocols with the same faults, e.g. `scenarios/multi-paxos/beside-raft-*.toml`.
+//!
 //! `--updates` shows, per row, what the clients' updates cost (tenure-metrics'
 //! `updates`): completed updates per second, update latency p50/p99 (from the first
 //! attempt to the acknowledgement), acquire latency p50/p99 where there is a lock,
@@ -69,6 +74,11 @@ pub struct CompareArgs {
     /// effects (to compare locks, optimistic concurrency and idempotency keys).
     #[arg(long, conflicts_with_all = ["metrics", "backoff"])]
     updates: bool,
+    /// Show what a replicated log costs instead: decisions per run, messages per
+    /// decision, recovery from a leader crash (to the next decision) p50/p99, and the
+    /// fraction of client operations that completed (for raft-log beside multi-paxos).
+    #[arg(long, conflicts_with_all = ["metrics", "backoff", "updates"])]
+    log: bool,
     /// How many seeds, from the first seed upward.
     #[arg(long, default_value_t = 20)]
     seeds: u64,
@@ -282,6 +292,9 @@ pub struct Row {
     pub messages_per_handover: Option<f64>,
     /// Mean messages per run.
     pub messages_per_run: f64,
+    /// What the log cost (with `--log`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<log_cost::LogCost>,
     /// The runs' metrics together (with `--metrics`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<tenure_metrics::Metrics>,
@@ -396,6 +409,7 @@ pub fn measure(
         messages_per_handover: (!msgs.is_empty())
             .then(|| msgs.iter().sum::<u64>() as f64 / msgs.len() as f64),
         messages_per_run: all_messages as f64 / reports.len().max(1) as f64,
+        log: Some(log_cost::of(&reports)),
         metrics: Some(crate::run_metrics::of_all(&reports)),
         stopped_by_limit: reports.iter().find_map(|r| {
             r.stats
@@ -554,13 +568,20 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
             r.metrics = None;
         }
     }
+    if !args.log {
+        for r in &mut rows {
+            r.log = None;
+        }
+    }
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&rows).expect("rows serialize")
         );
     } else {
-        let (head, body) = if args.updates {
+        let (head, body) = if args.log {
+            log_cost::table(&rows)
+        } else if args.updates {
             crate::compare_updates::table(&rows)
         } else if show_metrics {
             metrics_table(&rows)
@@ -573,7 +594,14 @@ pub fn compare(args: CompareArgs, tools: &Tools) -> Outcome {
             print!("{}", plain(&head, &body));
         }
         let seeds = &rows[0].seeds;
-        if args.updates {
+        if args.log {
+            println!(
+                "seeds {}..={} per row ({} seeds); decisions = log indices applied by some node; msgs/decision = every message sent (clients' and heartbeats included) / decisions; recovery = a leader's crash to the next new index applied; ops ok = client operations completed ok / invoked",
+                seeds[0],
+                seeds[seeds.len() - 1],
+                seeds.len()
+            );
+        } else if args.updates {
             println!(
                 "seeds {}..={} per row; an update runs from its first attempt to its acknowledgement; lost = acknowledged but not in the final value (or never applied)",
                 seeds[0],
@@ -842,5 +870,6 @@ pub fn markdown(head: &[String], body: &[Vec<String>]) -> String {
     out
 }
 
+mod log_cost;
 #[cfg(test)]
 mod tests;

@@ -42,6 +42,7 @@ pub mod idempotency;
 pub mod leader_lease;
 pub mod lock_server;
 pub mod multi_lock;
+pub mod multi_paxos;
 pub mod paxos;
 pub mod pbft;
 pub mod promises;

@@ -36,6 +36,7 @@ impl Catalogue for Zoo {
         v.visit::<RedisFailover>();
         v.visit::<tenure_protocols::paxos::Paxos>();
         v.visit::<tenure_protocols::pbft::Pbft>();
+        v.visit::<tenure_protocols::multi_paxos::MultiPaxos>();
         // Real code: raft-rs 0.7.0 through its adapter (crates/adapters/raft-rs).
         v.visit::<RaftRs>();
     }

@@ -10,6 +10,7 @@ mod check_history;
 mod ci_templates;
 mod cli;
 mod cluster;
+mod compare_log;
 mod compare_timeline;
 mod compare_updates;
 mod contention_cli;

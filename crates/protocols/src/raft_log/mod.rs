@@ -1092,41 +1092,121 @@ struct Open {
     to: NodeId,
 }
 
+/// What a client needs of the run's parameters (raft-log's, or another log's that
+/// reuses this client, such as multi-paxos).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClientConfig {
+    pub keys: u8,
+    pub key_period: std::time::Duration,
+    pub reads: u8,
+    pub think: std::time::Duration,
+    pub request_timeout: std::time::Duration,
+    pub max_attempts: u32,
+}
+
+impl From<&RaftLogConfig> for ClientConfig {
+    fn from(c: &RaftLogConfig) -> ClientConfig {
+        ClientConfig {
+            keys: c.keys,
+            key_period: c.key_period,
+            reads: c.reads,
+            think: c.think,
+            request_timeout: c.request_timeout,
+            max_attempts: c.max_attempts,
+        }
+    }
+}
+
+/// A client's own timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClientTimer {
+    /// Its thinking is over: its next operation.
+    Think,
+    /// No answer to an attempt (by its id) in time.
+    Timeout(u64),
+}
+
+/// How a protocol that reuses [`Client`] carries its requests and timers.
+pub trait ClientWire: Clone + std::fmt::Debug + PartialEq + Eq + std::hash::Hash {
+    type Msg;
+    type Timer: Clone;
+    fn request(req: Request) -> Self::Msg;
+    fn timer(t: ClientTimer) -> Self::Timer;
+}
+
+/// raft-log's own messages and timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RaftWire;
+
+impl ClientWire for RaftWire {
+    type Msg = RaftLogMsg;
+    type Timer = RaftLogTimer;
+    fn request(req: Request) -> RaftLogMsg {
+        RaftLogMsg::Request(req)
+    }
+    fn timer(t: ClientTimer) -> RaftLogTimer {
+        match t {
+            ClientTimer::Think => RaftLogTimer::Think,
+            ClientTimer::Timeout(a) => RaftLogTimer::Timeout(a),
+        }
+    }
+}
+
+impl RaftWire {
+    fn client_timer(t: &RaftLogTimer) -> Option<ClientTimer> {
+        match t {
+            RaftLogTimer::Think => Some(ClientTimer::Think),
+            RaftLogTimer::Timeout(a) => Some(ClientTimer::Timeout(*a)),
+            _ => None,
+        }
+    }
+}
+
+type CE<'a, W> = dyn Env<<W as ClientWire>::Msg, <W as ClientWire>::Timer> + 'a;
+
 /// A client: one operation at a time, to the server it believes leads, retried on the
 /// next server after a timeout, on the named leader after "not the leader".
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Client {
+pub struct Client<W: ClientWire = RaftWire> {
     me: NodeId,
     servers: Vec<NodeId>,
-    config: RaftLogConfig,
+    config: ClientConfig,
     guess: usize,
     session: u64,
     seq: u64,
     open: Option<Open>,
+    wire: std::marker::PhantomData<W>,
 }
 
-impl Client {
-    fn new(config: &RaftLogConfig, me: NodeId, cluster: &Cluster) -> Client {
+impl<W: ClientWire> Client<W> {
+    /// A client of `servers`.
+    pub fn new(config: ClientConfig, me: NodeId, servers: Vec<NodeId>) -> Client<W> {
         Client {
             me,
-            servers: RaftLogConfig::servers(cluster),
-            config: config.clone(),
+            servers,
+            config,
             guess: 0,
             session: 0,
             seq: 0,
             open: None,
+            wire: std::marker::PhantomData,
         }
     }
 
-    fn on_start(&mut self, env: &mut E<'_>) {
+    /// This client's node.
+    pub fn me(&self) -> NodeId {
+        self.me
+    }
+
+    pub fn on_start(&mut self, env: &mut CE<'_, W>) {
         // A new process is a new session (§6.3); the guess starts anywhere.
         self.session = env.next_u64() | 1;
         self.guess = env.range_inclusive(0, self.servers.len() as u64 - 1) as usize;
-        env.set_timer(RaftLogTimer::Think, self.config.think);
+        env.set_timer(W::timer(ClientTimer::Think), self.config.think);
     }
 
     /// The next operation: a get or a put of one of the current registers.
-    fn next_operation(&mut self, env: &mut E<'_>) {
+    fn next_operation(&mut self, env: &mut CE<'_, W>) {
         let period = self.config.key_period.as_nanos().max(1) as i64;
         let generation = env.wall().as_nanos().max(0).div_euclid(period);
         let first = u32::try_from(generation)
@@ -1156,7 +1236,7 @@ impl Client {
         self.attempt(env);
     }
 
-    fn attempt(&mut self, env: &mut E<'_>) {
+    fn attempt(&mut self, env: &mut CE<'_, W>) {
         let to = self.servers[self.guess % self.servers.len()];
         let Some(open) = self.open.as_mut() else {
             return;
@@ -1169,22 +1249,25 @@ impl Client {
         let attempt = env.next_u64();
         open.attempts.push(attempt);
         open.to = to;
-        env.set_timer(RaftLogTimer::Timeout(attempt), self.config.request_timeout);
+        env.set_timer(
+            W::timer(ClientTimer::Timeout(attempt)),
+            self.config.request_timeout,
+        );
         let req = Request {
             attempt,
             session: self.session,
             seq: open.seq,
             op: open.op,
         };
-        env.send(to, RaftLogMsg::Request(req));
+        env.send(to, W::request(req));
     }
 
-    fn complete(&mut self, env: &mut E<'_>, outcome: OpOutcome, read: Option<Option<i64>>) {
+    fn complete(&mut self, env: &mut CE<'_, W>, outcome: OpOutcome, read: Option<Option<i64>>) {
         let Some(open) = self.open.take() else {
             return;
         };
         for a in &open.attempts {
-            env.cancel_timer(&RaftLogTimer::Timeout(*a));
+            env.cancel_timer(&W::timer(ClientTimer::Timeout(*a)));
         }
         let value = match read {
             Some(v) => v.map_or(OpValue::Nil, OpValue::Int),
@@ -1196,10 +1279,10 @@ impl Client {
             outcome,
             value,
         });
-        env.set_timer(RaftLogTimer::Think, self.config.think);
+        env.set_timer(W::timer(ClientTimer::Think), self.config.think);
     }
 
-    fn on_reply(&mut self, env: &mut E<'_>, from: NodeId, attempt: u64, answer: Answer) {
+    pub fn on_reply(&mut self, env: &mut CE<'_, W>, from: NodeId, attempt: u64, answer: Answer) {
         let Some(open) = &self.open else {
             return;
         };
@@ -1216,7 +1299,7 @@ impl Client {
             Answer::NotLeader(hint) if last => {
                 if let Some(leader) = hint.filter(|&l| l != from) {
                     self.guess = self.position(leader);
-                    env.cancel_timer(&RaftLogTimer::Timeout(attempt));
+                    env.cancel_timer(&W::timer(ClientTimer::Timeout(attempt)));
                     self.attempt(env);
                 }
                 // No leader known: the next server when this attempt times out.
@@ -1229,10 +1312,10 @@ impl Client {
         self.servers.iter().position(|&s| s == server).unwrap_or(0)
     }
 
-    fn on_timer(&mut self, env: &mut E<'_>, timer: RaftLogTimer) {
+    pub fn on_timer(&mut self, env: &mut CE<'_, W>, timer: ClientTimer) {
         match timer {
-            RaftLogTimer::Think if self.open.is_none() => self.next_operation(env),
-            RaftLogTimer::Timeout(attempt) => {
+            ClientTimer::Think if self.open.is_none() => self.next_operation(env),
+            ClientTimer::Timeout(attempt) => {
                 let Some(open) = &self.open else {
                     return;
                 };
@@ -1271,7 +1354,11 @@ impl Protocol for RaftLog {
     fn new(config: &RaftLogConfig, me: NodeId, cluster: &Cluster) -> RaftLog {
         match config.roles.get(me) {
             RaftLogRole::Server => RaftLog::Server(Box::new(Server::new(config, me, cluster))),
-            RaftLogRole::Client => RaftLog::Client(Box::new(Client::new(config, me, cluster))),
+            RaftLogRole::Client => RaftLog::Client(Box::new(Client::new(
+                ClientConfig::from(config),
+                me,
+                RaftLogConfig::servers(cluster),
+            ))),
         }
     }
 
@@ -1296,7 +1383,11 @@ impl Protocol for RaftLog {
     fn on_timer(&mut self, env: &mut E<'_>, timer: RaftLogTimer) {
         match self {
             RaftLog::Server(s) => s.on_timer(env, timer),
-            RaftLog::Client(c) => c.on_timer(env, timer),
+            RaftLog::Client(c) => {
+                if let Some(t) = RaftWire::client_timer(&timer) {
+                    c.on_timer(env, t);
+                }
+            }
         }
     }
 }
