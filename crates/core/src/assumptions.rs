@@ -220,7 +220,8 @@ impl Assumptions {
             ));
         }
         if let Some(l) = &self.max_byzantine {
-            out.push(format!("at most {} Byzantine nodes ({})", l.value, l.why));
+            let nodes = if l.value == 1 { "node" } else { "nodes" };
+            out.push(format!("at most {} Byzantine {nodes} ({})", l.value, l.why));
         }
         if let Some(l) = &self.min_restart_delay {
             out.push(format!(
