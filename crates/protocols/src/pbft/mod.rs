@@ -58,7 +58,9 @@
 //! quorums of n - f = 2f, which two can share only a Byzantine replica: with an
 //! equivocating primary two halves commit different requests at one sequence number
 //! (`agreement`). `small-cluster`: n = 3f with quorums of 2f + 1 = n: safe, but one silent
-//! or crashed replica stops every decision (`decision-liveness`).
+//! or crashed replica stops every decision (`decision-liveness`). Both run on any cluster of
+//! at least 3f replicas: the first 3f form the group and any others stand by, taking no
+//! part (so `tenure fuzz --protocol pbft --variant small-quorum` runs on the built-in 4).
 //!
 //! **Left out** (said so): checkpoints and garbage collection (§4.3; O covers every
 //! sequence number from 1, and logs grow), state transfer (a replica that missed a
@@ -481,6 +483,9 @@ pub enum Pbft {
         config: Box<PbftConfig>,
         c: Client,
     },
+    /// A replica node outside the group (`small-quorum` and `small-cluster` on a cluster
+    /// of more than 3f replicas: the first 3f form the group): it takes no part.
+    Spare,
 }
 
 impl Replica {
@@ -1233,6 +1238,7 @@ impl Protocol for Pbft {
     fn new(config: &PbftConfig, me: NodeId, _cluster: &Cluster) -> Pbft {
         let config = Box::new(config.clone());
         match config.roles.get(me) {
+            PbftRole::Replica if !config.replicas.contains(&me) => Pbft::Spare,
             PbftRole::Replica => Pbft::Replica {
                 config,
                 r: Box::new(Replica {
@@ -1304,6 +1310,7 @@ impl Protocol for Pbft {
                     c.propose(config, env);
                 }
             }
+            Pbft::Spare => {}
         }
     }
 
@@ -1318,6 +1325,7 @@ impl Protocol for Pbft {
                     c.on_reply(config, env, from, t, result);
                 }
             }
+            Pbft::Spare => {}
         }
     }
 
@@ -1356,6 +1364,7 @@ impl Protocol for Pbft {
                 }
             }
             Pbft::Client { c, .. } => c.byz = Some(behaviour),
+            Pbft::Spare => {}
         }
     }
 }
@@ -1391,20 +1400,20 @@ impl Configurable for Pbft {
             PbftVariant::SmallQuorum => (3 * f, 2 * f),
             PbftVariant::SmallCluster => (3 * f, 2 * f + 1),
         };
-        let fits = match variant {
-            PbftVariant::Correct => n >= want,
-            _ => n == want,
-        };
+        // `small-quorum` and `small-cluster` are groups of exactly 3f: on a larger
+        // cluster (the built-in one has 4 replicas) the first 3f form the group and the
+        // others stand by (`Pbft::Spare`), so `--protocol pbft --variant small-quorum`
+        // runs the variant.
+        let fits = n >= want;
+        let mut replicas = replicas;
+        if variant != PbftVariant::Correct {
+            replicas.truncate(want);
+        }
         if !fits {
             return Err(ParamError::new(
                 "cluster",
                 format!(
-                    "pbft/{variant} with f = {f} needs {}{want} replicas; the cluster has {n}",
-                    if variant == PbftVariant::Correct {
-                        "at least "
-                    } else {
-                        ""
-                    }
+                    "pbft/{variant} with f = {f} needs at least {want} replicas; the cluster has {n}"
                 ),
             ));
         }

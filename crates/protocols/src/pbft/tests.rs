@@ -281,10 +281,27 @@ fn configure_names_the_cluster_each_variant_needs() {
     assert_eq!(err.field, "cluster");
     assert!(err.to_string().contains("at least 4 replicas"), "{err}");
     let err =
-        Pbft::configure(PbftParams::default(), PbftVariant::SmallQuorum, &cluster(4)).unwrap_err();
-    assert!(err.to_string().contains("needs 3 replicas"), "{err}");
+        Pbft::configure(PbftParams::default(), PbftVariant::SmallQuorum, &cluster(2)).unwrap_err();
+    assert!(err.to_string().contains("at least 3 replicas"), "{err}");
     let c = config(PbftVariant::SmallCluster, 3);
     assert_eq!((c.quorum, c.replicas.len()), (3, 3));
+    // On the built-in 4 replicas the first 3f = 3 form the group; the fourth stands by
+    // and sends nothing, whatever it is told.
+    let c = config(PbftVariant::SmallQuorum, 4);
+    assert_eq!((c.quorum, c.replicas.len()), (2, 3));
+    let four = cluster(4);
+    let mut host = StepHost::new(NodeId(3), &four);
+    let mut spare = Pbft::new(&c, NodeId(3), &four);
+    assert!(matches!(spare, Pbft::Spare));
+    let mut step = host.step();
+    spare.on_start(&mut step);
+    assert!(step.effects.is_empty(), "{:?}", step.effects);
+    let reply = Msg::Reply {
+        view: 0,
+        t: 1,
+        result: 1,
+    };
+    assert!(deliver(&mut spare, &mut host, 0, reply).is_empty());
 }
 
 /// Regression (found by `power`, seed 1: a client crashed while the number of its next
