@@ -1,7 +1,8 @@
 //! multi-paxos's variants, roles, parameters (as a scenario writes them), their
 //! validation, and the resolved [`MultiPaxosConfig`] every node of a run shares.
 
-use crate::raft_log::{ClientConfig, MAX_ATTEMPTS};
+use crate::raft_log::check_client_params;
+use crate::raft_log::ClientConfig;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tenure_core::{
@@ -177,27 +178,14 @@ pub fn configure(
     if !(1..=1024).contains(&params.catch_up) {
         return Err(ParamError::new("catch_up", "must be from 1 to 1024"));
     }
-    if !(1..=16).contains(&params.keys) {
-        return Err(ParamError::new("keys", "must be from 1 to 16"));
-    }
-    if params.key_period.0 < Duration::from_millis(1) {
-        return Err(ParamError::new("key_period", "must be at least 1ms"));
-    }
-    if params.reads > 100 {
-        return Err(ParamError::new("reads", "is a percentage: from 0 to 100"));
-    }
-    if params.think.0.is_zero() {
-        return Err(ParamError::new("think", "must be more than 0"));
-    }
-    if params.request_timeout.0.is_zero() {
-        return Err(ParamError::new("request_timeout", "must be more than 0"));
-    }
-    if !(1..=MAX_ATTEMPTS).contains(&params.max_attempts) {
-        return Err(ParamError::new(
-            "max_attempts",
-            format!("must be from 1 to {MAX_ATTEMPTS}"),
-        ));
-    }
+    check_client_params(
+        params.keys,
+        params.key_period.0,
+        params.reads,
+        params.think.0,
+        params.request_timeout.0,
+        params.max_attempts,
+    )?;
     let roles = Roles::<MultiPaxosRole>::of(cluster)?;
     let servers: Vec<NodeId> = cluster.with_role("server").collect();
     if servers.is_empty() {

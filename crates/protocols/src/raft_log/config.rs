@@ -276,27 +276,14 @@ pub fn configure(
     if !(1..=64).contains(&params.max_entries) {
         return Err(ParamError::new("max_entries", "must be from 1 to 64"));
     }
-    if !(1..=16).contains(&params.keys) {
-        return Err(ParamError::new("keys", "must be from 1 to 16"));
-    }
-    if params.key_period.0 < Duration::from_millis(1) {
-        return Err(ParamError::new("key_period", "must be at least 1ms"));
-    }
-    if params.reads > 100 {
-        return Err(ParamError::new("reads", "is a percentage: from 0 to 100"));
-    }
-    if params.think.0.is_zero() {
-        return Err(ParamError::new("think", "must be more than 0"));
-    }
-    if params.request_timeout.0.is_zero() {
-        return Err(ParamError::new("request_timeout", "must be more than 0"));
-    }
-    if !(1..=MAX_ATTEMPTS).contains(&params.max_attempts) {
-        return Err(ParamError::new(
-            "max_attempts",
-            format!("must be from 1 to {MAX_ATTEMPTS}"),
-        ));
-    }
+    check_client_params(
+        params.keys,
+        params.key_period.0,
+        params.reads,
+        params.think.0,
+        params.request_timeout.0,
+        params.max_attempts,
+    )?;
     if !(0.0..0.5).contains(&params.lease_drift) {
         return Err(ParamError::new(
             "lease_drift",
@@ -366,4 +353,38 @@ fn timeout_range(
         ));
     }
     Ok((min, max))
+}
+
+/// The checks of the client parameters raft-log's client takes (it serves Multi-Paxos
+/// too): the same fields, the same errors, in both protocols.
+pub(crate) fn check_client_params(
+    keys: u8,
+    key_period: Duration,
+    reads: u8,
+    think: Duration,
+    request_timeout: Duration,
+    max_attempts: u32,
+) -> Result<(), ParamError> {
+    if !(1..=16).contains(&keys) {
+        return Err(ParamError::new("keys", "must be from 1 to 16"));
+    }
+    if key_period < Duration::from_millis(1) {
+        return Err(ParamError::new("key_period", "must be at least 1ms"));
+    }
+    if reads > 100 {
+        return Err(ParamError::new("reads", "is a percentage: from 0 to 100"));
+    }
+    if think.is_zero() {
+        return Err(ParamError::new("think", "must be more than 0"));
+    }
+    if request_timeout.is_zero() {
+        return Err(ParamError::new("request_timeout", "must be more than 0"));
+    }
+    if !(1..=MAX_ATTEMPTS).contains(&max_attempts) {
+        return Err(ParamError::new(
+            "max_attempts",
+            format!("must be from 1 to {MAX_ATTEMPTS}"),
+        ));
+    }
+    Ok(())
 }

@@ -61,6 +61,7 @@
 //! §6.4 (ReadIndex), §6.4.1 (leases), §4.2.3 (refusing votes while a leader is heard).
 
 mod config;
+pub(crate) use config::check_client_params;
 #[cfg(test)]
 mod tests;
 
