@@ -1,8 +1,5 @@
 //! Regressions of `etcd-service` found by the release sweeps (issues 34 and 39).
 
-use std::sync::atomic::AtomicBool;
-use tenure_fuzz::{fuzz, FuzzOptions, SeedResult, Target};
-
 /// Regression (`etcd-service` correct and `lease-checkpoint`, lock-liveness within their
 /// assumptions: `power` seed 1351, which shrank to a crash and restart of client n4, and
 /// `chaos` seeds 507, 642 and 1541, found by the 2,000-seed sweep of issue 39): a
@@ -15,40 +12,21 @@ use tenure_fuzz::{fuzz, FuzzOptions, SeedResult, Target};
 /// seeds failed without the fix.
 #[test]
 fn etcd_service_client_restart_reuses_request_ids_power_seed_1351() {
-    let zoo = crate::support::zoo();
+    let cells = [
+        ("power", 1351),
+        ("chaos", 507),
+        ("chaos", 642),
+        ("chaos", 1541),
+    ];
     let mut bad = Vec::new();
     for variant in ["correct", "lease-checkpoint"] {
-        for (profile, seed) in [
-            ("power", 1351),
-            ("chaos", 507),
-            ("chaos", 642),
-            ("chaos", 1541),
-        ] {
-            let target =
-                Target::for_protocol(&zoo, "etcd-service", Some(variant), Some(profile)).unwrap();
-            let options = FuzzOptions {
-                jobs: 1,
-                ..FuzzOptions::default()
-            };
-            let stop = AtomicBool::new(false);
-            fuzz(&target, seed..seed + 1, &options, &stop, |o| {
-                match &o.result {
-                    SeedResult::Pass => {
-                        // Judged, not merely not failed.
-                        if let Some((check, why)) =
-                            o.not_judged.iter().find(|(c, _)| c == "lock-liveness")
-                        {
-                            bad.push(format!("{variant} {profile} seed {seed}: {check} {why:?}"));
-                        }
-                    }
-                    SeedResult::Fail(f) => bad.push(format!(
-                        "{variant} {profile} seed {}: {} at {}: {}",
-                        o.seed, f.checker, f.time, f.message
-                    )),
-                    other => bad.push(format!("{variant} {profile} seed {}: {other:?}", o.seed)),
-                }
-            });
-        }
+        // Judged, not merely not failed.
+        bad.extend(crate::support::seeds_not_passing(
+            "etcd-service",
+            variant,
+            &cells,
+            Some("lock-liveness"),
+        ));
     }
     assert_eq!(bad, Vec::<String>::new());
 }

@@ -59,3 +59,44 @@ pub fn zoo() -> tenure_sim::Protocols {
 pub fn models() -> tenure_models::Models {
     tenure_models::Models::of(&tenure_zoo::Zoo)
 }
+
+/// Fuzzes each (profile, seed) of `protocol`'s `variant` alone and says, in words, every
+/// seed that did not pass, and every one where `judged` (a check) was not judged.
+pub fn seeds_not_passing(
+    protocol: &str,
+    variant: &str,
+    cells: &[(&str, u64)],
+    judged: Option<&str>,
+) -> Vec<String> {
+    use tenure_fuzz::{fuzz, FuzzOptions, SeedResult, Target};
+    let zoo = zoo();
+    let mut bad = Vec::new();
+    for &(profile, seed) in cells {
+        let target = Target::for_protocol(&zoo, protocol, Some(variant), Some(profile))
+            .unwrap_or_else(|e| panic!("{protocol}/{variant} {profile}: {e}"));
+        let options = FuzzOptions {
+            jobs: 1,
+            ..FuzzOptions::default()
+        };
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        fuzz(&target, seed..seed + 1, &options, &stop, |o| {
+            match &o.result {
+                SeedResult::Pass => {
+                    if let Some((check, why)) = o
+                        .not_judged
+                        .iter()
+                        .find(|(c, _)| Some(c.as_str()) == judged)
+                    {
+                        bad.push(format!("{variant} {profile} seed {seed}: {check} {why:?}"));
+                    }
+                }
+                SeedResult::Fail(f) => bad.push(format!(
+                    "{variant} {profile} seed {seed}: {} at {}: {}",
+                    f.checker, f.time, f.message
+                )),
+                other => bad.push(format!("{variant} {profile} seed {seed}: {other:?}")),
+            }
+        });
+    }
+    bad
+}

@@ -13,34 +13,14 @@ use tenure_fuzz::{fuzz, FuzzOptions, SeedResult, Target};
 /// `LearnerHandler.tickOfNextAckDeadline`). Each of these seeds fails without the fix.
 #[test]
 fn zk_ensemble_new_leader_stepped_down_before_newleader_acks_seeds_90_188_77_121_157() {
-    let zoo = crate::support::zoo();
-    let mut bad = Vec::new();
-    for (profile, seed) in [
+    let cells = [
         ("partitions", 90),
         ("chaos", 188),
         ("power", 77),
         ("power", 121),
         ("power", 157),
-    ] {
-        let target =
-            Target::for_protocol(&zoo, "zookeeper-ensemble", Some("correct"), Some(profile))
-                .unwrap();
-        let options = FuzzOptions {
-            jobs: 1,
-            ..FuzzOptions::default()
-        };
-        let stop = AtomicBool::new(false);
-        fuzz(&target, seed..seed + 1, &options, &stop, |o| {
-            match &o.result {
-                SeedResult::Pass => {}
-                SeedResult::Fail(f) => bad.push(format!(
-                    "{profile} seed {}: {} at {}: {}",
-                    o.seed, f.checker, f.time, f.message
-                )),
-                other => bad.push(format!("{profile} seed {}: {other:?}", o.seed)),
-            }
-        });
-    }
+    ];
+    let bad = crate::support::seeds_not_passing("zookeeper-ensemble", "correct", &cells, None);
     assert_eq!(bad, Vec::<String>::new());
 }
 
