@@ -46,6 +46,20 @@ const OVERRIDES: [(&str, &str); 6] = [
 /// container runs `bash -c`), in `dir`, with `env` (then the overrides, then `TENURE`,
 /// the built binary). Its exit code.
 fn run_script(script: &str, dir: &Path, env: &[(String, String)], errexit: bool) -> i32 {
+    let (code, out) = run_script_with(script, dir, env, errexit, env!("CARGO_BIN_EXE_tenure"));
+    assert!(matches!(code, 0 | 1), "{script}\nexit {code}\n{out}");
+    code
+}
+
+/// [`run_script`] with `tenure` standing for `TENURE` (a stand-in that exits with a code
+/// of the test's choosing), whatever it exits: its code and output.
+fn run_script_with(
+    script: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    errexit: bool,
+    tenure: &str,
+) -> (i32, String) {
     let mut cmd = Command::new("bash");
     cmd.arg("--noprofile").arg("--norc");
     if errexit {
@@ -58,15 +72,19 @@ fn run_script(script: &str, dir: &Path, env: &[(String, String)], errexit: bool)
     for (k, v) in OVERRIDES {
         cmd.env(k, v);
     }
-    cmd.env("TENURE", env!("CARGO_BIN_EXE_tenure"));
+    cmd.env("TENURE", tenure);
     let out = cmd.output().expect("bash runs");
-    let code = out.status.code().expect("exits");
-    assert!(
-        matches!(code, 0 | 1),
-        "{script}\nexit {code}\n{}",
-        text(&out)
-    );
-    code
+    (out.status.code().expect("exits"), text(&out))
+}
+
+/// A stand-in for `tenure` that exits with `code` (as a fuzz run stopped that way would).
+fn exits_with(dir: &Path, code: i32) -> String {
+    let path = dir.join(format!("tenure-exits-{code}"));
+    std::fs::write(&path, format!("#!/bin/sh\nexit {code}\n")).unwrap();
+    let mut perms = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&path, perms).unwrap();
+    path.display().to_string()
 }
 
 /// The report of one process over the same seeds (its `--json` summary, the last line
@@ -205,6 +223,22 @@ fn the_github_actions_workflow_is_valid_and_its_shards_merge_to_the_single_run()
         Some("always()"),
         "uploaded when a seed fails too"
     );
+    // "Re-run failed jobs" uploads under the same name again: v4 refuses that unless told
+    // to replace the earlier attempt's artefact.
+    for job in ["fuzz", "merge"] {
+        for st in doc["jobs"][job]["steps"].as_vec().unwrap() {
+            if st["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact@"))
+            {
+                assert_eq!(
+                    st["with"]["overwrite"].as_bool(),
+                    Some(true),
+                    "{job}: an upload that survives a re-run: {st:?}"
+                );
+            }
+        }
+    }
     let artefact = s(&upload["with"]["name"]).replace("${{ matrix.shard }}", "");
     let script = steps
         .iter()
@@ -305,6 +339,34 @@ fn the_kubernetes_indexed_job_is_valid_and_its_shards_merge_to_the_single_run() 
     assert_eq!(job["spec"]["parallelism"].as_i64(), Some(shards));
     let pod = &job["spec"]["template"]["spec"];
     assert_eq!(s(&pod["restartPolicy"]), "Never");
+    // Read-write-many needs a class that offers it: named, not left to the default.
+    assert!(
+        !s(&docs[0]["spec"]["storageClassName"]).is_empty(),
+        "the claim names its storage class"
+    );
+    // A locally loaded `tenure:latest` image is never pulled.
+    assert_eq!(s(&c["imagePullPolicy"]), "IfNotPresent");
+    // One eviction does not fail the Job; bad input and internal errors do, at once.
+    let rules = job["spec"]["podFailurePolicy"]["rules"]
+        .as_vec()
+        .expect("a pod failure policy");
+    assert!(
+        rules.iter().any(|r| s(&r["action"]) == "Ignore"
+            && s(&r["onPodConditions"][0]["type"]) == "DisruptionTarget"),
+        "evictions are ignored: {rules:?}"
+    );
+    let fail_job = rules
+        .iter()
+        .find(|r| s(&r["action"]) == "FailJob")
+        .expect("a FailJob rule");
+    assert_eq!(s(&fail_job["onExitCodes"]["containerName"]), s(&c["name"]));
+    let codes: Vec<i64> = fail_job["onExitCodes"]["values"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(codes, [2, 3], "bad input and internal errors fail the Job");
     let mount = &c["volumeMounts"][0];
     assert_eq!(
         s(&mount["mountPath"]),
@@ -321,6 +383,29 @@ fn the_kubernetes_indexed_job_is_valid_and_its_shards_merge_to_the_single_run() 
     assert_eq!(merge_docs.len(), 1);
     let (mc, merge_script) = container(&merge_docs[0]);
     assert_eq!(s(&mc["volumeMounts"][0]["mountPath"]), get("RESULTS"));
+    assert_eq!(s(&mc["imagePullPolicy"]), "IfNotPresent");
+    assert_eq!(
+        s(&merge_docs[0]["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["type"]),
+        "DisruptionTarget"
+    );
+
+    // What each exit code of `tenure fuzz` makes of the shard's pod: results (passed,
+    // failed, not judged) succeed for the merge to judge; a shard stopped by SIGTERM
+    // (exit 4: an eviction) fails its pod, which the policy above runs again; bad input
+    // and internal errors fail it.
+    let stand_in = scratch("kubernetes-exit-codes");
+    for (tenure_exits, pod_exits) in [(0, 0), (1, 0), (5, 0), (4, 4), (2, 2), (3, 3)] {
+        let mut env = env.clone();
+        env.retain(|(k, _)| k != "RESULTS");
+        env.push((
+            "RESULTS".into(),
+            stand_in.join("results").display().to_string(),
+        ));
+        env.push(("JOB_COMPLETION_INDEX".into(), "0".into()));
+        let tenure = exits_with(&stand_in, tenure_exits);
+        let (code, out) = run_script_with(script, &stand_in, &env, false, &tenure);
+        assert_eq!(code, pod_exits, "tenure exits {tenure_exits}: {out}");
+    }
 
     let dir = scratch("kubernetes");
     let results = dir.join("results");
@@ -341,6 +426,21 @@ fn the_kubernetes_indexed_job_is_valid_and_its_shards_merge_to_the_single_run() 
             .unwrap();
         assert!(matches!(code.trim(), "0" | "1"), "{code}");
     }
+    // A shard run again after an eviction finds its earlier attempt's folder: it runs
+    // again over it, and its lines are the new attempt's alone.
+    let first = std::fs::read_to_string(results.join("shard-1/seeds.jsonl")).unwrap();
+    let mut env = local(env.clone());
+    env.push(("JOB_COMPLETION_INDEX".into(), "0".into()));
+    assert_eq!(
+        run_script(script, &dir, &env, false),
+        0,
+        "a rerun of shard 1"
+    );
+    let again = std::fs::read_to_string(results.join("shard-1/seeds.jsonl")).unwrap();
+    assert_eq!(
+        again, first,
+        "the rerun's lines replace the first attempt's"
+    );
     assert_eq!(run_script(merge_script, &dir, &local(env_of(mc)), false), 1);
     crate::common::validate_junit(&results.join("tenure-fuzz.xml"));
 
