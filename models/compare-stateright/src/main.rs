@@ -95,7 +95,7 @@ fn compare<P: Protocol + Sync>(
     );
 }
 
-/// The bounds of `correct_raft_passes_terms_1_one_crash_exhaustively` (models/tests/raft.rs).
+/// The bounds of `correct_raft_passes_terms_1_one_crash_exhaustively` (models/tests/suite/raft.rs).
 fn raft_keep(state: &State<Raft>) -> bool {
     let terms_ok = (0..state.nodes.len())
         .all(|i| state.stored::<u64>(tenure_core::NodeId(i as u32), TERM_KEY).is_none_or(|t| t <= 1));

@@ -3,7 +3,7 @@
 //! see its README); the ignored test runs all of them from a Knossos checkout:
 //!
 //! ```sh
-//! TENURE_KNOSSOS_DATA=path/to/knossos/data cargo test -p tenure-check --test knossos -- --ignored
+//! TENURE_KNOSSOS_DATA=path/to/knossos/data cargo test -p tenure-check --test suite knossos:: -- --ignored
 //! ```
 
 use std::path::{Path, PathBuf};

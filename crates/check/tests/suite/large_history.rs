@@ -2,7 +2,7 @@
 //! concurrent clients, each operation taking effect at a random instant of its interval.
 //! It is linearizable by construction; one stale read appended makes it not. Both
 //! verdicts come within a step budget. (To time it: build with `cargo test --release
-//! -p tenure-check --test large_history --no-run` and run the binary under `time`.)
+//! -p tenure-check --test suite --no-run` and run the binary under `time`.)
 
 use tenure_check::linearizability::formats::{to_edn, Format};
 use tenure_check::linearizability::history::{Event, EventType, Value};

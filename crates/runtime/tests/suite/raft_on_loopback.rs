@@ -8,7 +8,7 @@
 
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)] // a real cluster
 
-mod common;
+use crate::common;
 use common::records;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -134,7 +134,7 @@ fn a_node_killed_with_sigkill_keeps_what_it_wrote() {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "a_node_killed_with_sigkill_keeps_what_it_wrote",
+            "raft_on_loopback::a_node_killed_with_sigkill_keeps_what_it_wrote",
             "--nocapture",
         ])
         .env("TENURE_RUNTIME_CHILD", &dir)

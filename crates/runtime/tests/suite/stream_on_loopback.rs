@@ -8,7 +8,7 @@
 
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)] // a real cluster
 
-mod common;
+use crate::common;
 use common::records;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener};
@@ -152,7 +152,7 @@ impl Child {
             std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
-                    "a_peer_killed_with_sigkill_is_a_disconnect_then_a_new_connection",
+                    "stream_on_loopback::a_peer_killed_with_sigkill_is_a_disconnect_then_a_new_connection",
                     "--nocapture",
                 ])
                 .env("TENURE_STREAM_CHILD", dir)
