@@ -27,11 +27,23 @@ impl fmt::Display for NodeId {
 }
 
 /// How many nodes play one role. Roles are laid out in declaration order: the first
-/// role's nodes get the lowest ids.
+/// role's nodes get the lowest ids. Built with [`RoleSpec::new`]; `#[non_exhaustive]`,
+/// so a field added later is not a breaking change.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RoleSpec {
     pub role: String,
     pub count: u32,
+}
+
+impl RoleSpec {
+    /// `count` nodes playing `role`.
+    pub fn new(role: impl Into<String>, count: u32) -> RoleSpec {
+        RoleSpec {
+            role: role.into(),
+            count,
+        }
+    }
 }
 
 /// The layout of a run: every node's role. Node ids are `0..size()`.
