@@ -246,10 +246,7 @@ impl Models {
         let roles = spec
             .roles
             .iter()
-            .map(|(role, count)| RoleSpec {
-                role: role.to_string(),
-                count: *count,
-            })
+            .map(|(role, count)| RoleSpec::new(role.to_string(), *count))
             .collect();
         Ok(Query {
             protocol: protocol.to_string(),
@@ -301,11 +298,8 @@ impl Query {
                 ),
             ));
         };
-        self.cluster = Cluster::new(vec![RoleSpec {
-            role: role.to_string(),
-            count: n,
-        }])
-        .map_err(|e| ModelError::new("nodes", e.to_string()))?;
+        self.cluster = Cluster::new(vec![RoleSpec::new(role.to_string(), n)])
+            .map_err(|e| ModelError::new("nodes", e.to_string()))?;
         Ok(())
     }
 
@@ -337,10 +331,7 @@ impl Query {
         }
         let roles = counts
             .iter()
-            .map(|(role, count)| RoleSpec {
-                role: role.to_string(),
-                count: *count,
-            })
+            .map(|(role, count)| RoleSpec::new(role.to_string(), *count))
             .collect();
         self.cluster = Cluster::new(roles).map_err(|e| ModelError::new("roles", e.to_string()))?;
         Ok(())

@@ -366,13 +366,13 @@ impl<P: Protocol> State<P> {
             _ => {}
         }
         let reading = clock.0.reading(n.steps) + LEAP * self.leaps;
-        records.push(Record {
-            time: SimTime::ZERO + TICK * depth as u32,
+        records.push(Record::new(
+            SimTime::ZERO + TICK * depth as u32,
             node,
-            mono: reading,
-            wall: reading,
-            obs: obs.clone(),
-        });
+            reading,
+            reading,
+            obs.clone(),
+        ));
         if clock.1.keeps(&obs) {
             self.seen.insert((node, obs));
         }

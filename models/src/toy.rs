@@ -119,10 +119,7 @@ mod tests {
     }
 
     fn crashes(n: u32) -> Bounds {
-        Bounds {
-            max_crashes: n,
-            ..Bounds::default()
-        }
+        Bounds::DEFAULT.with_max_crashes(n)
     }
 
     #[test]
@@ -168,12 +165,10 @@ mod tests {
         assert_eq!(records.len(), 1);
         assert_eq!(records[0].obs, Observation::Candidate { term: 1 });
         assert_eq!(records[0].mono, tenure_core::LocalTime(2_000_000));
-        let bounds = Bounds {
-            max_crashes: 1,
-            max_drops: 1,
-            max_duplicates: 1,
-            ..Bounds::default()
-        };
+        let bounds = Bounds::DEFAULT
+            .with_max_crashes(1)
+            .with_max_drops(1)
+            .with_max_duplicates(1);
         let names: Vec<String> = state
             .actions(&bounds)
             .iter()
@@ -287,11 +282,7 @@ mod tests {
     fn max_states_cuts_the_search_short() {
         let report = explorer(
             Variant::Correct,
-            Bounds {
-                max_states: 100,
-                max_crashes: 1,
-                ..Bounds::default()
-            },
+            Bounds::DEFAULT.with_max_states(100).with_max_crashes(1),
         )
         .explore();
         assert!(!report.complete);

@@ -677,13 +677,7 @@ impl<P: Protocol> World<P> {
     pub fn record(&mut self, now: SimTime, node: NodeId, obs: Observation) {
         self.beliefs.apply(node, &obs);
         let clock = &self.nodes[node.index()].clock;
-        let record = Record {
-            time: now,
-            node,
-            mono: clock.monotonic(now),
-            wall: clock.wall(now),
-            obs,
-        };
+        let record = Record::new(now, node, clock.monotonic(now), clock.wall(now), obs);
         if self.trace_has_room(now) {
             if let Some(t) = &mut self.trace {
                 t.push(TraceEvent::Observed(record.clone()));

@@ -11,12 +11,14 @@ fn history(events: Vec<(u64, u32, Observation)>) -> History {
         },
         records: events
             .into_iter()
-            .map(|(ms, node, obs)| Record {
-                time: SimTime(ms * 1_000_000),
-                node: NodeId(node),
-                mono: LocalTime(0),
-                wall: LocalTime(0),
-                obs,
+            .map(|(ms, node, obs)| {
+                Record::new(
+                    SimTime(ms * 1_000_000),
+                    NodeId(node),
+                    LocalTime(0),
+                    LocalTime(0),
+                    obs,
+                )
             })
             .collect(),
     }

@@ -624,17 +624,8 @@ mod tests {
 
     #[test]
     fn only_nodes_of_the_role_count() {
-        let cluster = Cluster::new(vec![
-            RoleSpec {
-                role: "server".into(),
-                count: 3,
-            },
-            RoleSpec {
-                role: "client".into(),
-                count: 2,
-            },
-        ])
-        .unwrap();
+        let cluster =
+            Cluster::new(vec![RoleSpec::new("server", 3), RoleSpec::new("client", 2)]).unwrap();
         // 2 of 5 nodes, but 2 of 3 servers: enough with role = server.
         let h = H::new(cluster)
             .at_ms(10)

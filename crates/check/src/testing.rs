@@ -73,13 +73,13 @@ impl H {
 
     /// The current node observes `obs` now.
     pub fn obs(mut self, obs: Observation) -> H {
-        self.records.push(Record {
-            time: self.now,
-            node: self.node,
-            mono: LocalTime(self.now.0 as i64),
-            wall: LocalTime(self.now.0 as i64),
+        self.records.push(Record::new(
+            self.now,
+            self.node,
+            LocalTime(self.now.0 as i64),
+            LocalTime(self.now.0 as i64),
             obs,
-        });
+        ));
         self
     }
 

@@ -72,16 +72,16 @@ fn a_registered_checker_is_built_by_name_and_refuses_parameters_it_does_not_take
 
     // It judges like any other checker.
     let mut checker = tenure_check::build(INFO.name, &json!({}), &cluster).unwrap();
-    let record = Record {
-        time: tenure_core::SimTime(5),
-        node: tenure_core::NodeId(1),
-        mono: tenure_core::LocalTime(0),
-        wall: tenure_core::LocalTime(0),
-        obs: Observation::Custom {
+    let record = Record::new(
+        tenure_core::SimTime(5),
+        tenure_core::NodeId(1),
+        tenure_core::LocalTime(0),
+        tenure_core::LocalTime(0),
+        Observation::Custom {
             name: "bad".into(),
             value: 0,
         },
-    };
+    );
     assert_eq!(
         checker.on_record(0, &record).unwrap().checker,
         "test-no-bad"

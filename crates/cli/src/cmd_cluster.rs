@@ -897,13 +897,13 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let epoch = SystemTime::now() - Duration::from_secs(1);
-        let started = Record {
-            time: SimTime(since(epoch)),
-            node: NodeId(0),
-            mono: tenure_core::LocalTime(since(epoch) as i64),
-            wall: tenure_core::LocalTime(since(epoch) as i64),
-            obs: Observation::Started,
-        };
+        let started = Record::new(
+            SimTime(since(epoch)),
+            NodeId(0),
+            tenure_core::LocalTime(since(epoch) as i64),
+            tenure_core::LocalTime(since(epoch) as i64),
+            Observation::Started,
+        );
         std::fs::write(
             dir.join("observations.jsonl"),
             serde_json::to_string(&started).unwrap() + "\n",

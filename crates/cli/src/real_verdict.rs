@@ -278,12 +278,14 @@ mod tests {
     /// n0 leads term 1 and serves from 10ms to 20ms, then n1 leads term 2 from 15ms:
     /// beliefs overlap by 5ms.
     fn history() -> History {
-        let at = |ms: u64, node: u32, obs: Observation| Record {
-            time: SimTime(ms * 1_000_000),
-            node: NodeId(node),
-            mono: LocalTime(ms as i64 * 1_000_000),
-            wall: LocalTime(ms as i64 * 1_000_000),
-            obs,
+        let at = |ms: u64, node: u32, obs: Observation| {
+            Record::new(
+                SimTime(ms * 1_000_000),
+                NodeId(node),
+                LocalTime(ms as i64 * 1_000_000),
+                LocalTime(ms as i64 * 1_000_000),
+                obs,
+            )
         };
         let records = vec![
             at(0, 0, Observation::Started),

@@ -11,7 +11,10 @@ use std::fmt;
 use std::time::Duration;
 
 /// A declared limit and why it is the limit (in terms of the protocol's parameters).
+/// Built with [`Limit::new`]; `#[non_exhaustive]`, so a field added later is not a
+/// breaking change.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Limit<T> {
     pub value: T,
     /// E.g. "pauses must end before the lease's validity margin: ttl 2s x drift 1%".
@@ -29,7 +32,23 @@ impl<T> Limit<T> {
 
 /// The environment a protocol is designed for. `None` means "any": the protocol's
 /// promises do not depend on it.
+///
+/// Built with [`Assumptions::new`] (assumes nothing) and one builder per field; each
+/// takes a [`Limit`] or an `Option<Limit>` (`None` leaves the field unset). The fields are
+/// public for reading. `#[non_exhaustive]`: a field added later is not a breaking change.
+///
+/// ```
+/// use std::time::Duration;
+/// use tenure_core::{Assumptions, Limit};
+///
+/// let a = Assumptions::new()
+///     .with_max_drift(Limit::new(0.01, "the lease's drift margin"))
+///     .with_max_pause(Limit::new(Duration::from_secs(1), "half the validity margin"));
+/// assert_eq!(a.max_drift.unwrap().value, 0.01);
+/// assert_eq!(a.max_wall_jump, None);
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Assumptions {
     /// The largest clock-rate error |drift| of any node (0.01 is 1% fast or slow).
     pub max_drift: Option<Limit<f64>>,
@@ -60,6 +79,7 @@ pub struct Assumptions {
 
 /// One assumption a drawn fault broke: which, by how much, and the declared limit.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Broken {
     /// `max-drift`, `max-wall-jump`, `max-latency`, `max-fsync`, `max-pause`,
     /// `min-restart-delay`, `reliable-network`, `max-byzantine`.
@@ -87,6 +107,72 @@ impl fmt::Display for Broken {
 }
 
 impl Assumptions {
+    /// Assumes nothing: every field `None` (the same as `Assumptions::default()`).
+    pub fn new() -> Assumptions {
+        Assumptions::default()
+    }
+
+    /// With `max_drift` (a [`Limit`], or `None` to leave it unset).
+    pub fn with_max_drift(mut self, max_drift: impl Into<Option<Limit<f64>>>) -> Assumptions {
+        self.max_drift = max_drift.into();
+        self
+    }
+
+    /// With `max_wall_jump` (a [`Limit`], or `None` to leave it unset).
+    pub fn with_max_wall_jump(
+        mut self,
+        max_wall_jump: impl Into<Option<Limit<Duration>>>,
+    ) -> Assumptions {
+        self.max_wall_jump = max_wall_jump.into();
+        self
+    }
+
+    /// With `max_pause` (a [`Limit`], or `None` to leave it unset).
+    pub fn with_max_pause(mut self, max_pause: impl Into<Option<Limit<Duration>>>) -> Assumptions {
+        self.max_pause = max_pause.into();
+        self
+    }
+
+    /// With `min_restart_delay` (a [`Limit`], or `None` to leave it unset).
+    pub fn with_min_restart_delay(
+        mut self,
+        min_restart_delay: impl Into<Option<Limit<Duration>>>,
+    ) -> Assumptions {
+        self.min_restart_delay = min_restart_delay.into();
+        self
+    }
+
+    /// With `max_latency` (a [`Limit`], or `None` to leave it unset).
+    pub fn with_max_latency(
+        mut self,
+        max_latency: impl Into<Option<Limit<Duration>>>,
+    ) -> Assumptions {
+        self.max_latency = max_latency.into();
+        self
+    }
+
+    /// With `max_fsync` (a [`Limit`], or `None` to leave it unset).
+    pub fn with_max_fsync(mut self, max_fsync: impl Into<Option<Limit<Duration>>>) -> Assumptions {
+        self.max_fsync = max_fsync.into();
+        self
+    }
+
+    /// With `reliable_network`: the protocol assumes a network that never partitions nor
+    /// loses messages, for this reason.
+    pub fn with_reliable_network(mut self, why: impl Into<String>) -> Assumptions {
+        self.reliable_network = Some(why.into());
+        self
+    }
+
+    /// With `max_byzantine` (a [`Limit`], or `None` to leave it unset: no Byzantine
+    /// node tolerated).
+    pub fn with_max_byzantine(
+        mut self,
+        max_byzantine: impl Into<Option<Limit<u32>>>,
+    ) -> Assumptions {
+        self.max_byzantine = max_byzantine.into();
+        self
+    }
     /// Whether a drift of `drift` stays within [`Assumptions::max_drift`].
     pub fn drift(&self, drift: f64, what: String) -> Option<Broken> {
         let limit = self.max_drift.as_ref()?;
@@ -237,7 +323,12 @@ impl Assumptions {
 /// A property a protocol promises: a checker and the parameters that make it mean what
 /// the protocol promises (a liveness bound derived from its timeouts, a resource name).
 /// A scenario's own `[check.NAME]` parameters override these, key by key.
+///
+/// Built with [`Promise::new`] and [`Promise::with`] / [`Promise::within`] /
+/// [`Promise::overlap`]; `#[non_exhaustive]`, so a field added later is not a breaking
+/// change.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Promise {
     pub check: &'static str,
     /// A JSON object of checker parameters (may be empty).

@@ -27,11 +27,23 @@ impl fmt::Display for NodeId {
 }
 
 /// How many nodes play one role. Roles are laid out in declaration order: the first
-/// role's nodes get the lowest ids.
+/// role's nodes get the lowest ids. Built with [`RoleSpec::new`]; `#[non_exhaustive]`,
+/// so a field added later is not a breaking change.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RoleSpec {
     pub role: String,
     pub count: u32,
+}
+
+impl RoleSpec {
+    /// `count` nodes playing `role`.
+    pub fn new(role: impl Into<String>, count: u32) -> RoleSpec {
+        RoleSpec {
+            role: role.into(),
+            count,
+        }
+    }
 }
 
 /// The layout of a run: every node's role. Node ids are `0..size()`.
@@ -101,11 +113,7 @@ impl Cluster {
 
     /// `n` nodes that all play `role`.
     pub fn uniform(role: &str, n: u32) -> Cluster {
-        Cluster::new(vec![RoleSpec {
-            role: role.to_string(),
-            count: n,
-        }])
-        .expect("uniform cluster of at least one node")
+        Cluster::new(vec![RoleSpec::new(role, n)]).expect("uniform cluster of at least one node")
     }
 
     pub fn size(&self) -> usize {
@@ -163,17 +171,7 @@ mod tests {
 
     #[test]
     fn roles_are_laid_out_in_order() {
-        let c = Cluster::new(vec![
-            RoleSpec {
-                role: "server".into(),
-                count: 3,
-            },
-            RoleSpec {
-                role: "client".into(),
-                count: 2,
-            },
-        ])
-        .unwrap();
+        let c = Cluster::new(vec![RoleSpec::new("server", 3), RoleSpec::new("client", 2)]).unwrap();
         assert_eq!(c.size(), 5);
         assert_eq!(
             c.with_role("server").collect::<Vec<_>>(),
@@ -194,24 +192,12 @@ mod tests {
     #[test]
     fn bad_layouts_are_errors() {
         assert_eq!(Cluster::new(vec![]), Err(ClusterError::Empty));
-        let zero = vec![RoleSpec {
-            role: "a".into(),
-            count: 0,
-        }];
+        let zero = vec![RoleSpec::new("a", 0)];
         assert!(matches!(
             Cluster::new(zero),
             Err(ClusterError::ZeroCount { .. })
         ));
-        let dup = vec![
-            RoleSpec {
-                role: "a".into(),
-                count: 1,
-            },
-            RoleSpec {
-                role: "a".into(),
-                count: 1,
-            },
-        ];
+        let dup = vec![RoleSpec::new("a", 1), RoleSpec::new("a", 1)];
         assert!(matches!(
             Cluster::new(dup),
             Err(ClusterError::DuplicateRole { .. })

@@ -13,6 +13,8 @@
 
 mod assumptions;
 mod beliefs;
+#[cfg(test)]
+mod builders_tests;
 mod catalogue;
 mod cluster;
 mod env;

@@ -10,7 +10,12 @@ use std::time::Duration;
 pub const TICK: Duration = Duration::from_millis(1);
 
 /// Limits on the exploration and on the faults the environment may inject.
+///
+/// Built from [`Bounds::DEFAULT`] with one `const fn` builder per field
+/// (`Bounds::DEFAULT.with_max_depth(12).with_max_crashes(1)`); the fields are public for
+/// reading. `#[non_exhaustive]`: a field added later is not a breaking change.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Bounds {
     /// States at this depth are judged but not expanded.
     pub max_depth: usize,
@@ -49,6 +54,60 @@ impl Bounds {
         seen: SeenModel::All,
         timers: TimerModel::Free,
     };
+
+    /// With `max_depth`: states at this depth are judged but not expanded.
+    pub const fn with_max_depth(mut self, max_depth: usize) -> Bounds {
+        self.max_depth = max_depth;
+        self
+    }
+
+    /// With `max_states`: stop (incomplete) once this many unique states are kept.
+    pub const fn with_max_states(mut self, max_states: usize) -> Bounds {
+        self.max_states = max_states;
+        self
+    }
+
+    /// With `max_crashes`: how many crashes the environment may inject.
+    pub const fn with_max_crashes(mut self, max_crashes: u32) -> Bounds {
+        self.max_crashes = max_crashes;
+        self
+    }
+
+    /// With `max_drops`: how many messages the environment may drop.
+    pub const fn with_max_drops(mut self, max_drops: u32) -> Bounds {
+        self.max_drops = max_drops;
+        self
+    }
+
+    /// With `max_duplicates`: how many messages the environment may duplicate.
+    pub const fn with_max_duplicates(mut self, max_duplicates: u32) -> Bounds {
+        self.max_duplicates = max_duplicates;
+        self
+    }
+
+    /// With `max_leaps`: how many times time may leap.
+    pub const fn with_max_leaps(mut self, max_leaps: u32) -> Bounds {
+        self.max_leaps = max_leaps;
+        self
+    }
+
+    /// With `clock`: what node clocks read.
+    pub const fn with_clock(mut self, clock: ClockModel) -> Bounds {
+        self.clock = clock;
+        self
+    }
+
+    /// With `seen`: which observations tell paths apart.
+    pub const fn with_seen(mut self, seen: SeenModel) -> Bounds {
+        self.seen = seen;
+        self
+    }
+
+    /// With `timers`: when timers may fire.
+    pub const fn with_timers(mut self, timers: TimerModel) -> Bounds {
+        self.timers = timers;
+        self
+    }
 }
 
 /// When a pending timer may fire.
@@ -116,7 +175,23 @@ impl SeenModel {
 
 /// How the explorer runs a protocol: declared by the protocol
 /// ([`crate::Configurable::model`]).
+///
+/// Built with [`ModelSpec::new`] and one `const fn` builder per other field, so it fits
+/// a `static`; the fields are public for reading. `#[non_exhaustive]`: a field added
+/// later is not a breaking change.
+///
+/// ```
+/// use tenure_core::model::{Bounds, ModelSpec};
+///
+/// static MODEL: ModelSpec = ModelSpec::new("two clients and one lock server", &[("server", 1), ("client", 2)])
+///     .with_bounds(Bounds::DEFAULT.with_max_depth(12).with_max_crashes(1))
+///     .with_checks(&["mutual-exclusion"])
+///     .with_params(r#"{"rounds": 1}"#);
+/// assert_eq!(MODEL.bounds.max_depth, 12);
+/// assert_eq!(MODEL.checks, ["mutual-exclusion"]);
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ModelSpec {
     /// What the model covers for this protocol, in a sentence or two.
     pub scope: &'static str,
@@ -155,5 +230,65 @@ impl ModelSpec {
             params: "{}",
             walk_params: "{}",
         }
+    }
+
+    /// With the default cluster, as (role, count).
+    pub const fn with_roles(mut self, roles: &'static [(&'static str, u32)]) -> ModelSpec {
+        self.roles = roles;
+        self
+    }
+
+    /// With `out_of_scope`: broken variants whose failure the model cannot show, and why.
+    pub const fn with_out_of_scope(
+        mut self,
+        out_of_scope: &'static [(&'static str, &'static str)],
+    ) -> ModelSpec {
+        self.out_of_scope = out_of_scope;
+        self
+    }
+
+    /// With `stands_for`: model properties that stand for a simulator checker, as (property, checker).
+    pub const fn with_stands_for(
+        mut self,
+        stands_for: &'static [(&'static str, &'static str)],
+    ) -> ModelSpec {
+        self.stands_for = stands_for;
+        self
+    }
+
+    /// With `bounds`: the exploration and fault bounds.
+    pub const fn with_bounds(mut self, bounds: Bounds) -> ModelSpec {
+        self.bounds = bounds;
+        self
+    }
+
+    /// With `max_term`: states in which a node stored a term above this are pruned.
+    pub const fn with_max_term(mut self, max_term: u64) -> ModelSpec {
+        self.max_term = max_term;
+        self
+    }
+
+    /// With `term_key`: the stored key holding the node's term (a protocol with terms).
+    pub const fn with_term_key(mut self, term_key: &'static str) -> ModelSpec {
+        self.term_key = Some(term_key);
+        self
+    }
+
+    /// With `checks`: the checks judged by default.
+    pub const fn with_checks(mut self, checks: &'static [&'static str]) -> ModelSpec {
+        self.checks = checks;
+        self
+    }
+
+    /// With `params`: parameters (a JSON object) for exhaustive search.
+    pub const fn with_params(mut self, params: &'static str) -> ModelSpec {
+        self.params = params;
+        self
+    }
+
+    /// With `walk_params`: parameters (a JSON object) for random walks.
+    pub const fn with_walk_params(mut self, walk_params: &'static str) -> ModelSpec {
+        self.walk_params = walk_params;
+        self
     }
 }

@@ -309,7 +309,10 @@ pub enum OpOutcome {
 }
 
 /// One observation, stamped by the host with true time and the node's clock readings.
+/// Built with [`Record::new`] (a checker's tests build them); `#[non_exhaustive]`, so a
+/// field added later is not a breaking change.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Record {
     /// True time (the simulator's), which the node itself never sees.
     pub time: SimTime,
@@ -318,6 +321,26 @@ pub struct Record {
     pub mono: LocalTime,
     pub wall: LocalTime,
     pub obs: Observation,
+}
+
+impl Record {
+    /// `obs` by `node` at true time `time`, when its monotonic clock read `mono` and its
+    /// wall clock `wall`.
+    pub fn new(
+        time: SimTime,
+        node: NodeId,
+        mono: LocalTime,
+        wall: LocalTime,
+        obs: Observation,
+    ) -> Record {
+        Record {
+            time,
+            node,
+            mono,
+            wall,
+            obs,
+        }
+    }
 }
 
 /// What checkers need to know about the run besides the observations.

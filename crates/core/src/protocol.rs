@@ -113,7 +113,30 @@ pub struct Request {
 }
 
 /// What `tenure list` shows about a protocol, and what scenario validation checks.
+///
+/// Built with [`ProtocolInfo::new`] (a `const fn`, so it fits a `static`); the fields are
+/// public for reading. `#[non_exhaustive]`: a field added later is not a breaking change.
+///
+/// ```
+/// use tenure_core::{ProtocolInfo, RoleInfo, RoleKind, VariantInfo};
+///
+/// static INFO: ProtocolInfo = ProtocolInfo::new(
+///     "my-lock",
+///     "a lease lock",
+///     &[
+///         RoleInfo::new("server", "the lock service", 1),
+///         RoleInfo::new("client", "lock clients", 2).with_kind(RoleKind::Holder),
+///     ],
+///     &[
+///         VariantInfo::new("correct", "fenced writes"),
+///         VariantInfo::new("no-fencing", "writes unfenced").with_breaks(&["mutual-exclusion"]),
+///     ],
+/// );
+/// assert_eq!(INFO.role("client").unwrap().kind, RoleKind::Holder);
+/// assert_eq!(INFO.variant("no-fencing").unwrap().breaks, ["mutual-exclusion"]);
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ProtocolInfo {
     pub name: &'static str,
     pub summary: &'static str,
@@ -123,7 +146,11 @@ pub struct ProtocolInfo {
     pub variants: &'static [VariantInfo],
 }
 
+/// One role of a protocol ([`ProtocolInfo::roles`]): built with [`RoleInfo::new`] and
+/// [`RoleInfo::with_kind`]; `#[non_exhaustive]`, so a field added later is not a
+/// breaking change.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RoleInfo {
     pub name: &'static str,
     pub summary: &'static str,
@@ -149,7 +176,11 @@ pub enum RoleKind {
     Resource,
 }
 
+/// One variant of a protocol ([`ProtocolInfo::variants`]): built with
+/// [`VariantInfo::new`] and [`VariantInfo::with_breaks`]; `#[non_exhaustive]`, so a
+/// field added later is not a breaking change.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct VariantInfo {
     pub name: &'static str,
     pub summary: &'static str,
@@ -159,11 +190,62 @@ pub struct VariantInfo {
 }
 
 impl ProtocolInfo {
+    /// A protocol's description: its name, a one-line summary, its roles in cluster
+    /// order and its variants (`correct` first).
+    pub const fn new(
+        name: &'static str,
+        summary: &'static str,
+        roles: &'static [RoleInfo],
+        variants: &'static [VariantInfo],
+    ) -> ProtocolInfo {
+        ProtocolInfo {
+            name,
+            summary,
+            roles,
+            variants,
+        }
+    }
+
     pub fn variant(&self, name: &str) -> Option<&VariantInfo> {
         self.variants.iter().find(|v| v.name == name)
     }
     pub fn role(&self, name: &str) -> Option<&RoleInfo> {
         self.roles.iter().find(|r| r.name == name)
+    }
+}
+
+impl RoleInfo {
+    /// A role of kind [`RoleKind::Participant`] (change it with [`RoleInfo::with_kind`]).
+    pub const fn new(name: &'static str, summary: &'static str, default_count: u32) -> RoleInfo {
+        RoleInfo {
+            name,
+            summary,
+            default_count,
+            kind: RoleKind::Participant,
+        }
+    }
+
+    /// With the role's kind: what fault profiles aim at.
+    pub const fn with_kind(mut self, kind: RoleKind) -> RoleInfo {
+        self.kind = kind;
+        self
+    }
+}
+
+impl VariantInfo {
+    /// A variant that breaks no checker (change it with [`VariantInfo::with_breaks`]).
+    pub const fn new(name: &'static str, summary: &'static str) -> VariantInfo {
+        VariantInfo {
+            name,
+            summary,
+            breaks: &[],
+        }
+    }
+
+    /// With the checkers this variant is known to break.
+    pub const fn with_breaks(mut self, breaks: &'static [&'static str]) -> VariantInfo {
+        self.breaks = breaks;
+        self
     }
 }
 
@@ -291,12 +373,11 @@ pub enum Transport {
 /// #[derive(Clone, Copy, Debug, PartialEq, Eq, strum::Display, strum::VariantArray)]
 /// #[strum(serialize_all = "kebab-case")]
 /// enum Role { Server, Client }
-/// let spec = |role: &str, count| RoleSpec { role: role.to_string(), count };
-/// let cluster = Cluster::new(vec![spec("server", 1), spec("client", 2)]).unwrap();
+/// let cluster = Cluster::new(vec![RoleSpec::new("server", 1), RoleSpec::new("client", 2)]).unwrap();
 /// let roles: Roles<Role> = Roles::of(&cluster).unwrap();
 /// assert_eq!(roles.get(NodeId(0)), Role::Server);
 /// assert_eq!(roles.get(NodeId(2)), Role::Client);
-/// let other = Cluster::new(vec![spec("server", 1), spec("witness", 1)]).unwrap();
+/// let other = Cluster::new(vec![RoleSpec::new("server", 1), RoleSpec::new("witness", 1)]).unwrap();
 /// let err = Roles::<Role>::of(&other).unwrap_err();
 /// assert_eq!(err.field, "cluster");
 /// ```

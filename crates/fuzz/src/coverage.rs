@@ -420,12 +420,14 @@ mod tests {
         History {
             records: records
                 .into_iter()
-                .map(|(ms, n, obs)| Record {
-                    time: SimTime::from_duration(Duration::from_millis(ms)),
-                    node: NodeId(n),
-                    obs,
-                    mono: tenure_core::LocalTime(0),
-                    wall: tenure_core::LocalTime(0),
+                .map(|(ms, n, obs)| {
+                    Record::new(
+                        SimTime::from_duration(Duration::from_millis(ms)),
+                        NodeId(n),
+                        tenure_core::LocalTime(0),
+                        tenure_core::LocalTime(0),
+                        obs,
+                    )
                 })
                 .collect(),
             info: RunInfo {

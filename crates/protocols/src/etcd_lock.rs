@@ -218,52 +218,46 @@ pub enum EtcdLock {
     Storage(Resource),
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "etcd-lock",
-    summary: "etcd-style lease locks: lowest create revision holds, waiters watch their \
-              predecessor, the revision is the fencing token (one linearizable KV server)",
-    roles: &[
-        RoleInfo {
-            name: "server",
-            summary: "the KV store with leases (one linearizable server standing for the \
-                      cluster)",
-            default_count: 1,
-            kind: tenure_core::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "client",
-            summary: "lock clients: acquire, read-modify-write the storage, release",
-            default_count: 3,
-            kind: tenure_core::RoleKind::Holder,
-        },
-        RoleInfo {
-            name: "storage",
-            summary: "the protected resource, a counter",
-            default_count: 1,
-            kind: tenure_core::RoleKind::Resource,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "etcd-lock",
+    "etcd-style lease locks: lowest create revision holds, waiters watch their \
+     predecessor, the revision is the fencing token (one linearizable KV server)",
+    &[
+        RoleInfo::new(
+            "server",
+            "the KV store with leases (one linearizable server standing for the \
+             cluster)",
+            1,
+        ),
+        RoleInfo::new(
+            "client",
+            "lock clients: acquire, read-modify-write the storage, release",
+            3,
+        )
+        .with_kind(tenure_core::RoleKind::Holder),
+        RoleInfo::new("storage", "the protected resource, a counter", 1)
+            .with_kind(tenure_core::RoleKind::Resource),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "keep-alives every ttl/3; the client gives up when its lease runs out \
-                      (still unsafe under a pause longer than the TTL, fencing saves the data)",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "no-keepalive",
-            summary: "no keep-alives while holding: the lease expires under a long hold",
-            breaks: &["mutual-exclusion"],
-        },
-        VariantInfo {
-            name: "no-key-check",
-            summary: "etcd clients before v3.5.0, every 3.4.x (PR #11408 is in v3.5.0 only): after waiting, the client believes it \
-                      holds without checking that its own key still exists; a waiter whose \
-                      lease expired while it waited holds alongside the next client",
-            breaks: &["mutual-exclusion"],
-        },
+    &[
+        VariantInfo::new(
+            "correct",
+            "keep-alives every ttl/3; the client gives up when its lease runs out \
+             (still unsafe under a pause longer than the TTL, fencing saves the data)",
+        ),
+        VariantInfo::new(
+            "no-keepalive",
+            "no keep-alives while holding: the lease expires under a long hold",
+        )
+        .with_breaks(&["mutual-exclusion"]),
+        VariantInfo::new(
+            "no-key-check",
+            "etcd clients before v3.5.0, every 3.4.x (PR #11408 is in v3.5.0 only): after waiting, the client believes it \
+             holds without checking that its own key still exists; a waiter whose \
+             lease expired while it waited holds alongside the next client",
+        )
+        .with_breaks(&["mutual-exclusion"]),
     ],
-};
+);
 
 impl Protocol for EtcdLock {
     type Msg = EtcdMsg;
@@ -372,52 +366,47 @@ impl Configurable for EtcdLock {
     }
 
     fn assumptions(_config: &EtcdConfig) -> tenure_core::Assumptions {
-        tenure_core::Assumptions {
-            max_drift: Some(tenure_core::Limit::new(
-                0.1,
-                "keep-alives every TTL/3 by the client's clock renew a lease timed by the server's",
-            )),
-            ..Default::default()
-        }
+        tenure_core::Assumptions::new().with_max_drift(tenure_core::Limit::new(
+            0.1,
+            "keep-alives every TTL/3 by the client's clock renew a lease timed by the server's",
+        ))
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::ModelSpec;
-        Ok(ModelSpec {
-            out_of_scope: &[
-                (
-                    "no-keepalive",
-                    "its lease expires because the work outlasts the TTL; with free timing \
-                     the correct client is paused past its TTL just the same, so only the \
-                     simulator's durations tell the two apart",
-                ),
-                (
-                    "no-key-check",
-                    "two holders need a waiter's lease to expire while it waits, a third \
-                     client queued behind it, and the holder's release after that: three \
-                     clients and more depth than these bounds (two clients, depth 20); the \
-                     simulator's scenario and fuzzing show it",
-                ),
-            ],
-            bounds: tenure_core::model::Bounds {
-                max_depth: 20,
-                max_leaps: 1,
-                max_duplicates: 0,
-                clock: tenure_core::model::ClockModel::Frozen,
-                timers: tenure_core::model::TimerModel::Quiet,
-                max_states: 300_000,
-                ..tenure_core::model::Bounds::DEFAULT
-            },
-            checks: &["fencing-safety", "no-lost-update"],
-            params: r#"{ "max_attempts": 1 }"#,
-            walk_params: r#"{ "max_attempts": 6 }"#,
-            ..ModelSpec::new(
-                "one KV server with leases and revisions, clients making one acquire \
-                 attempt each, a fenced storage; time may leap once (lease expiry); \
-                 keep-alives make the space grow with depth, so it is depth-bounded",
-                &[("server", 1), ("client", 2), ("storage", 1)],
-            )
-        })
+        Ok(ModelSpec::new(
+            "one KV server with leases and revisions, clients making one acquire \
+             attempt each, a fenced storage; time may leap once (lease expiry); \
+             keep-alives make the space grow with depth, so it is depth-bounded",
+            &[("server", 1), ("client", 2), ("storage", 1)],
+        )
+        .with_out_of_scope(&[
+            (
+                "no-keepalive",
+                "its lease expires because the work outlasts the TTL; with free timing \
+                 the correct client is paused past its TTL just the same, so only the \
+                 simulator's durations tell the two apart",
+            ),
+            (
+                "no-key-check",
+                "two holders need a waiter's lease to expire while it waits, a third \
+                 client queued behind it, and the holder's release after that: three \
+                 clients and more depth than these bounds (two clients, depth 20); the \
+                 simulator's scenario and fuzzing show it",
+            ),
+        ])
+        .with_bounds(
+            tenure_core::model::Bounds::DEFAULT
+                .with_max_depth(20)
+                .with_max_leaps(1)
+                .with_max_duplicates(0)
+                .with_clock(tenure_core::model::ClockModel::Frozen)
+                .with_timers(tenure_core::model::TimerModel::Quiet)
+                .with_max_states(300_000),
+        )
+        .with_checks(&["fencing-safety", "no-lost-update"])
+        .with_params(r#"{ "max_attempts": 1 }"#)
+        .with_walk_params(r#"{ "max_attempts": 6 }"#))
     }
 }
 

@@ -52,23 +52,22 @@ impl Protocol for Fencing {
     }
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "fencing",
-    summary: "a TTL lock server issuing increasing fencing tokens, checked by the storage",
-    roles: crate::redis_lock::LOCK_ROLES,
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "the storage rejects a token lower than the highest it has seen",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "unfenced",
-            summary: "the storage ignores tokens: a paused client's stale write lands",
-            breaks: &["no-lost-update", "fencing-safety"],
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "fencing",
+    "a TTL lock server issuing increasing fencing tokens, checked by the storage",
+    crate::redis_lock::LOCK_ROLES,
+    &[
+        VariantInfo::new(
+            "correct",
+            "the storage rejects a token lower than the highest it has seen",
+        ),
+        VariantInfo::new(
+            "unfenced",
+            "the storage ignores tokens: a paused client's stale write lands",
+        )
+        .with_breaks(&["no-lost-update", "fencing-safety"]),
     ],
-};
+);
 
 /// fencing's variants (names as scenarios write them).
 #[derive(
@@ -128,24 +127,22 @@ impl Configurable for Fencing {
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::ModelSpec;
-        Ok(ModelSpec {
-            bounds: tenure_core::model::Bounds {
-                max_depth: 40,
-                max_leaps: 1,
-                max_duplicates: 0,
-                clock: tenure_core::model::ClockModel::Frozen,
-                ..tenure_core::model::Bounds::DEFAULT
-            },
-            checks: &["fencing-safety", "no-lost-update"],
-            params: r#"{ "max_attempts": 1 }"#,
-            walk_params: r#"{ "max_attempts": 6 }"#,
-            ..ModelSpec::new(
-                "one lock server issuing tokens, a fenced (or unfenced) storage, clients \
-                 making one acquire attempt each; time may leap once, which pauses \
-                 whoever does not run past the TTL",
-                &[("server", 1), ("client", 2), ("storage", 1)],
-            )
-        })
+        Ok(ModelSpec::new(
+            "one lock server issuing tokens, a fenced (or unfenced) storage, clients \
+             making one acquire attempt each; time may leap once, which pauses \
+             whoever does not run past the TTL",
+            &[("server", 1), ("client", 2), ("storage", 1)],
+        )
+        .with_bounds(
+            tenure_core::model::Bounds::DEFAULT
+                .with_max_depth(40)
+                .with_max_leaps(1)
+                .with_max_duplicates(0)
+                .with_clock(tenure_core::model::ClockModel::Frozen),
+        )
+        .with_checks(&["fencing-safety", "no-lost-update"])
+        .with_params(r#"{ "max_attempts": 1 }"#)
+        .with_walk_params(r#"{ "max_attempts": 6 }"#))
     }
 }
 

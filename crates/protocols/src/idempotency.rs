@@ -367,42 +367,35 @@ impl Default for IdempotencyParams {
     }
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "idempotency",
-    summary: "a payment-like service that applies each idempotency key once, under retries",
-    roles: &[
-        RoleInfo {
-            name: "service",
-            summary: "the payment-like service",
-            default_count: 1,
-            kind: tenure_core::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "client",
-            summary: "clients issuing keyed operations and retrying them",
-            default_count: 3,
-            kind: tenure_core::RoleKind::Holder,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "idempotency",
+    "a payment-like service that applies each idempotency key once, under retries",
+    &[
+        RoleInfo::new("service", "the payment-like service", 1),
+        RoleInfo::new(
+            "client",
+            "clients issuing keyed operations and retrying them",
+            3,
+        )
+        .with_kind(tenure_core::RoleKind::Holder),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "the key and the effect are recorded in one atomic handler",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "no-key",
-            summary: "every delivered request is applied: retries and duplicates charge again",
-            breaks: &["exactly-once"],
-        },
-        VariantInfo {
-            name: "key-after-effect",
-            summary:
-                "the key is recorded after the effect: a crash in between charges again on retry",
-            breaks: &["exactly-once"],
-        },
+    &[
+        VariantInfo::new(
+            "correct",
+            "the key and the effect are recorded in one atomic handler",
+        ),
+        VariantInfo::new(
+            "no-key",
+            "every delivered request is applied: retries and duplicates charge again",
+        )
+        .with_breaks(&["exactly-once"]),
+        VariantInfo::new(
+            "key-after-effect",
+            "the key is recorded after the effect: a crash in between charges again on retry",
+        )
+        .with_breaks(&["exactly-once"]),
     ],
-};
+);
 
 /// idempotency's variants (names as scenarios write them).
 #[derive(
@@ -471,23 +464,21 @@ impl Configurable for Idempotency {
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::{Bounds, ClockModel, ModelSpec};
-        Ok(ModelSpec {
-            bounds: Bounds {
-                max_depth: 40,
-                max_crashes: 1,
-                max_duplicates: 1,
-                clock: ClockModel::Frozen,
-                ..Bounds::DEFAULT
-            },
-            checks: &["exactly-once"],
-            params: r#"{ "operations": 1 }"#,
-            walk_params: r#"{ "operations": 3 }"#,
-            ..ModelSpec::new(
-                "one service, one client issuing one operation and retrying on its timer; \
-                 a crash of the service and a duplicated message",
-                &[("service", 1), ("client", 1)],
-            )
-        })
+        Ok(ModelSpec::new(
+            "one service, one client issuing one operation and retrying on its timer; \
+             a crash of the service and a duplicated message",
+            &[("service", 1), ("client", 1)],
+        )
+        .with_bounds(
+            Bounds::DEFAULT
+                .with_max_depth(40)
+                .with_max_crashes(1)
+                .with_max_duplicates(1)
+                .with_clock(ClockModel::Frozen),
+        )
+        .with_checks(&["exactly-once"])
+        .with_params(r#"{ "operations": 1 }"#)
+        .with_walk_params(r#"{ "operations": 3 }"#))
     }
 }
 
@@ -501,14 +492,8 @@ mod tests {
 
     fn cluster() -> Cluster {
         Cluster::new(vec![
-            RoleSpec {
-                role: "service".into(),
-                count: 1,
-            },
-            RoleSpec {
-                role: "client".into(),
-                count: 2,
-            },
+            RoleSpec::new("service", 1),
+            RoleSpec::new("client", 2),
         ])
         .unwrap()
     }

@@ -208,35 +208,33 @@ pub struct LeaderLease {
     following: Option<(u64, Option<NodeId>)>,
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "leader-lease",
-    summary: "a leader holds a time-limited lease granted by a majority, renewed before it \
-              expires; voters wait out their promises by their own monotonic clocks",
-    roles: &[RoleInfo {
-        name: "server",
-        summary: "a voter that may also stand for leader",
-        default_count: 5,
-        kind: tenure_core::RoleKind::Participant,
-    }],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "lease timed from the request's send time on the monotonic clock, minus \
-                      a drift margin",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "no-drift-margin",
-            summary: "no drift margin: a leader with a slow clock outlives the voters' promises",
-            breaks: &["lease-safety"],
-        },
-        VariantInfo {
-            name: "wall-clock-lease",
-            summary: "the leader times its lease on the wall clock: a backward step extends it",
-            breaks: &["lease-safety"],
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "leader-lease",
+    "a leader holds a time-limited lease granted by a majority, renewed before it \
+     expires; voters wait out their promises by their own monotonic clocks",
+    &[RoleInfo::new(
+        "server",
+        "a voter that may also stand for leader",
+        5,
+    )],
+    &[
+        VariantInfo::new(
+            "correct",
+            "lease timed from the request's send time on the monotonic clock, minus \
+             a drift margin",
+        ),
+        VariantInfo::new(
+            "no-drift-margin",
+            "no drift margin: a leader with a slow clock outlives the voters' promises",
+        )
+        .with_breaks(&["lease-safety"]),
+        VariantInfo::new(
+            "wall-clock-lease",
+            "the leader times its lease on the wall clock: a backward step extends it",
+        )
+        .with_breaks(&["lease-safety"]),
     ],
-};
+);
 
 impl LeaderLease {
     pub fn role(&self) -> LeaseRole {
@@ -786,16 +784,13 @@ impl Configurable for LeaderLease {
 
     fn assumptions(config: &LeaderLeaseConfig) -> tenure_core::Assumptions {
         let drift = f64::from(config.max_drift_ppm) / 1e6;
-        tenure_core::Assumptions {
-            max_drift: Some(tenure_core::Limit::new(
-                drift,
-                format!(
-                    "the leader's margin, lease x 2 x max_drift + 10ms, covers clocks drifting \
-                     up to max_drift = {drift}"
-                ),
-            )),
-            ..Default::default()
-        }
+        tenure_core::Assumptions::new().with_max_drift(tenure_core::Limit::new(
+            drift,
+            format!(
+                "the leader's margin, lease x 2 x max_drift + 10ms, covers clocks drifting \
+                 up to max_drift = {drift}"
+            ),
+        ))
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {

@@ -562,36 +562,30 @@ impl MultiLockParams {
     }
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "multi-lock",
-    summary: "clients that need k of m locks on one Redis-like server: hold-and-wait or try-lock, ordered or not",
-    roles: &[
-        RoleInfo {
-            name: "server",
-            summary: "the lock server (one Redis instance, SET NX [PX])",
-            default_count: 1,
-            kind: tenure_core::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "client",
-            summary: "clients that each acquire k of the m resources, hold them, release them",
-            default_count: 3,
-            kind: tenure_core::RoleKind::Holder,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "multi-lock",
+    "clients that need k of m locks on one Redis-like server: hold-and-wait or try-lock, ordered or not",
+    &[
+        RoleInfo::new("server", "the lock server (one Redis instance, SET NX [PX])", 1),
+        RoleInfo::new(
+            "client",
+            "clients that each acquire k of the m resources, hold them, release them",
+            3,
+        )
+        .with_kind(tenure_core::RoleKind::Holder),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "every request is acquired in one global order (by resource index): no circular wait",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "unordered",
-            summary: "requests are acquired in a random order: hold and wait without a timeout deadlocks",
-            breaks: &["deadlock", "no-starvation"],
-        },
+    &[
+        VariantInfo::new(
+            "correct",
+            "every request is acquired in one global order (by resource index): no circular wait",
+        ),
+        VariantInfo::new(
+            "unordered",
+            "requests are acquired in a random order: hold and wait without a timeout deadlocks",
+        )
+        .with_breaks(&["deadlock", "no-starvation"]),
     ],
-};
+);
 
 /// multi-lock's variants (names as scenarios write them).
 #[derive(

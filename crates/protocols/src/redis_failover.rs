@@ -1488,65 +1488,61 @@ lock_client_params! {
 }
 
 const ROLES: &[RoleInfo] = &[
-    RoleInfo {
-        name: "redis",
-        summary: "Redis nodes: the first is the initial primary, the others its asynchronous replicas",
-        default_count: 3,
-        kind: RoleKind::Participant,
-    },
-    RoleInfo {
-        name: "sentinel",
-        summary: "Sentinels: mark the primary down (quorum), elect a leader per epoch, promote a replica",
-        default_count: 3,
-        kind: RoleKind::Participant,
-    },
-    RoleInfo {
-        name: "client",
-        summary: "lock clients: SET NX PX on the primary the sentinels name, read-modify-write the storage",
-        default_count: 3,
-        kind: RoleKind::Holder,
-    },
-    RoleInfo {
-        name: "storage",
-        summary: "the protected resource, a counter (fenced in the token variants)",
-        default_count: 1,
-        kind: RoleKind::Resource,
-    },
-    RoleInfo {
-        name: "tokens",
-        summary: "a consensus-backed, durable token counter (used by consensus-tokens only)",
-        default_count: 1,
-        kind: RoleKind::Participant,
-    },
+    RoleInfo::new(
+        "redis",
+        "Redis nodes: the first is the initial primary, the others its asynchronous replicas",
+        3,
+    ),
+    RoleInfo::new(
+        "sentinel",
+        "Sentinels: mark the primary down (quorum), elect a leader per epoch, promote a replica",
+        3,
+    ),
+    RoleInfo::new(
+        "client",
+        "lock clients: SET NX PX on the primary the sentinels name, read-modify-write the storage",
+        3,
+    )
+    .with_kind(RoleKind::Holder),
+    RoleInfo::new(
+        "storage",
+        "the protected resource, a counter (fenced in the token variants)",
+        1,
+    )
+    .with_kind(RoleKind::Resource),
+    RoleInfo::new(
+        "tokens",
+        "a consensus-backed, durable token counter (used by consensus-tokens only)",
+        1,
+    ),
 ];
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "redis-failover",
-    summary: "a Redis lock across Sentinel failover: an asynchronous replica promoted without the lock",
-    roles: ROLES,
-    variants: &[
-        VariantInfo {
-            name: "consensus-tokens",
-            summary: "fencing tokens from a consensus-backed counter, checked by the storage: two holders may act after a failover, the older token is rejected",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "no-fencing",
-            summary: "the lock alone: the primary acks the SET and dies before replicating it, the replica is promoted, a second client acquires (Redis with Sentinel, every version: replication is asynchronous; sibson/redbeat #163, closed without a fix; \"Distributed locks with Redis\")",
-            breaks: &["mutual-exclusion"],
-        },
-        VariantInfo {
-            name: "wait",
-            summary: "WAIT 1 before acting: narrows the window, does not close it (the acked replica need not be the promoted one)",
-            breaks: &["mutual-exclusion"],
-        },
-        VariantInfo {
-            name: "primary-tokens",
-            summary: "fencing tokens from the primary's INCR, replicated asynchronously: the promoted replica hands out a token again",
-            breaks: &["fencing-safety", "no-lost-update"],
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "redis-failover",
+    "a Redis lock across Sentinel failover: an asynchronous replica promoted without the lock",
+    ROLES,
+    &[
+        VariantInfo::new(
+            "consensus-tokens",
+            "fencing tokens from a consensus-backed counter, checked by the storage: two holders may act after a failover, the older token is rejected",
+        ),
+        VariantInfo::new(
+            "no-fencing",
+            "the lock alone: the primary acks the SET and dies before replicating it, the replica is promoted, a second client acquires (Redis with Sentinel, every version: replication is asynchronous; sibson/redbeat #163, closed without a fix; \"Distributed locks with Redis\")",
+        )
+        .with_breaks(&["mutual-exclusion"]),
+        VariantInfo::new(
+            "wait",
+            "WAIT 1 before acting: narrows the window, does not close it (the acked replica need not be the promoted one)",
+        )
+        .with_breaks(&["mutual-exclusion"]),
+        VariantInfo::new(
+            "primary-tokens",
+            "fencing tokens from the primary's INCR, replicated asynchronously: the promoted replica hands out a token again",
+        )
+        .with_breaks(&["fencing-safety", "no-lost-update"]),
     ],
-};
+);
 
 fn count_role(cluster: &Cluster, role: &str, min: usize, max: usize) -> Result<(), ParamError> {
     let n = cluster.count(role);
@@ -1639,8 +1635,8 @@ impl Configurable for RedisFailover {
         let ttl = config.ttl;
         let work = config.workload.work_duration;
         let margin = ttl.saturating_sub(work);
-        Assumptions {
-            max_pause: Some(Limit::new(
+        Assumptions::new()
+            .with_max_pause(Limit::new(
                 margin / 2,
                 format!(
                     "a holder paused past its TTL {} minus its work {} acts on a lock that \
@@ -1648,24 +1644,19 @@ impl Configurable for RedisFailover {
                     f(ttl),
                     f(work)
                 ),
-            )),
-            max_drift: Some(Limit::new(
+            ))
+            .with_max_drift(Limit::new(
                 0.1,
                 "the holder's work and the primary's TTL are measured by two clocks",
-            )),
-            min_restart_delay: Some(Limit::new(
+            ))
+            .with_min_restart_delay(Limit::new(
                 ttl,
                 "a Redis node restarts empty (no persistence): it must stay down a TTL",
-            )),
-            max_wall_jump: Some(Limit::new(
+            ))
+            .with_max_wall_jump(Limit::new(
                 margin / 4,
                 "keys expire by the wall clock of the node that holds them",
-            )),
-            max_latency: None,
-            max_fsync: None,
-            reliable_network: None,
-            max_byzantine: None,
-        }
+            ))
     }
 }
 

@@ -448,58 +448,44 @@ impl LockParams {
 }
 
 pub(crate) const LOCK_ROLES: &[RoleInfo] = &[
-    RoleInfo {
-        name: "server",
-        summary: "the lock server (one Redis instance)",
-        default_count: 1,
-        kind: tenure_core::RoleKind::Participant,
-    },
-    RoleInfo {
-        name: "client",
-        summary: "lock clients: acquire, read-modify-write the storage, release",
-        default_count: 3,
-        kind: tenure_core::RoleKind::Holder,
-    },
-    RoleInfo {
-        name: "storage",
-        summary: "the protected resource, a counter",
-        default_count: 1,
-        kind: tenure_core::RoleKind::Resource,
-    },
+    RoleInfo::new("server", "the lock server (one Redis instance)", 1),
+    RoleInfo::new(
+        "client",
+        "lock clients: acquire, read-modify-write the storage, release",
+        3,
+    )
+    .with_kind(tenure_core::RoleKind::Holder),
+    RoleInfo::new("storage", "the protected resource, a counter", 1)
+        .with_kind(tenure_core::RoleKind::Resource),
 ];
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "redis-lock",
-    summary: "a lock on one Redis instance: SET NX PX to acquire, compare-and-delete to release",
-    roles: LOCK_ROLES,
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "SET NX PX and the compare-and-delete script, keys expiring by the server's wall clock as in Redis (unsafe under a pause longer than the TTL or a wall step past the margin)",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "monotonic-expiry",
-            summary: "a contrast, not a bug: the server times TTLs on its monotonic clock, so wall steps do not expire a key",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "plain-del-release",
-            summary: "release is a plain DEL: a client whose lock expired deletes the next holder's lock",
-            breaks: &["mutual-exclusion"],
-        },
-        VariantInfo {
-            name: "no-ttl",
-            summary: "SET without PX: a crashed holder blocks everyone forever",
-            breaks: &["lock-liveness"],
-        },
-        VariantInfo {
-            name: "release-before-write",
-            summary: "the client releases its lock once its read returns and writes after: it acts without the lock while the next holder acts (beliefs never overlap, actions do)",
-            breaks: &["mutual-exclusion"],
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "redis-lock",
+    "a lock on one Redis instance: SET NX PX to acquire, compare-and-delete to release",
+    LOCK_ROLES,
+    &[
+        VariantInfo::new(
+            "correct",
+            "SET NX PX and the compare-and-delete script, keys expiring by the server's wall clock as in Redis (unsafe under a pause longer than the TTL or a wall step past the margin)",
+        ),
+        VariantInfo::new(
+            "monotonic-expiry",
+            "a contrast, not a bug: the server times TTLs on its monotonic clock, so wall steps do not expire a key",
+        ),
+        VariantInfo::new(
+            "plain-del-release",
+            "release is a plain DEL: a client whose lock expired deletes the next holder's lock",
+        )
+        .with_breaks(&["mutual-exclusion"]),
+        VariantInfo::new("no-ttl", "SET without PX: a crashed holder blocks everyone forever")
+            .with_breaks(&["lock-liveness"]),
+        VariantInfo::new(
+            "release-before-write",
+            "the client releases its lock once its read returns and writes after: it acts without the lock while the next holder acts (beliefs never overlap, actions do)",
+        )
+        .with_breaks(&["mutual-exclusion"]),
     ],
-};
+);
 
 /// redis-lock's variants (names as scenarios write them).
 #[derive(
@@ -574,8 +560,8 @@ impl Configurable for RedisLock {
         };
         let work = config.workload.work_duration;
         let margin = ttl.saturating_sub(work);
-        Assumptions {
-            max_pause: Some(Limit::new(
+        Assumptions::new()
+            .with_max_pause(Limit::new(
                 margin / 2,
                 format!(
                     "a holder paused past its TTL {} minus its work {} still acts on a lock \
@@ -583,17 +569,17 @@ impl Configurable for RedisLock {
                     f(ttl),
                     f(work)
                 ),
-            )),
-            max_drift: Some(Limit::new(
+            ))
+            .with_max_drift(Limit::new(
                 0.1,
                 "the holder's work and the server's TTL are measured by two clocks",
-            )),
-            min_restart_delay: Some(Limit::new(
+            ))
+            .with_min_restart_delay(Limit::new(
                 ttl,
                 "a server restarts with no keys: it must stay down a TTL (antirez's \
                  \"delayed restarts\") or a second client gets the lock",
-            )),
-            max_wall_jump: max_wall_jump(config).map(|jump| {
+            ))
+            .with_max_wall_jump(max_wall_jump(config).map(|jump| {
                 Limit::new(
                     jump,
                     format!(
@@ -605,44 +591,37 @@ impl Configurable for RedisLock {
                         f(work)
                     ),
                 )
-            }),
-            max_latency: None,
-            max_fsync: None,
-            reliable_network: None,
-            max_byzantine: None,
-        }
+            }))
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::ModelSpec;
-        Ok(ModelSpec {
-            out_of_scope: &[(
-                "no-ttl",
-                "lock-liveness is liveness: a bounded path cannot show `never`",
-            )],
-            // The model judges the actions themselves (`mutual-exclusion`, finished at
-            // every state, so an interleaving still open is seen: `release-before-write`
-            // overlaps only in actions) and the beliefs beside them: with no leap a
-            // client acts in the same step in which it comes to believe it holds, and
-            // keeps acting until it stops, so two beliefs at once are an interleaving
-            // of actions under way, shown a few steps sooner (`plain-del-release`).
-            stands_for: &[("mutual-exclusion-belief", "mutual-exclusion")],
-            bounds: tenure_core::model::Bounds {
-                max_depth: 16,
-                max_leaps: 0,
-                max_duplicates: 1,
-                clock: tenure_core::model::ClockModel::Frozen,
-                ..tenure_core::model::Bounds::DEFAULT
-            },
-            checks: &["mutual-exclusion", "mutual-exclusion-belief"],
-            params: r#"{ "max_attempts": 1 }"#,
-            walk_params: r#"{ "max_attempts": 6 }"#,
-            ..ModelSpec::new(
-                "one lock server, clients making one acquire attempt each; no time leap by \
-                 default (a TTL never expires), a duplicated message can arrive late",
-                &[("server", 1), ("client", 3), ("storage", 1)],
-            )
-        })
+        Ok(ModelSpec::new(
+            "one lock server, clients making one acquire attempt each; no time leap by \
+             default (a TTL never expires), a duplicated message can arrive late",
+            &[("server", 1), ("client", 3), ("storage", 1)],
+        )
+        .with_out_of_scope(&[(
+            "no-ttl",
+            "lock-liveness is liveness: a bounded path cannot show `never`",
+        )])
+        // The model judges the actions themselves (`mutual-exclusion`, finished at
+        // every state, so an interleaving still open is seen: `release-before-write`
+        // overlaps only in actions) and the beliefs beside them: with no leap a
+        // client acts in the same step in which it comes to believe it holds, and
+        // keeps acting until it stops, so two beliefs at once are an interleaving
+        // of actions under way, shown a few steps sooner (`plain-del-release`).
+        .with_stands_for(&[("mutual-exclusion-belief", "mutual-exclusion")])
+        .with_bounds(
+            tenure_core::model::Bounds::DEFAULT
+                .with_max_depth(16)
+                .with_max_leaps(0)
+                .with_max_duplicates(1)
+                .with_clock(tenure_core::model::ClockModel::Frozen),
+        )
+        .with_checks(&["mutual-exclusion", "mutual-exclusion-belief"])
+        .with_params(r#"{ "max_attempts": 1 }"#)
+        .with_walk_params(r#"{ "max_attempts": 6 }"#))
     }
 }
 
@@ -654,18 +633,9 @@ pub(crate) mod tests {
 
     pub(crate) fn lock_cluster() -> Cluster {
         Cluster::new(vec![
-            RoleSpec {
-                role: "server".into(),
-                count: 1,
-            },
-            RoleSpec {
-                role: "client".into(),
-                count: 2,
-            },
-            RoleSpec {
-                role: "storage".into(),
-                count: 1,
-            },
+            RoleSpec::new("server", 1),
+            RoleSpec::new("client", 2),
+            RoleSpec::new("storage", 1),
         ])
         .unwrap()
     }
@@ -1222,18 +1192,9 @@ pub(crate) mod tests {
             "retry_backoff"
         );
         let two_servers = Cluster::new(vec![
-            RoleSpec {
-                role: "server".into(),
-                count: 2,
-            },
-            RoleSpec {
-                role: "client".into(),
-                count: 1,
-            },
-            RoleSpec {
-                role: "storage".into(),
-                count: 1,
-            },
+            RoleSpec::new("server", 2),
+            RoleSpec::new("client", 1),
+            RoleSpec::new("storage", 1),
         ])
         .unwrap();
         assert_eq!(

@@ -294,47 +294,36 @@ lock_client_params! {
     }
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "redlock",
-    summary: "Redlock: a quorum of N independent Redis-like lock servers, validity = TTL - elapsed - drift",
-    roles: &[
-        RoleInfo {
-            name: "server",
-            summary: "independent lock servers (Redis masters)",
-            default_count: 5,
-            kind: tenure_core::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "client",
-            summary: "lock clients: acquire a quorum, read-modify-write the storage, release",
-            default_count: 3,
-            kind: tenure_core::RoleKind::Holder,
-        },
-        RoleInfo {
-            name: "storage",
-            summary: "the protected resource, a counter (unfenced)",
-            default_count: 1,
-            kind: tenure_core::RoleKind::Resource,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "redlock",
+    "Redlock: a quorum of N independent Redis-like lock servers, validity = TTL - elapsed - drift",
+    &[
+        RoleInfo::new("server", "independent lock servers (Redis masters)", 5),
+        RoleInfo::new(
+            "client",
+            "lock clients: acquire a quorum, read-modify-write the storage, release",
+            3,
+        )
+        .with_kind(tenure_core::RoleKind::Holder),
+        RoleInfo::new("storage", "the protected resource, a counter (unfenced)", 1)
+            .with_kind(tenure_core::RoleKind::Resource),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "random values, quorum and validity check; servers expire keys by their wall clocks as Redis does (unsafe under a client pause past the validity or a wall step past the margin)",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "monotonic-expiry",
-            summary: "a contrast, not a bug: servers time TTLs on their monotonic clocks, so wall steps do not expire a key",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "constant-lock-value",
-            summary: "every client sets the same value: a failed attempt's unlock deletes the holder's keys",
-            breaks: &["mutual-exclusion"],
-        },
+    &[
+        VariantInfo::new(
+            "correct",
+            "random values, quorum and validity check; servers expire keys by their wall clocks as Redis does (unsafe under a client pause past the validity or a wall step past the margin)",
+        ),
+        VariantInfo::new(
+            "monotonic-expiry",
+            "a contrast, not a bug: servers time TTLs on their monotonic clocks, so wall steps do not expire a key",
+        ),
+        VariantInfo::new(
+            "constant-lock-value",
+            "every client sets the same value: a failed attempt's unlock deletes the holder's keys",
+        )
+        .with_breaks(&["mutual-exclusion"]),
     ],
-};
+);
 
 /// redlock's variants (names as scenarios write them).
 #[derive(
@@ -444,8 +433,8 @@ impl Configurable for Redlock {
         let work = config.workload.work_duration;
         let validity = config.ttl.saturating_sub(config.drift_allowance);
         let margin = validity.saturating_sub(work);
-        Assumptions {
-            max_pause: Some(Limit::new(
+        Assumptions::new()
+            .with_max_pause(Limit::new(
                 margin / 2,
                 format!(
                     "a holder paused past its validity (TTL {} - drift allowance {}) minus its \
@@ -454,17 +443,17 @@ impl Configurable for Redlock {
                     f(config.drift_allowance),
                     f(work)
                 ),
-            )),
-            max_drift: Some(Limit::new(
+            ))
+            .with_max_drift(Limit::new(
                 0.01,
                 "the clock drift factor: the allowance is TTL x 0.01 + 2ms",
-            )),
-            min_restart_delay: Some(Limit::new(
+            ))
+            .with_min_restart_delay(Limit::new(
                 config.ttl,
                 "a server restarts with no keys: it must stay down a TTL (antirez's \
                  \"delayed restarts\")",
-            )),
-            max_wall_jump: max_wall_jump(config).map(|jump| {
+            ))
+            .with_max_wall_jump(max_wall_jump(config).map(|jump| {
                 Limit::new(
                     jump,
                     format!(
@@ -477,8 +466,8 @@ impl Configurable for Redlock {
                         f(work)
                     ),
                 )
-            }),
-            max_latency: max_latency(config).map(|latency| {
+            }))
+            .with_max_latency(max_latency(config).map(|latency| {
                 Limit::new(
                     latency,
                     format!(
@@ -491,11 +480,7 @@ impl Configurable for Redlock {
                         config.workload.backoff.name()
                     ),
                 )
-            }),
-            max_fsync: None,
-            reliable_network: None,
-            max_byzantine: None,
-        }
+            }))
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
@@ -515,18 +500,9 @@ mod tests {
 
     fn cluster() -> Cluster {
         Cluster::new(vec![
-            RoleSpec {
-                role: "server".into(),
-                count: 5,
-            },
-            RoleSpec {
-                role: "client".into(),
-                count: 2,
-            },
-            RoleSpec {
-                role: "storage".into(),
-                count: 1,
-            },
+            RoleSpec::new("server", 5),
+            RoleSpec::new("client", 2),
+            RoleSpec::new("storage", 1),
         ])
         .unwrap()
     }

@@ -1041,36 +1041,34 @@ impl ShardedLockParams {
     }
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "sharded-lock",
-    summary: "a lock service sharded over coordinators by a consistent-hash ring; join/leave hand ownership over",
-    roles: &[
-        RoleInfo {
-            name: "coordinator",
-            summary: "lock coordinators, each owning the resources the ring gives it (the last `standby` start outside the ring)",
-            default_count: 4,
-            kind: tenure_core::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "client",
-            summary: "lock clients: acquire a random resource from its owner, hold, release",
-            default_count: 4,
-            kind: tenure_core::RoleKind::Holder,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "sharded-lock",
+    "a lock service sharded over coordinators by a consistent-hash ring; join/leave hand ownership over",
+    &[
+        RoleInfo::new(
+            "coordinator",
+            "lock coordinators, each owning the resources the ring gives it (the last `standby` start outside the ring)",
+            4,
+        ),
+        RoleInfo::new(
+            "client",
+            "lock clients: acquire a random resource from its owner, hold, release",
+            4,
+        )
+        .with_kind(tenure_core::RoleKind::Holder),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "the old owner stops serving and hands the lock over; the new owner serves only after the hand-over",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "no-fence",
-            summary: "the new owner serves as soon as it learns the ring; nothing is handed over",
-            breaks: &["single-owner", "mutual-exclusion"],
-        },
+    &[
+        VariantInfo::new(
+            "correct",
+            "the old owner stops serving and hands the lock over; the new owner serves only after the hand-over",
+        ),
+        VariantInfo::new(
+            "no-fence",
+            "the new owner serves as soon as it learns the ring; nothing is handed over",
+        )
+        .with_breaks(&["single-owner", "mutual-exclusion"]),
     ],
-};
+);
 
 /// sharded-lock's variants (names as scenarios write them).
 #[derive(
@@ -1116,13 +1114,10 @@ impl Configurable for ShardedLock {
     }
 
     fn assumptions(_config: &Shared) -> tenure_core::Assumptions {
-        tenure_core::Assumptions {
-            max_drift: Some(tenure_core::Limit::new(
-                0.1,
-                "the lock-liveness bound is scaled for monotonic clocks up to 10% slow",
-            )),
-            ..tenure_core::Assumptions::default()
-        }
+        tenure_core::Assumptions::new().with_max_drift(tenure_core::Limit::new(
+            0.1,
+            "the lock-liveness bound is scaled for monotonic clocks up to 10% slow",
+        ))
     }
 }
 

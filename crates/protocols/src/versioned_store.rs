@@ -412,36 +412,32 @@ impl Default for VersionedStoreParams {
     }
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "versioned-store",
-    summary: "optimistic concurrency: read-modify-write with compare-and-set on a versioned store, retry on conflict",
-    roles: &[
-        RoleInfo {
-            name: "storage",
-            summary: "the versioned store (a counter and its version per resource)",
-            default_count: 1,
-            kind: tenure_core::RoleKind::Resource,
-        },
-        RoleInfo {
-            name: "client",
-            summary: "clients: read, work, compare-and-set, retry from a fresh read on conflict",
-            default_count: 3,
-            kind: tenure_core::RoleKind::Holder,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "versioned-store",
+    "optimistic concurrency: read-modify-write with compare-and-set on a versioned store, retry on conflict",
+    &[
+        RoleInfo::new(
+            "storage",
+            "the versioned store (a counter and its version per resource)",
+            1,
+        )
+        .with_kind(tenure_core::RoleKind::Resource),
+        RoleInfo::new(
+            "client",
+            "clients: read, work, compare-and-set, retry from a fresh read on conflict",
+            3,
+        )
+        .with_kind(tenure_core::RoleKind::Holder),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "the store writes only if the version is still the one read",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "blind-write",
-            summary: "the store ignores the version (a plain PUT): concurrent increments are lost",
-            breaks: &["no-lost-update"],
-        },
+    &[
+        VariantInfo::new("correct", "the store writes only if the version is still the one read"),
+        VariantInfo::new(
+            "blind-write",
+            "the store ignores the version (a plain PUT): concurrent increments are lost",
+        )
+        .with_breaks(&["no-lost-update"]),
     ],
-};
+);
 
 /// versioned-store's variants (names as scenarios write them).
 #[derive(
@@ -513,14 +509,8 @@ mod tests {
 
     fn cluster() -> Cluster {
         Cluster::new(vec![
-            RoleSpec {
-                role: "storage".into(),
-                count: 1,
-            },
-            RoleSpec {
-                role: "client".into(),
-                count: 3,
-            },
+            RoleSpec::new("storage", 1),
+            RoleSpec::new("client", 3),
         ])
         .unwrap()
     }

@@ -1252,11 +1252,7 @@ mod tests {
         assert_eq!(roles.get(NodeId(0)), LockRole::Server);
         assert_eq!(roles.get(NodeId(1)), LockRole::Client);
         assert_eq!(roles.get(NodeId(3)), LockRole::Storage);
-        let other = Cluster::new(vec![tenure_core::RoleSpec {
-            role: "witness".into(),
-            count: 1,
-        }])
-        .unwrap();
+        let other = Cluster::new(vec![tenure_core::RoleSpec::new("witness", 1)]).unwrap();
         let err = tenure_core::Roles::<LockRole>::of(&other).unwrap_err();
         assert_eq!(err.field, "cluster");
         assert!(err.message.contains("witness"), "{err}");

@@ -303,45 +303,39 @@ pub enum ZooKeeper {
     Storage(Resource),
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "zookeeper",
-    summary: "ZooKeeper-style sessions, ephemeral sequential znodes and watches, with the \
-              election and lock recipes (the ensemble modelled as one linearizable server)",
-    roles: &[
-        RoleInfo {
-            name: "server",
-            summary: "the coordination service (one linearizable server standing for the \
-                      ensemble)",
-            default_count: 1,
-            kind: tenure_core::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "client",
-            summary: "runs the election or lock recipe in its own session",
-            default_count: 3,
-            kind: tenure_core::RoleKind::Holder,
-        },
-        RoleInfo {
-            name: "storage",
-            summary: "the protected resource of the lock recipe (idle for election)",
-            default_count: 1,
-            kind: tenure_core::RoleKind::Resource,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "zookeeper",
+    "ZooKeeper-style sessions, ephemeral sequential znodes and watches, with the \
+     election and lock recipes (the ensemble modelled as one linearizable server)",
+    &[
+        RoleInfo::new(
+            "server",
+            "the coordination service (one linearizable server standing for the \
+             ensemble)",
+            1,
+        ),
+        RoleInfo::new(
+            "client",
+            "runs the election or lock recipe in its own session",
+            3,
+        )
+        .with_kind(tenure_core::RoleKind::Holder),
+        RoleInfo::new(
+            "storage",
+            "the protected resource of the lock recipe (idle for election)",
+            1,
+        )
+        .with_kind(tenure_core::RoleKind::Resource),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "each waiter watches only its predecessor",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "herd",
-            summary: "every waiter watches the parent's children: each change wakes them all \
-                      (costs messages, breaks nothing)",
-            breaks: &[],
-        },
+    &[
+        VariantInfo::new("correct", "each waiter watches only its predecessor"),
+        VariantInfo::new(
+            "herd",
+            "every waiter watches the parent's children: each change wakes them all \
+             (costs messages, breaks nothing)",
+        ),
     ],
-};
+);
 
 impl Protocol for ZooKeeper {
     type Msg = ZkMsg;
@@ -499,42 +493,38 @@ impl Configurable for ZooKeeper {
     }
 
     fn assumptions(_config: &ZkConfig) -> tenure_core::Assumptions {
-        tenure_core::Assumptions {
+        tenure_core::Assumptions::new()
             // No `reliable_network`: a lost, duplicated or late request, reply or watch
             // event is CONNECTIONLOSS to the client, which reconnects within its session,
             // re-sets its watches and retries (finding its own node by GUID first).
-            max_drift: Some(tenure_core::Limit::new(
+            .with_max_drift(tenure_core::Limit::new(
                 0.1,
                 "pings every third of the session timeout by the client's clock keep a \
                  session timed by the server's",
-            )),
-            ..Default::default()
-        }
+            ))
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::ModelSpec;
-        Ok(ModelSpec {
-            bounds: tenure_core::model::Bounds {
-                max_depth: 40,
-                max_leaps: 1,
-                max_duplicates: 0,
-                clock: tenure_core::model::ClockModel::Frozen,
-                timers: tenure_core::model::TimerModel::Quiet,
-                max_states: 300_000,
-                ..tenure_core::model::Bounds::DEFAULT
-            },
-            checks: &["fencing-safety", "no-lost-update"],
-            params: r#"{ "recipe": "lock", "max_attempts": 1 }"#,
-            walk_params: r#"{ "recipe": "lock", "max_attempts": 6 }"#,
-            ..ModelSpec::new(
-                "the lock recipe on one server with sessions and ephemeral sequential \
-                 znodes, clients making one acquire attempt each, a fenced storage; time \
-                 may leap once (session expiry); pings make the space grow with depth, so \
-                 it is depth-bounded",
-                &[("server", 1), ("client", 2), ("storage", 1)],
-            )
-        })
+        Ok(ModelSpec::new(
+            "the lock recipe on one server with sessions and ephemeral sequential \
+             znodes, clients making one acquire attempt each, a fenced storage; time \
+             may leap once (session expiry); pings make the space grow with depth, so \
+             it is depth-bounded",
+            &[("server", 1), ("client", 2), ("storage", 1)],
+        )
+        .with_bounds(
+            tenure_core::model::Bounds::DEFAULT
+                .with_max_depth(40)
+                .with_max_leaps(1)
+                .with_max_duplicates(0)
+                .with_clock(tenure_core::model::ClockModel::Frozen)
+                .with_timers(tenure_core::model::TimerModel::Quiet)
+                .with_max_states(300_000),
+        )
+        .with_checks(&["fencing-safety", "no-lost-update"])
+        .with_params(r#"{ "recipe": "lock", "max_attempts": 1 }"#)
+        .with_walk_params(r#"{ "recipe": "lock", "max_attempts": 6 }"#))
     }
 }
 

@@ -331,13 +331,13 @@ impl Log {
 /// A record stamped now (`time` is the wall reading, as tenure-runtime's).
 pub fn record_now(run: RunClock, node: NodeId, mono: LocalTime, obs: Observation) -> Record {
     let wall = run.wall();
-    Record {
-        time: SimTime(wall.max(0) as u64),
+    Record::new(
+        SimTime(wall.max(0) as u64),
         node,
         mono,
-        wall: LocalTime(wall),
+        LocalTime(wall),
         obs,
-    }
+    )
 }
 
 /// One start of one node.

@@ -278,13 +278,13 @@ impl<M, T> Rng for RealEnv<'_, M, T> {
 impl<M, T> Observe for RealEnv<'_, M, T> {
     fn observe(&mut self, obs: Observation) {
         let now = self.clock.now();
-        let record = Record {
-            time: SimTime(self.clock.wall().0.max(0) as u64),
-            node: self.me,
-            mono: self.clock.mono_of(now),
-            wall: self.clock.wall(),
+        let record = Record::new(
+            SimTime(self.clock.wall().0.max(0) as u64),
+            self.me,
+            self.clock.mono_of(now),
+            self.clock.wall(),
             obs,
-        };
+        );
         self.stats.observations += 1;
         self.log.write(&record);
     }
@@ -620,13 +620,13 @@ pub fn record_kill(
     let mono = last.as_ref().map_or(LocalTime(time.0 as i64), |l| {
         LocalTime(l.mono.0 + (time.0 - l.time.0) as i64)
     });
-    let record = Record {
+    let record = Record::new(
         time,
-        node: me,
+        me,
         mono,
-        wall: LocalTime(time.0 as i64),
-        obs: Observation::Crashed,
-    };
+        LocalTime(time.0 as i64),
+        Observation::Crashed,
+    );
     let file = OpenOptions::new().write(true).open(&path)?;
     file.set_len(whole as u64)?;
     let mut file = OpenOptions::new().append(true).open(&path)?;
@@ -688,12 +688,14 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let ms = |n: u64| n * 1_000_000;
-        let at = |t: u64, obs| Record {
-            time: SimTime(ms(t)),
-            node: NodeId(2),
-            mono: LocalTime(ms(t) as i64 + 5),
-            wall: LocalTime(ms(t) as i64),
-            obs,
+        let at = |t: u64, obs| {
+            Record::new(
+                SimTime(ms(t)),
+                NodeId(2),
+                LocalTime(ms(t) as i64 + 5),
+                LocalTime(ms(t) as i64),
+                obs,
+            )
         };
         let write = |partial: &str| {
             let mut text: String = [
@@ -718,13 +720,11 @@ mod tests {
         write("");
         let k = record_kill(&dir, NodeId(2), SimTime(ms(30))).unwrap();
         assert_eq!(k.cut, 0);
-        assert_eq!(
-            k.record,
-            Record {
-                mono: LocalTime(ms(30) as i64 + 5),
-                ..at(30, Observation::Crashed)
-            }
-        );
+        assert_eq!(k.record, {
+            let mut crashed = at(30, Observation::Crashed);
+            crashed.mono = LocalTime(ms(30) as i64 + 5);
+            crashed
+        });
         assert_eq!(log().last(), Some(&k.record));
 
         // The kill left at 15ms, the node still wrote at 20ms, and died in a write.

@@ -151,7 +151,7 @@ fn ordered_roles<'de, D: serde::Deserializer<'de>>(
         ) -> Result<Self::Value, A::Error> {
             let mut roles = Vec::new();
             while let Some((role, count)) = map.next_entry::<String, u32>()? {
-                roles.push(RoleSpec { role, count });
+                roles.push(RoleSpec::new(role, count));
             }
             Ok(roles)
         }
@@ -877,10 +877,7 @@ mod tests {
         assert_eq!(s.name, "leader crash");
         assert_eq!(
             s.cluster,
-            ClusterSpec::Roles(vec![RoleSpec {
-                role: "server".into(),
-                count: 5
-            }])
+            ClusterSpec::Roles(vec![RoleSpec::new("server", 5)])
         );
         assert_eq!(s.network.loss, 0.01);
         assert_eq!(

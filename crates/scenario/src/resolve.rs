@@ -34,10 +34,7 @@ impl Scenario {
             info.roles
                 .iter()
                 .filter(|r| r.default_count > 0 && !skip(r.name))
-                .map(|r| RoleSpec {
-                    role: r.name.to_string(),
-                    count: r.default_count,
-                })
+                .map(|r| RoleSpec::new(r.name.to_string(), r.default_count))
                 .collect()
         };
         let (specs, field) = match &self.cluster {
@@ -48,10 +45,7 @@ impl Scenario {
                         format!("protocol `{}` declares no roles", info.name),
                     ));
                 };
-                let mut specs = vec![RoleSpec {
-                    role: first.name.to_string(),
-                    count: *n,
-                }];
+                let mut specs = vec![RoleSpec::new(first.name.to_string(), *n)];
                 specs.extend(defaults(&|r| r == first.name));
                 (specs, "cluster.nodes")
             }
@@ -230,42 +224,20 @@ mod tests {
     use serde::Deserialize;
     use tenure_core::{HumanDuration, RoleInfo, VariantInfo};
 
-    static LOCKS: ProtocolInfo = ProtocolInfo {
-        name: "locks",
-        summary: "a lock service and its clients",
-        roles: &[
-            RoleInfo {
-                name: "server",
-                summary: "grants locks",
-                default_count: 3,
-                kind: tenure_core::RoleKind::Participant,
-            },
-            RoleInfo {
-                name: "client",
-                summary: "takes locks",
-                default_count: 2,
-                kind: tenure_core::RoleKind::Holder,
-            },
-            RoleInfo {
-                name: "storage",
-                summary: "only when asked for",
-                default_count: 0,
-                kind: tenure_core::RoleKind::Resource,
-            },
+    static LOCKS: ProtocolInfo = ProtocolInfo::new(
+        "locks",
+        "a lock service and its clients",
+        &[
+            RoleInfo::new("server", "grants locks", 3),
+            RoleInfo::new("client", "takes locks", 2).with_kind(tenure_core::RoleKind::Holder),
+            RoleInfo::new("storage", "only when asked for", 0)
+                .with_kind(tenure_core::RoleKind::Resource),
         ],
-        variants: &[
-            VariantInfo {
-                name: "correct",
-                summary: "fenced",
-                breaks: &[],
-            },
-            VariantInfo {
-                name: "no-fencing",
-                summary: "trusts the lease",
-                breaks: &["fencing-safety"],
-            },
+        &[
+            VariantInfo::new("correct", "fenced"),
+            VariantInfo::new("no-fencing", "trusts the lease").with_breaks(&["fencing-safety"]),
         ],
-    };
+    );
 
     fn scenario(rest: &str) -> Scenario {
         let source = format!("duration = \"10s\"\n[protocol]\nname = \"locks\"\n{rest}");

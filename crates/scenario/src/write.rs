@@ -518,10 +518,7 @@ mod tests {
             cluster: if rng.chance(0.5) {
                 ClusterSpec::Nodes(n)
             } else {
-                ClusterSpec::Roles(vec![RoleSpec {
-                    role: "server".into(),
-                    count: n,
-                }])
+                ClusterSpec::Roles(vec![RoleSpec::new("server", n)])
             },
             network: NetworkSpec {
                 latency: delay(&mut rng),

@@ -115,17 +115,8 @@ mod tests {
     use tenure_sim::Stats;
 
     fn report(records: Vec<(u64, u32, Observation)>, stats: Stats) -> Report {
-        let cluster = Cluster::new(vec![
-            RoleSpec {
-                role: "server".into(),
-                count: 1,
-            },
-            RoleSpec {
-                role: "client".into(),
-                count: 2,
-            },
-        ])
-        .unwrap();
+        let cluster =
+            Cluster::new(vec![RoleSpec::new("server", 1), RoleSpec::new("client", 2)]).unwrap();
         Report {
             seed: 1,
             violations: Vec::new(),
@@ -138,12 +129,14 @@ mod tests {
                 },
                 records: records
                     .into_iter()
-                    .map(|(ms, node, obs)| Record {
-                        time: SimTime(ms * 1_000_000),
-                        node: NodeId(node),
-                        mono: LocalTime(0),
-                        wall: LocalTime(0),
-                        obs,
+                    .map(|(ms, node, obs)| {
+                        Record::new(
+                            SimTime(ms * 1_000_000),
+                            NodeId(node),
+                            LocalTime(0),
+                            LocalTime(0),
+                            obs,
+                        )
                     })
                     .collect(),
             },

@@ -12,13 +12,13 @@ fn n(i: u32) -> NodeId {
 }
 
 fn rec(ms: u64, node: u32, obs: Observation) -> Record {
-    Record {
-        time: SimTime(ms * MS),
-        node: n(node),
-        mono: LocalTime((ms * MS) as i64),
-        wall: LocalTime((ms * MS) as i64),
+    Record::new(
+        SimTime(ms * MS),
+        n(node),
+        LocalTime((ms * MS) as i64),
+        LocalTime((ms * MS) as i64),
         obs,
-    }
+    )
 }
 
 fn holds(res: &str, token: u64) -> Observation {

@@ -683,14 +683,8 @@ impl LeaseConfig {
 /// The default cluster: one API server and `candidates` candidates.
 pub fn cluster(candidates: u32) -> Cluster {
     Cluster::new(vec![
-        RoleSpec {
-            role: "apiserver".into(),
-            count: 1,
-        },
-        RoleSpec {
-            role: "candidate".into(),
-            count: candidates,
-        },
+        RoleSpec::new("apiserver", 1),
+        RoleSpec::new("candidate", candidates),
     ])
     .expect("a valid cluster")
 }
@@ -763,56 +757,46 @@ pub struct Params {
     pub work_interval: Option<HumanDuration>,
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "k8s-lease",
-    summary: "Kubernetes leader election on a Lease object (client-go's LeaderElector) over a compare-and-swap API server",
-    roles: &[
-        RoleInfo {
-            name: "apiserver",
-            summary: "stores the Lease; Update only if the resourceVersion matches",
-            default_count: 1,
-            kind: tenure::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "candidate",
-            summary: "runs the elector: acquires, renews, acts as leader",
-            default_count: 3,
-            kind: tenure::RoleKind::Participant,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "k8s-lease",
+    "Kubernetes leader election on a Lease object (client-go's LeaderElector) over a compare-and-swap API server",
+    &[
+        RoleInfo::new(
+            "apiserver",
+            "stores the Lease; Update only if the resourceVersion matches",
+            1,
+        ),
+        RoleInfo::new("candidate", "runs the elector: acquires, renews, acts as leader", 3),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "client-go's elector, monotonic clock, 1.5s/1s/200ms",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "renew-deadline-too-long",
-            summary: "RenewDeadline 2s above LeaseDuration 1.5s (NewLeaderElector rejects it): a cut-off leader acts after others took over",
-            breaks: &["single-leader-at-a-time"],
-        },
-        VariantInfo {
-            name: "act-after-failed-renew",
-            summary: "the leader's work goes on after its renew deadline passed (OnStartedLeading ignoring its context)",
-            breaks: &["single-leader-at-a-time"],
-        },
-        VariantInfo {
-            name: "wall-clock-observed-time",
-            summary: "observedTime and deadlines on the wall clock: a clock step expires a live lease",
-            breaks: &["single-leader-at-a-time"],
-        },
-        VariantInfo {
-            name: "no-resource-version",
-            summary: "Update without the resourceVersion: two takeovers of one lease both succeed, and a stale write miscounts leaseTransitions",
-            breaks: &["single-leader-per-term", "lease-transitions"],
-        },
-        VariantInfo {
-            name: "transitions-on-renewal",
-            summary: "every renewal adds one to leaseTransitions: the count no longer says how often the holder changed (judged by this crate's own checker)",
-            breaks: &["lease-transitions"],
-        },
+    &[
+        VariantInfo::new("correct", "client-go's elector, monotonic clock, 1.5s/1s/200ms"),
+        VariantInfo::new(
+            "renew-deadline-too-long",
+            "RenewDeadline 2s above LeaseDuration 1.5s (NewLeaderElector rejects it): a cut-off leader acts after others took over",
+        )
+        .with_breaks(&["single-leader-at-a-time"]),
+        VariantInfo::new(
+            "act-after-failed-renew",
+            "the leader's work goes on after its renew deadline passed (OnStartedLeading ignoring its context)",
+        )
+        .with_breaks(&["single-leader-at-a-time"]),
+        VariantInfo::new(
+            "wall-clock-observed-time",
+            "observedTime and deadlines on the wall clock: a clock step expires a live lease",
+        )
+        .with_breaks(&["single-leader-at-a-time"]),
+        VariantInfo::new(
+            "no-resource-version",
+            "Update without the resourceVersion: two takeovers of one lease both succeed, and a stale write miscounts leaseTransitions",
+        )
+        .with_breaks(&["single-leader-per-term", "lease-transitions"]),
+        VariantInfo::new(
+            "transitions-on-renewal",
+            "every renewal adds one to leaseTransitions: the count no longer says how often the holder changed (judged by this crate's own checker)",
+        )
+        .with_breaks(&["lease-transitions"]),
     ],
-};
+);
 
 impl Configurable for K8sLease {
     type Params = Params;
@@ -871,36 +855,34 @@ impl Configurable for K8sLease {
     /// lease duration on its own clock).
     fn model() -> Result<tenure::model::ModelSpec, &'static str> {
         use tenure::model::{Bounds, ClockModel, ModelSpec};
-        Ok(ModelSpec {
-            out_of_scope: &[
-                (
-                    "wall-clock-observed-time",
-                    "a wall-clock step that moves one node's clock alone: the model's \
-                     clocks only leap together",
-                ),
-                (
-                    "renew-deadline-too-long",
-                    "its overlap lasts for the difference between two durations; a \
-                     leap passes every deadline at once, so the model cannot order them",
-                ),
-            ],
-            bounds: Bounds {
-                max_depth: 24,
-                max_leaps: 2,
-                clock: ClockModel::Frozen,
-                ..Bounds::DEFAULT
-            },
-            checks: &[
-                "single-leader-at-a-time",
-                "single-leader-per-term",
-                transitions::NAME,
-            ],
-            ..ModelSpec::new(
-                "one API server and two candidates; timers fire in any order, every clock \
-                 leaps past every deadline at most twice, no message lost",
-                &[("apiserver", 1), ("candidate", 2)],
-            )
-        })
+        Ok(ModelSpec::new(
+            "one API server and two candidates; timers fire in any order, every clock \
+             leaps past every deadline at most twice, no message lost",
+            &[("apiserver", 1), ("candidate", 2)],
+        )
+        .with_out_of_scope(&[
+            (
+                "wall-clock-observed-time",
+                "a wall-clock step that moves one node's clock alone: the model's \
+                 clocks only leap together",
+            ),
+            (
+                "renew-deadline-too-long",
+                "its overlap lasts for the difference between two durations; a \
+                 leap passes every deadline at once, so the model cannot order them",
+            ),
+        ])
+        .with_bounds(
+            Bounds::DEFAULT
+                .with_max_depth(24)
+                .with_max_leaps(2)
+                .with_clock(ClockModel::Frozen),
+        )
+        .with_checks(&[
+            "single-leader-at-a-time",
+            "single-leader-per-term",
+            transitions::NAME,
+        ]))
     }
 
     fn transport() -> Transport {
@@ -943,8 +925,8 @@ impl Configurable for K8sLease {
         // within the assumptions its correct twin is designed for.
         let c = config.elector.designed();
         let f = tenure::format_duration;
-        Assumptions {
-            max_drift: Some(Limit::new(
+        Assumptions::new()
+            .with_max_drift(Limit::new(
                 c.max_drift(),
                 format!(
                     "a leader acts until (retry {} + renew deadline {}) / (1 - d) after its renewal, others wait lease {} / (1 + d): safe for d < {:.3}, declared 90% of it",
@@ -953,17 +935,15 @@ impl Configurable for K8sLease {
                     f(c.lease_duration),
                     c.drift_bound()
                 ),
-            )),
-            max_latency: Some(Limit::new(
+            ))
+            .with_max_latency(Limit::new(
                 c.retry_period / 2,
                 format!(
                     "for liveness a renewal's round trip (2 x latency) fits in a retry period {}, well within the renew deadline {}",
                     f(c.retry_period),
                     f(c.renew_deadline)
                 ),
-            )),
-            ..Default::default()
-        }
+            ))
     }
 }
 
@@ -1260,14 +1240,8 @@ mod tests {
             "leaseDuration must be greater than renewDeadline"
         );
         let two_servers = Cluster::new(vec![
-            RoleSpec {
-                role: "apiserver".into(),
-                count: 2,
-            },
-            RoleSpec {
-                role: "candidate".into(),
-                count: 1,
-            },
+            RoleSpec::new("apiserver", 2),
+            RoleSpec::new("candidate", 1),
         ])
         .unwrap();
         let err = K8sLease::configure(Params::default(), LeaseVariant::Correct, &two_servers)

@@ -120,15 +120,15 @@ mod tests {
     use super::*;
 
     fn write(at: usize, holder: i64, transitions: i64) -> Record {
-        Record {
-            time: SimTime(at as u64),
-            node: NodeId(0),
-            mono: LocalTime(0),
-            wall: LocalTime(0),
-            obs: Observation::structured(WRITE)
+        Record::new(
+            SimTime(at as u64),
+            NodeId(0),
+            LocalTime(0),
+            LocalTime(0),
+            Observation::structured(WRITE)
                 .with("holder", holder)
                 .with("transitions", transitions),
-        }
+        )
     }
 
     #[test]

@@ -62,13 +62,13 @@ mod tests {
     use super::*;
 
     fn record(node: u32, obs: Observation) -> Record {
-        Record {
-            time: SimTime(node as u64),
-            node: NodeId(node),
-            mono: LocalTime(0),
-            wall: LocalTime(0),
+        Record::new(
+            SimTime(node as u64),
+            NodeId(node),
+            LocalTime(0),
+            LocalTime(0),
             obs,
-        }
+        )
     }
 
     #[test]

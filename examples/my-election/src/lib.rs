@@ -359,28 +359,19 @@ pub struct Params {
     pub heartbeat_interval: Option<HumanDuration>,
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "my-election",
-    summary: "a term-based leader election written as an outside user would (the tutorial's)",
-    roles: &[RoleInfo {
-        name: "node",
-        summary: "votes and leads",
-        default_count: 5,
-        kind: tenure::RoleKind::Participant,
-    }],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "one vote per term, kept across restarts",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "vote-twice",
-            summary: "the planted bug: grants a vote to every candidate of the current term",
-            breaks: &["single-leader-per-term"],
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "my-election",
+    "a term-based leader election written as an outside user would (the tutorial's)",
+    &[RoleInfo::new("node", "votes and leads", 5)],
+    &[
+        VariantInfo::new("correct", "one vote per term, kept across restarts"),
+        VariantInfo::new(
+            "vote-twice",
+            "the planted bug: grants a vote to every candidate of the current term",
+        )
+        .with_breaks(&["single-leader-per-term"]),
     ],
-};
+);
 
 /// The variants a scenario can name: `variant = "vote-twice"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

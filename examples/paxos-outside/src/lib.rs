@@ -583,41 +583,30 @@ pub struct Params {
     pub interval: Option<HumanDuration>,
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "paxos",
-    summary: "single-decree Paxos (Lamport 2001), written as an outside user would: proposers, acceptors that sync before they answer",
-    roles: &[
-        RoleInfo {
-            name: "proposer",
-            summary: "proposes a value with ballots, learns the chosen one",
-            default_count: 3,
-            kind: tenure::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "acceptor",
-            summary: "promises and accepts ballots, on disk before it answers",
-            default_count: 3,
-            kind: tenure::RoleKind::Participant,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "paxos",
+    "single-decree Paxos (Lamport 2001), written as an outside user would: proposers, acceptors that sync before they answer",
+    &[
+        RoleInfo::new("proposer", "proposes a value with ballots, learns the chosen one", 3),
+        RoleInfo::new("acceptor", "promises and accepts ballots, on disk before it answers", 3),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "promises and acceptances written and synced before the answer",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "promise-in-memory",
-            summary: "an acceptor keeps its promise only in memory: after a restart it accepts a ballot it promised to refuse",
-            breaks: &["state-machine-safety"],
-        },
-        VariantInfo {
-            name: "reply-before-sync",
-            summary: "an acceptor answers before its sync completes: a power loss inside the fsync takes back what it answered",
-            breaks: &["state-machine-safety"],
-        },
+    &[
+        VariantInfo::new(
+            "correct",
+            "promises and acceptances written and synced before the answer",
+        ),
+        VariantInfo::new(
+            "promise-in-memory",
+            "an acceptor keeps its promise only in memory: after a restart it accepts a ballot it promised to refuse",
+        )
+        .with_breaks(&["state-machine-safety"]),
+        VariantInfo::new(
+            "reply-before-sync",
+            "an acceptor answers before its sync completes: a power loss inside the fsync takes back what it answered",
+        )
+        .with_breaks(&["state-machine-safety"]),
     ],
-};
+);
 
 impl Configurable for Paxos {
     type Params = Params;
@@ -683,14 +672,8 @@ impl Configurable for Paxos {
 /// The default cluster: three proposers, three acceptors.
 pub fn cluster() -> Cluster {
     Cluster::new(vec![
-        RoleSpec {
-            role: "proposer".into(),
-            count: 3,
-        },
-        RoleSpec {
-            role: "acceptor".into(),
-            count: 3,
-        },
+        RoleSpec::new("proposer", 3),
+        RoleSpec::new("acceptor", 3),
     ])
     .expect("a valid cluster")
 }

@@ -107,34 +107,25 @@ fn main() {
         "raft correct, 3 servers, terms <= 1, 1 crash",
         RaftConfig::new(RaftVariant::Correct),
         Cluster::uniform("server", 3),
-        Bounds {
-            max_crashes: 1,
-            max_depth: 40,
-            clock: ClockModel::Frozen,
-            seen: SeenModel::Leaders,
-            ..Bounds::default()
-        },
+        Bounds::DEFAULT
+            .with_max_crashes(1)
+            .with_max_depth(40)
+            .with_clock(ClockModel::Frozen)
+            .with_seen(SeenModel::Leaders),
         raft_keep,
     );
     compare::<toy::Vote>(
         "toy vote, 3 nodes, 1 crash",
         toy::Variant::Correct,
         Cluster::uniform("node", 3),
-        Bounds {
-            max_crashes: 1,
-            ..Bounds::default()
-        },
+        Bounds::DEFAULT.with_max_crashes(1),
         |_| true,
     );
     compare::<toy::Vote>(
         "toy vote, 4 nodes, 1 crash, 1 drop",
         toy::Variant::Correct,
         Cluster::uniform("node", 4),
-        Bounds {
-            max_crashes: 1,
-            max_drops: 1,
-            ..Bounds::default()
-        },
+        Bounds::DEFAULT.with_max_crashes(1).with_max_drops(1),
         |_| true,
     );
 }

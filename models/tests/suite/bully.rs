@@ -8,11 +8,9 @@ use tenure_models::{Bounds, Explorer, Report, TimerModel};
 use tenure_protocols::bully::{Bully, BullyConfig};
 
 fn explore(max_drops: u32, timers: TimerModel) -> Report {
-    let bounds = Bounds {
-        max_drops,
-        timers,
-        ..Bounds::default()
-    };
+    let bounds = Bounds::DEFAULT
+        .with_max_drops(max_drops)
+        .with_timers(timers);
     Explorer::<Bully>::new(BullyConfig::default(), Cluster::uniform("node", 3), bounds)
         .invariant("one-leader-at-a-time", one_leader_at_a_time())
         .within(copies_in_flight_at_most(1))

@@ -14,13 +14,11 @@ use tenure_models::{Bounds, ClockModel, Explorer, SeenModel};
 use tenure_protocols::raft::{Raft, RaftConfig, RaftMsg, RaftVariant, TERM_KEY};
 
 fn bounds(max_crashes: u32, max_depth: usize) -> Bounds {
-    Bounds {
-        max_crashes,
-        max_depth,
-        clock: ClockModel::Frozen,
-        seen: SeenModel::Leaders,
-        ..Bounds::default()
-    }
+    Bounds::DEFAULT
+        .with_max_crashes(max_crashes)
+        .with_max_depth(max_depth)
+        .with_clock(ClockModel::Frozen)
+        .with_seen(SeenModel::Leaders)
 }
 
 fn raft(variant: RaftVariant, bounds: Bounds, max_term: u64) -> Explorer<Raft> {

@@ -115,95 +115,84 @@ pub enum RaftRsVariant {
     Priority511Term1,
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "raft-rs",
-    summary: "raft-rs 0.7.0 (TiKV's Raft, the `raft` crate), the real library run unmodified \
-              through an adapter: ticks, Ready handling, a log on tenure's disk",
-    roles: &[RoleInfo {
-        name: "server",
-        summary: "a raft-rs RawNode with a key-value state machine",
-        default_count: 5,
-        kind: tenure_core::RoleKind::Participant,
-    }],
-    variants: &[
-        VariantInfo {
-            name: "defaults",
-            summary: "raft-rs's default options: no PreVote, no CheckQuorum, Safe reads (under \
-                      the bridge of the November 2020 Cloudflare etcd outage leadership never \
-                      settles: scenarios/raft-rs/bridge-defaults.toml)",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "hardened",
-            summary: "PreVote and CheckQuorum on",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "lease-reads",
-            summary: "hardened, with LeaseBased reads (ReadOnlyOption::LeaseBased): a leader \
-                      answers reads without a quorum round, trusting CheckQuorum; a leader \
-                      cut off from its peers serves stale reads for up to an election \
-                      timeout after another is elected (etcd-io/raft #166; TiKV #15035: a \
-                      voter that restarts knows no leader, so it is in no lease and elects \
-                      a rival while the old leader's lease runs)",
-            breaks: &["linearizability"],
-        },
-        VariantInfo {
-            name: "ack-before-persist",
-            summary: "an embedding bug: persisted_messages (votes, append acks) are sent \
-                      before the sync completes, so a power loss forgets what was promised; \
-                      raft 0.7.0 then panics in RaftLog::commit_to (\"to_commit is out of \
-                      range\") when the leader's heartbeat names a commit the follower lost \
-                      (etcd #10166; raft-rs PR #575, open)",
-            breaks: &[
-                "state-machine-safety",
-                "log-matching",
-                "leader-completeness",
-                "single-leader-per-term",
-                // raft-rs's own fatal error for a log that lost acknowledged entries
-                // (`RaftLog::commit_to`: "to_commit is out of range").
-                "no-panic",
-            ],
-        },
-        VariantInfo {
-            name: "stale-ready",
-            summary: "an embedding bug: takes a second Ready before advancing the first, \
-                      then advances the first; raft-rs panics (RawNode::commit_ready)",
-            breaks: &["no-panic"],
-        },
-        VariantInfo {
-            name: "pre-vote-only",
-            summary:
-                "PreVote without CheckQuorum (raft 0.7.0, as etcd-raft can be configured): keeps a \
-                      leader under the bridge of the November 2020 Cloudflare etcd outage, \
-                      which `defaults` does not (scenarios/raft-rs/bridge-*.toml)",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "check-quorum-only",
-            summary:
-                "CheckQuorum without PreVote (raft 0.7.0, as etcd-raft can be configured): keeps a \
-                      leader under the bridge of the November 2020 Cloudflare etcd outage, \
-                      which `defaults` does not (scenarios/raft-rs/bridge-*.toml)",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "priority-511",
-            summary: "raft-rs #511 (open, in raft 0.7.0): hardened, with distinct election \
-                      priorities (node n: n + 1); a fresh group is at term 0, a voter of \
-                      higher priority rejects a pre-vote with its own term 0 and raft-rs \
-                      panics (\"term should be set when sending MsgRequestPreVoteResponse\")",
-            breaks: &["no-panic"],
-        },
-        VariantInfo {
-            name: "priority-511-term-1",
-            summary: "the mitigation of raft-rs #511 (raft 0.7.0 unpatched; BusyJay on #511: \
-                      a group should not start at term 0): priority-511 with the group \
-                      bootstrapped at term 1",
-            breaks: &[],
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "raft-rs",
+    "raft-rs 0.7.0 (TiKV's Raft, the `raft` crate), the real library run unmodified \
+     through an adapter: ticks, Ready handling, a log on tenure's disk",
+    &[RoleInfo::new(
+        "server",
+        "a raft-rs RawNode with a key-value state machine",
+        5,
+    )],
+    &[
+        VariantInfo::new(
+            "defaults",
+            "raft-rs's default options: no PreVote, no CheckQuorum, Safe reads (under \
+             the bridge of the November 2020 Cloudflare etcd outage leadership never \
+             settles: scenarios/raft-rs/bridge-defaults.toml)",
+        ),
+        VariantInfo::new("hardened", "PreVote and CheckQuorum on"),
+        VariantInfo::new(
+            "lease-reads",
+            "hardened, with LeaseBased reads (ReadOnlyOption::LeaseBased): a leader \
+             answers reads without a quorum round, trusting CheckQuorum; a leader \
+             cut off from its peers serves stale reads for up to an election \
+             timeout after another is elected (etcd-io/raft #166; TiKV #15035: a \
+             voter that restarts knows no leader, so it is in no lease and elects \
+             a rival while the old leader's lease runs)",
+        )
+        .with_breaks(&["linearizability"]),
+        VariantInfo::new(
+            "ack-before-persist",
+            "an embedding bug: persisted_messages (votes, append acks) are sent \
+             before the sync completes, so a power loss forgets what was promised; \
+             raft 0.7.0 then panics in RaftLog::commit_to (\"to_commit is out of \
+             range\") when the leader's heartbeat names a commit the follower lost \
+             (etcd #10166; raft-rs PR #575, open)",
+        )
+        .with_breaks(&[
+            "state-machine-safety",
+            "log-matching",
+            "leader-completeness",
+            "single-leader-per-term",
+            // raft-rs's own fatal error for a log that lost acknowledged entries
+            // (`RaftLog::commit_to`: "to_commit is out of range").
+            "no-panic",
+        ]),
+        VariantInfo::new(
+            "stale-ready",
+            "an embedding bug: takes a second Ready before advancing the first, \
+             then advances the first; raft-rs panics (RawNode::commit_ready)",
+        )
+        .with_breaks(&["no-panic"]),
+        VariantInfo::new(
+            "pre-vote-only",
+            "PreVote without CheckQuorum (raft 0.7.0, as etcd-raft can be configured): keeps a \
+             leader under the bridge of the November 2020 Cloudflare etcd outage, \
+             which `defaults` does not (scenarios/raft-rs/bridge-*.toml)",
+        ),
+        VariantInfo::new(
+            "check-quorum-only",
+            "CheckQuorum without PreVote (raft 0.7.0, as etcd-raft can be configured): keeps a \
+             leader under the bridge of the November 2020 Cloudflare etcd outage, \
+             which `defaults` does not (scenarios/raft-rs/bridge-*.toml)",
+        ),
+        VariantInfo::new(
+            "priority-511",
+            "raft-rs #511 (open, in raft 0.7.0): hardened, with distinct election \
+             priorities (node n: n + 1); a fresh group is at term 0, a voter of \
+             higher priority rejects a pre-vote with its own term 0 and raft-rs \
+             panics (\"term should be set when sending MsgRequestPreVoteResponse\")",
+        )
+        .with_breaks(&["no-panic"]),
+        VariantInfo::new(
+            "priority-511-term-1",
+            "the mitigation of raft-rs #511 (raft 0.7.0 unpatched; BusyJay on #511: \
+             a group should not start at term 0): priority-511 with the group \
+             bootstrapped at term 1",
+        ),
     ],
-};
+);
 
 /// The adapter's parameters, as a scenario's `[protocol.params]` writes them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -1150,8 +1139,8 @@ impl Configurable for RaftRs {
         let min_timeout = config.tick * config.election_tick as u32;
         let slack = min_timeout.saturating_sub(heartbeat);
         let lease = config.variant == RaftRsVariant::LeaseReads;
-        tenure_core::Assumptions {
-            max_drift: Some(if lease {
+        tenure_core::Assumptions::new()
+            .with_max_drift(if lease {
                 Limit::new(
                     0.05,
                     "LeaseBased reads \"can be affected by clock drift\" (raft-rs \
@@ -1163,8 +1152,8 @@ impl Configurable for RaftRs {
                     0.5,
                     "the safety of log replication needs no clock (ticks only time elections)",
                 )
-            }),
-            max_pause: lease.then(|| {
+            })
+            .with_max_pause(lease.then(|| {
                 Limit::new(
                     heartbeat,
                     format!(
@@ -1174,8 +1163,8 @@ impl Configurable for RaftRs {
                         f(min_timeout)
                     ),
                 )
-            }),
-            max_latency: Some(Limit::new(
+            }))
+            .with_max_latency(Limit::new(
                 slack / 2,
                 format!(
                     "a stable leader needs broadcast time << election timeout (Raft §5.6): \
@@ -1185,9 +1174,7 @@ impl Configurable for RaftRs {
                     f(min_timeout),
                     f(slack)
                 ),
-            )),
-            ..Default::default()
-        }
+            ))
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {

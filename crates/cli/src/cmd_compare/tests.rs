@@ -5,13 +5,13 @@ use tenure_sim::Stats;
 const MS: u64 = 1_000_000;
 
 fn rec(ms: u64, node: u32, obs: Observation) -> Record {
-    Record {
-        time: SimTime(ms * MS),
-        node: NodeId(node),
-        mono: LocalTime((ms * MS) as i64),
-        wall: LocalTime((ms * MS) as i64),
+    Record::new(
+        SimTime(ms * MS),
+        NodeId(node),
+        LocalTime((ms * MS) as i64),
+        LocalTime((ms * MS) as i64),
         obs,
-    }
+    )
 }
 
 fn report(end_ms: u64, records: Vec<Record>) -> Report {

@@ -419,12 +419,14 @@ fn check_trace_refuses_what_it_cannot_judge() {
 fn overlapping_logs(dir: &std::path::Path) {
     use tenure_core::{Cluster, LocalTime, NodeId, Observation, Record, SimTime};
     let cluster = Cluster::uniform("client", 2);
-    let at = |ms: u64, node: u32, obs: Observation| Record {
-        time: SimTime(ms * 1_000_000),
-        node: NodeId(node),
-        mono: LocalTime(ms as i64 * 1_000_000),
-        wall: LocalTime(ms as i64 * 1_000_000),
-        obs,
+    let at = |ms: u64, node: u32, obs: Observation| {
+        Record::new(
+            SimTime(ms * 1_000_000),
+            NodeId(node),
+            LocalTime(ms as i64 * 1_000_000),
+            LocalTime(ms as i64 * 1_000_000),
+            obs,
+        )
     };
     let r = || "r".to_string();
     let logs = [

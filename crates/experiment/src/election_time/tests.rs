@@ -13,13 +13,13 @@ fn range(min: u64, max: u64) -> TimeoutRange {
 }
 
 fn rec(time_ms: u64, node: u32, obs: O) -> Record {
-    Record {
-        time: SimTime::from_duration(ms(time_ms)),
-        node: NodeId(node),
-        mono: LocalTime(0),
-        wall: LocalTime(0),
+    Record::new(
+        SimTime::from_duration(ms(time_ms)),
+        NodeId(node),
+        LocalTime(0),
+        LocalTime(0),
         obs,
-    }
+    )
 }
 
 fn follows(term: u64, leader: u32) -> O {

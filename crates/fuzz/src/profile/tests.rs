@@ -4,40 +4,16 @@ use tenure_core::{RoleInfo, RoleKind, RoleSpec};
 /// What the roles of [`lock_cluster`] are, as a lock protocol declares them (a role not
 /// listed, like a uniform cluster's `server`, is a participant).
 const LOCK_ROLES: &[RoleInfo] = &[
-    RoleInfo {
-        name: "server",
-        summary: "",
-        default_count: 1,
-        kind: RoleKind::Participant,
-    },
-    RoleInfo {
-        name: "client",
-        summary: "",
-        default_count: 3,
-        kind: RoleKind::Holder,
-    },
-    RoleInfo {
-        name: "storage",
-        summary: "",
-        default_count: 1,
-        kind: RoleKind::Resource,
-    },
+    RoleInfo::new("server", "", 1),
+    RoleInfo::new("client", "", 3).with_kind(RoleKind::Holder),
+    RoleInfo::new("storage", "", 1).with_kind(RoleKind::Resource),
 ];
 
 fn lock_cluster() -> Cluster {
     Cluster::new(vec![
-        RoleSpec {
-            role: "server".into(),
-            count: 1,
-        },
-        RoleSpec {
-            role: "client".into(),
-            count: 3,
-        },
-        RoleSpec {
-            role: "storage".into(),
-            count: 1,
-        },
+        RoleSpec::new("server", 1),
+        RoleSpec::new("client", 3),
+        RoleSpec::new("storage", 1),
     ])
     .unwrap()
 }
@@ -549,10 +525,8 @@ fn disks_stall_and_slow_participants_until_the_heal_at_most() {
 
 #[test]
 fn a_declared_maximum_pause_caps_disk_stalls_and_turns_slow_nodes_off() {
-    let assumptions = tenure_core::Assumptions {
-        max_pause: Some(tenure_core::Limit::new(ms(300), "the lease's margin")),
-        ..tenure_core::Assumptions::default()
-    };
+    let assumptions = tenure_core::Assumptions::new()
+        .with_max_pause(tenure_core::Limit::new(ms(300), "the lease's margin"));
     let p = Profile::named("power").unwrap().within(&assumptions);
     assert_eq!(p.disk_stall_range[1], ms(300));
     assert_eq!(p.slow_node, 0.0);
@@ -563,10 +537,8 @@ fn a_declared_maximum_pause_caps_disk_stalls_and_turns_slow_nodes_off() {
 /// nothing else a seed draws (the same random calls, a smaller range).
 #[test]
 fn a_declared_maximum_fsync_caps_every_drawn_disk_and_nothing_else() {
-    let assumptions = tenure_core::Assumptions {
-        max_fsync: Some(tenure_core::Limit::new(ms(5), "a tenth of the heartbeat")),
-        ..tenure_core::Assumptions::default()
-    };
+    let assumptions = tenure_core::Assumptions::new()
+        .with_max_fsync(tenure_core::Limit::new(ms(5), "a tenth of the heartbeat"));
     let free = Profile::named("power").unwrap();
     let capped = free.within(&assumptions);
     assert_eq!(capped.fsync_range[1], ms(5));
@@ -777,19 +749,12 @@ fn early_faults_strike_from_time_zero_and_restart_in_time_to_rejoin() {
 #[test]
 fn byzantine_nodes_are_drawn_only_up_to_the_declared_max() {
     let cluster = Cluster::new(vec![
-        RoleSpec {
-            role: "replica".into(),
-            count: 7,
-        },
-        RoleSpec {
-            role: "client".into(),
-            count: 2,
-        },
+        RoleSpec::new("replica", 7),
+        RoleSpec::new("client", 2),
     ])
     .unwrap();
-    let declared = |f: u32| tenure_core::Assumptions {
-        max_byzantine: Some(tenure_core::Limit::new(f, "a test's f")),
-        ..tenure_core::Assumptions::default()
+    let declared = |f: u32| {
+        tenure_core::Assumptions::new().with_max_byzantine(tenure_core::Limit::new(f, "a test's f"))
     };
     let liars = |p: &Profile, seed: u64| -> Vec<u32> {
         let mut nodes: Vec<u32> = p

@@ -80,18 +80,9 @@ fn taking_a_node_off_a_role_renumbers_later_nodes() {
     assert_eq!(
         out.cluster,
         ClusterSpec::Roles(vec![
-            RoleSpec {
-                role: "server".into(),
-                count: 1
-            },
-            RoleSpec {
-                role: "client".into(),
-                count: 2
-            },
-            RoleSpec {
-                role: "storage".into(),
-                count: 1
-            },
+            RoleSpec::new("server", 1),
+            RoleSpec::new("client", 2),
+            RoleSpec::new("storage", 1),
         ])
     );
     assert_eq!(out.clocks[0].node, NodeId(3), "the storage node moved down");

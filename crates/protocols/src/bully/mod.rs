@@ -46,21 +46,19 @@ use tenure_core::{
     ProtocolInfo, RoleInfo, VariantInfo,
 };
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "bully",
-    summary: "the Bully algorithm: the highest id that is up becomes coordinator",
-    roles: &[RoleInfo {
-        name: "node",
-        summary: "a node that may become coordinator",
-        default_count: 5,
-        kind: tenure_core::RoleKind::Participant,
-    }],
-    variants: &[VariantInfo {
-        name: "correct",
-        summary: "Garcia-Molina's Bully; split brain under a partition is inherent",
-        breaks: &[],
-    }],
-};
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "bully",
+    "the Bully algorithm: the highest id that is up becomes coordinator",
+    &[RoleInfo::new(
+        "node",
+        "a node that may become coordinator",
+        5,
+    )],
+    &[VariantInfo::new(
+        "correct",
+        "Garcia-Molina's Bully; split brain under a partition is inherent",
+    )],
+);
 
 /// Bully's parameters as a scenario's `[protocol.params]` table writes them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -475,15 +473,15 @@ impl Configurable for Bully {
         let wait = config.leader_timeout.mul_f64(1.0 / 1.5);
         let max_pause = wait.saturating_sub(config.heartbeat_interval) / 2;
         let max_pause = Duration::from_millis(max_pause.as_millis() as u64);
-        tenure_core::Assumptions {
-            max_latency: Some(tenure_core::Limit::new(
+        tenure_core::Assumptions::new()
+            .with_max_latency(tenure_core::Limit::new(
                 config.answer_timeout / 2,
                 format!(
                     "a synchronous system: the answer timeout {} waits for a round trip",
                     f(config.answer_timeout)
                 ),
-            )),
-            max_pause: Some(tenure_core::Limit::new(
+            ))
+            .with_max_pause(tenure_core::Limit::new(
                 max_pause,
                 format!(
                     "a synchronous system: a coordinator must not stop for longer than its \
@@ -491,34 +489,26 @@ impl Configurable for Bully {
                     f(config.leader_timeout),
                     f(config.heartbeat_interval)
                 ),
-            )),
-            reliable_network: Some(
+            ))
+            .with_reliable_network(
                 "the bully algorithm assumes a synchronous system: a partition or a lost \
-                 message makes a live leader look dead (Garcia-Molina 1982)"
-                    .to_string(),
-            ),
-            max_drift: Some(tenure_core::Limit::new(
+                 message makes a live leader look dead (Garcia-Molina 1982)",
+            )
+            .with_max_drift(tenure_core::Limit::new(
                 0.5,
                 "timeouts only detect failures; the liveness bound allows timers up to 2x slow",
-            )),
-            ..Default::default()
-        }
+            ))
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::{Bounds, ModelSpec, TimerModel};
-        Ok(ModelSpec {
-            bounds: Bounds {
-                timers: TimerModel::Quiet,
-                ..Bounds::DEFAULT
-            },
-            checks: &["one-leader-at-a-time"],
-            ..ModelSpec::new(
-                "elections with timeouts that are longer than any round trip (timers fire \
-                 only when no message is in flight); a lost message or a free timer \
-                 order makes a wrong failure detector",
-                &[("node", 3)],
-            )
-        })
+        Ok(ModelSpec::new(
+            "elections with timeouts that are longer than any round trip (timers fire \
+             only when no message is in flight); a lost message or a free timer \
+             order makes a wrong failure detector",
+            &[("node", 3)],
+        )
+        .with_bounds(Bounds::DEFAULT.with_timers(TimerModel::Quiet))
+        .with_checks(&["one-leader-at-a-time"]))
     }
 }

@@ -10,18 +10,9 @@ fn ms(n: u64) -> Duration {
 
 fn cluster(clients: u32) -> Cluster {
     Cluster::new(vec![
-        RoleSpec {
-            role: "server".into(),
-            count: 1,
-        },
-        RoleSpec {
-            role: "client".into(),
-            count: clients,
-        },
-        RoleSpec {
-            role: "storage".into(),
-            count: 1,
-        },
+        RoleSpec::new("server", 1),
+        RoleSpec::new("client", clients),
+        RoleSpec::new("storage", 1),
     ])
     .unwrap()
 }
@@ -855,17 +846,8 @@ fn params_are_checked() {
             .field,
         "ttl"
     );
-    let no_storage = Cluster::new(vec![
-        RoleSpec {
-            role: "server".into(),
-            count: 1,
-        },
-        RoleSpec {
-            role: "client".into(),
-            count: 2,
-        },
-    ])
-    .unwrap();
+    let no_storage =
+        Cluster::new(vec![RoleSpec::new("server", 1), RoleSpec::new("client", 2)]).unwrap();
     assert_eq!(
         EtcdLock::configure_named(EtcdLockParams::default(), "correct", &no_storage)
             .unwrap_err()

@@ -248,70 +248,63 @@ pub enum EtcdServiceVariant {
     CheckpointUnpersisted,
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "etcd-service",
-    summary: "an etcd-like lease and lock service on Raft with a log: leases granted and \
-              revoked through the log, expiry timed by the leader, the client/v3/concurrency \
-              lock recipe with clients following the leader, the revision as fencing token",
-    roles: &[
-        RoleInfo {
-            name: "server",
-            summary: "an etcd member: Raft with a log, the KV store with revisions, the lessor",
-            default_count: 3,
-            kind: tenure_core::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "client",
-            summary: "lock clients: acquire, read-modify-write the storage, release",
-            default_count: 3,
-            kind: tenure_core::RoleKind::Holder,
-        },
-        RoleInfo {
-            name: "storage",
-            summary: "the protected resource, a counter",
-            default_count: 1,
-            kind: tenure_core::RoleKind::Resource,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "etcd-service",
+    "an etcd-like lease and lock service on Raft with a log: leases granted and \
+     revoked through the log, expiry timed by the leader, the client/v3/concurrency \
+     lock recipe with clients following the leader, the revision as fencing token",
+    &[
+        RoleInfo::new(
+            "server",
+            "an etcd member: Raft with a log, the KV store with revisions, the lessor",
+            3,
+        ),
+        RoleInfo::new(
+            "client",
+            "lock clients: acquire, read-modify-write the storage, release",
+            3,
+        )
+        .with_kind(tenure_core::RoleKind::Holder),
+        RoleInfo::new("storage", "the protected resource, a counter", 1)
+            .with_kind(tenure_core::RoleKind::Resource),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "etcd v3.5.13+ (PR #16822, backported by #17425; v3.4.31 by #17465): the \
-                      lessor confirms its leadership (a round acknowledged by a majority) \
-                      before it revokes; with etcd's defaults (no lease checkpointing) a new \
-                      leader restarts every lease's TTL, so under leader churn a lease whose \
-                      keep-alives stopped never expires (etcd #9395, every v3.x)",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "revoke-after-stall",
-            summary: "etcd #15247 / #12528, every v3.5 before v3.5.13 (and v3.4 before \
-                      v3.4.31): a leader stalled past the election timeout wakes with its \
-                      lessor still primary and revokes leases kept alive at the new leader; \
-                      the revoke is forwarded and committed, two holders act",
-            breaks: &["mutual-exclusion"],
-        },
-        VariantInfo {
-            name: "lease-checkpoint",
-            summary: "`correct` with lease checkpointing (etcd #9924, v3.4.0+, \
-                      `--experimental-enable-lease-checkpoint`, persisted as \
-                      `--experimental-enable-lease-checkpoint-persist` does (#13508, v3.5; \
-                      always in v3.6)): the leader checkpoints each lease's remaining TTL \
-                      through the log every `lease_checkpoint_interval`, and a new leader \
-                      starts from it; the control for etcd #9395",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "checkpoint-unpersisted",
-            summary: "etcd PR #13491 / #13508: lease checkpointing (#9924) as v3.4.x and \
-                      v3.5.x run it without `--experimental-enable-lease-checkpoint-persist`: \
-                      the remaining TTL lives in memory only, so a member that restarts \
-                      (a cluster restart) forgets the checkpoints it had applied, and as \
-                      leader restarts every lease's TTL in full",
-            breaks: &["lease-expiry"],
-        },
+    &[
+        VariantInfo::new(
+            "correct",
+            "etcd v3.5.13+ (PR #16822, backported by #17425; v3.4.31 by #17465): the \
+             lessor confirms its leadership (a round acknowledged by a majority) \
+             before it revokes; with etcd's defaults (no lease checkpointing) a new \
+             leader restarts every lease's TTL, so under leader churn a lease whose \
+             keep-alives stopped never expires (etcd #9395, every v3.x)",
+        ),
+        VariantInfo::new(
+            "revoke-after-stall",
+            "etcd #15247 / #12528, every v3.5 before v3.5.13 (and v3.4 before \
+             v3.4.31): a leader stalled past the election timeout wakes with its \
+             lessor still primary and revokes leases kept alive at the new leader; \
+             the revoke is forwarded and committed, two holders act",
+        )
+        .with_breaks(&["mutual-exclusion"]),
+        VariantInfo::new(
+            "lease-checkpoint",
+            "`correct` with lease checkpointing (etcd #9924, v3.4.0+, \
+             `--experimental-enable-lease-checkpoint`, persisted as \
+             `--experimental-enable-lease-checkpoint-persist` does (#13508, v3.5; \
+             always in v3.6)): the leader checkpoints each lease's remaining TTL \
+             through the log every `lease_checkpoint_interval`, and a new leader \
+             starts from it; the control for etcd #9395",
+        ),
+        VariantInfo::new(
+            "checkpoint-unpersisted",
+            "etcd PR #13491 / #13508: lease checkpointing (#9924) as v3.4.x and \
+             v3.5.x run it without `--experimental-enable-lease-checkpoint-persist`: \
+             the remaining TTL lives in memory only, so a member that restarts \
+             (a cluster restart) forgets the checkpoints it had applied, and as \
+             leader restarts every lease's TTL in full",
+        )
+        .with_breaks(&["lease-expiry"]),
     ],
-};
+);
 
 lock_client_params! {
     /// Scenario parameters (`[protocol.params]`): Raft's timing, the lease TTL, the
@@ -565,32 +558,30 @@ impl Configurable for EtcdService {
         use tenure_core::Limit;
         let (min, _) = config.election_timeout;
         let slack = min.saturating_sub(config.heartbeat_interval);
-        tenure_core::Assumptions {
-            max_drift: Some(Limit::new(
+        tenure_core::Assumptions::new()
+            .with_max_drift(Limit::new(
                 MAX_DRIFT.unwrap_or_default(),
                 "keep-alives every TTL/3 by the client's clock renew a lease timed by the \
                  leader's",
-            )),
-            max_latency: Some(Limit::new(
+            ))
+            .with_max_latency(Limit::new(
                 slack / 2,
                 "a stable leader needs broadcast time << election timeout (Raft §5.6)",
-            )),
+            ))
             // A member blocked in an fsync sends no heartbeat, and a member syncs once per
             // entry it appends: a burst of proposals on slow disks makes a backlog of syncs
             // that outlasts the election timeout, and leaders change over and over, which
             // also restarts every lease's TTL (#9395). etcd warns "failed to send out
             // heartbeat on time ... likely from slow disk"; its operators keep the WAL
             // fsync's p99 under 10ms for the default 100ms heartbeat, a tenth of it.
-            max_fsync: Some(Limit::new(
+            .with_max_fsync(Limit::new(
                 config.heartbeat_interval / 10,
                 format!(
                     "a tenth of the heartbeat {}, as etcd's guidance of a WAL fsync under 10ms \
                      for its 100ms heartbeat: a member blocked in syncs sends no heartbeat",
                     tenure_core::format_duration(config.heartbeat_interval)
                 ),
-            )),
-            ..Default::default()
-        }
+            ))
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {

@@ -10,14 +10,8 @@ const CLIENT: NodeId = NodeId(1);
 
 fn cluster(clients: u32) -> Cluster {
     Cluster::new(vec![
-        RoleSpec {
-            role: "server".into(),
-            count: 1,
-        },
-        RoleSpec {
-            role: "client".into(),
-            count: clients,
-        },
+        RoleSpec::new("server", 1),
+        RoleSpec::new("client", clients),
     ])
     .unwrap()
 }
@@ -376,11 +370,7 @@ fn bad_parameters_name_the_field() {
         .field,
         "backoff"
     );
-    let two_servers = Cluster::new(vec![RoleSpec {
-        role: "server".into(),
-        count: 2,
-    }])
-    .unwrap();
+    let two_servers = Cluster::new(vec![RoleSpec::new("server", 2)]).unwrap();
     assert_eq!(
         MultiLock::configure_named(params(), "correct", &two_servers)
             .unwrap_err()

@@ -39,52 +39,49 @@ pub enum MultiPaxosRole {
     Client,
 }
 
-pub(crate) static INFO: ProtocolInfo = ProtocolInfo {
-    name: "multi-paxos",
-    summary: "Multi-Paxos: a stable leader elected by its own phase 1 (once per leadership, \
-              for every slot above its commit point), phase 2 per slot, a key-value state \
-              machine with client sessions, reads confirmed by a heartbeat round",
-    roles: &[
-        RoleInfo {
-            name: "server",
-            summary: "proposer, acceptor and learner: elects itself by phase 1, accepts on \
-                      disk before it answers, applies chosen slots in order",
-            default_count: 5,
-            kind: tenure_core::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "client",
-            summary: "a client: puts and gets, one at a time, retried with its session",
-            default_count: 2,
-            kind: tenure_core::RoleKind::Participant,
-        },
+pub(crate) static INFO: ProtocolInfo = ProtocolInfo::new(
+    "multi-paxos",
+    "Multi-Paxos: a stable leader elected by its own phase 1 (once per leadership, \
+     for every slot above its commit point), phase 2 per slot, a key-value state \
+     machine with client sessions, reads confirmed by a heartbeat round",
+    &[
+        RoleInfo::new(
+            "server",
+            "proposer, acceptor and learner: elects itself by phase 1, accepts on \
+             disk before it answers, applies chosen slots in order",
+            5,
+        ),
+        RoleInfo::new(
+            "client",
+            "a client: puts and gets, one at a time, retried with its session",
+            2,
+        ),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "phase 1 once per leadership for every slot above the leader's commit \
-                      point (the highest-ballot value of each slot re-proposed, holes filled \
-                      with no-ops), phase 2 per slot, promises and acceptances synced before \
-                      the answer",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "skip-phase1",
-            summary: "a new leader takes the values its promises report only for slots it had \
-                      seen itself (accepted or learned): a slot it missed while down or cut \
-                      off it fills with a no-op, overwriting a value that may be chosen",
-            breaks: &["state-machine-safety", "log-matching", "linearizability"],
-        },
-        VariantInfo {
-            name: "no-sync-accept",
-            summary: "an acceptor acknowledges an accept (or sends a promise) before the fsync \
-                      of what it reports: a power loss inside that fsync forgets an \
-                      acceptance already counted, and a later leader's phase 1 does not see \
-                      the chosen value",
-            breaks: &["state-machine-safety", "log-matching", "linearizability"],
-        },
+    &[
+        VariantInfo::new(
+            "correct",
+            "phase 1 once per leadership for every slot above the leader's commit \
+             point (the highest-ballot value of each slot re-proposed, holes filled \
+             with no-ops), phase 2 per slot, promises and acceptances synced before \
+             the answer",
+        ),
+        VariantInfo::new(
+            "skip-phase1",
+            "a new leader takes the values its promises report only for slots it had \
+             seen itself (accepted or learned): a slot it missed while down or cut \
+             off it fills with a no-op, overwriting a value that may be chosen",
+        )
+        .with_breaks(&["state-machine-safety", "log-matching", "linearizability"]),
+        VariantInfo::new(
+            "no-sync-accept",
+            "an acceptor acknowledges an accept (or sends a promise) before the fsync \
+             of what it reports: a power loss inside that fsync forgets an \
+             acceptance already counted, and a later leader's phase 1 does not see \
+             the chosen value",
+        )
+        .with_breaks(&["state-machine-safety", "log-matching", "linearizability"]),
     ],
-};
+);
 
 /// multi-paxos's parameters as a scenario's `[protocol.params]` table writes them (the
 /// same names and defaults as raft-log's, so the two compare on equal terms).

@@ -1015,13 +1015,13 @@ impl Configurable for MultiPaxos {
         use tenure_core::{format_duration as f, Limit};
         let (min, _) = config.election_timeout;
         let slack = min.saturating_sub(config.heartbeat_interval);
-        tenure_core::Assumptions {
-            max_drift: Some(Limit::new(
+        tenure_core::Assumptions::new()
+            .with_max_drift(Limit::new(
                 0.5,
                 "Paxos's safety needs no clock (timers only start phase 1); reads are \
                  confirmed by a heartbeat round, not a lease",
-            )),
-            max_latency: Some(Limit::new(
+            ))
+            .with_max_latency(Limit::new(
                 slack / 2,
                 format!(
                     "a stable leader needs heartbeats {} apart to reach a server within its \
@@ -1030,9 +1030,7 @@ impl Configurable for MultiPaxos {
                     f(min),
                     f(slack)
                 ),
-            )),
-            ..Default::default()
-        }
+            ))
     }
 
     fn message_term(msg: &Msg) -> Option<u64> {

@@ -8,10 +8,7 @@ type Effects = Vec<Effect<Msg, Timer>>;
 
 /// Three servers (n0, n1, n2) and one client (n3).
 fn cluster() -> Cluster {
-    let spec = |role: &str, count| RoleSpec {
-        role: role.to_string(),
-        count,
-    };
+    let spec = |role: &str, count| RoleSpec::new(role.to_string(), count);
     Cluster::new(vec![spec("server", 3), spec("client", 1)]).unwrap()
 }
 

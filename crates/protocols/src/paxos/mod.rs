@@ -156,70 +156,66 @@ pub enum PaxosRole {
     Learner,
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "paxos",
-    summary: "single-decree Paxos (Lamport 2001): proposers, acceptors that sync before \
-              they answer, learners; one decision per instance",
-    roles: &[
-        RoleInfo {
-            name: "proposer",
-            summary: "proposes its own value with ballots; learns its ballot's value",
-            default_count: 2,
-            kind: tenure_core::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "acceptor",
-            summary: "promises and accepts ballots, on disk before it answers",
-            default_count: 3,
-            kind: tenure_core::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "learner",
-            summary: "learns a value once a majority of acceptors accepted it in one ballot",
-            default_count: 2,
-            kind: tenure_core::RoleKind::Participant,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "paxos",
+    "single-decree Paxos (Lamport 2001): proposers, acceptors that sync before \
+     they answer, learners; one decision per instance",
+    &[
+        RoleInfo::new(
+            "proposer",
+            "proposes its own value with ballots; learns its ballot's value",
+            2,
+        ),
+        RoleInfo::new(
+            "acceptor",
+            "promises and accepts ballots, on disk before it answers",
+            3,
+        ),
+        RoleInfo::new(
+            "learner",
+            "learns a value once a majority of acceptors accepted it in one ballot",
+            2,
+        ),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "Paxos as in Lamport 2001 §2.2-2.3: promises and acceptances synced \
-                      before the answer, the highest accepted value adopted, unique ballots",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "forget-promise",
-            summary: "an acceptor keeps its promise only in memory: after a restart it \
-                      accepts a lower ballot it promised to refuse",
-            breaks: &["agreement"],
-        },
-        VariantInfo {
-            name: "ignore-accepted",
-            summary: "a proposer proposes its own value even when a promise reports an \
-                      accepted one: a chosen value is overwritten",
-            breaks: &["agreement"],
-        },
-        VariantInfo {
-            name: "same-ballot",
-            summary: "ballots carry no proposer id: two proposers pick the same ballot and \
-                      both are promised and accepted",
-            breaks: &["agreement"],
-        },
-        VariantInfo {
-            name: "shared-slot",
-            summary: "an acceptor keeps one state for every instance: it reports a value \
-                      accepted in an earlier decision, and a proposer adopts it here",
-            breaks: &["validity"],
-        },
-        VariantInfo {
-            name: "no-backoff",
-            summary: "proposers never back off (`backoff = false` forced): a refused proposer \
-                      prepares a higher ballot at once, and two of them can pre-empt each \
-                      other for ever (Lamport §2.4)",
-            breaks: &["decision-liveness"],
-        },
+    &[
+        VariantInfo::new(
+            "correct",
+            "Paxos as in Lamport 2001 §2.2-2.3: promises and acceptances synced \
+             before the answer, the highest accepted value adopted, unique ballots",
+        ),
+        VariantInfo::new(
+            "forget-promise",
+            "an acceptor keeps its promise only in memory: after a restart it \
+             accepts a lower ballot it promised to refuse",
+        )
+        .with_breaks(&["agreement"]),
+        VariantInfo::new(
+            "ignore-accepted",
+            "a proposer proposes its own value even when a promise reports an \
+             accepted one: a chosen value is overwritten",
+        )
+        .with_breaks(&["agreement"]),
+        VariantInfo::new(
+            "same-ballot",
+            "ballots carry no proposer id: two proposers pick the same ballot and \
+             both are promised and accepted",
+        )
+        .with_breaks(&["agreement"]),
+        VariantInfo::new(
+            "shared-slot",
+            "an acceptor keeps one state for every instance: it reports a value \
+             accepted in an earlier decision, and a proposer adopts it here",
+        )
+        .with_breaks(&["validity"]),
+        VariantInfo::new(
+            "no-backoff",
+            "proposers never back off (`backoff = false` forced): a refused proposer \
+             prepares a higher ballot at once, and two of them can pre-empt each \
+             other for ever (Lamport §2.4)",
+        )
+        .with_breaks(&["decision-liveness"]),
     ],
-};
+);
 
 /// Paxos's parameters as a scenario's `[protocol.params]` table writes them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -899,39 +895,37 @@ impl Configurable for Paxos {
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel, TimerModel};
-        Ok(ModelSpec {
-            out_of_scope: &[
-                (
-                    "no-backoff",
-                    "a liveness bug (dueling proposers): the explorer judges safety only; \
-                     scenarios/paxos/dueling-no-backoff.toml shows it in the simulator",
-                ),
-                (
-                    "forget-promise",
-                    "it needs a crash between a promise and a lower ballot's accept: 18 steps \
+        Ok(ModelSpec::new(
+            "two decisions by two proposers and three acceptors (the proposers learn); \
+             messages delivered, lost or duplicated in any order, timers firing when no \
+             message is in flight; shortest counterexamples for ignore-accepted and \
+             same-ballot (16 steps); shared-slot needs the second decision, found by \
+             random walks (`--walk`), beyond the exhaustive depth",
+            &[("proposer", 2), ("acceptor", 3)],
+        )
+        .with_out_of_scope(&[
+            (
+                "no-backoff",
+                "a liveness bug (dueling proposers): the explorer judges safety only; \
+                 scenarios/paxos/dueling-no-backoff.toml shows it in the simulator",
+            ),
+            (
+                "forget-promise",
+                "it needs a crash between a promise and a lower ballot's accept: 18 steps \
                  with one crash, beyond what breadth-first search holds in 4 GiB (depth 11); \
                  `--crashes 1 --walk 2000` finds it (walk seed 222), and so does the simulator",
-                ),
-            ],
-            bounds: Bounds {
-                max_depth: 16,
-                max_crashes: 0,
-                clock: ClockModel::Frozen,
-                seen: SeenModel::All,
-                timers: TimerModel::Quiet,
-                ..Bounds::DEFAULT
-            },
-            checks: &["agreement", "validity"],
-            params: r#"{"instances": 2}"#,
-            walk_params: r#"{"instances": 3}"#,
-            ..ModelSpec::new(
-                "two decisions by two proposers and three acceptors (the proposers learn); \
-                 messages delivered, lost or duplicated in any order, timers firing when no \
-                 message is in flight; shortest counterexamples for ignore-accepted and \
-                 same-ballot (16 steps); shared-slot needs the second decision, found by \
-                 random walks (`--walk`), beyond the exhaustive depth",
-                &[("proposer", 2), ("acceptor", 3)],
-            )
-        })
+            ),
+        ])
+        .with_bounds(
+            Bounds::DEFAULT
+                .with_max_depth(16)
+                .with_max_crashes(0)
+                .with_clock(ClockModel::Frozen)
+                .with_seen(SeenModel::All)
+                .with_timers(TimerModel::Quiet),
+        )
+        .with_checks(&["agreement", "validity"])
+        .with_params(r#"{"instances": 2}"#)
+        .with_walk_params(r#"{"instances": 3}"#))
     }
 }

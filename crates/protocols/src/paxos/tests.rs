@@ -7,10 +7,7 @@ type Effects = Vec<Effect<Msg, Timer>>;
 
 /// Two proposers (n0, n1), three acceptors (n2-n4), two learners (n5, n6).
 fn cluster() -> Cluster {
-    let spec = |role: &str, count| RoleSpec {
-        role: role.to_string(),
-        count,
-    };
+    let spec = |role: &str, count| RoleSpec::new(role.to_string(), count);
     Cluster::new(vec![
         spec("proposer", 2),
         spec("acceptor", 3),

@@ -216,46 +216,43 @@ pub enum PbftRole {
     Client,
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "pbft",
-    summary: "PBFT (Castro & Liskov 1999): 3f + 1 replicas tolerate f Byzantine ones; \
-              pre-prepare, prepare, commit, view changes with prepared certificates",
-    roles: &[
-        RoleInfo {
-            name: "replica",
-            summary: "orders, executes and answers client requests; replica v mod n is \
-                      the primary of view v",
-            default_count: 4,
-            kind: tenure_core::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "client",
-            summary: "signs requests, sends them to every replica, accepts a result on \
-                      f + 1 matching replies",
-            default_count: 2,
-            kind: tenure_core::RoleKind::Participant,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "pbft",
+    "PBFT (Castro & Liskov 1999): 3f + 1 replicas tolerate f Byzantine ones; \
+     pre-prepare, prepare, commit, view changes with prepared certificates",
+    &[
+        RoleInfo::new(
+            "replica",
+            "orders, executes and answers client requests; replica v mod n is \
+             the primary of view v",
+            4,
+        ),
+        RoleInfo::new(
+            "client",
+            "signs requests, sends them to every replica, accepts a result on \
+             f + 1 matching replies",
+            2,
+        ),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "n >= 3f + 1 replicas, quorums of 2f + 1 (Castro & Liskov §4)",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "small-quorum",
-            summary: "n = 3f replicas with quorums of n - f = 2f: two quorums share only a \
-                      Byzantine replica, and an equivocating primary splits them",
-            breaks: &["agreement"],
-        },
-        VariantInfo {
-            name: "small-cluster",
-            summary: "n = 3f replicas with quorums of 2f + 1 = n: safe, but one silent or \
-                      crashed replica stops every decision",
-            breaks: &["decision-liveness"],
-        },
+    &[
+        VariantInfo::new(
+            "correct",
+            "n >= 3f + 1 replicas, quorums of 2f + 1 (Castro & Liskov §4)",
+        ),
+        VariantInfo::new(
+            "small-quorum",
+            "n = 3f replicas with quorums of n - f = 2f: two quorums share only a \
+             Byzantine replica, and an equivocating primary splits them",
+        )
+        .with_breaks(&["agreement"]),
+        VariantInfo::new(
+            "small-cluster",
+            "n = 3f replicas with quorums of 2f + 1 = n: safe, but one silent or \
+             crashed replica stops every decision",
+        )
+        .with_breaks(&["decision-liveness"]),
     ],
-};
+);
 
 /// PBFT's parameters as a scenario's `[protocol.params]` table writes them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -1457,24 +1454,21 @@ impl Configurable for Pbft {
     }
 
     fn assumptions(config: &PbftConfig) -> tenure_core::Assumptions {
-        tenure_core::Assumptions {
-            max_byzantine: Some(Limit::new(
+        tenure_core::Assumptions::new().with_max_byzantine(Limit::new(
+            config.f,
+            format!(
+                "f = {}: {} replicas with quorums of {}, any two of which share {} \
+                 replica{}, at least one of them honest",
                 config.f,
-                format!(
-                    "f = {}: {} replicas with quorums of {}, any two of which share {} \
-                     replica{}, at least one of them honest",
-                    config.f,
-                    config.n(),
-                    config.quorum,
-                    (2 * config.quorum).saturating_sub(config.n()),
-                    if (2 * config.quorum).saturating_sub(config.n()) == 1 {
-                        ""
-                    } else {
-                        "s"
-                    }
-                ),
-            )),
-            ..Default::default()
-        }
+                config.n(),
+                config.quorum,
+                (2 * config.quorum).saturating_sub(config.n()),
+                if (2 * config.quorum).saturating_sub(config.n()) == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            ),
+        ))
     }
 }

@@ -5,10 +5,7 @@ use tenure_core::{Effect, RoleSpec, StepHost};
 
 /// Replicas n0-n3 (n0 is view 0's primary), clients n4, n5.
 fn cluster(replicas: u32) -> Cluster {
-    let spec = |role: &str, count| RoleSpec {
-        role: role.to_string(),
-        count,
-    };
+    let spec = |role: &str, count| RoleSpec::new(role.to_string(), count);
     Cluster::new(vec![spec("replica", replicas), spec("client", 2)]).unwrap()
 }
 

@@ -34,56 +34,51 @@ pub enum RaftVariant {
     Hashicorp609,
 }
 
-pub(crate) static INFO: ProtocolInfo = ProtocolInfo {
-    name: "raft",
-    summary: "Raft leader election: terms, one vote per term, the up-to-date rule, \
-              randomized timeouts; optional PreVote and CheckQuorum",
-    roles: &[RoleInfo {
-        name: "server",
-        summary: "a Raft server: follower, candidate or leader",
-        default_count: 5,
-        kind: tenure_core::RoleKind::Participant,
-    }],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "Raft election as in the paper (§5.2, §5.4.1)",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "forget-vote",
-            summary: "votedFor is not persisted: a restarted node can vote twice in one term",
-            breaks: &["single-leader-per-term"],
-        },
-        VariantInfo {
-            name: "no-step-down",
-            summary: "a leader ignores higher terms, so a deposed leader keeps leading",
-            breaks: &["leader-liveness", "single-leader-at-a-time"],
-        },
-        VariantInfo {
-            name: "reply-before-sync",
-            summary: "sends its vote before syncing it: a power loss in the fsync window \
-                      lets a node vote twice in one term",
-            breaks: &["single-leader-per-term"],
-        },
-        VariantInfo {
-            name: "etcd-8334",
-            summary: "etcd raft before PR #8334 (2017; raft-rs before 0.3.1, PR #84; the \
-                      leaderless PreVote + CheckQuorum clusters of etcd #9586 and TiKV #3270): \
-                      a pre-candidate keeps its leader and restarts its lease, so timed-out \
-                      followers ignore each other's pre-votes (with vote_rules = \"etcd\")",
-            breaks: &["leader-liveness"],
-        },
-        VariantInfo {
-            name: "hashicorp-609",
-            summary: "hashicorp/raft main between PR #605 and PR #609 (August 2024; v1.7.1 \
-                      has both), with vote_rules = \"hashicorp\": granting a pre-vote resets \
-                      the voter's election timer (`setLastContact`), so a former leader that \
-                      keeps pre-voting and never wins keeps the others from electing",
-            breaks: &["leader-liveness"],
-        },
+pub(crate) static INFO: ProtocolInfo = ProtocolInfo::new(
+    "raft",
+    "Raft leader election: terms, one vote per term, the up-to-date rule, \
+     randomized timeouts; optional PreVote and CheckQuorum",
+    &[RoleInfo::new(
+        "server",
+        "a Raft server: follower, candidate or leader",
+        5,
+    )],
+    &[
+        VariantInfo::new("correct", "Raft election as in the paper (§5.2, §5.4.1)"),
+        VariantInfo::new(
+            "forget-vote",
+            "votedFor is not persisted: a restarted node can vote twice in one term",
+        )
+        .with_breaks(&["single-leader-per-term"]),
+        VariantInfo::new(
+            "no-step-down",
+            "a leader ignores higher terms, so a deposed leader keeps leading",
+        )
+        .with_breaks(&["leader-liveness", "single-leader-at-a-time"]),
+        VariantInfo::new(
+            "reply-before-sync",
+            "sends its vote before syncing it: a power loss in the fsync window \
+             lets a node vote twice in one term",
+        )
+        .with_breaks(&["single-leader-per-term"]),
+        VariantInfo::new(
+            "etcd-8334",
+            "etcd raft before PR #8334 (2017; raft-rs before 0.3.1, PR #84; the \
+             leaderless PreVote + CheckQuorum clusters of etcd #9586 and TiKV #3270): \
+             a pre-candidate keeps its leader and restarts its lease, so timed-out \
+             followers ignore each other's pre-votes (with vote_rules = \"etcd\")",
+        )
+        .with_breaks(&["leader-liveness"]),
+        VariantInfo::new(
+            "hashicorp-609",
+            "hashicorp/raft main between PR #605 and PR #609 (August 2024; v1.7.1 \
+             has both), with vote_rules = \"hashicorp\": granting a pre-vote resets \
+             the voter's election timer (`setLastContact`), so a former leader that \
+             keeps pre-voting and never wins keeps the others from electing",
+        )
+        .with_breaks(&["leader-liveness"]),
     ],
-};
+);
 
 /// Raft's parameters as a scenario's `[protocol.params]` table writes them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -767,12 +767,12 @@ impl Configurable for Raft {
             .min()
             .unwrap_or(config.election_timeout.min);
         let slack = min_timeout.saturating_sub(config.heartbeat_interval);
-        tenure_core::Assumptions {
-            max_drift: Some(Limit::new(
+        tenure_core::Assumptions::new()
+            .with_max_drift(Limit::new(
                 0.5,
                 "election safety needs no clock; the liveness bound allows timers up to 2x slow",
-            )),
-            max_latency: Some(Limit::new(
+            ))
+            .with_max_latency(Limit::new(
                 slack / 2,
                 format!(
                     "a stable leader needs broadcast time << election timeout (Raft §5.6): \
@@ -782,47 +782,43 @@ impl Configurable for Raft {
                     f(min_timeout),
                     f(slack)
                 ),
-            )),
-            ..Default::default()
-        }
+            ))
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel};
-        Ok(ModelSpec {
-            out_of_scope: &[
-                (
-                    "reply-before-sync",
-                    "the explorer crashes processes but never cuts power: every write survives",
-                ),
-                (
-                    "etcd-8334",
-                    "its failure is a liveness one (no leader ever), which the explorer does \
-                     not judge, and needs PreVote, CheckQuorum and etcd's rules",
-                ),
-                (
-                    "hashicorp-609",
-                    "its failure is a liveness one (no leader ever), which the explorer does \
-                     not judge, and needs PreVote and hashicorp's rules",
-                ),
-            ],
-            stands_for: &[("steps-down-on-higher-term", "single-leader-at-a-time")],
-            bounds: Bounds {
-                max_depth: 8,
-                max_crashes: 1,
-                clock: ClockModel::Frozen,
-                seen: SeenModel::Leaders,
-                ..Bounds::DEFAULT
-            },
-            max_term: 2,
-            term_key: Some(TERM_KEY),
-            checks: &["single-leader-per-term", "steps-down-on-higher-term"],
-            ..ModelSpec::new(
-                "elections with votes, terms and crashes; messages delivered, lost or \
-                 duplicated in any order, election timers firing at any point",
-                &[("server", 3)],
-            )
-        })
+        Ok(ModelSpec::new(
+            "elections with votes, terms and crashes; messages delivered, lost or \
+             duplicated in any order, election timers firing at any point",
+            &[("server", 3)],
+        )
+        .with_out_of_scope(&[
+            (
+                "reply-before-sync",
+                "the explorer crashes processes but never cuts power: every write survives",
+            ),
+            (
+                "etcd-8334",
+                "its failure is a liveness one (no leader ever), which the explorer does \
+                 not judge, and needs PreVote, CheckQuorum and etcd's rules",
+            ),
+            (
+                "hashicorp-609",
+                "its failure is a liveness one (no leader ever), which the explorer does \
+                 not judge, and needs PreVote and hashicorp's rules",
+            ),
+        ])
+        .with_stands_for(&[("steps-down-on-higher-term", "single-leader-at-a-time")])
+        .with_bounds(
+            Bounds::DEFAULT
+                .with_max_depth(8)
+                .with_max_crashes(1)
+                .with_clock(ClockModel::Frozen)
+                .with_seen(SeenModel::Leaders),
+        )
+        .with_max_term(2)
+        .with_term_key(TERM_KEY)
+        .with_checks(&["single-leader-per-term", "steps-down-on-higher-term"]))
     }
 
     fn message_term(msg: &RaftMsg) -> Option<u64> {

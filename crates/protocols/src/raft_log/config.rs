@@ -65,94 +65,89 @@ pub enum RaftLogRole {
     Client,
 }
 
-pub(crate) static INFO: ProtocolInfo = ProtocolInfo {
-    name: "raft-log",
-    summary: "Raft with a log: AppendEntries with the log check and truncation, commit of \
-              current-term entries only (Figure 8), a key-value state machine with client \
-              sessions, ReadIndex reads",
-    roles: &[
-        RoleInfo {
-            name: "server",
-            summary: "a Raft server: election, replicated log, key-value state machine",
-            default_count: 5,
-            kind: tenure_core::RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "client",
-            summary: "a client: puts and gets, one at a time, retried with its session",
-            default_count: 2,
-            kind: tenure_core::RoleKind::Participant,
-        },
+pub(crate) static INFO: ProtocolInfo = ProtocolInfo::new(
+    "raft-log",
+    "Raft with a log: AppendEntries with the log check and truncation, commit of \
+     current-term entries only (Figure 8), a key-value state machine with client \
+     sessions, ReadIndex reads",
+    &[
+        RoleInfo::new(
+            "server",
+            "a Raft server: election, replicated log, key-value state machine",
+            5,
+        ),
+        RoleInfo::new(
+            "client",
+            "a client: puts and gets, one at a time, retried with its session",
+            2,
+        ),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "Raft's log as in the paper's Figure 2; reads through ReadIndex (§6.4)",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "lease-reads",
-            summary: "correct, with reads served under a leader lease (no heartbeat round per \
-                      read); safe while clocks drift at most 5%",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "commit-old-term",
-            summary: "Figure 8: a leader commits an entry of an earlier term once a majority \
-                      holds it; a later leader can overwrite it",
-            breaks: &[
-                "state-machine-safety",
-                "leader-completeness",
-                "linearizability",
-            ],
-        },
-        VariantInfo {
-            name: "no-log-check",
-            summary: "a follower appends without comparing the term at prevLogIndex",
-            breaks: &["log-matching", "state-machine-safety", "linearizability"],
-        },
-        VariantInfo {
-            name: "no-truncate",
-            summary: "a follower keeps its conflicting entries and appends only past its end",
-            breaks: &["log-matching", "state-machine-safety", "linearizability"],
-        },
-        VariantInfo {
-            name: "read-without-readindex",
-            summary: "a leader answers reads from its own state without confirming it still \
-                      leads: a deposed leader serves stale reads (etcd #741, Jepsen on etcd \
-                      0.4.1, 2014; hashicorp/consul #54, Consul 0.1.0)",
-            breaks: &["linearizability"],
-        },
-        VariantInfo {
-            name: "ack-before-fsync",
-            summary: "a server sends its vote or its acknowledgement of entries before the \
-                      fsync of what it reports (etcd #14140: a stale read with loss of \
-                      un-fsynced writes, Jepsen on etcd 3.5.3, closed without a root cause): a \
-                      power loss inside that fsync forgets a vote or a committed put, and a \
-                      leader without the put answers reads from before it",
-            breaks: &[
-                "single-leader-per-term",
-                "state-machine-safety",
-                "linearizability",
-            ],
-        },
-        VariantInfo {
-            name: "single-voter-read-index",
-            summary: "etcd-io/raft v3.6 (main, 2023) with etcd's apply loop: the commit index \
-                      is persisted after the put is applied and answered, a leader counts its \
-                      own appends a step later, and a single voter answers ReadIndex with its \
-                      commit index at once: after a crash that lost the commit index, a \
-                      stale read (etcd-io/raft PR #105, open)",
-            breaks: &["linearizability"],
-        },
-        VariantInfo {
-            name: "single-voter-read-index-105",
-            summary: "single-voter-read-index with etcd-io/raft PR #105: a single voter's read \
-                      index is at least the index it has persisted (the actually committed one)",
-            breaks: &[],
-        },
+    &[
+        VariantInfo::new(
+            "correct",
+            "Raft's log as in the paper's Figure 2; reads through ReadIndex (§6.4)",
+        ),
+        VariantInfo::new(
+            "lease-reads",
+            "correct, with reads served under a leader lease (no heartbeat round per \
+             read); safe while clocks drift at most 5%",
+        ),
+        VariantInfo::new(
+            "commit-old-term",
+            "Figure 8: a leader commits an entry of an earlier term once a majority \
+             holds it; a later leader can overwrite it",
+        )
+        .with_breaks(&[
+            "state-machine-safety",
+            "leader-completeness",
+            "linearizability",
+        ]),
+        VariantInfo::new(
+            "no-log-check",
+            "a follower appends without comparing the term at prevLogIndex",
+        )
+        .with_breaks(&["log-matching", "state-machine-safety", "linearizability"]),
+        VariantInfo::new(
+            "no-truncate",
+            "a follower keeps its conflicting entries and appends only past its end",
+        )
+        .with_breaks(&["log-matching", "state-machine-safety", "linearizability"]),
+        VariantInfo::new(
+            "read-without-readindex",
+            "a leader answers reads from its own state without confirming it still \
+             leads: a deposed leader serves stale reads (etcd #741, Jepsen on etcd \
+             0.4.1, 2014; hashicorp/consul #54, Consul 0.1.0)",
+        )
+        .with_breaks(&["linearizability"]),
+        VariantInfo::new(
+            "ack-before-fsync",
+            "a server sends its vote or its acknowledgement of entries before the \
+             fsync of what it reports (etcd #14140: a stale read with loss of \
+             un-fsynced writes, Jepsen on etcd 3.5.3, closed without a root cause): a \
+             power loss inside that fsync forgets a vote or a committed put, and a \
+             leader without the put answers reads from before it",
+        )
+        .with_breaks(&[
+            "single-leader-per-term",
+            "state-machine-safety",
+            "linearizability",
+        ]),
+        VariantInfo::new(
+            "single-voter-read-index",
+            "etcd-io/raft v3.6 (main, 2023) with etcd's apply loop: the commit index \
+             is persisted after the put is applied and answered, a leader counts its \
+             own appends a step later, and a single voter answers ReadIndex with its \
+             commit index at once: after a crash that lost the commit index, a \
+             stale read (etcd-io/raft PR #105, open)",
+        )
+        .with_breaks(&["linearizability"]),
+        VariantInfo::new(
+            "single-voter-read-index-105",
+            "single-voter-read-index with etcd-io/raft PR #105: a single voter's read \
+             index is at least the index it has persisted (the actually committed one)",
+        ),
     ],
-};
+);
 
 /// raft-log's parameters as a scenario's `[protocol.params]` table writes them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

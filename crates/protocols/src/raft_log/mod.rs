@@ -1428,8 +1428,8 @@ impl Configurable for RaftLog {
         let slack = min.saturating_sub(config.heartbeat_interval);
         let lease = config.variant == RaftLogVariant::LeaseReads;
         let rho = f64::from(config.lease_drift_ppm) / 1e6;
-        tenure_core::Assumptions {
-            max_drift: Some(if lease {
+        tenure_core::Assumptions::new()
+            .with_max_drift(if lease {
                 Limit::new(
                     rho,
                     format!(
@@ -1445,8 +1445,8 @@ impl Configurable for RaftLog {
                     0.5,
                     "the log's safety needs no clock (timers only start elections)",
                 )
-            }),
-            max_latency: Some(Limit::new(
+            })
+            .with_max_latency(Limit::new(
                 slack / 2,
                 format!(
                     "a stable leader needs broadcast time << election timeout (Raft §5.6): \
@@ -1456,63 +1456,59 @@ impl Configurable for RaftLog {
                     f(min),
                     f(slack)
                 ),
-            )),
-            ..Default::default()
-        }
+            ))
     }
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel};
-        Ok(ModelSpec {
-            out_of_scope: &[
-                (
-                    "commit-old-term",
-                    "Figure 8 needs three leaders with diverging logs: about 18 steps on three \
-                     servers, while exhaustive search holds 177,000 states at depth 8 after a \
-                     minute (600 states/s, debug build) and 2,000 random walks of depth 60 \
-                     find none; the simulator's scenario figure-8-commit-old-term shows it",
-                ),
-                (
-                    "read-without-readindex",
-                    "a stale read needs clients, whose operations the model leaves out",
-                ),
-                (
-                    "lease-reads",
-                    "leases are about clock rates, which the model leaves free",
-                ),
-                (
-                    "ack-before-fsync",
-                    "the explorer crashes processes but never cuts power: every write survives",
-                ),
-                (
-                    "single-voter-read-index",
-                    "a stale read needs clients, whose operations the model leaves out",
-                ),
-            ],
-            bounds: Bounds {
-                max_depth: 7,
-                max_states: 200_000,
-                clock: ClockModel::Frozen,
-                seen: SeenModel::All,
-                ..Bounds::DEFAULT
-            },
-            max_term: 3,
-            term_key: Some(TERM_KEY),
-            checks: &[
-                "leader-completeness",
-                "state-machine-safety",
-                "log-matching",
-                "single-leader-per-term",
-            ],
-            params: r#"{ "max_entries": 1 }"#,
-            walk_params: r#"{ "max_entries": 1 }"#,
-            ..ModelSpec::new(
-                "three servers, no clients: each leader's entry is its no-op (§8); votes, \
-                 AppendEntries one entry at a time, commits; messages delivered in any \
-                 order or never, timers firing at any point",
-                &[("server", 3)],
-            )
-        })
+        Ok(ModelSpec::new(
+            "three servers, no clients: each leader's entry is its no-op (§8); votes, \
+             AppendEntries one entry at a time, commits; messages delivered in any \
+             order or never, timers firing at any point",
+            &[("server", 3)],
+        )
+        .with_out_of_scope(&[
+            (
+                "commit-old-term",
+                "Figure 8 needs three leaders with diverging logs: about 18 steps on three \
+                 servers, while exhaustive search holds 177,000 states at depth 8 after a \
+                 minute (600 states/s, debug build) and 2,000 random walks of depth 60 \
+                 find none; the simulator's scenario figure-8-commit-old-term shows it",
+            ),
+            (
+                "read-without-readindex",
+                "a stale read needs clients, whose operations the model leaves out",
+            ),
+            (
+                "lease-reads",
+                "leases are about clock rates, which the model leaves free",
+            ),
+            (
+                "ack-before-fsync",
+                "the explorer crashes processes but never cuts power: every write survives",
+            ),
+            (
+                "single-voter-read-index",
+                "a stale read needs clients, whose operations the model leaves out",
+            ),
+        ])
+        .with_bounds(
+            Bounds::DEFAULT
+                .with_max_depth(7)
+                .with_max_states(200_000)
+                .with_clock(ClockModel::Frozen)
+                .with_seen(SeenModel::All),
+        )
+        .with_max_term(3)
+        .with_term_key(TERM_KEY)
+        .with_checks(&[
+            "leader-completeness",
+            "state-machine-safety",
+            "log-matching",
+            "single-leader-per-term",
+        ])
+        .with_params(r#"{ "max_entries": 1 }"#)
+        .with_walk_params(r#"{ "max_entries": 1 }"#))
     }
 
     fn message_term(msg: &RaftLogMsg) -> Option<u64> {

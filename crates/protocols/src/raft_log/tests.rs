@@ -8,10 +8,7 @@ type Effects = Vec<Effect<RaftLogMsg, RaftLogTimer>>;
 
 /// Three servers (n0, n1, n2) and one client (n3).
 fn cluster() -> Cluster {
-    let spec = |role: &str, count| RoleSpec {
-        role: role.to_string(),
-        count,
-    };
+    let spec = |role: &str, count| RoleSpec::new(role.to_string(), count);
     Cluster::new(vec![spec("server", 3), spec("client", 1)]).unwrap()
 }
 
@@ -545,10 +542,7 @@ fn a_duplicated_reply_starts_no_second_stream_of_appends() {
 fn single_voter_read_after_losing_the_commit_index(
     variant: RaftLogVariant,
 ) -> (Vec<Answer>, Vec<Answer>) {
-    let spec = |role: &str, count| RoleSpec {
-        role: role.to_string(),
-        count,
-    };
+    let spec = |role: &str, count| RoleSpec::new(role.to_string(), count);
     let cluster = Cluster::new(vec![spec("server", 1), spec("client", 1)]).unwrap();
     let mut n = Node::started_in(variant, 0, cluster);
     n.fire(RaftLogTimer::Election);

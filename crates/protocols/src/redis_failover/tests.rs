@@ -12,10 +12,7 @@ const C7: NodeId = NodeId(7);
 const TOKENS: NodeId = NodeId(10);
 
 fn cluster() -> Cluster {
-    let spec = |role: &str, count| RoleSpec {
-        role: role.into(),
-        count,
-    };
+    let spec = |role: &str, count| RoleSpec::new(role, count);
     Cluster::new(vec![
         spec("redis", 3),
         spec("sentinel", 3),
@@ -525,10 +522,7 @@ fn params_and_roles_are_checked() {
             .field,
         "quorum"
     );
-    let spec = |role: &str, count| RoleSpec {
-        role: role.into(),
-        count,
-    };
+    let spec = |role: &str, count| RoleSpec::new(role, count);
     let no_tokens = Cluster::new(vec![
         spec("redis", 2),
         spec("sentinel", 3),

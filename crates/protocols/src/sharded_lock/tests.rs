@@ -7,14 +7,8 @@ type Effects = Vec<Effect<Msg, Timer>>;
 
 fn cluster(coordinators: u32, clients: u32) -> Cluster {
     Cluster::new(vec![
-        RoleSpec {
-            role: "coordinator".into(),
-            count: coordinators,
-        },
-        RoleSpec {
-            role: "client".into(),
-            count: clients,
-        },
+        RoleSpec::new("coordinator", coordinators),
+        RoleSpec::new("client", clients),
     ])
     .unwrap()
 }

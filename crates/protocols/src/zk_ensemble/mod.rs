@@ -470,65 +470,58 @@ pub enum ZkEnsemble {
     Storage(Resource),
 }
 
-static INFO: ProtocolInfo = ProtocolInfo {
-    name: "zookeeper-ensemble",
-    summary: "a ZooKeeper-like ensemble: Zab-like quorum writes in zxid order, reads from \
-              the connected server (stale unless after sync), sessions expired by the \
-              leader, reconnects that never go back in zxid; the lock recipe and register \
-              clients on top",
-    roles: &[
-        RoleInfo {
-            name: "server",
-            summary: "an ensemble server (leader or follower)",
-            default_count: 3,
-            kind: RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "client",
-            summary: "runs the lock recipe (ephemeral sequential znodes, lowest holds) and \
-                      the lock workload",
-            default_count: 2,
-            kind: RoleKind::Holder,
-        },
-        RoleInfo {
-            name: "register",
-            summary: "reads and writes integer registers (its own key; others' after sync)",
-            default_count: 2,
-            kind: RoleKind::Participant,
-        },
-        RoleInfo {
-            name: "storage",
-            summary: "the protected resource of the lock recipe, fenced by czxid",
-            default_count: 1,
-            kind: RoleKind::Resource,
-        },
+static INFO: ProtocolInfo = ProtocolInfo::new(
+    "zookeeper-ensemble",
+    "a ZooKeeper-like ensemble: Zab-like quorum writes in zxid order, reads from \
+     the connected server (stale unless after sync), sessions expired by the \
+     leader, reconnects that never go back in zxid; the lock recipe and register \
+     clients on top",
+    &[
+        RoleInfo::new("server", "an ensemble server (leader or follower)", 3),
+        RoleInfo::new(
+            "client",
+            "runs the lock recipe (ephemeral sequential znodes, lowest holds) and \
+             the lock workload",
+            2,
+        )
+        .with_kind(RoleKind::Holder),
+        RoleInfo::new(
+            "register",
+            "reads and writes integer registers (its own key; others' after sync)",
+            2,
+        ),
+        RoleInfo::new(
+            "storage",
+            "the protected resource of the lock recipe, fenced by czxid",
+            1,
+        )
+        .with_kind(RoleKind::Resource),
     ],
-    variants: &[
-        VariantInfo {
-            name: "correct",
-            summary: "sync before reading another client's write; servers refuse clients \
-                      ahead of them; expiry deletes ephemeral nodes",
-            breaks: &[],
-        },
-        VariantInfo {
-            name: "read-without-sync",
-            summary: "reads of other clients' writes without sync: a lagging follower \
-                      answers from the past",
-            breaks: &["linearizability"],
-        },
-        VariantInfo {
-            name: "reconnect-to-older-zxid",
-            summary: "a server accepts a client that has seen a later zxid than its own: \
-                      the client reads its own write undone",
-            breaks: &["linearizability"],
-        },
-        VariantInfo {
-            name: "ephemeral-kept-after-expiry",
-            summary: "an expired session's ephemeral nodes stay: a dead holder keeps the lock",
-            breaks: &["lock-liveness"],
-        },
+    &[
+        VariantInfo::new(
+            "correct",
+            "sync before reading another client's write; servers refuse clients \
+             ahead of them; expiry deletes ephemeral nodes",
+        ),
+        VariantInfo::new(
+            "read-without-sync",
+            "reads of other clients' writes without sync: a lagging follower \
+             answers from the past",
+        )
+        .with_breaks(&["linearizability"]),
+        VariantInfo::new(
+            "reconnect-to-older-zxid",
+            "a server accepts a client that has seen a later zxid than its own: \
+             the client reads its own write undone",
+        )
+        .with_breaks(&["linearizability"]),
+        VariantInfo::new(
+            "ephemeral-kept-after-expiry",
+            "an expired session's ephemeral nodes stay: a dead holder keeps the lock",
+        )
+        .with_breaks(&["lock-liveness"]),
     ],
-};
+);
 
 impl Protocol for ZkEnsemble {
     type Msg = ZkeMsg;
@@ -700,49 +693,47 @@ impl Configurable for ZkEnsemble {
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel, TimerModel};
-        Ok(ModelSpec {
-            out_of_scope: &[
-                (
-                    "reconnect-to-older-zxid",
-                    "it needs a follower cut off from commits, a client's write through \
-                     another server and that client's reconnect to the lagging one before \
-                     it catches up: 2,000 random walks of depth 60 find none",
-                ),
-                (
-                    "ephemeral-kept-after-expiry",
-                    "it breaks lock-liveness, which the model does not judge (no run ends), and \
+        Ok(ModelSpec::new(
+            "three servers and two register clients: elections, NEWLEADER, proposals, \
+             acks and commits, sessions, reads from the connected server, sync, writes \
+             and reconnects (a client's request timer may fire at any point); clocks \
+             frozen, so no leader steps down and no session expires by the clock",
+            &[("server", 3), ("register", 2)],
+        )
+        .with_out_of_scope(&[
+            (
+                "reconnect-to-older-zxid",
+                "it needs a follower cut off from commits, a client's write through \
+                 another server and that client's reconnect to the lagging one before \
+                 it catches up: 2,000 random walks of depth 60 find none",
+            ),
+            (
+                "ephemeral-kept-after-expiry",
+                "it breaks lock-liveness, which the model does not judge (no run ends), and \
                  the register clients it explores hold no ephemeral nodes",
-                ),
-            ],
-            bounds: Bounds {
-                max_depth: 30,
-                max_states: 300_000,
-                clock: ClockModel::Frozen,
-                seen: SeenModel::All,
-                timers: TimerModel::Quiet,
-                ..Bounds::DEFAULT
-            },
-            checks: &["linearizability"],
-            ..ModelSpec::new(
-                "three servers and two register clients: elections, NEWLEADER, proposals, \
-                 acks and commits, sessions, reads from the connected server, sync, writes \
-                 and reconnects (a client's request timer may fire at any point); clocks \
-                 frozen, so no leader steps down and no session expires by the clock",
-                &[("server", 3), ("register", 2)],
-            )
-        })
+            ),
+        ])
+        .with_bounds(
+            Bounds::DEFAULT
+                .with_max_depth(30)
+                .with_max_states(300_000)
+                .with_clock(ClockModel::Frozen)
+                .with_seen(SeenModel::All)
+                .with_timers(TimerModel::Quiet),
+        )
+        .with_checks(&["linearizability"]))
     }
 
     fn assumptions(config: &ZkeConfig) -> tenure_core::Assumptions {
         use tenure_core::{format_duration as f, Limit};
-        tenure_core::Assumptions {
-            max_drift: Some(Limit::new(
+        tenure_core::Assumptions::new()
+            .with_max_drift(Limit::new(
                 0.1,
                 "a leader steps down half a leader timeout after its last quorum ack, by its \
                  clock, before followers (a full leader timeout by theirs) elect another; \
                  clients ping every third of the session timeout",
-            )),
-            max_pause: Some(Limit::new(
+            ))
+            .with_max_pause(Limit::new(
                 config.leader_timeout / 2,
                 format!(
                     "sync is not a quorum operation: a leader paused longer than half its \
@@ -750,9 +741,7 @@ impl Configurable for ZkEnsemble {
                      sync from its stale state before its next tick deposes it",
                     f(config.leader_timeout)
                 ),
-            )),
-            ..Default::default()
-        }
+            ))
     }
 }
 

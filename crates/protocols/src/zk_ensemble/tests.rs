@@ -21,10 +21,7 @@ fn cluster(clients: u32, registers: u32) -> Cluster {
         roles
             .into_iter()
             .filter(|&(_, count)| count > 0)
-            .map(|(role, count)| RoleSpec {
-                role: role.into(),
-                count,
-            })
+            .map(|(role, count)| RoleSpec::new(role, count))
             .collect(),
     )
     .unwrap()

@@ -10,18 +10,9 @@ fn ms(n: u64) -> Duration {
 
 fn cluster(clients: u32) -> Cluster {
     Cluster::new(vec![
-        RoleSpec {
-            role: "server".into(),
-            count: 1,
-        },
-        RoleSpec {
-            role: "client".into(),
-            count: clients,
-        },
-        RoleSpec {
-            role: "storage".into(),
-            count: 1,
-        },
+        RoleSpec::new("server", 1),
+        RoleSpec::new("client", clients),
+        RoleSpec::new("storage", 1),
     ])
     .unwrap()
 }

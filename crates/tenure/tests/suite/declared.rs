@@ -131,10 +131,7 @@ fn a_protocol_that_declares_nothing_can_be_given_its_assumptions_and_transport()
     let (cluster, config) = raft();
     let max_pause = millis(20);
     let sim = Simulation::<Raft>::undeclared(cluster, config)
-        .assumptions(Assumptions {
-            max_pause: Some(Limit::new(max_pause, "a test's sentinel")),
-            ..Default::default()
-        })
+        .assumptions(Assumptions::new().with_max_pause(Limit::new(max_pause, "a test's sentinel")))
         .promise(Promise::new("leader-liveness").within(secs(7), "a test's sentinel bound"))
         .transport(Transport::Stream)
         .duration(secs(10))
@@ -163,10 +160,7 @@ fn vacuous_on<P: Configurable>(judged: &str, check: &str, missing: &str) {
     let roles: Vec<tenure::RoleSpec> = P::info()
         .roles
         .iter()
-        .map(|r| tenure::RoleSpec {
-            role: r.name.to_string(),
-            count: r.default_count,
-        })
+        .map(|r| tenure::RoleSpec::new(r.name.to_string(), r.default_count))
         .collect();
     let cluster = Cluster::new(roles).unwrap();
     let config = P::configure_named(Default::default(), "correct", &cluster).unwrap();
