@@ -1,0 +1,238 @@
+//! Whole-cluster runs on the testkit's network: a holder paused past its session's
+//! invalidation (with and without lock-delay), a holder that crashes (the lock-delay
+//! after the invalidation), leader churn after a client's crash (the timers reset on
+//! failover), a leader crash (LockIndex grows). Each broken behaviour's test runs the
+//! same steps on the other variant as its negative control.
+
+use super::*;
+use crate::testkit::Net;
+use tenure_core::{Observation, RoleSpec};
+
+/// Three servers (n0..n2), three clients (n3..n5), the storage (n6).
+fn cluster() -> Cluster {
+    let spec = |role: &str, count| RoleSpec {
+        role: role.to_string(),
+        count,
+    };
+    Cluster::new(vec![
+        spec("server", 3),
+        spec("client", 3),
+        spec("storage", 1),
+    ])
+    .unwrap()
+}
+
+fn params() -> ConsulParams {
+    ConsulParams {
+        work_duration: HumanDuration(Duration::from_millis(300)),
+        ..ConsulParams::default()
+    }
+}
+
+fn config(variant: ConsulVariant) -> ConsulConfig {
+    ConsulLock::configure(params(), variant, &cluster()).unwrap()
+}
+
+fn leader(net: &Net<ConsulLock>) -> u32 {
+    let leaders = net.leaders();
+    assert_eq!(leaders.len(), 1, "one leader: {leaders:?}");
+    leaders[0].0
+}
+
+fn client(net: &Net<ConsulLock>, id: u32) -> &Client {
+    match net.node(id) {
+        ConsulLock::Client(c) => c,
+        _ => unreachable!("n{id} is a client"),
+    }
+}
+
+/// Runs until some client holds the lock (from 2s on, in 5ms steps); its id.
+fn run_until_held(net: &mut Net<ConsulLock>) -> u32 {
+    let mut t = Duration::from_secs(2);
+    loop {
+        net.run_until(t);
+        if let Some(id) = (3..6).find(|&id| client(net, id).lock.holding()) {
+            return id;
+        }
+        t += Duration::from_millis(5);
+        assert!(t < Duration::from_secs(20), "someone holds the lock");
+    }
+}
+
+/// Pauses the first holder for `pause` right as it holds; the actions (true time, ns)
+/// of other clients between the pause's start and the paused holder's last action.
+fn pause_the_holder(variant: ConsulVariant, pause: Duration, seed: u64) -> Vec<u64> {
+    let mut net = Net::start(config(variant), cluster(), seed);
+    let holder = run_until_held(&mut net);
+    let start = net.now;
+    net.pause(holder, pause);
+    net.run(pause + Duration::from_secs(2));
+    let acts = |pred: &dyn Fn(u32) -> bool| -> Vec<u64> {
+        net.records
+            .iter()
+            .filter(|(t, n, o)| {
+                *t >= start && pred(n.0) && matches!(o, Observation::Acts { .. })
+            })
+            .map(|(t, _, _)| *t)
+            .collect()
+    };
+    let late = acts(&|n| n == holder);
+    let last = *late.last().expect("the paused holder writes when it wakes");
+    assert!(last >= start + pause.as_nanos() as u64, "it acts after its pause");
+    acts(&|n| n != holder && (3..6).contains(&n))
+        .into_iter()
+        .filter(|&t| t < last)
+        .collect()
+}
+
+#[test]
+fn a_paused_holder_acts_with_the_next_holder_only_without_lock_delay() {
+    // 1.4s: past the session's invalidation (2 x TTL 800ms after its last renewal, at
+    // most TTL/2 before the pause), within max_pause (lock-delay 3s / 2).
+    let pause = Duration::from_millis(1400);
+    assert!(pause <= ConsulLock::assumptions(&config(ConsulVariant::Correct)).max_pause.unwrap().value);
+    let overlapping = pause_the_holder(ConsulVariant::NoLockDelay, pause, 7);
+    assert!(
+        !overlapping.is_empty(),
+        "without lock-delay the next holder acts before the paused one's late write"
+    );
+    // Negative control: the same pause with lock-delay on: no one else acts before it.
+    assert_eq!(pause_the_holder(ConsulVariant::Correct, pause, 7), Vec::<u64>::new());
+}
+
+#[test]
+fn a_pause_longer_than_the_lock_delay_beats_it() {
+    // What lock-delay cannot buy: a pause of 5s (past 2 x TTL + lock-delay 3s).
+    let overlapping = pause_the_holder(ConsulVariant::Correct, Duration::from_secs(5), 7);
+    assert!(!overlapping.is_empty(), "the next holder acts first");
+}
+
+/// When the first holder's session was invalidated (LeaseRevoked, true time ns) and
+/// when another client next held the lock, in a run where the holder crashes.
+fn crash_the_holder(variant: ConsulVariant, seed: u64) -> (u64, u64) {
+    let mut net = Net::start(config(variant), cluster(), seed);
+    let holder = run_until_held(&mut net);
+    let session = client(&net, holder).lock.session().unwrap();
+    net.crash(holder);
+    net.run(Duration::from_secs(8));
+    let revoked = net
+        .records
+        .iter()
+        .find_map(|(t, _, o)| {
+            matches!(o, Observation::LeaseRevoked { lease } if *lease == session).then_some(*t)
+        })
+        .expect("the crashed holder's session is invalidated");
+    let next = net
+        .records
+        .iter()
+        .find_map(|(t, n, o)| {
+            (*t >= revoked && n.0 != holder && matches!(o, Observation::Holds { .. }))
+                .then_some(*t)
+        })
+        .expect("another client takes the lock");
+    (revoked, next)
+}
+
+#[test]
+fn no_one_takes_a_released_lock_within_its_lock_delay() {
+    let delay = 3_000_000_000;
+    let (revoked, next) = crash_the_holder(ConsulVariant::Correct, 3);
+    assert!(next - revoked >= delay, "{revoked} -> {next}");
+    // Negative control: without lock-delay a waiter takes it at its next try.
+    let (revoked, next) = crash_the_holder(ConsulVariant::NoLockDelay, 3);
+    assert!(next - revoked < delay, "{revoked} -> {next}");
+}
+
+/// When client n3's session was invalidated (true time, ns), in a run where n3 crashes
+/// at 3s and, if `churn`, the leader is paused for 600ms (past the election timeout)
+/// every 1.2s from 3.5s to 9.5s.
+fn churn_after_a_client_crash(churn: bool, seed: u64) -> Option<u64> {
+    let mut net = Net::start(config(ConsulVariant::Correct), cluster(), seed);
+    net.run_until(Duration::from_secs(3));
+    let session = client(&net, 3).lock.session().expect("n3 has a session");
+    net.crash(3);
+    if churn {
+        for k in 0..6u64 {
+            net.run_until(Duration::from_millis(3_500 + 1_200 * k));
+            let l = leader(&net);
+            net.pause(l, Duration::from_millis(600));
+        }
+    }
+    net.run_until(Duration::from_secs(14));
+    net.records.iter().find_map(|(t, _, o)| {
+        matches!(o, Observation::LeaseRevoked { lease } if *lease == session).then_some(*t)
+    })
+}
+
+#[test]
+fn leader_churn_keeps_a_dead_clients_session_alive() {
+    // Consul resets every session's timer (2 x TTL = 1.6s) on leader failover: each new
+    // leader, 1.2s apart, restarts it before it runs out.
+    let revoked = churn_after_a_client_crash(true, 1).expect("invalidated after the churn");
+    assert!(revoked > 9_500_000_000, "invalidated at {revoked}");
+    // Negative control: without churn it goes within 2 x TTL (+ slack) of its last renewal.
+    let revoked = churn_after_a_client_crash(false, 1).expect("invalidated");
+    assert!(revoked < 3_000_000_000 + 2_000_000_000, "invalidated at {revoked}");
+}
+
+#[test]
+fn lock_index_grows_across_a_leader_crash() {
+    let mut net = Net::start(config(ConsulVariant::Fenced), cluster(), 5);
+    net.run_until(Duration::from_secs(3));
+    let old = leader(&net);
+    net.crash(old);
+    net.run_until(Duration::from_secs(8));
+    let tokens: Vec<u64> = net
+        .records
+        .iter()
+        .filter_map(|(_, _, o)| match o {
+            Observation::Holds { token, .. } => Some(*token),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        tokens.iter().any(|&t| t > 1),
+        "the lock changes hands: {tokens:?}"
+    );
+    // A holder acquiring again with the same session keeps its LockIndex; otherwise
+    // every new hold has a higher one.
+    assert!(tokens.windows(2).all(|w| w[0] <= w[1]), "{tokens:?}");
+    let after: usize = net
+        .records
+        .iter()
+        .filter(|(t, _, o)| *t > 4_000_000_000 && matches!(o, Observation::Holds { .. }))
+        .count();
+    assert!(after > 0, "clients hold the lock under the new leader");
+}
+
+#[test]
+fn a_deposed_leader_steps_down_within_its_lease() {
+    let mut net = Net::start(config(ConsulVariant::Correct), cluster(), 2);
+    net.run_until(Duration::from_secs(2));
+    let old = leader(&net);
+    net.isolate(old);
+    net.run(Duration::from_millis(400));
+    assert!(
+        !net.leaders().contains(&NodeId(old)),
+        "the isolated leader stepped down"
+    );
+}
+
+#[test]
+fn bad_parameters_name_their_field() {
+    let bad = |p: ConsulParams| {
+        ConsulLock::configure(p, ConsulVariant::Correct, &cluster())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = bad(ConsulParams {
+        ttl: HumanDuration(Duration::from_millis(500)),
+        ..params()
+    });
+    assert!(e.contains("ttl"), "{e}");
+    let e = bad(ConsulParams {
+        leader_lease_timeout: HumanDuration(Duration::from_millis(200)),
+        ..params()
+    });
+    assert!(e.contains("leader_lease_timeout"), "{e}");
+}
