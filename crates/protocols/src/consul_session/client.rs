@@ -188,6 +188,16 @@ impl LockClient {
         let Some(session) = self.session else {
             return; // acquire once the session is created
         };
+        if self
+            .inflight
+            .values()
+            .any(|(op, _, _)| matches!(op, Op::Release { session: s, .. } if *s == session))
+        {
+            // `api.Lock.Unlock` returns once its release is done: an acquire before it
+            // would find the key still ours (the same session keeps it), and the late
+            // release would then free the key under the new hold.
+            return; // acquire when the release is answered
+        }
         let key = self.key.clone();
         self.acquiring = Some(self.request(env, Op::Acquire { key, session }));
     }
@@ -275,6 +285,12 @@ impl LockClient {
                         Some(Change::Failed)
                     }
                 }
+            }
+            (Op::Release { .. }, Answer::Released) => {
+                if self.want && self.acquiring.is_none() {
+                    self.acquire(env);
+                }
+                None
             }
             _ => None,
         }

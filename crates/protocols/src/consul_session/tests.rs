@@ -6,7 +6,8 @@
 
 use super::*;
 use crate::testkit::Net;
-use tenure_core::{Observation, RoleSpec};
+use crate::workload::LockApi;
+use tenure_core::{Effect, LocalTime, Observation, RoleSpec, SplitMix64, Step, StorageMap};
 
 /// Three servers (n0..n2), three clients (n3..n5), the storage (n6).
 fn cluster() -> Cluster {
@@ -235,4 +236,103 @@ fn bad_parameters_name_their_field() {
         ..params()
     });
     assert!(e.contains("leader_lease_timeout"), "{e}");
+}
+
+type Effects = Vec<Effect<Msg, Timer>>;
+
+/// One client (n3) stepped by hand, its clock standing at 1s.
+struct OneClient {
+    client: Client,
+    storage: StorageMap,
+    rng: SplitMix64,
+    cluster: Cluster,
+}
+
+impl OneClient {
+    fn new() -> OneClient {
+        let cluster = cluster();
+        OneClient {
+            client: Client::new(&config(ConsulVariant::Correct), &cluster),
+            storage: StorageMap::new(),
+            rng: SplitMix64(1),
+            cluster,
+        }
+    }
+
+    fn step(&mut self, f: impl FnOnce(&mut Client, &mut Step<'_, Msg, Timer>)) -> Effects {
+        let now = LocalTime(1_000_000_000);
+        let mut step = Step::new(
+            NodeId(3),
+            &self.cluster,
+            now,
+            now,
+            &mut self.storage,
+            &mut self.rng,
+        );
+        f(&mut self.client, &mut step);
+        step.effects
+    }
+
+    fn reply(&mut self, from: u32, req: u64, answer: Answer) -> Effects {
+        self.step(|c, s| c.on_message(s, NodeId(from), Msg::Reply { req, answer }))
+    }
+}
+
+fn requests(effects: &Effects) -> Vec<(u64, Op)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Send {
+                msg: Msg::Request { req, op },
+                ..
+            } => Some((*req, op.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_acquire_waits_until_the_release_of_the_same_session_is_answered() {
+    // Regression (found by `tenure fuzz` on no-lock-delay, pauses seed 58, one pause of
+    // the leader): a release sent to a leader that was then paused went unanswered; the
+    // client acquired again with the same session (the key was still its own: same
+    // LockIndex), and the release, retried at the new leader, freed the key under that
+    // new hold: the next waiter took it while the client acted.
+    let mut c = OneClient::new();
+    let start = c.step(|c, s| c.on_start(s));
+    let (create, _) = requests(&start)[0].clone();
+    let session = 9;
+    c.reply(
+        0,
+        create,
+        Answer::Created {
+            session,
+            ttl: Duration::from_millis(800),
+        },
+    );
+    let acquire = c.step(|c, s| c.lock.start_acquire(s));
+    let (req, op) = requests(&acquire)[0].clone();
+    assert!(matches!(op, Op::Acquire { .. }), "{op:?}");
+    c.reply(
+        0,
+        req,
+        Answer::Acquired {
+            lock_index: Some(36),
+            session_gone: false,
+        },
+    );
+    assert!(c.client.lock.holding());
+    let release = c.step(|c, s| c.lock.release(s));
+    let (release, op) = requests(&release)[0].clone();
+    assert!(matches!(op, Op::Release { .. }), "{op:?}");
+    // The release is not answered yet: no acquire goes out.
+    let again = c.step(|c, s| c.lock.start_acquire(s));
+    assert_eq!(requests(&again), vec![], "no acquire while the release is in flight");
+    // Once it is answered, the acquire goes.
+    let answered = c.reply(1, release, Answer::Released);
+    let sent = requests(&answered);
+    assert!(
+        matches!(sent.as_slice(), [(_, Op::Acquire { session: 9, .. })]),
+        "{sent:?}"
+    );
 }
