@@ -40,7 +40,11 @@ pub struct LockClient {
     /// The outstanding create or renew: its request id and first send time.
     session_request: Option<(u64, LocalTime)>,
     /// Until when this client believes its session lives: the send time of the last
-    /// renew answered, plus the TTL, by its own clock (Consul's TTL is a lower bound).
+    /// renew answered plus the servers' whole timer (TTL x `SessionTTLMultiplier`), by
+    /// its own clock. Consul's lock holder learns of an invalidation from the servers
+    /// only (`monitorLock`'s blocking query, a renewal answered "not found"); a holder
+    /// cut off from them keeps believing for as long as the servers may keep the
+    /// session: the time it takes to notice a lost session, which lock-delay covers.
     session_deadline: Option<LocalTime>,
     want: bool,
     /// The outstanding acquire.
@@ -146,7 +150,7 @@ impl LockClient {
     }
 
     fn good_until(&mut self, env: &mut E<'_>, sent_at: LocalTime, ttl: Duration) {
-        let deadline = sent_at + ttl;
+        let deadline = sent_at + ttl * super::SESSION_TTL_MULTIPLIER;
         self.session_deadline = Some(deadline);
         env.set_timer(Timer::SessionCheck, env.monotonic().until(deadline));
     }

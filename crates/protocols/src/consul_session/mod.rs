@@ -27,18 +27,22 @@
 //! wall-time of the leader node is used"): an acquire inside the delay is refused.
 //!
 //! **What lock-delay buys** (`correct`): a holder that does not yet know its session
-//! was invalidated (paused, or slow to notice) keeps acting for a while; lock-delay
-//! keeps the next holder out for that long. It holds if that while stays under the
-//! delay (`max_pause`). **What it cannot buy**: a pause longer than the delay; only a
+//! was invalidated (cut off from the servers with a slow clock, or paused) keeps acting
+//! for a while; lock-delay keeps the next holder out for that long. It holds if that
+//! while stays under the delay (`max_pause`, with the drift's share). **What it cannot buy**: a pause longer than the delay; only a
 //! resource that checks the sequencer (`fenced`) refuses the late write.
 //! `no-lock-delay` (a session created with `LockDelay: 0`) shows a holder whose session
 //! was invalidated during its pause act while the next holder acts.
 //!
 //! **The client** (`api/lock.go`, `api/session.go`): it renews every TTL/2
-//! (`RenewPeriodic`) and believes its session until the send time of its last answered
-//! renew plus the TTL, by its own clock (a lower bound of the servers'); it checks that
-//! belief when an acquire is answered. Instead of `api.Lock`'s blocking queries a failed
-//! acquire is retried after the workload's backoff.
+//! (`RenewPeriodic`). Consul's lock holder learns that its session is gone from the
+//! servers only (`monitorLock`, a renewal answered "not found"); cut off from them it
+//! keeps believing. The model's holder believes its session until the send time of its
+//! last answered renewal plus the servers' whole timer (TTL x 2), by its own clock: as
+//! long as the servers may keep it, which a drifting clock stretches past the leader's
+//! invalidation; that late notice is what lock-delay covers. It checks the belief when an
+//! acquire is answered. Instead of `api.Lock`'s blocking queries a failed acquire is
+//! retried after the workload's backoff.
 //!
 //! **Sources verified** (hashicorp/consul, read through the stored index at commit
 //! 00b551337336 of `agent/consul/session_ttl.go` and the matching versions of
@@ -258,7 +262,7 @@ lock_client_params! {
         /// invalidates a session not renewed for twice this.
         pub ttl: HumanDuration = HumanDuration(Duration::from_millis(800)),
         /// The session's lock-delay (Consul: 15s by default, 0 to 60s; scaled).
-        pub lock_delay: HumanDuration = HumanDuration(Duration::from_secs(3)),
+        pub lock_delay: HumanDuration = HumanDuration(Duration::from_secs(4)),
         /// At most this many acquire attempts per client process; absent: no limit.
         pub max_attempts: Option<u32> = None,
     }
@@ -375,6 +379,22 @@ fn invalidation_bound(config: &ConsulConfig) -> (Duration, String) {
     )
 }
 
+/// How much later than the leader's invalidation a holder's own deadline (2 x TTL after
+/// its renewal, by its clock) may come, with both clocks within the declared drift.
+fn drift_slack(config: &ConsulConfig) -> Duration {
+    let timer = config.ttl * SESSION_TTL_MULTIPLIER;
+    whole_ms(
+        timer
+            .mul_f64(1.0 / 0.9)
+            .saturating_sub(timer.mul_f64(1.0 / 1.1)),
+    )
+}
+
+/// `correct`'s `max_pause`: half of what the lock-delay leaves after the drift's share.
+fn max_pause(config: &ConsulConfig) -> Duration {
+    whole_ms(config.lock_delay.saturating_sub(drift_slack(config)) / 2)
+}
+
 fn whole_ms(d: Duration) -> Duration {
     Duration::from_millis(u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX))
 }
@@ -452,7 +472,7 @@ impl Configurable for ConsulLock {
         let workload = params
             .workload_params()
             .config(storage, params.max_attempts)?;
-        Ok(ConsulConfig {
+        let config = ConsulConfig {
             variant,
             election_timeout: (min, max),
             heartbeat_interval: heartbeat,
@@ -461,7 +481,19 @@ impl Configurable for ConsulLock {
             lock_delay: params.lock_delay.0,
             workload,
             roles: Roles::of(cluster)?,
-        })
+        };
+        if max_pause(&config).is_zero() {
+            return Err(ParamError::new(
+                "lock_delay",
+                format!(
+                    "must be more than {}, how much later than the leader's invalidation a \
+                     holder's clock (drift 0.1) may end its session (2 x TTL x (1/0.9 - \
+                     1/1.1)); use the variant no-lock-delay for none",
+                    tenure_core::format_duration(drift_slack(&config))
+                ),
+            ));
+        }
+        Ok(config)
     }
 
     /// `correct` and `no-lock-delay` promise `mutual-exclusion` on actions (the second
@@ -504,13 +536,16 @@ impl Configurable for ConsulLock {
         let max_pause = match config.variant {
             ConsulVariant::Fenced => None,
             ConsulVariant::Correct | ConsulVariant::NoLockDelay => Some(Limit::new(
-                config.lock_delay / 2,
+                max_pause(config),
                 format!(
-                    "a holder acts at most one pause after its session deadline (sent renew + \
-                     TTL by its clock), which comes before the leader's invalidation (2 x TTL \
-                     after the renew reached it); the next holder acts no sooner than the \
-                     lock-delay {} after the invalidation, by the leader's clock: half the \
-                     delay leaves the other half for that clock's drift and the round trips",
+                    "a holder acts at most one pause after its session deadline (its last \
+                     answered renewal's send + 2 x TTL by its clock), which drift 0.1 puts \
+                     at most {} after the leader's invalidation (2 x TTL {} x (1/0.9 - \
+                     1/1.1)); the next holder acts no sooner than the lock-delay {} after \
+                     it: half of what is left, the other half for the leader's clock and \
+                     the round trips",
+                    f(drift_slack(config)),
+                    f(config.ttl),
                     f(config.lock_delay)
                 ),
             )),

@@ -790,9 +790,24 @@ impl Server {
             Op::Acquire { key, session } => {
                 // `kvsPreApply`: the lock-delay is enforced before the log, by the
                 // leader's clock; a leader that has not applied its barrier yet may not
-                // know of a delay, and refuses too (the client retries).
+                // know of a delay, and refuses too (the client retries). `kvsPreApply`
+                // reads the applied state: an acquire that comes while the holder's
+                // destroy is in flight finds no delay yet and is ordered after the
+                // destroy, which frees the key: granted with no delay at all (found by
+                // this module's tests, a waiter retrying 3ms after the invalidation was
+                // proposed). Consul's `api.Lock` retries only once its blocking query
+                // shows the key free, after the destroy applied; the model's waiters
+                // retry on a timer, so the leader also refuses a key whose holder it is
+                // invalidating.
                 let now = env.monotonic();
-                let delayed = self.lock_delays.get(&key).is_some_and(|&until| until > now);
+                let invalidating = self
+                    .state
+                    .kv
+                    .get(&key)
+                    .and_then(|kv| kv.session)
+                    .is_some_and(|holder| self.invalidating.contains(&holder));
+                let delayed =
+                    invalidating || self.lock_delays.get(&key).is_some_and(|&until| until > now);
                 if delayed || !self.ready() {
                     let answer = Answer::Acquired {
                         lock_index: None,
