@@ -371,6 +371,7 @@ impl Client {
                 self.apply(env, change);
             }
             Timer::Workload(t) => self.workload.on_timer(env, &mut self.lock, t),
+            Timer::LostNotice => self.workload.on_lost(env, &mut self.lock),
             _ => {}
         }
     }
@@ -381,7 +382,8 @@ impl Client {
             Some(Change::Acquired(lock_index)) => {
                 self.workload.on_acquired(env, Some(lock_index), None)
             }
-            Some(Change::Lost) => self.workload.on_lost(env, &mut self.lock),
+            // The notice reaches the work in progress after what is already due.
+            Some(Change::Lost) => env.set_timer(Timer::LostNotice, Duration::from_micros(1)),
             Some(Change::Failed) => self.workload.on_acquire_failed(env),
         }
     }

@@ -172,6 +172,11 @@ pub enum Timer {
     /// Client: its session runs out by its own clock.
     SessionCheck,
     Workload(WorkloadTimer),
+    /// Client: the notice that the session is gone reaches the work in progress (a
+    /// channel the worker selects on: `api.Lock`'s lost channel). Set when the session
+    /// is found gone, it fires after what was already due: a client waking from a pause
+    /// runs the work whose timer fell due during the pause (its late write) first.
+    LostNotice,
 }
 
 impl From<WorkloadTimer> for Timer {
