@@ -35,6 +35,7 @@
 
 pub mod backoff;
 pub mod bully;
+pub mod consul_session;
 pub mod etcd_lock;
 pub mod etcd_service;
 pub mod fencing;

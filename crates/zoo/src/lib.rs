@@ -27,6 +27,7 @@ impl Catalogue for Zoo {
         v.visit::<Fencing>();
         v.visit::<EtcdLock>();
         v.visit::<tenure_protocols::etcd_service::EtcdService>();
+        v.visit::<tenure_protocols::consul_session::ConsulLock>();
         v.visit::<ZooKeeper>();
         v.visit::<tenure_protocols::zk_ensemble::ZkEnsemble>();
         v.visit::<Idempotency>();
