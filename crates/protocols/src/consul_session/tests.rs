@@ -11,10 +11,7 @@ use tenure_core::{Effect, LocalTime, Observation, RoleSpec, SplitMix64, Step, St
 
 /// Three servers (n0..n2), three clients (n3..n5), the storage (n6).
 fn cluster() -> Cluster {
-    let spec = |role: &str, count| RoleSpec {
-        role: role.to_string(),
-        count,
-    };
+    let spec = |role: &str, count| RoleSpec::new(role, count);
     Cluster::new(vec![
         spec("server", 3),
         spec("client", 3),
