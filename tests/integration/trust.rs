@@ -31,7 +31,26 @@ fn seeds_per_cell() -> u64 {
 /// None at present: every cell passes.
 const KNOWN_OPEN: &[(&str, &str)] = &[];
 
+/// The most seeds of a (protocol, profile) cell whose promises may go unjudged (issue 32:
+/// "not judged" in at most 10% of a cell's seeds; a profile whose seeds cannot judge the
+/// promise has lost its teeth), in percent.
+const MAX_NOT_JUDGED_PERCENT: u64 = 10;
+
+/// Cells whose seeds still leave a promise unjudged in more than
+/// `MAX_NOT_JUDGED_PERCENT` of the suite's seeds: the run gives the check no opportunity
+/// (no second leader term, no lease that stopped its keep-alives, no second holder). The
+/// test fails if a listed cell falls to the bound (take it off) or an unlisted one rises
+/// above it. Measured at `SEEDS_PER_CELL` seeds; a long run
+/// (`TENURE_TRUST_SEEDS=1000`) reports every cell's figure and checks only unlisted ones.
+const KNOWN_MOSTLY_NOT_JUDGED: &[(&str, &str)] = &[];
+
 fn failures(target: &Target, seeds: std::ops::Range<u64>) -> Vec<String> {
+    run_cell(target, seeds).0
+}
+
+/// A cell's failures, and how many of its seeds left a promise not judged (with the
+/// first few reasons).
+fn run_cell(target: &Target, seeds: std::ops::Range<u64>) -> (Vec<String>, u64, Vec<String>) {
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let options = FuzzOptions {
         jobs,
@@ -39,21 +58,33 @@ fn failures(target: &Target, seeds: std::ops::Range<u64>) -> Vec<String> {
     };
     let stop = AtomicBool::new(false);
     let mut out = Vec::new();
+    let mut not_judged = 0;
+    let mut why = Vec::new();
     fuzz(target, seeds, &options, &stop, |o| match &o.result {
-        SeedResult::Pass => {}
+        SeedResult::Pass => {
+            if !o.not_judged.is_empty() {
+                not_judged += 1;
+                if why.len() < 3 {
+                    let (check, nj) = &o.not_judged[0];
+                    why.push(format!("seed {}: {check}: {nj}", o.seed));
+                }
+            }
+        }
         SeedResult::Fail(f) => out.push(format!(
             "seed {}: {} at {}: {} {:?}",
             o.seed, f.checker, f.time, f.message, f.beyond
         )),
         other => out.push(format!("seed {}: {other:?}", o.seed)),
     });
-    out
+    (out, not_judged, why)
 }
 
 #[test]
 fn correct_variants_pass_every_profile_within_their_assumptions() {
     let zoo = crate::support::zoo();
     let mut bad = Vec::new();
+    let mut unjudged = Vec::new();
+    let mut figures = Vec::new();
     for entry in zoo.entries() {
         for profile in WITHIN_PROFILES {
             let target = Target::for_protocol(&zoo, entry.info.name, None, Some(profile))
@@ -64,7 +95,24 @@ fn correct_variants_pass_every_profile_within_their_assumptions() {
                 continue;
             }
             let seeds = crate::support::seeds_for(entry.info.name, seeds_per_cell());
-            let found = failures(&target, 0..seeds);
+            let (found, not_judged, why) = run_cell(&target, 0..seeds);
+            let name = entry.info.name;
+            let percent = not_judged * 100 / seeds.max(1);
+            figures.push(format!("{name} / {profile}: {not_judged}/{seeds} not judged"));
+            let listed = KNOWN_MOSTLY_NOT_JUDGED.contains(&(name, profile));
+            let over = not_judged * 100 > MAX_NOT_JUDGED_PERCENT * seeds;
+            if over && !listed {
+                unjudged.push(format!(
+                    "{name} / {profile}: {not_judged} of {seeds} seeds ({percent}%) left a \
+                     promise not judged, e.g. {}",
+                    why.join("; ")
+                ));
+            } else if listed && !over && seeds_per_cell() == SEEDS_PER_CELL {
+                unjudged.push(format!(
+                    "{name} / {profile}: {not_judged} of {seeds} seeds not judged, within \
+                     {MAX_NOT_JUDGED_PERCENT}%: take it off KNOWN_MOSTLY_NOT_JUDGED"
+                ));
+            }
             let known = KNOWN_OPEN.contains(&(entry.info.name, profile));
             if known {
                 assert!(
@@ -79,10 +127,16 @@ fn correct_variants_pass_every_profile_within_their_assumptions() {
             }
         }
     }
+    eprintln!("not judged, per cell:\n{}", figures.join("\n"));
     assert!(
         bad.is_empty(),
         "correct variants failed within their assumptions:\n{}",
         bad.join("\n")
+    );
+    assert!(
+        unjudged.is_empty(),
+        "cells whose seeds leave promises not judged (over {MAX_NOT_JUDGED_PERCENT}%):\n{}",
+        unjudged.join("\n")
     );
 }
 
