@@ -6,7 +6,7 @@
 //! `cargo run --release -p tenure-models --example judge_cost`
 
 fn main() {
-    let models = tenure_models::Models::of(&tenure_zoo::Zoo);
+    let models = tenure_zoo::models();
     let cases: &[(&str, Option<&[&str]>)] = &[
         ("redis-lock", Some(&["mutual-exclusion-belief"])),
         (

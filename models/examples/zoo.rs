@@ -22,5 +22,5 @@ fn main() {
 }
 
 fn zoo() -> tenure_models::Models {
-    tenure_models::Models::of(&tenure_zoo::Zoo)
+    tenure_zoo::models()
 }

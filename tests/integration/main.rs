@@ -16,3 +16,4 @@ mod timeline;
 mod trust;
 mod walks_vs_fuzz;
 mod zk_ensemble;
+mod zoo;

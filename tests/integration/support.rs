@@ -51,13 +51,12 @@ pub fn seeds_for(protocol: &str, seeds: u64) -> u64 {
 /// The zoo's protocols, as the `tenure` binary sees them.
 pub fn zoo() -> tenure_sim::Protocols {
     static ZOO: std::sync::OnceLock<tenure_sim::Protocols> = std::sync::OnceLock::new();
-    ZOO.get_or_init(|| tenure_sim::Protocols::of(&tenure_zoo::Zoo))
-        .clone()
+    ZOO.get_or_init(tenure_zoo::protocols).clone()
 }
 
 /// The zoo as the model checker sees it.
 pub fn models() -> tenure_models::Models {
-    tenure_models::Models::of(&tenure_zoo::Zoo)
+    tenure_zoo::models()
 }
 
 /// Fuzzes each (profile, seed) of `protocol`'s `variant` alone and says, in words, every

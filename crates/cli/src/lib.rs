@@ -52,6 +52,24 @@ pub struct Tools {
 }
 
 impl Tools {
+    /// The protocols the simulator runs and those the model checker explores, built
+    /// already (e.g. `tenure_zoo::protocols()` and `tenure_zoo::models()`, which compile
+    /// them once for every binary that links them); none runs as a real process
+    /// ([`Tools::with_launchers`]).
+    pub fn new(protocols: Protocols, models: tenure_models::Models) -> Tools {
+        Tools {
+            protocols,
+            models,
+            launchers: tenure_runtime::Launchers::default(),
+        }
+    }
+
+    /// With these protocols runnable as real processes (`node`, `cluster`).
+    pub fn with_launchers(mut self, launchers: tenure_runtime::Launchers) -> Tools {
+        self.launchers = launchers;
+        self
+    }
+
     pub fn of<C: Catalogue>(catalogue: &C) -> Tools {
         Tools {
             protocols: Protocols::of(catalogue),
@@ -427,14 +445,21 @@ impl<C: Catalogue, R: tenure_core::RealCatalogue> Main<C, R> {
                 return ExitCode::from(Outcome::BadInput.code());
             }
         }
-        run_command_line(self.catalogue, self.real)
+        let (catalogue, real) = (self.catalogue, self.real);
+        run_command_line(&|| Tools::of(&catalogue).with_real(&real))
     }
 }
 
-fn run_command_line<C: Catalogue, R: tenure_core::RealCatalogue>(
-    catalogue: C,
-    real: R,
-) -> ExitCode {
+/// The whole `tenure` command line over tools built already ([`Tools::new`]): what the
+/// `tenure` binary runs, with the zoo's prebuilt registries, so that it does not compile
+/// the simulator for every protocol of the zoo again.
+pub fn main_with(tools: Tools) -> ExitCode {
+    let tools = std::cell::Cell::new(Some(tools));
+    run_command_line(&|| tools.take().expect("the tools are built once"))
+}
+
+/// Not generic: the code of every command is compiled once, whatever the catalogue.
+fn run_command_line(make_tools: &dyn Fn() -> Tools) -> ExitCode {
     quiet_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -451,7 +476,7 @@ fn run_command_line<C: Catalogue, R: tenure_core::RealCatalogue>(
     };
     tenure_sim::log::init_logging();
     tenure_scenario::set_limits(cli.limits());
-    let tools = Tools::of(&catalogue).with_real(&real);
+    let tools = make_tools();
     let tools = &tools;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match cli.command {
         Command::Run(args) => cmd_run::run(args, tools),

@@ -63,5 +63,5 @@ fn registry_finds_split_brain_with_one_lost_message() {
 }
 
 fn zoo() -> tenure_models::Models {
-    tenure_models::Models::of(&tenure_zoo::Zoo)
+    tenure_zoo::models()
 }

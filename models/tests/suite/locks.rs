@@ -320,5 +320,5 @@ fn idempotency_with_keys_applies_once_exhaustively() {
 }
 
 fn zoo() -> tenure_models::Models {
-    tenure_models::Models::of(&tenure_zoo::Zoo)
+    tenure_zoo::models()
 }

@@ -5,7 +5,7 @@ use serde_json::json;
 use tenure_models::{ModelError, Models, Query};
 
 fn zoo() -> Models {
-    Models::of(&tenure_zoo::Zoo)
+    tenure_zoo::models()
 }
 
 #[test]

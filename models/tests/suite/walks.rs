@@ -61,5 +61,5 @@ fn walks_agree_with_what_each_variant_breaks() {
 }
 
 fn zoo() -> tenure_models::Models {
-    tenure_models::Models::of(&tenure_zoo::Zoo)
+    tenure_zoo::models()
 }

@@ -6,7 +6,7 @@
 use tenure_models::registry::WALK_DEPTH;
 
 fn zoo() -> tenure_models::Models {
-    tenure_models::Models::of(&tenure_zoo::Zoo)
+    tenure_zoo::models()
 }
 
 #[test]

@@ -9,7 +9,7 @@ use tenure_sim::Protocols;
 
 fn zoo() -> &'static Protocols {
     static ZOO: OnceLock<Protocols> = OnceLock::new();
-    ZOO.get_or_init(|| Protocols::of(&tenure_zoo::Zoo))
+    ZOO.get_or_init(tenure_zoo::protocols)
 }
 
 fn target(variant: &str, profile: &str) -> Target {

@@ -7,6 +7,11 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The zoo's registries come prebuilt from tenure-zoo (`protocols()`, `models()`,
+/// `launchers()`): `tenure_cli::main_real(Zoo, Zoo)` would run the same, but compile the
+/// simulator and the model checker for every protocol of the zoo again in this binary.
 fn main() -> std::process::ExitCode {
-    tenure_cli::main_real(tenure_zoo::Zoo, tenure_zoo::Zoo)
+    let tools = tenure_cli::Tools::new(tenure_zoo::protocols(), tenure_zoo::models())
+        .with_launchers(tenure_zoo::launchers());
+    tenure_cli::main_with(tools)
 }
