@@ -98,7 +98,9 @@ fn correct_variants_pass_every_profile_within_their_assumptions() {
             let (found, not_judged, why) = run_cell(&target, 0..seeds);
             let name = entry.info.name;
             let percent = not_judged * 100 / seeds.max(1);
-            figures.push(format!("{name} / {profile}: {not_judged}/{seeds} not judged"));
+            figures.push(format!(
+                "{name} / {profile}: {not_judged}/{seeds} not judged"
+            ));
             let listed = KNOWN_MOSTLY_NOT_JUDGED.contains(&(name, profile));
             let over = not_judged * 100 > MAX_NOT_JUDGED_PERCENT * seeds;
             if over && !listed {
