@@ -34,6 +34,20 @@
 //!   clocks) after they last heard from a leader (thesis §4.2.3; a restarted server
 //!   counts its start as such contact), and only while no clock runs more than ρ (5%)
 //!   fast or slow: an assumption, declared.
+//! * **Leadership transfer** (thesis §3.10, part of the workload): a new leader draws
+//!   from its seeded rng how long it leads (`transfer_after`, 1 to 2 s by default) and
+//!   then hands its leadership to a peer drawn at random, as an operator's
+//!   `etcdctl move-leader` does (etcd's `MoveLeader`, etcd-raft's `TransferLeader`). It
+//!   stops accepting client requests, brings the target's log up to its own with
+//!   AppendEntries, and sends it `TimeoutNow` once the target's `matchIndex` is its last
+//!   index (etcd-raft `stepLeader`, `MsgTransferLeader`: `MsgTimeoutNow` at once if
+//!   `pr.Match == r.raftLog.lastIndex()`, else after the append catches it up); the target
+//!   starts an election at once (term + 1), which the ordinary voting rules decide. A
+//!   transfer not done within the leader's longest election timeout is given up and the
+//!   leader resumes (§3.10), drawing a later transfer. So every run, calm ones included,
+//!   has later leaders that must hold what earlier ones committed (`leader-completeness`
+//!   judged at each `Leader { term }`). `transfer = false` turns it off (the model does:
+//!   its timers fire at any point, so a transfer timer would only widen its search).
 //!
 //! **Observations.** `Leader`/`Follower`/`Candidate` on every change; `LogAppend` for
 //! every entry written (and the whole recovered log after a start); `LogApply` for every
@@ -58,7 +72,10 @@
 //! Algorithm" (USENIX ATC 2014): Figure 2, §5.3 (log replication), §5.4.2 and Figure 8
 //! (committing entries from previous terms), §8 (client interaction: the no-op, reads);
 //! Ongaro, "Consensus: Bridging Theory and Practice" (2014): §6.3 (client sessions),
-//! §6.4 (ReadIndex), §6.4.1 (leases), §4.2.3 (refusing votes while a leader is heard).
+//! §6.4 (ReadIndex), §6.4.1 (leases), §4.2.3 (refusing votes while a leader is heard),
+//! §3.10 (leadership transfer); etcd-io/raft `raft.go` (`stepLeader`'s
+//! `MsgTransferLeader` and `MsgAppResp` cases, `stepFollower`'s `MsgTimeoutNow`,
+//! `abortLeaderTransfer` at an election timeout).
 
 mod config;
 pub(crate) use config::check_client_params;
