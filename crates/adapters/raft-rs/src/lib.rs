@@ -38,6 +38,16 @@
 //!   (`RawNode::propose`), answered by the proposing leader once applied; reads are
 //!   ReadIndex requests (`RawNode::read_index`, a fresh context per attempt), answered
 //!   once the leader has applied up to the `ReadState`'s index.
+//! * **Leadership transfer** (part of the workload): a node that becomes leader draws
+//!   from its seeded stream how long it leads (`transfer_after`, 1 to 2 s by default),
+//!   then calls `RawNode::transfer_leader` with a peer drawn at random (as an operator
+//!   names one to `etcdctl move-leader`) and draws the next request. raft-rs does the
+//!   rest (`src/raft.rs`, `handle_transfer_leader`: it drops proposals while the transfer
+//!   runs, sends `MsgTimeoutNow` once the transferee's match is its last index, else an
+//!   append first; `tick_election` gives the transfer up after an election timeout), so
+//!   every run, calm ones included, has later leaders that `leader-completeness` checks.
+//!   `transfer = false` turns it off (the replayed bug schedules of `scenarios/raft-rs/`
+//!   do, as they were found without it).
 //!
 //! **Observations.** `Leader`/`Follower`/`Candidate` on every change of role or term
 //! (a pre-candidate is a follower that knows no leader), `LogAppend` for every entry
