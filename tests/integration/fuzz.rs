@@ -491,7 +491,7 @@ fn raft_log_leadership_transfer_makes_calm_runs_judge_leader_completeness() {
     let zoo = crate::support::zoo();
     let target = |transfer: bool| {
         let mut t = Target::for_protocol(&zoo, "raft-log", Some("correct"), Some("calm")).unwrap();
-        t.base.protocol.params["transfer"] = serde_json::Value::Bool(transfer);
+        t.base.protocol.params["transfer"] = transfer.into();
         Target::from_scenario(&zoo, t.base, Some("calm")).unwrap()
     };
     let run = |target: &Target| {
