@@ -607,7 +607,7 @@ fn a_transfer_catches_the_target_up_before_timeout_now_and_is_given_up_in_time()
     let target = n.server().transferee.expect("a transfer started");
     // The target's log lacks the leader's no-op: an append first, no TimeoutNow.
     let out = sent(&effects);
-    assert!(!out.iter().map(|(_, m)| m).any(|m| is_timeout_now(&m)));
+    assert!(!out.iter().map(|(_, m)| m).any(is_timeout_now));
     assert!(out
         .iter()
         .any(|(to, m)| *to == target && matches!(m, RaftLogMsg::AppendEntries { .. })));
@@ -640,7 +640,7 @@ fn a_transfer_catches_the_target_up_before_timeout_now_and_is_given_up_in_time()
     assert!(!sent(&effects)
         .iter()
         .map(|(_, m)| m)
-        .any(|m| is_timeout_now(&m)));
+        .any(is_timeout_now));
     // Not elected within an election timeout: the leader resumes.
     n.fire(RaftLogTimer::TransferAbort);
     assert_eq!(n.server().transferee, None);
