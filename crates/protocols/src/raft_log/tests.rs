@@ -637,10 +637,7 @@ fn a_transfer_catches_the_target_up_before_timeout_now_and_is_given_up_in_time()
         [(target, &RaftLogMsg::TimeoutNow { term: 1 })]
     );
     let effects = n.recv(target.0, ack);
-    assert!(!sent(&effects)
-        .iter()
-        .map(|(_, m)| m)
-        .any(is_timeout_now));
+    assert!(!sent(&effects).iter().map(|(_, m)| m).any(is_timeout_now));
     // Not elected within an election timeout: the leader resumes.
     n.fire(RaftLogTimer::TransferAbort);
     assert_eq!(n.server().transferee, None);
