@@ -480,3 +480,58 @@ fn byzantine_finds_the_pbft_quorum_bugs_on_3f_replicas_and_not_their_controls() 
         );
     }
 }
+
+/// raft-log's leaders hand their leadership over (thesis §3.10) as part of the workload,
+/// so even a calm run has a second leader term and `leader-completeness` is judged (a
+/// later leader is checked for the entries committed before it). The negative control:
+/// the same seeds with `transfer = false` have one leader term and leave it "could not
+/// fail".
+#[test]
+fn raft_log_leadership_transfer_makes_calm_runs_judge_leader_completeness() {
+    let zoo = crate::support::zoo();
+    let target = |transfer: bool| {
+        let mut t = Target::for_protocol(&zoo, "raft-log", Some("correct"), Some("calm")).unwrap();
+        t.base.protocol.params["transfer"] = transfer.into();
+        Target::from_scenario(&zoo, t.base, Some("calm")).unwrap()
+    };
+    let run = |target: &Target| {
+        let options = FuzzOptions {
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ..FuzzOptions::default()
+        };
+        let stop = AtomicBool::new(false);
+        let mut out = Vec::new();
+        fuzz(target, 0..20, &options, &stop, |o| {
+            let failed = !matches!(o.result, SeedResult::Pass);
+            let unjudged = o
+                .not_judged
+                .iter()
+                .any(|(check, _)| check == "leader-completeness");
+            // Two leaderships at least (in two terms: `single-leader-per-term` holds).
+            let judged = o.judged.iter().any(|j| {
+                j.check == "leader-completeness"
+                    && j.vacuous.is_none()
+                    && j.counts
+                        .iter()
+                        .any(|(k, n)| k.starts_with("leadership") && *n >= 2)
+            });
+            out.push((o.seed, failed, unjudged, judged));
+        });
+        out.sort();
+        out
+    };
+    for (seed, failed, unjudged, judged) in run(&target(true)) {
+        assert!(!failed, "seed {seed} failed with transfers");
+        assert!(
+            !unjudged && judged,
+            "seed {seed}: leader-completeness not judged in a calm run with transfers"
+        );
+    }
+    for (seed, failed, unjudged, _) in run(&target(false)) {
+        assert!(!failed, "seed {seed} failed without transfers");
+        assert!(
+            unjudged,
+            "seed {seed}: a calm run without transfers had a second leader term"
+        );
+    }
+}

@@ -38,6 +38,16 @@
 //!   (`RawNode::propose`), answered by the proposing leader once applied; reads are
 //!   ReadIndex requests (`RawNode::read_index`, a fresh context per attempt), answered
 //!   once the leader has applied up to the `ReadState`'s index.
+//! * **Leadership transfer** (part of the workload): a node that becomes leader draws
+//!   from its seeded stream how long it leads (`transfer_after`, 1 to 2 s by default),
+//!   then calls `RawNode::transfer_leader` with a peer drawn at random (as an operator
+//!   names one to `etcdctl move-leader`) and draws the next request. raft-rs does the
+//!   rest (`src/raft.rs`, `handle_transfer_leader`: it drops proposals while the transfer
+//!   runs, sends `MsgTimeoutNow` once the transferee's match is its last index, else an
+//!   append first; `tick_election` gives the transfer up after an election timeout), so
+//!   every run, calm ones included, has later leaders that `leader-completeness` checks.
+//!   `transfer = false` turns it off (the replayed bug schedules of `scenarios/raft-rs/`
+//!   do, as they were found without it).
 //!
 //! **Observations.** `Leader`/`Follower`/`Candidate` on every change of role or term
 //! (a pre-candidate is a follower that knows no leader), `LogAppend` for every entry
@@ -219,6 +229,12 @@ pub struct RaftRsParams {
     pub request_timeout: HumanDuration,
     /// Attempts per operation, retries included.
     pub max_attempts: u32,
+    /// Whether leaders hand their leadership over (`RawNode::transfer_leader`).
+    pub transfer: bool,
+    /// The range a new leader draws how long it leads from before it asks raft-rs to
+    /// transfer its leadership to a peer drawn at random (and again after each request,
+    /// in case raft-rs gave the transfer up).
+    pub transfer_after: [HumanDuration; 2],
 }
 
 impl Default for RaftRsParams {
@@ -239,6 +255,11 @@ impl Default for RaftRsParams {
             think: HumanDuration(Duration::from_millis(20)),
             request_timeout: HumanDuration(Duration::from_millis(25)),
             max_attempts: 4,
+            transfer: true,
+            transfer_after: [
+                HumanDuration(Duration::from_secs(1)),
+                HumanDuration(Duration::from_secs(2)),
+            ],
         }
     }
 }
@@ -256,6 +277,9 @@ pub struct RaftRsConfig {
     pub think: Duration,
     pub request_timeout: Duration,
     pub max_attempts: u32,
+    /// How long a leader leads before it asks for a transfer, drawn from this range;
+    /// `None`: never.
+    pub transfer_after: Option<(Duration, Duration)>,
     pub nodes: u64,
 }
 
@@ -351,6 +375,8 @@ pub enum RaftRsTimer {
     Client,
     /// No answer to the client's attempt (by its id) in time.
     Timeout(u64),
+    /// The leader of this term asks raft-rs to hand its leadership over.
+    Transfer(u64),
 }
 
 /// One node: a raft-rs `RawNode` and the state machine it applies to.
@@ -488,6 +514,12 @@ impl RaftRs {
         if now != self.last_seen {
             self.last_seen = now;
             redraw(node, &self.config, env);
+            if now.1 == StateRole::Leader && self.config.nodes > 1 {
+                if let Some((lo, hi)) = self.config.transfer_after {
+                    let after = env.duration_between(lo, hi);
+                    env.set_timer(RaftRsTimer::Transfer(now.0), after);
+                }
+            }
         }
         let role = (node.raft.term, node.raft.state, node.raft.leader_id);
         if self.announced != Some(role) {
@@ -1039,6 +1071,33 @@ impl RaftRs {
                 );
             }
             RaftRsTimer::Client => self.next_operation(env),
+            RaftRsTimer::Transfer(term) => {
+                let leads = self
+                    .node
+                    .as_ref()
+                    .is_some_and(|n| n.raft.state == StateRole::Leader && n.raft.term == term);
+                let Some((lo, hi)) = self.config.transfer_after.filter(|_| leads) else {
+                    return;
+                };
+                // A peer drawn at random (raft ids are node index + 1), as an operator
+                // names one to `etcdctl move-leader`; and a later request in case raft-rs
+                // gives this one up (`tick_election`: after an election timeout).
+                let me = u64::from(self.me.0);
+                let k = env.range_inclusive(0, self.config.nodes - 2);
+                let target = if k >= me { k + 2 } else { k + 1 };
+                let after = env.duration_between(lo, hi);
+                env.set_timer(RaftRsTimer::Transfer(term), after);
+                self.guarded(
+                    env,
+                    || format!("transfer_leader({target})"),
+                    |s, env| {
+                        if let Some(node) = s.node.as_mut() {
+                            node.transfer_leader(target);
+                        }
+                        s.handle_readies(env);
+                    },
+                );
+            }
             RaftRsTimer::Timeout(attempt) => {
                 let Some(open) = self.client.open.as_mut() else {
                     return;
@@ -1092,6 +1151,13 @@ impl Configurable for RaftRs {
         if params.reads > 100 {
             return Err(ParamError::new("reads", "is a percentage: from 0 to 100"));
         }
+        let [after_min, after_max] = params.transfer_after;
+        if after_min.0.is_zero() || after_min.0 > after_max.0 {
+            return Err(ParamError::new(
+                "transfer_after",
+                "must be a range [min, max] with 0 < min <= max",
+            ));
+        }
         if params.think.0.is_zero() {
             return Err(ParamError::new("think", "must be more than 0"));
         }
@@ -1116,6 +1182,9 @@ impl Configurable for RaftRs {
             think: params.think.0,
             request_timeout: params.request_timeout.0,
             max_attempts: params.max_attempts,
+            transfer_after: params
+                .transfer
+                .then_some((params.transfer_after[0].0, params.transfer_after[1].0)),
             nodes: cluster.size() as u64,
         })
     }

@@ -222,3 +222,52 @@ fn recovered_log_is_synced_before_raft_rs_acknowledges_it_hardened_power_seed_16
         describe(&outcome.result)
     );
 }
+
+/// The adapter's leaders ask raft-rs for leadership transfers (`RawNode::transfer_leader`)
+/// as part of the workload, so a calm run has later leaders and `leader-completeness` is
+/// judged; the negative control, `transfer = false`, leaves the same seeds with one
+/// leader term ("could not fail").
+#[test]
+fn leadership_transfers_make_calm_runs_judge_leader_completeness() {
+    let with = |transfer: bool| {
+        let mut t = target("hardened", "calm");
+        t.base.protocol.params["transfer"] = transfer.into();
+        Target::from_scenario(zoo(), t.base, Some("calm")).unwrap()
+    };
+    let (on, off) = (with(true), with(false));
+    for seed in 0..3 {
+        let o = run_seed(&on, seed, false);
+        assert!(
+            matches!(o.result, SeedResult::Pass),
+            "seed {seed}: {}",
+            describe(&o.result)
+        );
+        let unjudged = |o: &tenure_fuzz::SeedOutcome| {
+            o.not_judged
+                .iter()
+                .any(|(check, _)| check == "leader-completeness")
+        };
+        let leaderships = o
+            .judged
+            .iter()
+            .filter(|j| j.check == "leader-completeness")
+            .flat_map(|j| j.counts.iter())
+            .filter(|(k, _)| k.starts_with("leadership"))
+            .map(|(_, n)| *n)
+            .max()
+            .unwrap_or(0);
+        assert!(
+            !unjudged(&o) && leaderships >= 2,
+            "seed {seed}: leader-completeness not judged with transfers ({leaderships} leaderships)"
+        );
+        let o = run_seed(&off, seed, false);
+        assert!(
+            matches!(o.result, SeedResult::Pass),
+            "seed {seed} without transfers"
+        );
+        assert!(
+            unjudged(&o),
+            "seed {seed}: a calm run without transfers had a second leader term"
+        );
+    }
+}

@@ -177,6 +177,11 @@ pub struct RaftLogParams {
     /// Server index (as a string) -> that server's own election timeout range (to script
     /// who stands first, as the Figure 8 scenario does).
     pub timeouts: BTreeMap<String, [HumanDuration; 2]>,
+    /// Whether leaders hand their leadership over (thesis §3.10, etcd's `MoveLeader`).
+    pub transfer: bool,
+    /// The range a leader draws, when elected (and again after a transfer it gave up), how
+    /// long it leads before it transfers its leadership to a peer drawn at random.
+    pub transfer_after: [HumanDuration; 2],
 }
 
 impl Default for RaftLogParams {
@@ -196,6 +201,11 @@ impl Default for RaftLogParams {
             max_attempts: 4,
             lease_drift: 0.05,
             timeouts: BTreeMap::new(),
+            transfer: true,
+            transfer_after: [
+                HumanDuration(Duration::from_secs(1)),
+                HumanDuration(Duration::from_secs(2)),
+            ],
         }
     }
 }
@@ -226,6 +236,9 @@ pub struct RaftLogConfig {
     pub lease_drift_ppm: u32,
     /// Per-server election timeout overrides.
     pub timeouts: BTreeMap<NodeId, (Duration, Duration)>,
+    /// How long a leader leads before it transfers its leadership (thesis §3.10), drawn
+    /// from this range; `None`: leaders never transfer.
+    pub transfer_after: Option<(Duration, Duration)>,
     pub roles: Roles<RaftLogRole>,
 }
 
@@ -268,6 +281,21 @@ pub fn configure(
         let range = timeout_range(&field, *range, heartbeat)?;
         timeouts.insert(node, range);
     }
+    let [after_min, after_max] = params.transfer_after;
+    if after_min.0 > after_max.0 {
+        return Err(ParamError::new(
+            "transfer_after",
+            format!(
+                "the minimum {} is above the maximum {}",
+                format_duration(after_min.0),
+                format_duration(after_max.0)
+            ),
+        ));
+    }
+    if after_min.0.is_zero() {
+        return Err(ParamError::new("transfer_after", "must be more than 0"));
+    }
+    let transfer_after = params.transfer.then_some((after_min.0, after_max.0));
     if !(1..=64).contains(&params.max_entries) {
         return Err(ParamError::new("max_entries", "must be from 1 to 64"));
     }
@@ -317,6 +345,7 @@ pub fn configure(
         vote_guard,
         lease_drift_ppm: (rho * 1e6).round() as u32,
         timeouts,
+        transfer_after,
         roles,
     })
 }

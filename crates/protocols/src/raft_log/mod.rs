@@ -34,6 +34,20 @@
 //!   clocks) after they last heard from a leader (thesis §4.2.3; a restarted server
 //!   counts its start as such contact), and only while no clock runs more than ρ (5%)
 //!   fast or slow: an assumption, declared.
+//! * **Leadership transfer** (thesis §3.10, part of the workload): a new leader draws
+//!   from its seeded rng how long it leads (`transfer_after`, 1 to 2 s by default) and
+//!   then hands its leadership to a peer drawn at random, as an operator's
+//!   `etcdctl move-leader` does (etcd's `MoveLeader`, etcd-raft's `TransferLeader`). It
+//!   stops accepting client requests, brings the target's log up to its own with
+//!   AppendEntries, and sends it `TimeoutNow` once the target's `matchIndex` is its last
+//!   index (etcd-raft `stepLeader`, `MsgTransferLeader`: `MsgTimeoutNow` at once if
+//!   `pr.Match == r.raftLog.lastIndex()`, else after the append catches it up); the target
+//!   starts an election at once (term + 1), which the ordinary voting rules decide. A
+//!   transfer not done within the leader's longest election timeout is given up and the
+//!   leader resumes (§3.10), drawing a later transfer. So every run, calm ones included,
+//!   has later leaders that must hold what earlier ones committed (`leader-completeness`
+//!   judged at each `Leader { term }`). `transfer = false` turns it off (the model does:
+//!   its timers fire at any point, so a transfer timer would only widen its search).
 //!
 //! **Observations.** `Leader`/`Follower`/`Candidate` on every change; `LogAppend` for
 //! every entry written (and the whole recovered log after a start); `LogApply` for every
@@ -58,7 +72,10 @@
 //! Algorithm" (USENIX ATC 2014): Figure 2, §5.3 (log replication), §5.4.2 and Figure 8
 //! (committing entries from previous terms), §8 (client interaction: the no-op, reads);
 //! Ongaro, "Consensus: Bridging Theory and Practice" (2014): §6.3 (client sessions),
-//! §6.4 (ReadIndex), §6.4.1 (leases), §4.2.3 (refusing votes while a leader is heard).
+//! §6.4 (ReadIndex), §6.4.1 (leases), §4.2.3 (refusing votes while a leader is heard),
+//! §3.10 (leadership transfer); etcd-io/raft `raft.go` (`stepLeader`'s
+//! `MsgTransferLeader` and `MsgAppResp` cases, `stepFollower`'s `MsgTimeoutNow`,
+//! `abortLeaderTransfer` at an election timeout).
 
 mod config;
 pub(crate) use config::check_client_params;
@@ -231,6 +248,11 @@ pub enum RaftLogMsg {
         last_index: u64,
         round: u64,
     },
+    /// Leadership transfer (thesis §3.10): the leader has brought the recipient's log up
+    /// to date with its own; the recipient starts an election at once.
+    TimeoutNow {
+        term: u64,
+    },
     Request(Request),
     Reply {
         attempt: u64,
@@ -245,7 +267,8 @@ impl RaftLogMsg {
             RaftLogMsg::RequestVote { term, .. }
             | RaftLogMsg::RequestVoteReply { term, .. }
             | RaftLogMsg::AppendEntries { term, .. }
-            | RaftLogMsg::AppendEntriesReply { term, .. } => Some(*term),
+            | RaftLogMsg::AppendEntriesReply { term, .. }
+            | RaftLogMsg::TimeoutNow { term } => Some(*term),
             RaftLogMsg::Request(_) | RaftLogMsg::Reply { .. } => None,
         }
     }
@@ -257,6 +280,10 @@ pub enum RaftLogTimer {
     Election,
     /// A leader's next AppendEntries round.
     Heartbeat,
+    /// A leader's time to hand its leadership over (thesis §3.10).
+    Transfer,
+    /// A transfer not completed within an election timeout: the leader resumes (§3.10).
+    TransferAbort,
     /// A client's thinking is over: its next operation.
     Think,
     /// No answer to a client's attempt (by its id) in time.
@@ -334,6 +361,10 @@ pub struct Server {
     /// Puts this leader appended, by index: the client and attempt to answer.
     proposed: BTreeMap<u64, (NodeId, u64)>,
     reads: Vec<PendingRead>,
+    /// The peer this leader is handing its leadership to (thesis §3.10), and whether
+    /// `TimeoutNow` went to it.
+    transferee: Option<NodeId>,
+    timeout_now_sent: bool,
 
     announced: Option<Observation>,
 }
@@ -372,6 +403,8 @@ impl Server {
             lease_until: None,
             proposed: BTreeMap::new(),
             reads: Vec::new(),
+            transferee: None,
+            timeout_now_sent: false,
             announced: None,
         }
     }
@@ -514,7 +547,11 @@ impl Server {
             self.proposed.clear();
             self.round_sent.clear();
             self.lease_until = None;
+            self.transferee = None;
+            self.timeout_now_sent = false;
             env.cancel_timer(&RaftLogTimer::Heartbeat);
+            env.cancel_timer(&RaftLogTimer::Transfer);
+            env.cancel_timer(&RaftLogTimer::TransferAbort);
             self.reset_election_timer(env);
         }
         self.announce(env);
@@ -572,6 +609,9 @@ impl Server {
         self.acked_round = self.peers.iter().map(|&p| (p, 0)).collect();
         self.round_sent.clear();
         self.lease_until = None;
+        self.transferee = None;
+        self.timeout_now_sent = false;
+        self.schedule_transfer(env);
         if self.persist(env) && !self.variant().is_single_voter_read_index() {
             self.advance_commit(env); // a cluster of one commits at once
         }
@@ -629,6 +669,74 @@ impl Server {
             if self.votes.len() >= self.quorum() {
                 self.become_leader(env);
             }
+        }
+    }
+
+    // ----- leadership transfer (thesis §3.10) -----
+
+    /// A new leader (or one whose transfer failed) draws when it will hand over.
+    fn schedule_transfer(&mut self, env: &mut E<'_>) {
+        if let Some((min, max)) = self.config.transfer_after {
+            if !self.peers.is_empty() {
+                let after = env.duration_between(min, max);
+                env.set_timer(RaftLogTimer::Transfer, after);
+            }
+        }
+    }
+
+    /// Step 1 of §3.10: pick the target (a peer drawn at random, as an operator's
+    /// `etcdctl move-leader` names one), stop accepting client requests, and bring the
+    /// target's log up to date; the transfer is given up after an election timeout.
+    fn start_transfer(&mut self, env: &mut E<'_>) {
+        if self.role != Role::Leader || self.transferee.is_some() || self.peers.is_empty() {
+            return;
+        }
+        let k = env.range_inclusive(0, self.peers.len() as u64 - 1) as usize;
+        let target = self.peers[k];
+        self.transferee = Some(target);
+        self.timeout_now_sent = false;
+        env.set_timer(
+            RaftLogTimer::TransferAbort,
+            self.config.election_timeout_of(self.me).1,
+        );
+        if !self.send_timeout_now(env) {
+            self.replicate(env, target);
+        }
+    }
+
+    /// Step 2 of §3.10: once the target holds the leader's whole log, `TimeoutNow`.
+    /// True if it was sent (now or before).
+    fn send_timeout_now(&mut self, env: &mut E<'_>) -> bool {
+        let Some(target) = self.transferee else {
+            return false;
+        };
+        if self.timeout_now_sent {
+            return true;
+        }
+        if self.match_index.get(&target).copied().unwrap_or(0) < self.last_index() {
+            return false;
+        }
+        self.timeout_now_sent = true;
+        let msg = RaftLogMsg::TimeoutNow { term: self.term };
+        self.send(env, target, msg);
+        true
+    }
+
+    /// §3.10: a transfer not done within an election timeout is aborted; the leader
+    /// accepts client requests again (and draws a later transfer).
+    fn abort_transfer(&mut self, env: &mut E<'_>) {
+        if self.role == Role::Leader && self.transferee.take().is_some() {
+            self.timeout_now_sent = false;
+            self.schedule_transfer(env);
+        }
+    }
+
+    /// The target of a transfer: an election at once, as if its timeout had fired
+    /// (etcd-raft `MsgTimeoutNow`: `campaign(campaignTransfer)`).
+    fn on_timeout_now(&mut self, env: &mut E<'_>, from: NodeId, term: u64) {
+        self.catch_up_term(env, term, Some(from));
+        if term == self.term && self.role == Role::Follower {
+            self.start_election(env);
         }
     }
 
@@ -762,6 +870,9 @@ impl Server {
             let m = *m;
             self.next_index.insert(from, next.max(m + 1));
             self.advance_commit(env);
+            if self.transferee == Some(from) {
+                self.send_timeout_now(env);
+            }
             // More to send: do not wait for the next round. Only on news, so that a
             // duplicated or late reply does not start a second stream of AppendEntries.
             if advanced && m < self.last_index() {
@@ -930,8 +1041,13 @@ impl Server {
     // ----- client requests -----
 
     fn on_request(&mut self, env: &mut E<'_>, client: NodeId, req: Request) {
-        if self.role != Role::Leader {
-            let answer = Answer::NotLeader(self.leader);
+        // §3.10: a leader handing over accepts no new requests (the client retries
+        // elsewhere after its timeout, by when the target should lead).
+        if self.role != Role::Leader || self.transferee.is_some() {
+            // (While handing over, the leader names no leader: the client's next try
+            // goes to the next server after its timeout.)
+            let leader = self.leader.filter(|_| self.transferee.is_none());
+            let answer = Answer::NotLeader(leader);
             let reply = RaftLogMsg::Reply {
                 attempt: req.attempt,
                 answer,
@@ -1054,6 +1170,7 @@ impl Server {
                 (match_index, last_index),
                 round,
             ),
+            RaftLogMsg::TimeoutNow { term } => self.on_timeout_now(env, from, term),
             RaftLogMsg::Request(req) => self.on_request(env, from, req),
             RaftLogMsg::Reply { .. } => {}
         }
@@ -1074,6 +1191,8 @@ impl Server {
                 }
                 self.heartbeat(env);
             }
+            RaftLogTimer::Transfer => self.start_transfer(env),
+            RaftLogTimer::TransferAbort => self.abort_transfer(env),
             _ => {}
         }
         self.persist(env);
@@ -1507,8 +1626,8 @@ impl Configurable for RaftLog {
             "log-matching",
             "single-leader-per-term",
         ])
-        .with_params(r#"{ "max_entries": 1 }"#)
-        .with_walk_params(r#"{ "max_entries": 1 }"#))
+        .with_params(r#"{ "max_entries": 1, "transfer": false }"#)
+        .with_walk_params(r#"{ "max_entries": 1, "transfer": false }"#))
     }
 
     fn message_term(msg: &RaftLogMsg) -> Option<u64> {

@@ -586,3 +586,73 @@ fn a_single_voter_that_lost_its_commit_index_answers_read_index_with_a_stale_val
     assert_eq!(at_once, []);
     assert_eq!(after_tick, [Answer::Ok(Some(7))]);
 }
+
+/// Thesis §3.10: a leader handing over refuses new requests, sends `TimeoutNow` only once
+/// the target holds its whole log, and after an election timeout gives up and accepts
+/// requests again; the target of `TimeoutNow` starts an election at once.
+#[test]
+fn a_transfer_catches_the_target_up_before_timeout_now_and_is_given_up_in_time() {
+    let is_timeout_now = |m: &&RaftLogMsg| matches!(m, RaftLogMsg::TimeoutNow { .. });
+    let put = |attempt, value| {
+        RaftLogMsg::Request(Request {
+            attempt,
+            session: 1,
+            seq: attempt,
+            op: Op::Put { key: 0, value },
+        })
+    };
+    let mut n = Node::started(RaftLogVariant::Correct, 0);
+    n.elect();
+    let effects = n.fire(RaftLogTimer::Transfer);
+    let target = n.server().transferee.expect("a transfer started");
+    // The target's log lacks the leader's no-op: an append first, no TimeoutNow.
+    let out = sent(&effects);
+    assert!(!out.iter().map(|(_, m)| m).any(is_timeout_now));
+    assert!(out
+        .iter()
+        .any(|(to, m)| *to == target && matches!(m, RaftLogMsg::AppendEntries { .. })));
+    assert!(effects.iter().any(|e| matches!(
+        e,
+        Effect::SetTimer {
+            timer: RaftLogTimer::TransferAbort,
+            after,
+        } if *after == n.config.election_timeout.1
+    )));
+    // No new request while handing over.
+    let effects = n.recv(3, put(1, 7));
+    assert_eq!(answers(&effects), [Answer::NotLeader(None)]);
+    assert_eq!(n.server().last_index(), 1);
+    // The target acknowledges the whole log: TimeoutNow, once.
+    let round = n.server().round;
+    let ack = RaftLogMsg::AppendEntriesReply {
+        term: 1,
+        success: true,
+        match_index: 1,
+        last_index: 1,
+        round,
+    };
+    let effects = n.recv(target.0, ack.clone());
+    assert_eq!(
+        sent(&effects),
+        [(target, &RaftLogMsg::TimeoutNow { term: 1 })]
+    );
+    let effects = n.recv(target.0, ack);
+    assert!(!sent(&effects).iter().map(|(_, m)| m).any(is_timeout_now));
+    // Not elected within an election timeout: the leader resumes.
+    n.fire(RaftLogTimer::TransferAbort);
+    assert_eq!(n.server().transferee, None);
+    n.recv(3, put(2, 8));
+    assert_eq!(n.server().last_index(), 2);
+
+    // The target: an election at once, in the next term.
+    let mut f = Node::follower_with(RaftLogVariant::Correct, 1, &[1], 1);
+    let effects = f.recv(0, RaftLogMsg::TimeoutNow { term: 1 });
+    assert_eq!((f.server().term(), f.server().role()), (2, Role::Candidate));
+    assert!(sent(&effects)
+        .iter()
+        .any(|(_, m)| matches!(m, RaftLogMsg::RequestVote { term: 2, .. })));
+    // A stale TimeoutNow (an earlier term's leader) starts nothing.
+    let mut f = Node::follower_with(RaftLogVariant::Correct, 1, &[1], 3);
+    f.recv(0, RaftLogMsg::TimeoutNow { term: 2 });
+    assert_eq!((f.server().term(), f.server().role()), (3, Role::Follower));
+}
