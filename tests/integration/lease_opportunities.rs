@@ -113,7 +113,12 @@ fn without_its_resign_step_a_calm_leader_lease_run_cannot_fail() {
 #[test]
 fn sharded_lock_standby_rejoins_after_losing_its_join_power_seed_5() {
     assert_eq!(
-        seeds_not_passing("sharded-lock", "correct", &[("power", 5)], Some("single-owner")),
+        seeds_not_passing(
+            "sharded-lock",
+            "correct",
+            &[("power", 5)],
+            Some("single-owner")
+        ),
         Vec::<String>::new()
     );
 }

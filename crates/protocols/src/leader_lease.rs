@@ -165,7 +165,9 @@ pub enum LeaseMsg {
     },
     /// "I released the lease of `term` (client-go's `ReleaseOnCancel`): forget your
     /// promise to me." Sent only after the leader stopped acting on the lease.
-    Resign { term: u64 },
+    Resign {
+        term: u64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

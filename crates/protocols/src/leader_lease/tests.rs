@@ -700,10 +700,16 @@ fn resign_frees_a_leader_promise_for_its_term_only() {
     v.recv(3000, 0, renewal);
     assert!(v.p.promise().is_some_and(|p| p.leader));
     v.recv(3010, 0, LeaseMsg::Release { term: 1, round: 1 });
-    assert!(v.p.promise().is_some(), "a release keeps a leader's promise");
+    assert!(
+        v.p.promise().is_some(),
+        "a release keeps a leader's promise"
+    );
     v.recv(3020, 2, LeaseMsg::Resign { term: 1 });
     v.recv(3020, 0, LeaseMsg::Resign { term: 0 });
-    assert!(v.p.promise().is_some(), "only its holder's resignation of its term");
+    assert!(
+        v.p.promise().is_some(),
+        "only its holder's resignation of its term"
+    );
     v.recv(3030, 0, LeaseMsg::Resign { term: 1 });
     assert_eq!(v.p.promise(), None);
     let effects = v.recv(
@@ -727,11 +733,12 @@ fn resign_frees_a_leader_promise_for_its_term_only() {
 fn resign_after_the_lease_ran_out_is_a_lease_end() {
     let mut n = leader("correct");
     let effects = n.timer(6000, LeaseTimer::Resign);
-    assert_eq!(effects[1], Effect::Observe(Observation::LeaseEnd { term: 1 }));
+    assert_eq!(
+        effects[1],
+        Effect::Observe(Observation::LeaseEnd { term: 1 })
+    );
     assert!(
-        effects
-            .iter()
-            .all(|e| !matches!(e, Effect::Send { .. })),
+        effects.iter().all(|e| !matches!(e, Effect::Send { .. })),
         "{effects:?}"
     );
 }

@@ -647,9 +647,13 @@ fn a_standby_restarted_before_its_join_took_effect_joins_again() {
     }
     let effects = restart(&mut storage);
     assert!(
-        effects
-            .iter()
-            .all(|e| !matches!(e, Effect::SetTimer { timer: Timer::Join, .. })),
+        effects.iter().all(|e| !matches!(
+            e,
+            Effect::SetTimer {
+                timer: Timer::Join,
+                ..
+            }
+        )),
         "{effects:?}"
     );
 }
