@@ -313,12 +313,13 @@ fn clock_faults_within_the_bounds_separate_correct_from_wall_clock_leases() {
         "lease-safety",
     );
     assert_eq!(
-        failures(file, "correct", checker, 400),
+        failures(file, "correct", checker, 1000),
         0,
         "{file}: the correct variant fails"
     );
-    let found = failures(file, broken, checker, 400);
-    println!("{file}: {broken} fails {found} of 400 seeds, correct none");
+    // 3 of 1000 (seeds 496, 580, 581) since leaders resign early in the run.
+    let found = failures(file, broken, checker, 1000);
+    println!("{file}: {broken} fails {found} of 1000 seeds, correct none");
     assert!(found > 0, "{file}: fuzzing never caught {broken}");
 }
 

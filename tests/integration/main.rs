@@ -6,6 +6,7 @@ mod checkers_trusted;
 mod determinism;
 mod etcd_service;
 mod fuzz;
+mod lease_opportunities;
 mod narrative;
 mod public_api;
 mod redis_expiry;

@@ -108,9 +108,10 @@ fn a_clock_jump_story_lists_the_jump_and_counts_the_serves_around_it() {
     assert!(text.contains("fault isolate n0"), "{text}");
     // Hundreds of serves of the isolated leaseholder, as one line before the jump and
     // one after it (a fault on the node starts a new run).
+    // (n0 leads term 2: the first leader released its lease, the `resign` workload.)
     let serves: Vec<&str> = text
         .lines()
-        .filter(|l| l.contains("n0   serves term=1"))
+        .filter(|l| l.contains("n0   serves term=2"))
         .collect();
     assert_eq!(serves.len(), 3, "the involved one and two runs:\n{text}");
     assert!(

@@ -25,6 +25,25 @@
 //! a random moment; a refusal because of a *leader's* lease says how long it has left, so
 //! candidates come back just after it.
 //!
+//! **Handing over (the workload).** A leader releases its lease once per incarnation
+//! (`resign`, on by default), as Kubernetes client-go's `leaderelection` does with
+//! `ReleaseOnCancel` (`LeaderElector.release` in
+//! `staging/src/k8s.io/client-go/tools/leaderelection/leaderelection.go`: on shutdown the
+//! holder writes the lease back with an empty holder and a one-second duration, so that
+//! another candidate acquires it at once instead of waiting out the lease). Each
+//! incarnation draws one moment at its start, in `[q, q + lease_duration]` with
+//! `q = lease_duration + election_timeout max + renew_interval` (its quiet period, by
+//! when the first election is due, and one renewal: a lease won at the first election
+//! has been held and renewed by then); if it leads at that moment, it releases its
+//! lease. So the handovers come early, within `2 x lease_duration + election timeout
+//! max + renew_interval` of the (re)start that is the last fault, and leader-liveness's
+//! bound still covers them. Releasing, the leader stops serving and renewing, observes
+//! `LeaseEnd`, and only then sends `Resign` to every voter: a voter forgets its promise
+//! to that node for that term. It stands again no sooner than one election timeout
+//! maximum plus a drawn election timeout later, so a follower (which times out within
+//! an election timeout maximum of the last renewal) takes over. `lease-safety` then
+//! judges two holders, not one.
+//!
 //! **How it fails (the broken variants).**
 //! * `no-drift-margin`: the lease ends exactly `lease_duration` after the request by the
 //!   leader's clock. A leader whose clock runs slow believes in its lease after the
@@ -78,6 +97,10 @@ pub struct LeaderLeaseParams {
     /// How often the leaseholder serves a lease read (a steady read load): each time it
     /// first checks its clock, and serves (`Serves`) only if its lease still runs.
     pub serve_interval: HumanDuration,
+    /// Whether a node that leads at one moment drawn at its start (in `[q, q +
+    /// lease_duration]`, `q = lease_duration + election_timeout max + renew_interval`)
+    /// releases its lease then (client-go's `ReleaseOnCancel`; see the module docs).
+    pub resign: bool,
 }
 
 impl Default for LeaderLeaseParams {
@@ -91,6 +114,7 @@ impl Default for LeaderLeaseParams {
             ],
             max_drift: 0.01,
             serve_interval: HumanDuration(Duration::from_millis(10)),
+            resign: true,
         }
     }
 }
@@ -108,6 +132,8 @@ pub struct LeaderLeaseConfig {
     pub max_drift_ppm: u32,
     /// How often the leaseholder serves a lease read.
     pub serve_interval: Duration,
+    /// Whether a node leading at a moment drawn at its start releases its lease then.
+    pub resign: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -137,6 +163,11 @@ pub enum LeaseMsg {
         term: u64,
         round: u64,
     },
+    /// "I released the lease of `term` (client-go's `ReleaseOnCancel`): forget your
+    /// promise to me." Sent only after the leader stopped acting on the lease.
+    Resign {
+        term: u64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -146,6 +177,8 @@ pub enum LeaseTimer {
     LeaseEnd,
     /// Time to serve the next lease read.
     Serve,
+    /// Time for the leader to release its lease (the `resign` workload).
+    Resign,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -431,6 +464,42 @@ impl LeaderLease {
         env.set_timer(LeaseTimer::Election, after);
     }
 
+    /// The leader releases its lease (client-go `LeaderElector.release`, run on
+    /// `ReleaseOnCancel`): it stops acting on it first (no more `Serves`, renewals or
+    /// lease-end timer; observes `LeaseEnd`), then tells every voter to forget its
+    /// promise for this term, and stands again only after one election timeout maximum
+    /// plus a drawn election timeout, later than any follower's timer.
+    fn on_resign_timer(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>) {
+        if self.role != LeaseRole::Leader {
+            return; // this incarnation's one moment passed without a lease
+        }
+        if self.lease_end.is_some_and(|end| self.lease_now(env) >= end) {
+            // The lease already ran out (a pause): step down as the timer would.
+            env.cancel_timer(&LeaseTimer::LeaseEnd);
+            self.on_lease_end_timer(env);
+            return;
+        }
+        let term = self.term;
+        self.lease_end = None;
+        self.attempt = None;
+        if self.promise.is_some_and(|p| p.to == self.me) {
+            self.promise = None;
+        }
+        env.cancel_timer(&LeaseTimer::LeaseEnd);
+        env.cancel_timer(&LeaseTimer::Renew);
+        env.cancel_timer(&LeaseTimer::Serve);
+        env.observe(Observation::LeaseEnd { term });
+        self.role = LeaseRole::Follower;
+        self.observe_follower(env, None);
+        for &peer in &self.servers {
+            if peer != self.me {
+                env.send(peer, LeaseMsg::Resign { term });
+            }
+        }
+        let after = self.config.election_timeout_max + self.election_timeout(env);
+        env.set_timer(LeaseTimer::Election, after);
+    }
+
     fn on_request_lease(
         &mut self,
         env: &mut dyn Env<LeaseMsg, LeaseTimer>,
@@ -617,6 +686,14 @@ impl LeaderLease {
             self.promise = None;
         }
     }
+
+    /// A leader released its lease of `term`: it no longer acts on it, so its promise
+    /// (a leader's, too) is void.
+    fn on_resign(&mut self, from: NodeId, term: u64) {
+        if self.promise.is_some_and(|p| p.to == from && p.term == term) {
+            self.promise = None;
+        }
+    }
 }
 
 impl Protocol for LeaderLease {
@@ -654,6 +731,12 @@ impl Protocol for LeaderLease {
         self.observe_follower(env, None);
         let after = self.election_timeout(env);
         env.set_timer(LeaseTimer::Election, after);
+        if self.config.resign {
+            let c = &self.config;
+            let q = c.lease_duration + c.election_timeout_max + c.renew_interval;
+            let at = env.duration_between(q, q + c.lease_duration);
+            env.set_timer(LeaseTimer::Resign, at);
+        }
     }
 
     fn on_message(&mut self, env: &mut dyn Env<LeaseMsg, LeaseTimer>, from: NodeId, msg: LeaseMsg) {
@@ -678,6 +761,7 @@ impl Protocol for LeaderLease {
                 retry_after,
             } => self.on_reject(env, from, term, round, retry_after),
             LeaseMsg::Release { term, .. } => self.on_release(from, term),
+            LeaseMsg::Resign { term } => self.on_resign(from, term),
         }
     }
 
@@ -687,6 +771,7 @@ impl Protocol for LeaderLease {
             LeaseTimer::Renew => self.on_renew_timer(env),
             LeaseTimer::LeaseEnd => self.on_lease_end_timer(env),
             LeaseTimer::Serve => self.on_serve_timer(env),
+            LeaseTimer::Resign => self.on_resign_timer(env),
         }
     }
 }
@@ -760,6 +845,7 @@ impl Configurable for LeaderLease {
             margin,
             max_drift_ppm: (params.max_drift * 1e6).round() as u32,
             serve_interval: params.serve_interval.0,
+            resign: params.resign,
         })
     }
 

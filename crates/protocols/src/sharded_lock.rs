@@ -12,7 +12,9 @@
 //!
 //! Membership: every node starts with epoch 1 (all coordinators but the last `standby`
 //! ones). A standby coordinator joins by itself at `standby_joins_at` (unless
-//! `auto_join = false`); a scenario `request` event named `join` or `leave` sent to a
+//! `auto_join = false`), and again that long after a restart that finds the first ring
+//! still without it (its join was lost with a power loss: its configuration still says
+//! to join, as a node brought up with a join flag rejoins on every start); a scenario `request` event named `join` or `leave` sent to a
 //! coordinator makes it join or leave. The coordinator that changes the membership
 //! sends the new epoch and member list (`Config`) to every node, standing in for the
 //! consensus store (etcd, ZooKeeper) real systems keep it in. Delivery to the
@@ -419,6 +421,18 @@ impl Coordinator {
                     self.expect_acks(env);
                 }
                 env.set_timer(Timer::Recovered, self.shared.ttl);
+                // A standby that lost power before its join took effect (the ring it
+                // reads back is still the first one, without it) is still configured
+                // to join: it joins again, as long after this start as after its first,
+                // and not before its recovery wait is over. Without this a power loss
+                // inside the join's fsync left the ring unchanged for the rest of the
+                // run (and `single-owner` with no resource that changed owner to judge).
+                if let Some(at) = self.shared.standby_joins_at {
+                    let me = env.me();
+                    if self.ring.epoch == 1 && !self.ring.members.contains(&me) {
+                        env.set_timer(Timer::Join, at.max(self.shared.ttl));
+                    }
+                }
                 // What a restarted process reads back may not be durable: a process
                 // that crashed inside its fsync left the write in the page cache,
                 // unsynced. Acting on it (acknowledging its epoch, which stops the

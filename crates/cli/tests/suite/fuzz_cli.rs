@@ -650,19 +650,19 @@ fn a_merge_of_passing_shards_passes_and_names_what_it_covered() {
 
 #[test]
 fn a_merge_of_shards_that_judged_nothing_is_not_a_pass() {
-    // leader-lease under `calm`: no fault, so no leader change, so no second node ever
-    // acts on a lease: `lease-safety` could not fail in any seed. Each shard says so
-    // (exit 5), and so must their merge, per check, with the reason (it said "0 failed"
-    // and exited 0 before).
+    // leader-lease without its `resign` workload under `calm`: no fault, so no leader
+    // change, so no second node ever acts on a lease: `lease-safety` could not fail in
+    // any seed. Each shard says so (exit 5), and so must their merge, per check, with
+    // the reason (it said "0 failed" and exited 0 before).
     let dir = scratch("fuzz-cli", "merge-not-judged");
-    let args = [
-        "--protocol",
-        "leader-lease",
-        "--profile",
-        "calm",
-        "--seeds",
-        "0..4",
-    ];
+    let file = dir.join("steady.toml");
+    std::fs::write(
+        &file,
+        "name = \"leader-lease-steady\"\nduration = \"14s\"\n\n[protocol]\n\
+         name = \"leader-lease\"\n\n[protocol.params]\nresign = false\n",
+    )
+    .unwrap();
+    let args = [s(&file), "--profile", "calm", "--seeds", "0..4"];
     write_two_shards(&dir, &args, 5);
     let o = tenure(&["fuzz", "merge", s(&dir.join("1")), s(&dir.join("2"))]);
     let t = text(&o);

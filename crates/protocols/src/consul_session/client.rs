@@ -50,6 +50,11 @@ pub struct LockClient {
     /// The outstanding acquire.
     acquiring: Option<u64>,
     holding: bool,
+    /// Whether this client stops renewing its session once (the first client, if the
+    /// `abandon_session` parameter is on).
+    abandons: bool,
+    /// The session this incarnation stopped renewing.
+    abandoned: Option<SessionId>,
 }
 
 /// A client node.
@@ -111,6 +116,24 @@ impl LockClient {
         self.create_session(env);
         let first = env.duration_between(self.ttl / 8, self.ttl / 2);
         env.set_timer(Timer::Renew, first);
+        self.abandoned = None;
+        if self.abandons && env.cluster().with_role("client").next() == Some(env.me()) {
+            let after = env.duration_between(self.ttl, self.ttl * 2);
+            env.set_timer(Timer::Abandon, after);
+        }
+    }
+
+    /// Stop renewing the session, without destroying it. A client without a session yet
+    /// abandons the next one: it looks again one renew period later.
+    fn on_abandon_timer(&mut self, env: &mut E<'_>) {
+        let Some(session) = self.session else {
+            env.set_timer(Timer::Abandon, self.ttl / 2);
+            return;
+        };
+        self.abandoned = Some(session);
+        if let Some((req, _)) = self.session_request.take() {
+            self.inflight.remove(&req);
+        }
     }
 
     /// Every TTL/2: a renew, and requests unanswered for a while go to the next server.
@@ -142,6 +165,9 @@ impl LockClient {
             }
             return;
         };
+        if self.abandoned == Some(session) {
+            return; // no longer renewed: left to the servers' timer
+        }
         if let Some((old, _)) = self.session_request.take() {
             self.inflight.remove(&old);
         }
@@ -342,6 +368,8 @@ impl Client {
                 want: false,
                 acquiring: None,
                 holding: false,
+                abandons: config.abandon_session,
+                abandoned: None,
             },
             workload: Workload::new(config.workload.clone()),
         }
@@ -372,6 +400,7 @@ impl Client {
             }
             Timer::Workload(t) => self.workload.on_timer(env, &mut self.lock, t),
             Timer::LostNotice => self.workload.on_lost(env, &mut self.lock),
+            Timer::Abandon => self.lock.on_abandon_timer(env),
             _ => {}
         }
     }

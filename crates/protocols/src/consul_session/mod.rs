@@ -44,6 +44,19 @@
 //! acquire is answered. Instead of `api.Lock`'s blocking queries a failed acquire is
 //! retried after the workload's backoff.
 //!
+//! **The abandoned session (the workload).** The first client (the lowest-numbered
+//! `client` node), once per incarnation, stops renewing its session without destroying
+//! it: an application whose renew loop (`PUT /v1/session/renew/<id>`) stops, so that the
+//! session is left to the servers' TTL timer ("if a session is not renewed within its
+//! TTL, it is invalidated", the sessions docs; `api.Session.RenewPeriodic` destroys the
+//! session when its done channel closes, this client does not get that far). It does so
+//! at a drawn time in `[TTL, 2 x TTL]` after it starts: the session has been created and
+//! renewed (every TTL/2) by then, and its deadline (TTL x 2 as the promise's `within`
+//! allows, plus the per-leader allowance) falls early in the run, inside the liveness
+//! phase of every fault profile. The client notices by its own clock that its session
+//! may be gone, loses the lock if it held it, and creates a new session. `lease-expiry`
+//! then judges a session whose renewals stopped in every run.
+//!
 //! **Sources verified** (hashicorp/consul, read through the stored index at commit
 //! 00b551337336 of `agent/consul/session_ttl.go` and the matching versions of
 //! `agent/consul/kvs_endpoint.go` (`kvsPreApply`), `agent/consul/state/session.go`
@@ -171,6 +184,8 @@ pub enum Timer {
     Renew,
     /// Client: its session runs out by its own clock.
     SessionCheck,
+    /// Client (the first one): stop renewing the session (no destroy).
+    Abandon,
     Workload(WorkloadTimer),
     /// Client: the notice that the session is gone reaches the work in progress (a
     /// channel the worker selects on: `api.Lock`'s lost channel). Set when the session
@@ -263,6 +278,10 @@ lock_client_params! {
         pub lock_delay: HumanDuration = HumanDuration(Duration::from_secs(4)),
         /// At most this many acquire attempts per client process; absent: no limit.
         pub max_attempts: Option<u32> = None,
+        /// Whether the first client stops renewing its session once per incarnation, at
+        /// a drawn time in `[TTL, 2 x TTL]` after it starts, leaving it to the servers'
+        /// TTL timer (see the module docs).
+        pub abandon_session: bool = true,
     }
 }
 
@@ -277,6 +296,8 @@ pub struct ConsulConfig {
     pub lock_delay: Duration,
     pub workload: WorkloadConfig,
     pub roles: Roles<LockRole>,
+    /// Whether the first client stops renewing its session once per incarnation.
+    pub abandon_session: bool,
 }
 
 impl ConsulConfig {
@@ -479,6 +500,7 @@ impl Configurable for ConsulLock {
             lock_delay: params.lock_delay.0,
             workload,
             roles: Roles::of(cluster)?,
+            abandon_session: params.abandon_session,
         };
         if max_pause(&config).is_zero() {
             return Err(ParamError::new(

@@ -51,6 +51,11 @@ pub struct LockClient {
     holding: bool,
     waited: bool,
     checking: Option<u64>,
+    /// Whether this client orphans its session once (the first client, if the
+    /// `orphan_session` parameter is on).
+    orphans: bool,
+    /// The lease this incarnation orphaned: no more keep-alives for it.
+    orphaned: Option<LeaseId>,
 }
 
 /// A client node.
@@ -126,6 +131,25 @@ impl LockClient {
         // Processes start at different moments: keep-alive periods have their own phase.
         let first = env.duration_between(self.ttl / 12, self.ttl / 3);
         env.set_timer(Timer::KeepAlive, first);
+        self.orphaned = None;
+        if self.orphans && env.cluster().with_role("client").next() == Some(env.me()) {
+            let after = env.duration_between(self.ttl, self.ttl * 2);
+            env.set_timer(Timer::Orphan, after);
+        }
+    }
+
+    /// `Session.Orphan()`: stop keeping the lease alive, without revoking it. A client
+    /// without a lease yet orphans the next one it is granted: it looks again one
+    /// keep-alive period later.
+    fn on_orphan_timer(&mut self, env: &mut E<'_>) {
+        let Some(lease) = self.lease else {
+            env.set_timer(Timer::Orphan, self.ttl / 3);
+            return;
+        };
+        self.orphaned = Some(lease);
+        if let Some((req, _)) = self.lease_request.take() {
+            self.inflight.remove(&req);
+        }
     }
 
     /// Every TTL/3: a keep-alive, and requests unanswered since the last tick go to the
@@ -175,6 +199,9 @@ impl LockClient {
             }
             return;
         };
+        if self.orphaned == Some(lease) {
+            return; // orphaned: left to expire
+        }
         if let Some((old, _)) = self.lease_request.take() {
             self.inflight.remove(&old);
         }
@@ -430,6 +457,8 @@ impl Client {
                 holding: false,
                 waited: false,
                 checking: None,
+                orphans: config.orphan_session,
+                orphaned: None,
             },
             workload: Workload::new(config.workload.clone()),
         }
@@ -458,6 +487,7 @@ impl Client {
                 let change = self.lock.on_lease_check(env);
                 self.apply(env, change);
             }
+            Timer::Orphan => self.lock.on_orphan_timer(env),
             Timer::Workload(t) => self.workload.on_timer(env, &mut self.lock, t),
             _ => {}
         }

@@ -53,6 +53,19 @@
 //! names the leader they should try, and a request unanswered for `request_timeout`
 //! goes to the next server.
 //!
+//! **The orphaned session (the workload).** The first client (the lowest-numbered
+//! `client` node), once per incarnation, abandons its lease without revoking it, as
+//! `concurrency.Session.Orphan()` does (`client/v3/concurrency/session.go`, v3.5.x:
+//! it cancels the keep-alive goroutine's context, so keep-alives stop and the lease is
+//! left to expire on the server; `Close()` would revoke it instead). It does so at a
+//! drawn time in `[TTL, 2 x TTL]` after it starts: its lease has been granted and kept
+//! alive (every TTL/3) by then, and the lease's deadline (TTL plus the promise's
+//! `within` and per-leader allowance) falls early in the run, inside the liveness phase
+//! of every fault profile. The client then learns by its own clock that its lease ran
+//! out (what the session's `Done()` channel tells an application), loses the lock if it
+//! held it, and grants itself a new lease. `lease-expiry` then judges a lease whose
+//! keep-alives stopped in every run, not only in runs where a client crashed.
+//!
 //! **What it promises**: `fencing-safety` and `no-lost-update` (the revision fences
 //! every write, across failover too); `mutual-exclusion` on actions is NOT promised (a
 //! client paused past its TTL still acts: Kleppmann 2016), but `revoke-after-stall`
@@ -224,6 +237,8 @@ pub enum Timer {
     KeepAlive,
     /// Client: its lease runs out by its own clock.
     LeaseCheck,
+    /// Client (the first one): orphan the session (stop its keep-alives, no revoke).
+    Orphan,
     Workload(WorkloadTimer),
 }
 
@@ -331,6 +346,10 @@ lock_client_params! {
         pub resource_mode: FencingMode = FencingMode::Fenced,
         /// At most this many acquire attempts per client process; absent: no limit.
         pub max_attempts: Option<u32> = None,
+        /// Whether the first client orphans its session once per incarnation, at a drawn
+        /// time in `[TTL, 2 x TTL]` after it starts (`Session.Orphan()`: keep-alives
+        /// stop, no revoke; see the module docs).
+        pub orphan_session: bool = true,
     }
 }
 
@@ -345,6 +364,8 @@ pub struct EtcdServiceConfig {
     pub resource_mode: FencingMode,
     pub workload: WorkloadConfig,
     pub roles: Roles<LockRole>,
+    /// Whether the first client orphans its session once per incarnation.
+    pub orphan_session: bool,
 }
 
 impl EtcdServiceConfig {
@@ -533,6 +554,7 @@ impl Configurable for EtcdService {
             resource_mode: params.resource_mode,
             workload,
             roles: Roles::of(cluster)?,
+            orphan_session: params.orphan_session,
         })
     }
 

@@ -18,6 +18,16 @@ fn config(variant: &str) -> LeaderLeaseConfig {
     LeaderLease::configure_named(LeaderLeaseParams::default(), variant, &cluster()).unwrap()
 }
 
+/// Without the `resign` workload: a leader keeps its lease until something takes it
+/// (for the tests that isolate or slow the leader they found).
+fn steady(variant: &str) -> LeaderLeaseConfig {
+    let params = LeaderLeaseParams {
+        resign: false,
+        ..Default::default()
+    };
+    LeaderLease::configure_named(params, variant, &cluster()).unwrap()
+}
+
 /// One node and what it needs to run a handler: its storage and its rng.
 struct Node {
     p: LeaderLease,
@@ -101,8 +111,8 @@ fn start_follows_and_arms_an_election_timer() {
     let mut n = Node::new("correct", 0);
     let timeout = n.next_draw(ms(1000), ms(1500));
     assert_eq!(
-        n.start(0),
-        vec![
+        n.start(0)[..2],
+        [
             Effect::Observe(Observation::Follower {
                 term: 0,
                 leader: None
@@ -600,6 +610,139 @@ fn lease_end_steps_down() {
     assert_eq!(n.p.role(), LeaseRole::Follower);
 }
 
+/// client-go's `ReleaseOnCancel`: the leader stops acting on its lease (no more
+/// `Serves`, renewals or lease-end timer) before it tells the voters, then stands again
+/// only after every follower's timer could have fired.
+#[test]
+fn resign_stops_acting_then_releases_the_voters_and_steps_back() {
+    let mut n = leader("correct");
+    let back = n.next_draw(ms(1000), ms(1500));
+    assert_eq!(
+        n.timer(4000, LeaseTimer::Resign),
+        vec![
+            Effect::CancelTimer {
+                timer: LeaseTimer::LeaseEnd
+            },
+            Effect::CancelTimer {
+                timer: LeaseTimer::Renew
+            },
+            Effect::CancelTimer {
+                timer: LeaseTimer::Serve
+            },
+            Effect::Observe(Observation::LeaseEnd { term: 1 }),
+            Effect::Observe(Observation::Follower {
+                term: 1,
+                leader: None
+            }),
+            send(1, LeaseMsg::Resign { term: 1 }),
+            send(2, LeaseMsg::Resign { term: 1 }),
+            send(3, LeaseMsg::Resign { term: 1 }),
+            send(4, LeaseMsg::Resign { term: 1 }),
+            Effect::SetTimer {
+                timer: LeaseTimer::Election,
+                after: ms(1500) + back
+            },
+        ]
+    );
+    assert_eq!(n.p.role(), LeaseRole::Follower);
+    assert_eq!(n.p.lease_end(), None);
+    // Not leading, the moment passes without anything to release.
+    assert_eq!(n.timer(4100, LeaseTimer::Resign), vec![]);
+}
+
+/// The moment to release is drawn once, at start, after the quiet period, the first
+/// election and one renewal, and within one lease of that.
+#[test]
+fn start_draws_the_one_moment_to_release() {
+    let mut n = Node::new("correct", 0);
+    let mut rng = n.rng.clone();
+    let timeout = rng.duration_between(ms(1000), ms(1500));
+    // q = lease 2s + election timeout max 1.5s + renew 0.5s.
+    let at = rng.duration_between(ms(4000), ms(6000));
+    assert_eq!(
+        n.start(0)[1..],
+        [
+            Effect::SetTimer {
+                timer: LeaseTimer::Election,
+                after: timeout
+            },
+            Effect::SetTimer {
+                timer: LeaseTimer::Resign,
+                after: at
+            },
+        ]
+    );
+    let mut n = Node {
+        p: LeaderLease::new(&steady("correct"), NodeId(0), &cluster()),
+        ..Node::new("correct", 0)
+    };
+    assert!(n.start(0).iter().all(|e| !matches!(
+        e,
+        Effect::SetTimer {
+            timer: LeaseTimer::Resign,
+            ..
+        }
+    )));
+}
+
+/// A voter forgets its promise to a leader that resigned (a `Release` would not: a
+/// leader's promise is kept), so another candidate is granted at once; a stale or
+/// foreign resignation changes nothing.
+#[test]
+fn resign_frees_a_leader_promise_for_its_term_only() {
+    let mut v = Node::new("correct", 1);
+    v.start(0);
+    let renewal = LeaseMsg::RequestLease {
+        term: 1,
+        round: 1,
+        leader: true,
+    };
+    v.recv(3000, 0, renewal);
+    assert!(v.p.promise().is_some_and(|p| p.leader));
+    v.recv(3010, 0, LeaseMsg::Release { term: 1, round: 1 });
+    assert!(
+        v.p.promise().is_some(),
+        "a release keeps a leader's promise"
+    );
+    v.recv(3020, 2, LeaseMsg::Resign { term: 1 });
+    v.recv(3020, 0, LeaseMsg::Resign { term: 0 });
+    assert!(
+        v.p.promise().is_some(),
+        "only its holder's resignation of its term"
+    );
+    v.recv(3030, 0, LeaseMsg::Resign { term: 1 });
+    assert_eq!(v.p.promise(), None);
+    let effects = v.recv(
+        3040,
+        2,
+        LeaseMsg::RequestLease {
+            term: 2,
+            round: 1,
+            leader: false,
+        },
+    );
+    assert!(
+        effects.contains(&send(2, LeaseMsg::Grant { term: 2, round: 1 })),
+        "{effects:?}"
+    );
+}
+
+/// A leader whose lease ran out while its resignation was due (a pause) steps down as
+/// its lease-end timer would: nothing to release.
+#[test]
+fn resign_after_the_lease_ran_out_is_a_lease_end() {
+    let mut n = leader("correct");
+    let effects = n.timer(6000, LeaseTimer::Resign);
+    assert_eq!(
+        effects[1],
+        Effect::Observe(Observation::LeaseEnd { term: 1 })
+    );
+    assert!(
+        effects.iter().all(|e| !matches!(e, Effect::Send { .. })),
+        "{effects:?}"
+    );
+}
+
 #[test]
 fn wall_clock_lease_believes_longer_after_a_backward_step() {
     let mut n = leader("wall-clock-lease");
@@ -814,7 +957,7 @@ fn isolate_a_leader(
     drift: f64,
     wall_back: Option<Duration>,
 ) -> Net<LeaderLease> {
-    let mut net = Net::start(config(variant), cluster(), seed);
+    let mut net = Net::start(steady(variant), cluster(), seed);
     net.run_until(ms(6000));
     let leader = current_leader(&net).expect("a leader within 6s");
     net.set_drift(leader, drift);
@@ -835,7 +978,7 @@ fn isolate_a_leader(
 
 #[test]
 fn a_leader_emerges_renews_and_keeps_the_lease() {
-    let mut net = Net::start(config("correct"), cluster(), 1);
+    let mut net = Net::start(steady("correct"), cluster(), 1);
     net.run_until(ms(20_000));
     let iv = lease_intervals(&net);
     assert_eq!(iv.len(), 1, "one lease, renewed all along: {iv:?}");
@@ -853,10 +996,29 @@ fn a_leader_emerges_renews_and_keeps_the_lease() {
     );
 }
 
+/// The `resign` workload: every leader releases its lease once, so over 20s the lease
+/// passes from node to node (several holders), never with two at once.
+#[test]
+fn resigning_leaders_hand_the_lease_over_without_overlap() {
+    for seed in 1..=10 {
+        let mut net = Net::start(config("correct"), cluster(), seed);
+        net.run_until(ms(20_000));
+        let iv = lease_intervals(&net);
+        let holders: BTreeSet<NodeId> = iv.iter().map(|i| i.0).collect();
+        assert!(holders.len() >= 2, "seed {seed}: {iv:?}");
+        assert_eq!(overlaps(&net), vec![], "seed {seed}");
+        // The control: without it, one leader keeps the lease all along.
+        let mut net = Net::start(steady("correct"), cluster(), seed);
+        net.run_until(ms(20_000));
+        let holders: BTreeSet<NodeId> = lease_intervals(&net).iter().map(|i| i.0).collect();
+        assert_eq!(holders.len(), 1, "seed {seed}");
+    }
+}
+
 #[test]
 fn correct_hands_over_without_overlap_under_drift_within_bound() {
     for seed in 1..=20 {
-        let mut net = Net::start(config("correct"), cluster(), seed);
+        let mut net = Net::start(steady("correct"), cluster(), seed);
         for i in 0..5 {
             net.set_drift(i, if i % 2 == 0 { -0.01 } else { 0.01 });
         }
@@ -916,7 +1078,7 @@ fn wall_clock_lease_overlaps_after_a_backward_step() {
 
 #[test]
 fn a_crashed_voter_keeps_quiet_after_restart() {
-    let mut net = Net::start(config("correct"), cluster(), 3);
+    let mut net = Net::start(steady("correct"), cluster(), 3);
     net.run_until(ms(6000));
     let leader = current_leader(&net).unwrap();
     // Crash and restart every other node: the leader keeps its lease only if a majority
