@@ -5,9 +5,8 @@
 //! The suite runs `SEEDS_PER_CELL` seeds per (protocol, profile) cell, or
 //! `TENURE_TRUST_SEEDS` (e.g. `TENURE_TRUST_SEEDS=2000 cargo test --release -p
 //! tenure-tests --test integration trust::`). The long run is a command, not a test
-//! (every release sweeps 2,000 seeds a cell and its note reports them):
-//! `for p in $(tenure list --names); do for x in calm partitions clocks pauses crashes chaos field power; do
-//! tenure fuzz --protocol $p --profile $x --seeds 0..2000; done; done`.
+//! (every release sweeps every correct variant, 1,000 seeds a cell or more, and its note
+//! reports them): `SEEDS=2000 TENURE=target/release/tenure .ci/sweep OUT`.
 
 use std::sync::atomic::AtomicBool;
 use tenure_fuzz::{fuzz, FuzzOptions, SeedResult, Target, WITHIN_PROFILES};
