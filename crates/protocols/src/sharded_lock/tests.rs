@@ -509,6 +509,15 @@ fn a_join_hands_over_cleanly_with_fencing_and_double_owns_without() {
     }
 }
 
+/// A coordinator's first start at time 0, into `storage` (what a restart reads back).
+fn first_boot(s: &Shared, cluster: &Cluster, node: NodeId, storage: &mut tenure_core::StorageMap) {
+    let mut rng = tenure_core::SplitMix64(1);
+    let mut first = Coordinator::new(s.clone());
+    let mut env: tenure_core::Step<'_, Msg, Timer> =
+        tenure_core::Step::new(node, cluster, LocalTime(0), LocalTime(0), storage, &mut rng);
+    first.on_start(&mut env);
+}
+
 #[test]
 fn a_restarted_coordinator_waits_one_lease_before_serving_what_its_stored_ring_gives_it() {
     let s = shared(true);
@@ -518,18 +527,7 @@ fn a_restarted_coordinator_waits_one_lease_before_serving_what_its_stored_ring_g
     let mut storage = tenure_core::StorageMap::new();
     let mut rng = tenure_core::SplitMix64(1);
     // First boot stores the ring; the restarted process reads it back.
-    let mut first = Coordinator::new(s.clone());
-    {
-        let mut env: tenure_core::Step<'_, Msg, Timer> = tenure_core::Step::new(
-            NodeId(0),
-            &cluster,
-            LocalTime(0),
-            LocalTime(0),
-            &mut storage,
-            &mut rng,
-        );
-        first.on_start(&mut env);
-    }
+    first_boot(&s, &cluster, NodeId(0), &mut storage);
     let mut restarted = Coordinator::new(s);
     let mut env: tenure_core::Step<'_, Msg, Timer> = tenure_core::Step::new(
         NodeId(0),
@@ -608,19 +606,7 @@ fn a_standby_restarted_before_its_join_took_effect_joins_again() {
     // First boot: the standby stores the first ring and arms its join; it crashes
     // before the join.
     let mut storage = tenure_core::StorageMap::new();
-    {
-        let mut rng = tenure_core::SplitMix64(1);
-        let mut first = Coordinator::new(s.clone());
-        let mut env: tenure_core::Step<'_, Msg, Timer> = tenure_core::Step::new(
-            NodeId(2),
-            &cluster,
-            LocalTime(0),
-            LocalTime(0),
-            &mut storage,
-            &mut rng,
-        );
-        first.on_start(&mut env);
-    }
+    first_boot(&s, &cluster, NodeId(2), &mut storage);
     let effects = restart(&mut storage);
     assert!(
         effects.contains(&Effect::SetTimer {
