@@ -6,7 +6,7 @@
 //! `cargo run --release -p tenure-models --example judge_cost`
 
 fn main() {
-    let models = tenure_zoo::models();
+    let models = tenure_zoo_prebuilt::models();
     let cases: &[(&str, Option<&[&str]>)] = &[
         ("redis-lock", Some(&["mutual-exclusion-belief"])),
         (

@@ -22,5 +22,5 @@ fn main() {
 }
 
 fn zoo() -> tenure_models::Models {
-    tenure_zoo::models()
+    tenure_zoo_prebuilt::models()
 }

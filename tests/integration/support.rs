@@ -51,12 +51,12 @@ pub fn seeds_for(protocol: &str, seeds: u64) -> u64 {
 /// The zoo's protocols, as the `tenure` binary sees them.
 pub fn zoo() -> tenure_sim::Protocols {
     static ZOO: std::sync::OnceLock<tenure_sim::Protocols> = std::sync::OnceLock::new();
-    ZOO.get_or_init(tenure_zoo::protocols).clone()
+    ZOO.get_or_init(tenure_zoo_prebuilt::protocols).clone()
 }
 
 /// The zoo as the model checker sees it.
 pub fn models() -> tenure_models::Models {
-    tenure_zoo::models()
+    tenure_zoo_prebuilt::models()
 }
 
 /// Fuzzes each (profile, seed) of `protocol`'s `variant` alone and says, in words, every

@@ -312,7 +312,10 @@ mod tests {
         let good = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../scenarios/bully/coordinator-crash.toml");
         let files = vec![PathBuf::from("boom.toml"), good.clone()];
-        let tools = crate::Tools::new(tenure_zoo::protocols(), tenure_zoo::models());
+        let tools = crate::Tools::new(
+            tenure_zoo_prebuilt::protocols(),
+            tenure_zoo_prebuilt::models(),
+        );
         let mut ran = Vec::new();
         let outcome = verify_files(&files, false, &mut Vec::new(), &mut |p| {
             ran.push(p.to_path_buf());

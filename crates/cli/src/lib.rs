@@ -53,7 +53,7 @@ pub struct Tools {
 
 impl Tools {
     /// The protocols the simulator runs and those the model checker explores, built
-    /// already (e.g. `tenure_zoo::protocols()` and `tenure_zoo::models()`, which compile
+    /// already (e.g. `tenure_zoo_prebuilt::protocols()` and `tenure_zoo_prebuilt::models()`, which compile
     /// them once for every binary that links them); none runs as a real process
     /// ([`Tools::with_launchers`]).
     pub fn new(protocols: Protocols, models: tenure_models::Models) -> Tools {

@@ -41,5 +41,5 @@ pub use triage::{
 /// The zoo's protocols, for this crate's tests.
 #[cfg(test)]
 pub(crate) fn zoo() -> tenure_sim::Protocols {
-    tenure_zoo::protocols()
+    tenure_zoo_prebuilt::protocols()
 }

@@ -55,26 +55,22 @@ impl tenure_core::RealCatalogue for Zoo {
     }
 }
 
-/// The zoo's protocols as the simulator runs them: [`tenure_sim::Protocols::of`] the
-/// [`Zoo`].
-///
-/// Built here, once, rather than by each caller: `Protocols::of` is generic over the
-/// catalogue, so every crate, binary and test binary that called it with the zoo compiled
-/// the simulator's code for all of the zoo's protocols again (about a minute of CPU
-/// each on the 2-core CI machine; issue 38). A caller of this function links that code
-/// from this crate instead.
-pub fn protocols() -> tenure_sim::Protocols {
-    tenure_sim::Protocols::of(&Zoo)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The zoo's protocols as the model checker explores them: [`tenure_models::Models::of`]
-/// the [`Zoo`], built here once (see [`protocols`]).
-pub fn models() -> tenure_models::Models {
-    tenure_models::Models::of(&Zoo)
-}
+    #[test]
+    fn every_protocol_is_listed_once() {
+        let names = tenure_core::catalogue_names(&Zoo);
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "{names:?}");
+        assert_eq!(names[0], "raft");
+    }
 
-/// The zoo's protocols that run as real processes: [`tenure_runtime::Launchers::of`] the
-/// [`Zoo`], built here once (see [`protocols`]).
-pub fn launchers() -> tenure_runtime::Launchers {
-    tenure_runtime::Launchers::of(&Zoo)
+    #[test]
+    fn every_variant_type_names_the_listed_variants() {
+        assert_eq!(tenure_core::variant_mismatches(&Zoo), Vec::<String>::new());
+    }
 }

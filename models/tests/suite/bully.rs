@@ -63,5 +63,5 @@ fn registry_finds_split_brain_with_one_lost_message() {
 }
 
 fn zoo() -> tenure_models::Models {
-    tenure_zoo::models()
+    tenure_zoo_prebuilt::models()
 }

@@ -320,5 +320,5 @@ fn idempotency_with_keys_applies_once_exhaustively() {
 }
 
 fn zoo() -> tenure_models::Models {
-    tenure_zoo::models()
+    tenure_zoo_prebuilt::models()
 }

@@ -153,5 +153,5 @@ fn random_walks_find_forget_vote_and_pass_correct() {
 }
 
 fn zoo() -> tenure_models::Models {
-    tenure_zoo::models()
+    tenure_zoo_prebuilt::models()
 }

@@ -5,7 +5,7 @@ use serde_json::json;
 use tenure_models::{ModelError, Models, Query};
 
 fn zoo() -> Models {
-    tenure_zoo::models()
+    tenure_zoo_prebuilt::models()
 }
 
 #[test]

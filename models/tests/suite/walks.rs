@@ -61,5 +61,5 @@ fn walks_agree_with_what_each_variant_breaks() {
 }
 
 fn zoo() -> tenure_models::Models {
-    tenure_zoo::models()
+    tenure_zoo_prebuilt::models()
 }

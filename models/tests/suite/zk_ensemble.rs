@@ -6,7 +6,7 @@
 use tenure_models::registry::WALK_DEPTH;
 
 fn zoo() -> tenure_models::Models {
-    tenure_zoo::models()
+    tenure_zoo_prebuilt::models()
 }
 
 #[test]

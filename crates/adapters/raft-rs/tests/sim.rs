@@ -9,7 +9,7 @@ use tenure_sim::Protocols;
 
 fn zoo() -> &'static Protocols {
     static ZOO: OnceLock<Protocols> = OnceLock::new();
-    ZOO.get_or_init(tenure_zoo::protocols)
+    ZOO.get_or_init(tenure_zoo_prebuilt::protocols)
 }
 
 fn target(variant: &str, profile: &str) -> Target {

@@ -11,7 +11,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// `launchers()`): `tenure_cli::main_real(Zoo, Zoo)` would run the same, but compile the
 /// simulator and the model checker for every protocol of the zoo again in this binary.
 fn main() -> std::process::ExitCode {
-    let tools = tenure_cli::Tools::new(tenure_zoo::protocols(), tenure_zoo::models())
-        .with_launchers(tenure_zoo::launchers());
+    let tools = tenure_cli::Tools::new(
+        tenure_zoo_prebuilt::protocols(),
+        tenure_zoo_prebuilt::models(),
+    )
+    .with_launchers(tenure_zoo_prebuilt::launchers());
     tenure_cli::main_with(tools)
 }

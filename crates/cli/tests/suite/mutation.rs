@@ -165,7 +165,7 @@ fn check(bytes: &[u8], file: &str) -> Result<(), tenure_scenario::ScenarioError>
     let text = tenure_scenario::text(bytes, file)?;
     let scenario = tenure_scenario::parse(text, file)?;
     static ZOO: std::sync::OnceLock<tenure_sim::Protocols> = std::sync::OnceLock::new();
-    let zoo = ZOO.get_or_init(tenure_zoo::protocols);
+    let zoo = ZOO.get_or_init(tenure_zoo_prebuilt::protocols);
     tenure_sim::Prepared::new(scenario, zoo).map(|_| ())
 }
 
