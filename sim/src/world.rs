@@ -1156,7 +1156,7 @@ impl<P: Protocol> World<P> {
         if self.trace.is_some() {
             let (deliver_at, dropped) = match &fate {
                 Fate::Dropped(r) => (Vec::new(), Some(*r)),
-                Fate::Delivered(at) => (at.clone(), None),
+                Fate::Delivered(at, again) => (std::iter::once(*at).chain(*again).collect(), None),
             };
             let msg = format!("{msg:?}");
             self.trace(now, || TraceEvent::Sent {
@@ -1171,10 +1171,10 @@ impl<P: Protocol> World<P> {
         }
         match fate {
             Fate::Dropped(_) => self.stats.messages_dropped += 1,
-            Fate::Delivered(at) => {
-                let last = at.len() - 1;
+            Fate::Delivered(at, again) => {
+                let last = usize::from(again.is_some());
                 let mut msg = Some(msg);
-                for (k, at) in at.into_iter().enumerate() {
+                for (k, at) in std::iter::once(at).chain(again).enumerate() {
                     let m = if k == last {
                         msg.take().expect("moved once")
                     } else {

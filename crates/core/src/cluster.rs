@@ -83,7 +83,7 @@ impl std::error::Error for ClusterError {}
 
 impl Cluster {
     /// A limit on everything: larger clusters are almost surely a typo.
-    pub const MAX_NODES: usize = 10_000;
+    pub const MAX_NODES: usize = 100_000;
 
     pub fn new(roles: Vec<RoleSpec>) -> Result<Cluster, ClusterError> {
         let mut role_of = Vec::new();
@@ -150,7 +150,19 @@ impl Cluster {
 
     /// Every node playing `role`, in id order (empty if no node plays it).
     pub fn with_role<'a>(&'a self, role: &'a str) -> impl Iterator<Item = NodeId> + 'a {
-        self.nodes().filter(move |n| self.role_of(*n) == role)
+        let ids = self.role_index(role).map_or(0..0, |i| self.role_ids(i));
+        ids.map(NodeId)
+    }
+
+    /// The ids of the nodes playing the role of index `role` in [`Cluster::roles`]:
+    /// each role's nodes take consecutive ids, in the order the roles are declared
+    /// (empty for an index past the last role). A protocol that keeps its peers as this
+    /// range instead of a list holds O(1), not O(nodes), per node (issue 38: a
+    /// 10,000-node Raft spent 400 MB on its nodes' lists of peers).
+    pub fn role_ids(&self, role: usize) -> std::ops::Range<u32> {
+        let start: u32 = self.roles.iter().take(role).map(|r| r.count).sum();
+        let count = self.roles.get(role).map_or(0, |r| r.count);
+        start..start + count
     }
 
     pub fn count(&self, role: &str) -> usize {
@@ -159,9 +171,9 @@ impl Cluster {
 
     /// The other nodes playing the same role as `node`.
     pub fn peers(&self, node: NodeId) -> impl Iterator<Item = NodeId> + '_ {
-        let role = self.role_of[node.index()];
-        self.nodes()
-            .filter(move |n| *n != node && self.role_of[n.index()] == role)
+        self.role_ids(self.role_index_of(node))
+            .map(NodeId)
+            .filter(move |n| *n != node)
     }
 }
 
@@ -187,6 +199,27 @@ mod tests {
         );
         assert_eq!(c.role_of(NodeId(4)), "client");
         assert!(!c.contains(NodeId(5)));
+    }
+
+    #[test]
+    fn role_ids_are_the_nodes_of_the_role() {
+        let c = Cluster::new(vec![
+            RoleSpec::new("a", 2),
+            RoleSpec::new("b", 3),
+            RoleSpec::new("c", 1),
+        ])
+        .unwrap();
+        for role in 0..c.roles().len() {
+            let scanned: Vec<u32> = c
+                .nodes()
+                .filter(|n| c.role_index_of(*n) == role)
+                .map(|n| n.0)
+                .collect();
+            assert_eq!(c.role_ids(role).collect::<Vec<_>>(), scanned, "role {role}");
+        }
+        assert!(c.role_ids(3).is_empty());
+        assert_eq!(c.with_role("nobody").count(), 0);
+        assert_eq!(c.count("b"), 3);
     }
 
     #[test]

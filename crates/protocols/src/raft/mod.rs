@@ -129,7 +129,9 @@ struct Persisted {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Raft {
     me: NodeId,
-    peers: Vec<NodeId>,
+    /// The ids of the servers, this one included ([`Cluster::role_ids`]): a range, not a
+    /// list, so a node holds O(1) of them (a list of peers per node was O(nodes²)).
+    servers: std::ops::Range<u32>,
     variant: RaftVariant,
     election_timeout: TimeoutRange,
     heartbeat_interval: std::time::Duration,
@@ -170,8 +172,14 @@ impl Raft {
         self.leader
     }
 
+    /// The other servers, in id order.
+    fn peers(&self) -> impl Iterator<Item = NodeId> + use<> {
+        let me = self.me;
+        self.servers.clone().map(NodeId).filter(move |n| *n != me)
+    }
+
     fn quorum(&self) -> usize {
-        majority(self.peers.len() + 1)
+        majority(self.servers.len())
     }
 
     fn last_log(&self) -> (u64, u64) {
@@ -246,10 +254,8 @@ impl Raft {
     }
 
     fn broadcast(&mut self, env: &mut dyn Env<RaftMsg, RaftTimer>, msg: RaftMsg) {
-        // By index: `send` needs `&mut self`, and cloning `peers` would allocate a
-        // cluster-sized vector every heartbeat.
-        for k in 0..self.peers.len() {
-            let peer = self.peers[k];
+        // The range is cloned, not borrowed: `send` needs `&mut self`.
+        for peer in self.peers() {
             self.send(env, peer, msg.clone());
         }
     }
@@ -366,7 +372,7 @@ impl Raft {
         self.votes.clear();
         let now = env.monotonic();
         // CheckQuorum's grace period: every peer counts as heard from at the start.
-        self.heard_from = self.peers.iter().map(|p| (*p, now)).collect();
+        self.heard_from = self.peers().map(|p| (p, now)).collect();
         self.announce(env);
         env.cancel_timer(&RaftTimer::Election);
         self.send_heartbeats(env);
@@ -601,7 +607,7 @@ impl Protocol for Raft {
     fn new(config: &RaftConfig, me: NodeId, cluster: &Cluster) -> Raft {
         Raft {
             me,
-            peers: cluster.peers(me).collect(),
+            servers: cluster.role_ids(cluster.role_index_of(me)),
             variant: config.variant,
             election_timeout: config.election_timeout_of(me),
             heartbeat_interval: config.heartbeat_interval,
