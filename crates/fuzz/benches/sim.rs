@@ -15,6 +15,15 @@
 //!   seconds, so its messages grow faster than its nodes). The 2,001-node run should
 //!   cost at most 2.5x the 1,001-node one.
 //!
+//! * `fuzz/raft-chaos` and `fuzz/raft-rs-hardened-chaos`: one seed as `tenure fuzz
+//!   --protocol raft --profile chaos` (and raft-rs `hardened`) runs it: the same target,
+//!   case and checks ([`tenure_fuzz::run_seed`]); seeds per second, and the ratio of the
+//!   two in one run (issue 38: raft-rs within 5x of the zoo's Raft).
+//! * With `TENURE_BENCH_HUGE=1` (minutes each): `huge/raft-scaled-N-60s` for N = 5001
+//!   and 10000 (issue 38: 10,000 nodes under 10 s, the cost per message within 1.5x of
+//!   the 1,001-node run), and `huge/redlock-100000-10s` (5 servers, 99,994 clients and
+//!   a storage node for 10 simulated seconds; the summary prints its time).
+//!
 //! The bench allocates with mimalloc, as the `tenure` binary does.
 //!
 //! Before criterion's measurements, a summary measured directly over a batch of seeds
@@ -25,8 +34,8 @@
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use std::time::Duration;
-use tenure_core::{Cluster, Configurable, HumanDuration};
-use tenure_fuzz::{Draw, Profile};
+use tenure_core::{Cluster, Configurable, HumanDuration, RoleSpec};
+use tenure_fuzz::{run_seed, Draw, Profile, Target};
 use tenure_protocols::raft::{Raft, RaftParams};
 use tenure_sim::{CheckedRun, Sim};
 
@@ -68,6 +77,34 @@ fn raft_with(nodes: u32, seed: u64, faults: bool, scaled: bool) -> CheckedRun {
     sim.run_checked(checkers, false)
 }
 
+/// `tenure fuzz --protocol <protocol> [--variant <variant>] --profile chaos`'s target.
+fn fuzz_target(protocol: &str, variant: Option<&str>) -> Target {
+    Target::for_protocol(
+        &tenure_zoo_prebuilt::protocols(),
+        protocol,
+        variant,
+        Some("chaos"),
+    )
+    .expect("a zoo protocol")
+}
+
+/// 10 simulated seconds of Redlock with 5 servers and `clients` clients (and its
+/// storage node), no faults: the thundering herd of issue 38's 100,000-node row.
+fn redlock_herd(clients: u32) -> tenure_sim::RunOutput {
+    use tenure_protocols::redlock::{Redlock, RedlockParams};
+    let cluster = Cluster::new(vec![
+        RoleSpec::new("server", 5),
+        RoleSpec::new("client", clients),
+        RoleSpec::new("storage", 1),
+    ])
+    .expect("valid roles");
+    let config = Redlock::configure_named(RedlockParams::default(), "correct", &cluster)
+        .expect("valid params");
+    Sim::<Redlock>::new(cluster, config, 1)
+        .duration(Duration::from_secs(10))
+        .run()
+}
+
 /// Runs `seeds` seeds and prints the derived figures. Wall time here only measures the
 /// benchmark; it never affects a run.
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -107,6 +144,20 @@ fn benches(c: &mut Criterion) {
     });
     group.finish();
 
+    let mut group = c.benchmark_group("fuzz");
+    group.throughput(Throughput::Elements(1));
+    for (name, protocol, variant) in FUZZ {
+        let target = fuzz_target(protocol, variant);
+        let mut seed = 0u64;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                seed += 1;
+                run_seed(&target, seed, false)
+            })
+        });
+    }
+    group.finish();
+
     let mut group = c.benchmark_group("scale");
     group.sample_size(10);
     group.throughput(Throughput::Elements(SIMULATED.as_secs()));
@@ -134,6 +185,64 @@ fn benches(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    if huge() {
+        let mut group = c.benchmark_group("huge");
+        group.sample_size(10);
+        group.sampling_mode(criterion::SamplingMode::Flat);
+        for nodes in HUGE_SCALED {
+            group.bench_with_input(
+                BenchmarkId::new("raft-scaled-60s", nodes),
+                &nodes,
+                |b, &n| b.iter(|| raft_with(n, 1, false, true)),
+            );
+        }
+        group.bench_function("redlock-100000-10s", |b| {
+            b.iter(|| redlock_herd(HERD_CLIENTS))
+        });
+        group.finish();
+    }
+}
+
+/// `fuzz` group: (bench name, protocol, variant), each under `chaos`.
+const FUZZ: [(&str, &str, Option<&str>); 2] = [
+    ("raft-chaos", "raft", None),
+    ("raft-rs-hardened-chaos", "raft-rs", Some("hardened")),
+];
+/// The clusters of the `huge` group (`TENURE_BENCH_HUGE=1`), timeouts scaled.
+const HUGE_SCALED: [u32; 2] = [5001, 10000];
+/// Clients of `huge/redlock-100000-10s`: with 5 servers and a storage node, 100,000.
+const HERD_CLIENTS: u32 = 99_994;
+
+fn huge() -> bool {
+    std::env::var_os("TENURE_BENCH_HUGE").is_some_and(|v| v == "1")
+}
+
+/// Runs `seeds` seeds of `target` as `tenure fuzz` does and prints seeds/s; returns it.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+fn fuzz_summary(name: &str, target: &Target, seeds: u64) -> f64 {
+    let start = std::time::Instant::now();
+    for seed in 0..seeds {
+        run_seed(target, seed, false);
+    }
+    let rate = seeds as f64 / start.elapsed().as_secs_f64();
+    println!("{name:<28} {seeds:>4} seeds  {rate:>8.1} seeds/s");
+    rate
+}
+
+/// Prints the wall time and messages of the 100,000-node herd.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+fn herd_summary() {
+    let start = std::time::Instant::now();
+    let out = redlock_herd(HERD_CLIENTS);
+    let wall = start.elapsed().as_secs_f64();
+    let msgs = out.stats.messages_delivered;
+    println!(
+        "{:<28} {:>8.1} s  {msgs:>10} msgs delivered  {:>7.3} us/msg",
+        "redlock-100000-10s",
+        wall,
+        wall * 1e6 / msgs.max(1) as f64
+    );
 }
 
 /// The large clusters of the `large` group.
@@ -155,6 +264,19 @@ fn main() {
     }
     for nodes in LARGE_SCALED {
         summary_with(&format!("raft-scaled-{nodes}-60s"), nodes, false, true, 1);
+    }
+    let zoo = fuzz_summary("fuzz raft chaos", &fuzz_target("raft", None), 500);
+    let real = fuzz_summary(
+        "fuzz raft-rs hardened chaos",
+        &fuzz_target("raft-rs", Some("hardened")),
+        50,
+    );
+    println!("raft-rs / zoo raft: {:.1}x slower a seed", zoo / real);
+    if huge() {
+        for nodes in HUGE_SCALED {
+            summary_with(&format!("raft-scaled-{nodes}-60s"), nodes, false, true, 1);
+        }
+        herd_summary();
     }
     let mut c = Criterion::default().configure_from_args();
     benches(&mut c);
