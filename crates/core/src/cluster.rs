@@ -223,6 +223,28 @@ mod tests {
     }
 
     #[test]
+    fn the_node_limit_is_a_limit() {
+        let most = Cluster::MAX_NODES as u32;
+        let c = Cluster::new(vec![
+            RoleSpec::new("server", 5),
+            RoleSpec::new("client", most - 5),
+        ])
+        .unwrap();
+        assert_eq!(c.size(), 100_000);
+        assert_eq!(c.peers(NodeId(2)).count(), 4);
+        assert_eq!(c.with_role("client").last(), Some(NodeId(most - 1)));
+        let over = Cluster::new(vec![
+            RoleSpec::new("server", 5),
+            RoleSpec::new("client", most - 4),
+        ]);
+        assert_eq!(over, Err(ClusterError::TooLarge { nodes: 100_001 }));
+        assert_eq!(
+            over.unwrap_err().to_string(),
+            "100001 nodes is more than the 100000 tenure supports"
+        );
+    }
+
+    #[test]
     fn bad_layouts_are_errors() {
         assert_eq!(Cluster::new(vec![]), Err(ClusterError::Empty));
         let zero = vec![RoleSpec::new("a", 0)];
