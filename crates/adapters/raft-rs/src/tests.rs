@@ -1,5 +1,4 @@
 use super::*;
-use protobuf::Message as _;
 use raft::eraftpb::MessageType;
 
 fn message(msg_type: MessageType, from: u64, to: u64, term: u64) -> Message {
