@@ -16,6 +16,10 @@
 //!   real code); then `on_persist_ready(number)`; committed entries are applied to a
 //!   small key-value map and `advance_apply` is called. A failed sync stops the node
 //!   (the page cache is then of unknown state; it resumes on restart).
+//! * **Messages** travel as `raft::eraftpb::Message` values: the simulator never looks
+//!   into them, so the protobuf encoding a real transport would send is not built
+//!   (debug builds check that every message sent reads back from its encoding
+//!   unchanged, so carrying the value is carrying the bytes).
 //! * **Restart.** A fresh `RawNode` over the log and hard state read back from tenure's
 //!   disk (after a power loss, only what was synced; after a crash, also what was
 //!   written and not synced, which the adapter syncs before raft-rs sees it: raft-rs
@@ -314,57 +318,108 @@ impl RaftRsConfig {
     }
 }
 
-/// What travels on tenure's network: raft-rs's messages, as their protobuf encoding (what
-/// a real transport sends; shown in traces as a one-line summary), and the clients'
-/// requests and the service's replies.
+/// What travels on tenure's network: raft-rs's messages (shown in traces as a one-line
+/// summary), and the clients' requests and the service's replies.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RaftRsMsg {
-    Raft(Vec<u8>),
+    Raft(RaftMessage),
     Request(Request),
     Reply(Reply),
 }
 
-impl RaftRsMsg {
-    fn encode(m: &Message) -> RaftRsMsg {
-        RaftRsMsg::Raft(m.write_to_bytes().expect("raft messages encode"))
+/// A raft-rs message as it leaves `Ready::messages` / `persisted_messages`, carried by
+/// value: the simulator delivers (loses, delays, duplicates) messages whole and never
+/// inspects their bytes, so encoding each one to protobuf on send and decoding it on
+/// receipt (a real transport's work, `Message::write_to_bytes` / `parse_from_bytes`)
+/// would only cost time. Nothing is lost by skipping it: raft-rs's messages are proto3,
+/// whose encoding round-trips every field, and debug builds check that on every send
+/// ([`send`]). `Hash` and `Ord` (which only the model explorer uses, and raft-rs has
+/// no model) are those of the protobuf encoding, as when the bytes were carried.
+#[derive(Clone, PartialEq)]
+pub struct RaftMessage(pub Box<Message>);
+
+impl RaftMessage {
+    /// The protobuf encoding, what a real transport sends.
+    pub fn encode(&self) -> Vec<u8> {
+        self.0.write_to_bytes().expect("raft messages encode")
     }
 }
 
-fn decode(bytes: &[u8]) -> Option<Message> {
-    Message::parse_from_bytes(bytes).ok()
+/// raft-rs's messages hold no floats: equality is total.
+impl Eq for RaftMessage {}
+
+impl std::hash::Hash for RaftMessage {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.encode().hash(state);
+    }
+}
+
+impl PartialOrd for RaftMessage {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for RaftMessage {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.encode().cmp(&other.encode())
+    }
 }
 
 impl fmt::Debug for RaftRsMsg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RaftRsMsg::Raft(bytes) => match decode(bytes) {
-                Some(m) => write!(f, "{}", summary(&m)),
-                None => write!(f, "undecodable {} bytes", bytes.len()),
-            },
+            RaftRsMsg::Raft(m) => write!(f, "{}", summary(&m.0)),
             RaftRsMsg::Request(r) => write!(f, "Request {} #{:x}", r.op, r.attempt),
             RaftRsMsg::Reply(r) => write!(f, "Reply {:?} #{:x}", r.answer, r.attempt),
         }
     }
 }
 
-fn summary(m: &Message) -> String {
-    let mut s = format!(
-        "{:?} {}->{} t{} lt{} i{} c{}",
-        m.get_msg_type(),
-        m.from,
-        m.to,
-        m.term,
-        m.log_term,
-        m.index,
-        m.commit
-    );
-    if !m.entries.is_empty() {
-        s.push_str(&format!(" +{}", m.entries.len()));
+/// A message's one-line summary for traces and panic reports (its header fields,
+/// copied out so that it can be formatted after the message was handed to raft-rs).
+#[derive(Clone, Copy)]
+struct Summary {
+    msg_type: raft::eraftpb::MessageType,
+    from: u64,
+    to: u64,
+    term: u64,
+    log_term: u64,
+    index: u64,
+    commit: u64,
+    entries: usize,
+    reject: Option<u64>,
+}
+
+fn summary(m: &Message) -> Summary {
+    Summary {
+        msg_type: m.get_msg_type(),
+        from: m.from,
+        to: m.to,
+        term: m.term,
+        log_term: m.log_term,
+        index: m.index,
+        commit: m.commit,
+        entries: m.entries.len(),
+        reject: m.reject.then_some(m.reject_hint),
     }
-    if m.reject {
-        s.push_str(&format!(" reject(hint {})", m.reject_hint));
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?} {}->{} t{} lt{} i{} c{}",
+            self.msg_type, self.from, self.to, self.term, self.log_term, self.index, self.commit
+        )?;
+        if self.entries > 0 {
+            write!(f, " +{}", self.entries)?;
+        }
+        if let Some(hint) = self.reject {
+            write!(f, " reject(hint {hint})")?;
+        }
+        Ok(())
     }
-    s
 }
 
 /// The adapter's timers.
@@ -553,7 +608,7 @@ impl RaftRs {
                 let _second = node.ready();
             }
             for m in rd.take_messages() {
-                send(env, &m);
+                send(env, m);
             }
             for rs in rd.take_read_states() {
                 let attempt = <[u8; 8]>::try_from(rs.request_ctx.as_slice())
@@ -582,13 +637,13 @@ impl RaftRs {
                 let hs = hs.clone();
                 node.mut_store().set_hard_state(&hs, env);
             }
-            let persisted = rd.take_persisted_messages();
+            let mut persisted = rd.take_persisted_messages();
             let committed = rd.take_committed_entries();
             let must_sync = rd.must_sync();
             let number = rd.number();
             node.advance_append_async(rd);
             if self.config.variant == RaftRsVariant::AckBeforePersist {
-                for m in &persisted {
+                for m in std::mem::take(&mut persisted) {
                     send(env, m);
                 }
             }
@@ -599,10 +654,9 @@ impl RaftRs {
                 self.node = None;
                 return;
             }
-            if self.config.variant != RaftRsVariant::AckBeforePersist {
-                for m in &persisted {
-                    send(env, m);
-                }
+            // (Empty for `ack-before-persist`: sent before the sync.)
+            for m in persisted {
+                send(env, m);
             }
             node.on_persist_ready(number);
             for e in &committed {
@@ -878,16 +932,14 @@ impl RaftRs {
 
     fn dispatch(&mut self, env: &mut E<'_>, from: NodeId, msg: RaftRsMsg) {
         match msg {
-            RaftRsMsg::Raft(bytes) => {
-                let Some(m) = decode(&bytes) else {
-                    return;
-                };
-                let input = || format!("{:?} from {from}", RaftRsMsg::Raft(bytes.clone()));
+            RaftRsMsg::Raft(m) => {
+                let summary = summary(&m.0);
+                let input = || format!("{summary} from {from}");
                 self.guarded(env, input, |s, env| {
                     if let Some(node) = s.node.as_mut() {
                         // An error (a message from an unknown peer, a local message
                         // type) is raft-rs refusing the input; nothing changed.
-                        let _ = node.step(m);
+                        let _ = node.step(*m.0);
                     }
                     s.handle_readies(env);
                 });
@@ -912,8 +964,16 @@ fn redraw(node: &mut RawNode<LogStore>, config: &RaftRsConfig, env: &mut E<'_>) 
     node.raft.set_randomized_election_timeout(t);
 }
 
-fn send(env: &mut E<'_>, m: &Message) {
-    env.send(node_of(m.to), RaftRsMsg::encode(m));
+fn send(env: &mut E<'_>, m: Message) {
+    // What a real transport would carry: the message must read back from its protobuf
+    // encoding unchanged, or passing it by value would differ from sending its bytes.
+    debug_assert!(
+        Message::parse_from_bytes(&m.write_to_bytes().expect("raft messages encode"))
+            .is_ok_and(|back| back == m),
+        "a raft-rs message does not round-trip through protobuf: {}",
+        summary(&m)
+    );
+    env.send(node_of(m.to), RaftRsMsg::Raft(RaftMessage(Box::new(m))));
 }
 
 /// The state machine: applies a client's write or compare-and-set entry once per
