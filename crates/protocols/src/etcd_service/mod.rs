@@ -90,7 +90,8 @@ pub use client::Client;
 pub use server::{Cmd, Entry, Server, State};
 
 use crate::resource::{FencingMode, Resource, ResourceMsg};
-use crate::workload::{lock_client_params, LockRole, WorkloadConfig, WorkloadTimer};
+use crate::raft_log::{ClientConfig, ClientTimer, ClientWire};
+use crate::workload::{lock_client_params, WorkloadConfig, WorkloadTimer};
 use crate::zookeeper::single_node;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -184,6 +185,9 @@ pub enum Msg {
         entries: Vec<Entry>,
         leader_commit: u64,
         round: u64,
+        /// etcd-raft's heartbeat context: the ReadIndex request ctx this round confirms
+        /// (`bcastHeartbeatWithCtx`; a periodic heartbeat carries the last pending one).
+        ctx: Option<u64>,
     },
     AppendEntriesReply {
         term: u64,
@@ -191,6 +195,27 @@ pub enum Msg {
         match_index: u64,
         last_index: u64,
         round: u64,
+        /// The ctx of the AppendEntries answered, echoed (`MsgHeartbeatResp.Context`).
+        ctx: Option<u64>,
+    },
+    /// etcd-raft `MsgReadIndex`: a member's read loop asks the leader to confirm a read
+    /// index for its request id `ctx`. Raft forwards it as a local message: no term.
+    ReadIndex {
+        ctx: u64,
+    },
+    /// etcd-raft `MsgReadIndexResp`: the index the leader confirmed for `ctx`.
+    ReadIndexResp {
+        term: u64,
+        ctx: u64,
+        index: u64,
+    },
+    /// A kv-client's attempt (raft-log's client): a put through the log, or a
+    /// linearizable get served by any member's read loop.
+    KvRequest(crate::raft_log::Request),
+    /// The answer to a kv-client's attempt.
+    KvReply {
+        attempt: u64,
+        answer: crate::raft_log::Answer,
     },
     /// A proposal forwarded by a follower to the leader (etcd raft forwards `MsgProp`).
     Propose {
@@ -213,7 +238,8 @@ impl Msg {
             Msg::RequestVote { term, .. }
             | Msg::RequestVoteReply { term, .. }
             | Msg::AppendEntries { term, .. }
-            | Msg::AppendEntriesReply { term, .. } => Some(*term),
+            | Msg::AppendEntriesReply { term, .. }
+            | Msg::ReadIndexResp { term, .. } => Some(*term),
             _ => None,
         }
     }
@@ -239,6 +265,17 @@ pub enum Timer {
     LeaseCheck,
     /// Client (the first one): orphan the session (stop its keep-alives, no revoke).
     Orphan,
+    /// Server: the read loop goroutine runs (after what raft already has to handle).
+    ReadLoop,
+    /// Server: no read state for the read loop's ReadIndex yet: send it again
+    /// (`readIndexRetryTime`).
+    ReadRetry,
+    /// Server: the read loop gives up on its ReadIndex (`ReqTimeout()`).
+    ReadError,
+    /// Kv-client: its next operation.
+    KvThink,
+    /// Kv-client: no answer to an attempt in time.
+    KvTimeout(u64),
     Workload(WorkloadTimer),
 }
 
@@ -261,6 +298,66 @@ pub enum EtcdServiceVariant {
     LeaseCheckpoint,
     /// Lease checkpointing before #13508: remaining TTLs lost by a restart.
     CheckpointUnpersisted,
+    /// etcd with PR #21375 but before PR #21399: the read loop retries its ReadIndex
+    /// with the same request id.
+    ReadindexCtxReused,
+    /// etcd with PR #21399 but without PR #21375: the read loop may take a read state
+    /// after a leader change it has also been told of.
+    ReadAcrossLeaderChange,
+    /// etcd v3.5.0 to v3.5.27 (v3.4 before v3.4.42, v3.6 before v3.6.9): neither fix.
+    #[strum(serialize = "stale-read-20418")]
+    StaleRead20418,
+}
+
+impl EtcdServiceVariant {
+    /// The read loop's retries reuse the iteration's request id (before PR #21399).
+    pub fn reuses_read_ctx(self) -> bool {
+        matches!(
+            self,
+            EtcdServiceVariant::ReadindexCtxReused | EtcdServiceVariant::StaleRead20418
+        )
+    }
+    /// The read loop may take a read state though the leader changed (before PR #21375).
+    pub fn reads_across_leader_change(self) -> bool {
+        matches!(
+            self,
+            EtcdServiceVariant::ReadAcrossLeaderChange | EtcdServiceVariant::StaleRead20418
+        )
+    }
+}
+
+/// A node's role: the lock service's, plus `kv-client`.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum EtcdRole {
+    /// An etcd member.
+    Server,
+    /// A lock client running the workload.
+    Client,
+    /// The protected resource.
+    Storage,
+    /// A client of puts and linearizable gets of a register (raft-log's client).
+    KvClient,
+}
+
+/// etcd-service's messages and timers for raft-log's client (the `kv-client` role).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KvWire;
+
+impl ClientWire for KvWire {
+    type Msg = Msg;
+    type Timer = Timer;
+    fn request(req: crate::raft_log::Request) -> Msg {
+        Msg::KvRequest(req)
+    }
+    fn timer(t: ClientTimer) -> Timer {
+        match t {
+            ClientTimer::Think => Timer::KvThink,
+            ClientTimer::Timeout(a) => Timer::KvTimeout(a),
+        }
+    }
 }
 
 static INFO: ProtocolInfo = ProtocolInfo::new(
@@ -282,6 +379,13 @@ static INFO: ProtocolInfo = ProtocolInfo::new(
         .with_kind(tenure_core::RoleKind::Holder),
         RoleInfo::new("storage", "the protected resource, a counter", 1)
             .with_kind(tenure_core::RoleKind::Resource),
+        RoleInfo::new(
+            "kv-client",
+            "puts of a register through the log and linearizable gets served by any \
+             member's read loop (etcd's `linearizableReadLoop`), judged by \
+             `linearizability`; none unless a scenario asks",
+            0,
+        ),
     ],
     &[
         VariantInfo::new(
@@ -318,6 +422,31 @@ static INFO: ProtocolInfo = ProtocolInfo::new(
              leader restarts every lease's TTL in full",
         )
         .with_breaks(&["lease-expiry"]),
+        VariantInfo::new(
+            "readindex-ctx-reused",
+            "etcd #20418 with PR #21375 but not PR #21399 (etcd main of 2026-02-26): \
+             the read loop resends its ReadIndex every `read_index_retry` with the \
+             same request id; etcd-raft's leader keys pending reads by that ctx, so a \
+             retry that reaches a deposed leader after the first was confirmed is \
+             confirmed again by the in-flight acknowledgements of the first round, \
+             and releases the stale reads queued before it (etcd-io/raft #397)",
+        )
+        .with_breaks(&["linearizability"]),
+        VariantInfo::new(
+            "read-across-leader-change",
+            "etcd #20418 with PR #21399 but not PR #21375: when a read state and a \
+             leader change are both waiting, the read loop's `select` may take the \
+             read state (Go picks at random); with a fresh request id per retry, a read \
+             state is confirmed by a majority after its request, so the model finds \
+             no stale read from this alone",
+        ),
+        VariantInfo::new(
+            "stale-read-20418",
+            "etcd #20418 as released: every v3.5 before v3.5.28 (v3.4 before v3.4.42, \
+             v3.6 before v3.6.9), neither PR #21375 nor PR #21399: a reused ReadIndex \
+             ctx confirmed by a deposed leader, taken even over a leader change",
+        )
+        .with_breaks(&["linearizability"]),
     ],
 );
 
@@ -350,6 +479,18 @@ lock_client_params! {
         /// time in `[TTL, 2 x TTL]` after it starts (`Session.Orphan()`: keep-alives
         /// stop, no revoke; see the module docs).
         pub orphan_session: bool = true,
+        /// The read loop resends its ReadIndex after this long without a read state
+        /// (etcd's `readIndexRetryTime`, 500ms, half its default 1s election timeout:
+        /// here half the default maximum election timeout).
+        pub read_index_retry: HumanDuration = HumanDuration(Duration::from_millis(150)),
+        /// `kv-client`: the percentage of operations that are gets.
+        pub kv_reads: u8 = 50,
+        /// `kv-client`: the pause between one operation's end and the next.
+        pub kv_think: HumanDuration = HumanDuration(Duration::from_millis(20)),
+        /// `kv-client`: an attempt unanswered this long is tried on the next server.
+        pub kv_request_timeout: HumanDuration = HumanDuration(Duration::from_millis(200)),
+        /// `kv-client`: attempts per operation before it is recorded as unknown.
+        pub kv_max_attempts: u32 = 4,
     }
 }
 
@@ -363,9 +504,17 @@ pub struct EtcdServiceConfig {
     pub lease_checkpoint_interval: Duration,
     pub resource_mode: FencingMode,
     pub workload: WorkloadConfig,
-    pub roles: Roles<LockRole>,
+    pub roles: Roles<EtcdRole>,
     /// Whether the first client orphans its session once per incarnation.
     pub orphan_session: bool,
+    /// The read loop's retry period (`readIndexRetryTime`).
+    pub read_index_retry: Duration,
+    /// The read loop gives up on a ReadIndex after this long: etcd's `ReqTimeout()`
+    /// (5s + 2 x election timeout, the 5s being 10 x `readIndexRetryTime`):
+    /// 10 x `read_index_retry` + 2 x the maximum election timeout.
+    pub read_timeout: Duration,
+    /// The kv-clients' parameters (one register, `k0`, renamed every 1s).
+    pub kv: ClientConfig,
 }
 
 impl EtcdServiceConfig {
@@ -380,7 +529,11 @@ pub enum EtcdService {
     Server(Box<Server>),
     Client(Box<Client>),
     Storage(Resource),
+    KvClient(Box<KvClient>),
 }
+
+/// A kv-client: raft-log's client on etcd-service's wire.
+pub type KvClient = crate::raft_log::Client<KvWire>;
 
 impl EtcdService {
     pub fn server(&self) -> Option<&Server> {
@@ -400,9 +553,14 @@ impl Protocol for EtcdService {
 
     fn new(config: &EtcdServiceConfig, me: NodeId, cluster: &Cluster) -> EtcdService {
         match config.roles.get(me) {
-            LockRole::Server => EtcdService::Server(Box::new(Server::new(config, me, cluster))),
-            LockRole::Client => EtcdService::Client(Box::new(Client::new(config, cluster))),
-            LockRole::Storage => EtcdService::Storage(Resource::new(config.resource_mode)),
+            EtcdRole::Server => EtcdService::Server(Box::new(Server::new(config, me, cluster))),
+            EtcdRole::Client => EtcdService::Client(Box::new(Client::new(config, cluster))),
+            EtcdRole::Storage => EtcdService::Storage(Resource::new(config.resource_mode)),
+            EtcdRole::KvClient => EtcdService::KvClient(Box::new(KvClient::new(
+                config.kv.clone(),
+                me,
+                EtcdServiceConfig::servers(cluster),
+            ))),
         }
     }
 
@@ -411,6 +569,7 @@ impl Protocol for EtcdService {
             EtcdService::Server(s) => s.on_start(env),
             EtcdService::Client(c) => c.on_start(env),
             EtcdService::Storage(r) => r.on_start(env),
+            EtcdService::KvClient(c) => c.on_start(env),
         }
     }
 
@@ -418,6 +577,10 @@ impl Protocol for EtcdService {
         match (self, msg) {
             (EtcdService::Storage(r), Msg::Resource(m)) => r.on_message(env, from, m),
             (EtcdService::Storage(_), _) => {}
+            (EtcdService::KvClient(c), Msg::KvReply { attempt, answer }) => {
+                c.on_reply(env, from, attempt, answer)
+            }
+            (EtcdService::KvClient(_), _) => {}
             (EtcdService::Server(s), msg) => s.on_message(env, from, msg),
             (EtcdService::Client(c), msg) => c.on_message(env, from, msg),
         }
@@ -428,6 +591,11 @@ impl Protocol for EtcdService {
             EtcdService::Server(s) => s.on_timer(env, timer),
             EtcdService::Client(c) => c.on_timer(env, timer),
             EtcdService::Storage(_) => {}
+            EtcdService::KvClient(c) => match timer {
+                Timer::KvThink => c.on_timer(env, ClientTimer::Think),
+                Timer::KvTimeout(a) => c.on_timer(env, ClientTimer::Timeout(a)),
+                _ => {}
+            },
         }
     }
 }
@@ -492,7 +660,7 @@ const MAX_DRIFT: Option<f64> = Some(0.1);
 impl Configurable for EtcdService {
     type Params = EtcdServiceParams;
     type Variant = EtcdServiceVariant;
-    type Role = LockRole;
+    type Role = EtcdRole;
 
     fn info() -> &'static ProtocolInfo {
         &INFO
@@ -541,6 +709,12 @@ impl Configurable for EtcdService {
                 "must be more than 0",
             ));
         }
+        if params.read_index_retry.0.is_zero() {
+            return Err(ParamError::new("read_index_retry", "must be more than 0"));
+        }
+        if params.kv_request_timeout.0.is_zero() {
+            return Err(ParamError::new("kv_request_timeout", "must be more than 0"));
+        }
         let storage = single_node(cluster, "storage")?;
         let workload = params
             .workload_params()
@@ -555,13 +729,23 @@ impl Configurable for EtcdService {
             workload,
             roles: Roles::of(cluster)?,
             orphan_session: params.orphan_session,
+            read_index_retry: params.read_index_retry.0,
+            read_timeout: params.read_index_retry.0 * 10 + max * 2,
+            kv: ClientConfig {
+                keys: 1,
+                key_period: Duration::from_secs(1),
+                reads: params.kv_reads.min(100),
+                think: params.kv_think.0,
+                request_timeout: params.kv_request_timeout.0,
+                max_attempts: params.kv_max_attempts.max(1),
+            },
         })
     }
 
     /// The revision fences every write across failover; `mutual-exclusion` is not
     /// promised (a client paused past its TTL acts after its lease is gone).
     fn promises(config: &EtcdServiceConfig, cluster: &Cluster) -> Vec<tenure_core::Promise> {
-        vec![
+        let mut promises = vec![
             tenure_core::Promise::new("fencing-safety"),
             tenure_core::Promise::new("no-lost-update"),
             crate::promises::lock_liveness(
@@ -573,7 +757,13 @@ impl Configurable for EtcdService {
                 true,
             ),
             lease_expiry(config),
-        ]
+        ];
+        // Linearizable gets and puts of the kv-clients' register (etcd's default
+        // `Range` is linearizable: `linearizableReadNotify`), when there are any.
+        if cluster.count("kv-client") > 0 {
+            promises.push(tenure_core::Promise::new("linearizability").with("model", "cas-register"));
+        }
+        promises
     }
 
     fn assumptions(config: &EtcdServiceConfig) -> tenure_core::Assumptions {
