@@ -71,6 +71,33 @@
 //! client paused past its TTL still acts: Kleppmann 2016), but `revoke-after-stall`
 //! breaks it with no client fault at all.
 //!
+//! **Linearizable reads as etcd serves them** (the `kv-client` role, etcd #20418).
+//! A kv-client's get reaches any member and waits for that member's read loop
+//! (`linearizableReadLoop` / `requestCurrentIndex`, `server/etcdserver/v3_server.go`):
+//! a turn takes the reads that came before it, sends ReadIndex with a request id (to its
+//! own raft as leader, `MsgReadIndex` to the leader as a follower; dropped with no
+//! leader), resends it every `read_index_retry` (etcd's `readIndexRetryTime`), waits
+//! for the read state and for its application, and fails its reads on a leader change
+//! (the `leaderChanged` channel, closed when raft reports a new leader) or after
+//! `read_timeout`. The loop runs as a goroutine after what raft already has to handle
+//! (`Timer::ReadLoop`), so a read state and a leader change can both be ready. The
+//! leader keys pending requests by ctx as etcd-raft's `readOnly` does (`addRequest`
+//! ignores a ctx already pending; `recvAck`; `advance` releases every request queued
+//! up to the acknowledged one; heartbeats carry the last pending ctx; a leader holds
+//! requests until its first commit of the term). `readindex-ctx-reused` (before PR
+//! #21399) resends the same id; `read-across-leader-change` (before PR #21375) lets
+//! Go's `select` take a read state though a leader change is ready too (drawn from the
+//! node's rng); `stale-read-20418` has neither fix. What the model shows: the reused
+//! ctx's own reads are never stale, but a retry re-queued at a deposed leader after its
+//! first round was confirmed is confirmed again by an acknowledgement of that round
+//! still in flight, and releases the deposed leader's own read queued before it
+//! (etcd-io/raft PR #397); the leader-change race alone returns no stale index (a read
+//! state for a fresh id was confirmed by a majority after its request). Fuzzing finds
+//! neither: the acknowledgement must outlive an election (`scenarios/etcd-service/
+//! readindex-ctx-reused-stale-read.toml` holds it 1.5s). Client puts carry raft-log's
+//! sessions (§6.3) so a duplicated put applies once (etcd has no such table; gRPC does
+//! not duplicate).
+//!
 //! **Sources verified** (etcd-io/etcd, read at tags v3.5.12, v3.5.13, v3.5.17 (lease
 //! checkpoints, `Promote` in `applyEntryNormal`) and v3.5.19):
 //! `server/lease/lessor.go` (`Promote` refreshes every lease to `now + extend +
@@ -79,7 +106,11 @@
 //! first calls `ensureLeadership`, which trusts a member whose raft loop ticked within
 //! 3 ticks and otherwise does `linearizableReadNotify` and checks `raftStatus().Lead`;
 //! the model always does the read: a stalled member has not ticked),
-//! `client/v3/concurrency/mutex.go` (`Lock`, `waitDeletes`, the own-key `Get`).
+//! `client/v3/concurrency/mutex.go` (`Lock`, `waitDeletes`, the own-key `Get`); for
+//! #20418, `server/etcdserver/v3_server.go` at v3.5.27 and v3.5.28 (PRs #21387 and
+//! #21421, the v3.5 backports of #21375 and #21399), `server/etcdserver/raft.go` and
+//! `server.go` (`leaderChanged`), `raft/raft.go` and `raft/read_only.go` at v3.5.27, and
+//! etcd-io/raft PR #397 (`TestReadOnlyDuplicateRequest`).
 
 mod client;
 mod server;
@@ -89,8 +120,8 @@ mod tests;
 pub use client::Client;
 pub use server::{Cmd, Entry, Server, State};
 
-use crate::resource::{FencingMode, Resource, ResourceMsg};
 use crate::raft_log::{ClientConfig, ClientTimer, ClientWire};
+use crate::resource::{FencingMode, Resource, ResourceMsg};
 use crate::workload::{lock_client_params, WorkloadConfig, WorkloadTimer};
 use crate::zookeeper::single_node;
 use serde::{Deserialize, Serialize};

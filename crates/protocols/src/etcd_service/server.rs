@@ -1360,8 +1360,7 @@ impl Server {
                 && (!it.leader_changed
                     || (self.config.variant.reads_across_leader_change()
                         && env.range_inclusive(0, 1) == 0));
-            if state_ready && !take_state && !self.config.variant.reads_across_leader_change()
-            {
+            if state_ready && !take_state && !self.config.variant.reads_across_leader_change() {
                 self.read_loop.read_states.remove(0); // taken, then the leader change wins
             }
             if !take_state {
@@ -1444,7 +1443,14 @@ impl Server {
         for r in batch {
             let value = self.state.registers.get(&r.key).copied().unwrap_or(0);
             let answer = crate::raft_log::Answer::Ok(Some(value));
-            self.send(env, r.client, Msg::KvReply { attempt: r.attempt, answer });
+            self.send(
+                env,
+                r.client,
+                Msg::KvReply {
+                    attempt: r.attempt,
+                    answer,
+                },
+            );
         }
     }
 
@@ -1454,7 +1460,14 @@ impl Server {
         env.cancel_timer(&Timer::ReadError);
         for r in batch {
             let answer = crate::raft_log::Answer::NotLeader(self.leader);
-            self.send(env, r.client, Msg::KvReply { attempt: r.attempt, answer });
+            self.send(
+                env,
+                r.client,
+                Msg::KvReply {
+                    attempt: r.attempt,
+                    answer,
+                },
+            );
         }
     }
 

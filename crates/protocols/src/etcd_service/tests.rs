@@ -367,8 +367,8 @@ struct Hand {
 impl Hand {
     fn new(variant: EtcdServiceVariant) -> Hand {
         let cluster = kv_cluster();
-        let config = EtcdService::configure(EtcdServiceParams::default(), variant, &cluster)
-            .unwrap();
+        let config =
+            EtcdService::configure(EtcdServiceParams::default(), variant, &cluster).unwrap();
         let servers: Vec<Server> = (0..3)
             .map(|i| Server::new(&config, NodeId(i), &cluster))
             .collect();
@@ -428,7 +428,11 @@ impl Hand {
 
     /// Delivers what is on the wire, and what that sends, until nothing is left, except
     /// messages `hold` keeps back (returned) and messages to or from `cut` (dropped).
-    fn pump(&mut self, cut: Option<u32>, hold: impl Fn(u32, u32, &Msg) -> bool) -> Vec<(u32, u32, Msg)> {
+    fn pump(
+        &mut self,
+        cut: Option<u32>,
+        hold: impl Fn(u32, u32, &Msg) -> bool,
+    ) -> Vec<(u32, u32, Msg)> {
         let mut held = Vec::new();
         let mut replies = Vec::new();
         while !self.wire.is_empty() {
@@ -455,7 +459,9 @@ impl Hand {
             seq: attempt,
             op,
         };
-        self.on(server, |s, e| s.on_message(e, NodeId(client), Msg::KvRequest(req)));
+        self.on(server, |s, e| {
+            s.on_message(e, NodeId(client), Msg::KvRequest(req))
+        });
     }
 }
 
@@ -500,8 +506,8 @@ fn reused_ctx_run(variant: EtcdServiceVariant) -> Option<crate::raft_log::Answer
     h.pump(None, held);
     let late_ack = h.take(|f, _, m| f == 2 && matches!(m, Msg::AppendEntriesReply { .. }));
     h.wire.clear(); // n0's answer to n1 is lost
-    // No read state for `read_index_retry`: n1's read loop sends its ReadIndex again,
-    // and the network holds it.
+                    // No read state for `read_index_retry`: n1's read loop sends its ReadIndex again,
+                    // and the network holds it.
     h.timer(1, Timer::ReadRetry);
     let retry = h.take(|f, t, m| f == 1 && t == 0 && matches!(m, Msg::ReadIndex { .. }));
     let Msg::ReadIndex { ctx: again } = retry.2 else {
@@ -519,13 +525,17 @@ fn reused_ctx_run(variant: EtcdServiceVariant) -> Option<crate::raft_log::Answer
     h.kv(7, 0, 9, KvOp::Get { key: 0 });
     h.timer(0, Timer::ReadLoop);
     h.wire.clear(); // its heartbeats are cut off
-    // The held retry, then the held acknowledgement of the first round, reach n0.
+                    // The held retry, then the held acknowledgement of the first round, reach n0.
     h.deliver(retry);
     h.wire.clear();
     h.deliver(late_ack);
     h.timer(0, Timer::ReadLoop);
     let replies = h.pump(Some(99), |_, _, _| false);
-    assert_eq!(h.servers[0].role(), Role::Leader, "n0 has heard of no new term");
+    assert_eq!(
+        h.servers[0].role(),
+        Role::Leader,
+        "n0 has heard of no new term"
+    );
     kv_answer(&replies, 9)
 }
 
@@ -545,5 +555,8 @@ fn a_reused_readindex_ctx_lets_a_deposed_leader_answer_a_stale_read() {
     // Negative controls: a fresh id per retry leaves the delayed acknowledgement nothing
     // to confirm; so with PR #21399 alone (`read-across-leader-change`).
     assert_eq!(reused_ctx_run(EtcdServiceVariant::Correct), None);
-    assert_eq!(reused_ctx_run(EtcdServiceVariant::ReadAcrossLeaderChange), None);
+    assert_eq!(
+        reused_ctx_run(EtcdServiceVariant::ReadAcrossLeaderChange),
+        None
+    );
 }
