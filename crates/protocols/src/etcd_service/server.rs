@@ -53,6 +53,13 @@ pub enum Cmd {
         key: String,
         create_revision: u64,
     },
+    /// A kv-client's put of a register (its session and the put's number in it).
+    KvPut {
+        key: u32,
+        value: i64,
+        session: u64,
+        seq: u64,
+    },
 }
 
 /// One log entry.
@@ -106,6 +113,11 @@ pub struct State {
     pub revision: u64,
     pub leases: BTreeMap<LeaseId, LeaseState>,
     pub kv: BTreeMap<String, KeyState>,
+    /// The kv-clients' registers (0 until written).
+    pub registers: BTreeMap<u32, i64>,
+    /// The last put applied of each kv-client session: a duplicated or retried put
+    /// applies once (Raft §6.3).
+    pub sessions: BTreeMap<u64, u64>,
 }
 
 impl State {
@@ -136,6 +148,102 @@ struct PendingRead {
     op: Op,
     round: u64,
     index: Option<u64>,
+}
+
+/// etcd-raft's `readOnly` (`read_only.go`, ReadOnlySafe, etcd v3.5.x `raft/` and
+/// etcd-io/raft before PR #397): the leader's pending ReadIndex requests keyed by their
+/// ctx, in arrival order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct ReadOnly {
+    pending: BTreeMap<u64, ReadIndexStatus>,
+    queue: Vec<u64>,
+}
+
+/// `readIndexStatus`: the commit index when the request came, who asked, who acked.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct ReadIndexStatus {
+    index: u64,
+    from: NodeId,
+    acks: BTreeSet<NodeId>,
+}
+
+impl ReadOnly {
+    /// `addRequest`: a ctx already pending is not added again (its first index stays).
+    fn add_request(&mut self, index: u64, ctx: u64, from: NodeId) {
+        if self.pending.contains_key(&ctx) {
+            return;
+        }
+        self.pending.insert(
+            ctx,
+            ReadIndexStatus {
+                index,
+                from,
+                acks: BTreeSet::new(),
+            },
+        );
+        self.queue.push(ctx);
+    }
+
+    /// `recvAck`: the acknowledgements of `ctx` so far (none if it is not pending).
+    fn recv_ack(&mut self, id: NodeId, ctx: u64) -> usize {
+        self.pending.get_mut(&ctx).map_or(0, |rs| {
+            rs.acks.insert(id);
+            rs.acks.len()
+        })
+    }
+
+    /// `advance`: every request queued up to and including `ctx`, released.
+    fn advance(&mut self, ctx: u64) -> Vec<(u64, ReadIndexStatus)> {
+        let Some(at) = self.queue.iter().position(|&c| c == ctx) else {
+            return Vec::new();
+        };
+        self.queue
+            .drain(..=at)
+            .collect::<Vec<u64>>()
+            .into_iter()
+            .filter_map(|c| self.pending.remove(&c).map(|rs| (c, rs)))
+            .collect()
+    }
+
+    /// `lastPendingRequestCtx`: what a periodic heartbeat carries.
+    fn last_pending(&self) -> Option<u64> {
+        self.queue.last().copied()
+    }
+}
+
+/// A kv-client's get waiting for the read loop.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct KvRead {
+    client: NodeId,
+    attempt: u64,
+    key: u32,
+}
+
+/// One turn of etcd's `linearizableReadLoop` (`requestCurrentIndex`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Iteration {
+    /// The reads this turn answers (`nr`: those that came before it began).
+    batch: Vec<KvRead>,
+    /// The request id last sent.
+    id: u64,
+    /// Every request id sent this turn (PR #21399 accepts a read state for any).
+    ids: BTreeSet<u64>,
+    /// The leader changed since the turn began (its `leaderChangedNotifier` closed).
+    leader_changed: bool,
+    /// The read index confirmed, waiting to be applied.
+    confirmed: Option<u64>,
+}
+
+/// etcd's read loop (`server/etcdserver/v3_server.go`, v3.5.x): its channels and turn.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct ReadLoop {
+    /// Reads for the next turn (`readNotifier`, swapped at a turn's start).
+    waiting: Vec<KvRead>,
+    current: Option<Iteration>,
+    /// `readStateC`: read states raft handed over, (ctx, index).
+    read_states: Vec<(u64, u64)>,
+    /// `reqIDGen`'s next id (0: not started).
+    next_id: u64,
 }
 
 /// One etcd member.
@@ -190,6 +298,18 @@ pub struct Server {
     recovered: u64,
 
     announced: Option<Observation>,
+
+    // linearizable reads as etcd serves them (the kv-clients' gets)
+    read_only: ReadOnly,
+    /// ReadIndex requests a leader holds until it commits in its term
+    /// (`pendingReadIndexMessages`).
+    postponed_reads: Vec<(NodeId, u64)>,
+    /// Kv puts this leader appended, by index: the client and attempt to answer.
+    kv_proposed: BTreeMap<u64, (NodeId, u64)>,
+    read_loop: ReadLoop,
+    /// The leader raft last reported (`rh.getLead()`): a new one closes the read
+    /// loop's `leaderChanged` channel.
+    last_lead: Option<NodeId>,
 }
 
 impl Server {
@@ -229,6 +349,11 @@ impl Server {
             checkpoints: BTreeMap::new(),
             recovered: 0,
             announced: None,
+            read_only: ReadOnly::default(),
+            postponed_reads: Vec::new(),
+            kv_proposed: BTreeMap::new(),
+            read_loop: ReadLoop::default(),
+            last_lead: None,
         }
     }
 
@@ -328,6 +453,17 @@ impl Server {
             env.observe(obs.clone());
             self.announced = Some(obs);
         }
+        // etcd's raftNode: `newLeader := SoftState.Lead != None && getLead() != Lead`
+        // closes `leaderChanged` (v3.5.x `server/etcdserver/raft.go`, `server.go`).
+        if self.leader != self.last_lead {
+            if self.leader.is_some() {
+                if let Some(it) = self.read_loop.current.as_mut() {
+                    it.leader_changed = true;
+                    env.set_timer(Timer::ReadLoop, Duration::from_micros(1));
+                }
+            }
+            self.last_lead = self.leader;
+        }
     }
 
     fn reset_election_timer(&mut self, env: &mut E<'_>) {
@@ -346,6 +482,10 @@ impl Server {
         if was_leader {
             self.reads.clear();
             self.proposed.clear();
+            // etcd-raft `reset(term)`: a new `readOnly`.
+            self.read_only = ReadOnly::default();
+            self.postponed_reads.clear();
+            self.kv_proposed.clear();
             // `Demote`: the lessor is no longer primary.
             self.expiry.clear();
             self.revoking.clear();
@@ -397,6 +537,8 @@ impl Server {
         self.revoking.clear();
         self.to_confirm.clear();
         self.checkpoints.clear();
+        self.read_only = ReadOnly::default();
+        self.postponed_reads.clear();
         let index = self.last_index() + 1;
         self.write_from(
             env,
@@ -445,16 +587,28 @@ impl Server {
 
     // ----- replication -----
 
+    /// A round to every peer; it carries the last pending ReadIndex ctx, as etcd-raft's
+    /// `bcastHeartbeat` does.
     fn heartbeat(&mut self, env: &mut E<'_>) {
+        let ctx = self.read_only.last_pending();
+        self.heartbeat_with(env, ctx);
+    }
+
+    /// A round carrying `ctx` (`bcastHeartbeatWithCtx`).
+    fn heartbeat_with(&mut self, env: &mut E<'_>, ctx: Option<u64>) {
         self.round += 1;
         for k in 0..self.peers.len() {
             let peer = self.peers[k];
-            self.replicate(env, peer);
+            self.replicate_with(env, peer, ctx);
         }
         env.set_timer(Timer::Heartbeat, self.config.heartbeat_interval);
     }
 
     fn replicate(&mut self, env: &mut E<'_>, peer: NodeId) {
+        self.replicate_with(env, peer, None);
+    }
+
+    fn replicate_with(&mut self, env: &mut E<'_>, peer: NodeId, ctx: Option<u64>) {
         let next = self.next_index.get(&peer).copied().unwrap_or(1).max(1);
         let prev_log_index = (next - 1).min(self.last_index());
         let prev_log_term = self.term_at(prev_log_index).unwrap_or(0);
@@ -467,6 +621,7 @@ impl Server {
             entries: self.log[from..to].to_vec(),
             leader_commit: self.commit,
             round: self.round,
+            ctx,
         };
         self.send(env, peer, msg);
     }
@@ -480,7 +635,7 @@ impl Server {
         (prev_log_index, prev_log_term): (u64, u64),
         entries: Vec<Entry>,
         leader_commit: u64,
-        round: u64,
+        (round, ctx): (u64, Option<u64>),
     ) {
         self.catch_up_term(env, term, Some(from));
         let refuse = |s: &Server| Msg::AppendEntriesReply {
@@ -489,6 +644,7 @@ impl Server {
             match_index: prev_log_index,
             last_index: s.last_index(),
             round,
+            ctx,
         };
         if term < self.term || self.role == Role::Leader {
             let reply = refuse(self);
@@ -521,6 +677,7 @@ impl Server {
             match_index: last_new,
             last_index: self.last_index(),
             round,
+            ctx,
         };
         self.send(env, from, reply);
         self.apply_committed(env);
@@ -533,11 +690,20 @@ impl Server {
         term: u64,
         success: bool,
         (match_index, last_index): (u64, u64),
-        round: u64,
+        (round, ctx): (u64, Option<u64>),
     ) {
         self.catch_up_term(env, term, None);
         if self.role != Role::Leader || term != self.term {
             return;
+        }
+        // `MsgHeartbeatResp` with a context: `recvAck`, and once a majority has acked
+        // it, `advance` releases every request queued up to it.
+        if let Some(ctx) = ctx {
+            if self.read_only.recv_ack(from, ctx) >= self.quorum() {
+                for (ctx, rs) in self.read_only.advance(ctx) {
+                    self.respond_read_index(env, rs.from, ctx, rs.index);
+                }
+            }
         }
         let acked = self.acked_round.entry(from).or_insert(0);
         *acked = (*acked).max(round);
@@ -573,6 +739,10 @@ impl Server {
                 read.index = Some(n);
             }
             self.apply_committed(env);
+            // `releasePendingReadIndexMessages`: the first commit of this term.
+            for (from, ctx) in std::mem::take(&mut self.postponed_reads) {
+                self.step_read_index(env, from, ctx);
+            }
         }
     }
 
@@ -592,6 +762,22 @@ impl Server {
                     self.reply(env, client, req, answer);
                 }
             }
+            if let Some((client, attempt)) = self.kv_proposed.remove(&index) {
+                if matches!(entry.cmd, Cmd::KvPut { .. }) {
+                    let answer = crate::raft_log::Answer::Ok(None);
+                    self.send(env, client, Msg::KvReply { attempt, answer });
+                }
+            }
+        }
+        // The read loop waits for its read index to be applied (`applyWait`).
+        if self
+            .read_loop
+            .current
+            .as_ref()
+            .and_then(|it| it.confirmed)
+            .is_some_and(|i| i <= self.applied)
+        {
+            env.set_timer(Timer::ReadLoop, Duration::from_micros(1));
         }
     }
 
@@ -690,6 +876,20 @@ impl Server {
                 };
                 Some(Answer::Put { create_revision })
             }
+            Cmd::KvPut {
+                key,
+                value,
+                session,
+                seq,
+            } => {
+                if self.state.sessions.get(session).is_some_and(|s| s >= seq) {
+                    return None; // applied before
+                }
+                self.state.sessions.insert(*session, *seq);
+                self.state.revision += 1;
+                self.state.registers.insert(*key, *value);
+                None
+            }
             Cmd::Delete {
                 key,
                 create_revision,
@@ -786,9 +986,7 @@ impl Server {
                 self.proposals.extend(expired);
                 env.set_timer(Timer::Revoke, Duration::from_micros(1));
             }
-            EtcdServiceVariant::Correct
-            | EtcdServiceVariant::LeaseCheckpoint
-            | EtcdServiceVariant::CheckpointUnpersisted => {
+            _ => {
                 // `ensureLeadership` (PR #16822): a linearizable read first, i.e. a
                 // round acknowledged by a majority in this term.
                 self.heartbeat(env);
@@ -1029,6 +1227,250 @@ impl Server {
         }
     }
 
+    // ----- linearizable reads as etcd serves them (kv-clients) -----
+
+    /// A kv-client's attempt: a put goes through the log at the leader; a get, at any
+    /// member, waits for the read loop (`linearizableReadNotify`).
+    fn on_kv_request(&mut self, env: &mut E<'_>, client: NodeId, req: crate::raft_log::Request) {
+        use crate::raft_log::{Answer as KvAnswer, Op as KvOp};
+        match req.op {
+            KvOp::Put { key, value } => {
+                if self.role != Role::Leader {
+                    let answer = KvAnswer::NotLeader(self.leader);
+                    let attempt = req.attempt;
+                    self.send(env, client, Msg::KvReply { attempt, answer });
+                    return;
+                }
+                if self.kv_proposed.len() >= 4096 {
+                    self.kv_proposed.clear();
+                }
+                let index = self.last_index() + 1;
+                self.kv_proposed.insert(index, (client, req.attempt));
+                let cmd = Cmd::KvPut {
+                    key,
+                    value,
+                    session: req.session,
+                    seq: req.seq,
+                };
+                self.propose(env, cmd, None);
+            }
+            KvOp::Get { key } => {
+                self.read_loop.waiting.push(KvRead {
+                    client,
+                    attempt: req.attempt,
+                    key,
+                });
+                // `readwaitc`: wake the loop if it is idle.
+                if self.read_loop.current.is_none() {
+                    env.set_timer(Timer::ReadLoop, Duration::from_micros(1));
+                }
+            }
+        }
+    }
+
+    /// etcd-raft's `MsgReadIndex` (v3.5.x `raft/raft.go`): a leader that has committed
+    /// in its term records its commit index for `ctx` (`addRequest`), acks it itself
+    /// and sends a heartbeat round carrying `ctx`; one that has not yet holds it
+    /// (`pendingReadIndexMessages`). A follower forwards its own to the leader it knows,
+    /// or drops it ("no leader ... dropping index reading msg").
+    fn step_read_index(&mut self, env: &mut E<'_>, from: NodeId, ctx: u64) {
+        if self.role != Role::Leader {
+            if from == self.me && self.role == Role::Follower {
+                if let Some(leader) = self.leader {
+                    self.send(env, leader, Msg::ReadIndex { ctx });
+                }
+            }
+            return;
+        }
+        if self.peers.is_empty() {
+            let commit = self.commit;
+            self.respond_read_index(env, from, ctx, commit);
+            return;
+        }
+        if self.term_at(self.commit) != Some(self.term) {
+            self.postponed_reads.push((from, ctx));
+            return;
+        }
+        self.read_only.add_request(self.commit, ctx, from);
+        self.read_only.recv_ack(self.me, ctx);
+        self.heartbeat_with(env, Some(ctx));
+    }
+
+    /// `responseToReadIndexReq`: a read state for this member's own read loop, or a
+    /// `MsgReadIndexResp` to the member that asked.
+    fn respond_read_index(&mut self, env: &mut E<'_>, to: NodeId, ctx: u64, index: u64) {
+        if to == self.me {
+            self.read_state(env, ctx, index);
+        } else {
+            let term = self.term;
+            self.send(env, to, Msg::ReadIndexResp { term, ctx, index });
+        }
+    }
+
+    /// Raft hands a read state to the read loop (`readStateC`).
+    fn read_state(&mut self, env: &mut E<'_>, ctx: u64, index: u64) {
+        if self.read_loop.current.is_none() {
+            return; // nobody waits: the loop would skip it as out of date
+        }
+        self.read_loop.read_states.push((ctx, index));
+        env.set_timer(Timer::ReadLoop, Duration::from_micros(1));
+    }
+
+    /// `reqIDGen.Next()`: ids unique to this member and, as etcd's generator seeds
+    /// itself from the clock at start, to this incarnation.
+    fn next_read_id(&mut self, env: &mut E<'_>) -> u64 {
+        if self.read_loop.next_id == 0 {
+            let millis = u64::try_from(env.wall().as_nanos() / 1_000_000).unwrap_or(0);
+            self.read_loop.next_id =
+                (u64::from(self.me.0) + 1) << 48 | (millis & 0xFF_FFFF_FFFF) << 8;
+        }
+        self.read_loop.next_id += 1;
+        self.read_loop.next_id
+    }
+
+    /// The read loop goroutine (`linearizableReadLoop` and `requestCurrentIndex`,
+    /// etcd v3.5.x `server/etcdserver/v3_server.go`): it runs after raft has handled
+    /// what was already waiting, so a read state and a leader change can both be
+    /// ready when it looks.
+    fn run_read_loop(&mut self, env: &mut E<'_>) {
+        loop {
+            let Some(it) = self.read_loop.current.as_mut() else {
+                if self.read_loop.waiting.is_empty() {
+                    self.read_loop.read_states.clear();
+                    return;
+                }
+                self.start_read_turn(env);
+                continue;
+            };
+            if let Some(index) = it.confirmed {
+                if self.applied < index {
+                    return; // `applyWait.Wait(confirmedIndex)`
+                }
+                let done = self.read_loop.current.take().expect("a turn");
+                self.answer_reads(env, done.batch);
+                continue;
+            }
+            let state_ready = !self.read_loop.read_states.is_empty();
+            if !state_ready && !it.leader_changed {
+                return;
+            }
+            // Go's `select` picks at random among ready cases; PR #21375 looks at the
+            // leader change again after taking a read state.
+            let take_state = state_ready
+                && (!it.leader_changed
+                    || (self.config.variant.reads_across_leader_change()
+                        && env.range_inclusive(0, 1) == 0));
+            if state_ready && !take_state && !self.config.variant.reads_across_leader_change() {
+                self.read_loop.read_states.remove(0); // taken, then the leader change wins
+            }
+            if !take_state {
+                // `ErrLeaderChanged`
+                let failed = self.read_loop.current.take().expect("a turn");
+                self.fail_reads(env, failed.batch);
+                continue;
+            }
+            let (ctx, index) = self.read_loop.read_states.remove(0);
+            let own = if self.config.variant.reuses_read_ctx() {
+                ctx == it.id
+            } else {
+                it.ids.contains(&ctx)
+            };
+            if own {
+                it.confirmed = Some(index);
+                env.cancel_timer(&Timer::ReadRetry);
+                env.cancel_timer(&Timer::ReadError);
+            }
+            // else: "ignored out-of-date read index response"
+        }
+    }
+
+    /// A turn begins: the reads so far are its batch; its first ReadIndex goes out.
+    fn start_read_turn(&mut self, env: &mut E<'_>) {
+        let id = self.next_read_id(env);
+        self.read_loop.read_states.clear();
+        self.read_loop.current = Some(Iteration {
+            batch: std::mem::take(&mut self.read_loop.waiting),
+            id,
+            ids: BTreeSet::from([id]),
+            leader_changed: false,
+            confirmed: None,
+        });
+        env.set_timer(Timer::ReadRetry, self.config.read_index_retry);
+        env.set_timer(Timer::ReadError, self.config.read_timeout);
+        self.step_read_index(env, self.me, id);
+    }
+
+    /// `retryTimer`: the ReadIndex again: with the same id before PR #21399, with a
+    /// new one (also accepted) after it.
+    fn on_read_retry(&mut self, env: &mut E<'_>) {
+        let reuse = self.config.variant.reuses_read_ctx();
+        let Some(it) = self.read_loop.current.as_ref() else {
+            return;
+        };
+        if it.confirmed.is_some() {
+            return;
+        }
+        let id = if reuse {
+            it.id
+        } else {
+            let id = self.next_read_id(env);
+            let it = self.read_loop.current.as_mut().expect("a turn");
+            it.id = id;
+            it.ids.insert(id);
+            id
+        };
+        env.set_timer(Timer::ReadRetry, self.config.read_index_retry);
+        self.step_read_index(env, self.me, id);
+    }
+
+    /// `errorTimer`: `ErrTimeout` to the turn's reads; the next turn begins.
+    fn on_read_error(&mut self, env: &mut E<'_>) {
+        if self
+            .read_loop
+            .current
+            .as_ref()
+            .is_some_and(|it| it.confirmed.is_none())
+        {
+            let failed = self.read_loop.current.take().expect("a turn");
+            env.cancel_timer(&Timer::ReadRetry);
+            self.fail_reads(env, failed.batch);
+            self.run_read_loop(env);
+        }
+    }
+
+    /// `nr.notify(nil)`: each read is served from this member's state machine.
+    fn answer_reads(&mut self, env: &mut E<'_>, batch: Vec<KvRead>) {
+        for r in batch {
+            let value = self.state.registers.get(&r.key).copied().unwrap_or(0);
+            let answer = crate::raft_log::Answer::Ok(Some(value));
+            self.send(
+                env,
+                r.client,
+                Msg::KvReply {
+                    attempt: r.attempt,
+                    answer,
+                },
+            );
+        }
+    }
+
+    /// `nr.notify(err)`: the reads fail (nothing done), naming the leader we know.
+    fn fail_reads(&mut self, env: &mut E<'_>, batch: Vec<KvRead>) {
+        env.cancel_timer(&Timer::ReadRetry);
+        env.cancel_timer(&Timer::ReadError);
+        for r in batch {
+            let answer = crate::raft_log::Answer::NotLeader(self.leader);
+            self.send(
+                env,
+                r.client,
+                Msg::KvReply {
+                    attempt: r.attempt,
+                    answer,
+                },
+            );
+        }
+    }
+
     // ----- entry points -----
 
     pub fn on_start(&mut self, env: &mut E<'_>) {
@@ -1073,6 +1515,7 @@ impl Server {
                 entries,
                 leader_commit,
                 round,
+                ctx,
             } => self.on_append_entries(
                 env,
                 from,
@@ -1080,7 +1523,7 @@ impl Server {
                 (prev_log_index, prev_log_term),
                 entries,
                 leader_commit,
-                round,
+                (round, ctx),
             ),
             Msg::AppendEntriesReply {
                 term,
@@ -1088,21 +1531,31 @@ impl Server {
                 match_index,
                 last_index,
                 round,
+                ctx,
             } => self.on_append_entries_reply(
                 env,
                 from,
                 term,
                 success,
                 (match_index, last_index),
-                round,
+                (round, ctx),
             ),
+            Msg::ReadIndex { ctx } => self.step_read_index(env, from, ctx),
+            Msg::ReadIndexResp { term, ctx, index } => {
+                // etcd-raft drops a message of an older term.
+                self.catch_up_term(env, term, None);
+                if term == self.term {
+                    self.read_state(env, ctx, index);
+                }
+            }
+            Msg::KvRequest(req) => self.on_kv_request(env, from, req),
             Msg::Propose { cmd } => {
                 if self.role == Role::Leader {
                     self.propose(env, cmd, None);
                 }
             }
             Msg::Request { req, op } => self.on_request(env, from, req, op),
-            Msg::Reply { .. } | Msg::Resource(_) => {}
+            Msg::Reply { .. } | Msg::KvReply { .. } | Msg::Resource(_) => {}
         }
         self.persist(env);
     }
@@ -1118,6 +1571,9 @@ impl Server {
                 self.heartbeat(env);
             }
             Timer::Revoke => self.hand_over_proposals(env),
+            Timer::ReadLoop => self.run_read_loop(env),
+            Timer::ReadRetry => self.on_read_retry(env),
+            Timer::ReadError => self.on_read_error(env),
             _ => {}
         }
         self.persist(env);

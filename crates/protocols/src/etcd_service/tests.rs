@@ -334,3 +334,229 @@ fn a_restarted_client_never_takes_its_previous_lifes_answer_for_its_own() {
     );
     assert_eq!(c.client.lock.lease(), Some(7));
 }
+
+// ----- etcd #20418: linearizable reads through the read loop -----
+
+use super::server::Role;
+
+/// Three servers (n0..n2), a lock client (n3), the storage (n4), three kv-clients
+/// (n5..n7).
+fn kv_cluster() -> Cluster {
+    let spec = |role: &str, count| RoleSpec::new(role.to_string(), count);
+    Cluster::new(vec![
+        spec("server", 3),
+        spec("client", 1),
+        spec("storage", 1),
+        spec("kv-client", 3),
+    ])
+    .unwrap()
+}
+
+/// The servers of [`kv_cluster`], driven by hand: each message and timer is handed over
+/// explicitly, so a test holds back what a slow or duplicating network would.
+struct Hand {
+    cluster: Cluster,
+    servers: Vec<Server>,
+    storage: Vec<StorageMap>,
+    rng: SplitMix64,
+    now: i64,
+    /// Messages sent and not yet delivered or dropped: (from, to, message).
+    wire: Vec<(u32, u32, Msg)>,
+}
+
+impl Hand {
+    fn new(variant: EtcdServiceVariant) -> Hand {
+        let cluster = kv_cluster();
+        let config =
+            EtcdService::configure(EtcdServiceParams::default(), variant, &cluster).unwrap();
+        let servers: Vec<Server> = (0..3)
+            .map(|i| Server::new(&config, NodeId(i), &cluster))
+            .collect();
+        let mut hand = Hand {
+            cluster,
+            servers,
+            storage: (0..3).map(|_| StorageMap::default()).collect(),
+            rng: SplitMix64(7),
+            now: 0,
+            wire: Vec::new(),
+        };
+        for i in 0..3 {
+            hand.on(i, |s, e| s.on_start(e));
+        }
+        hand
+    }
+
+    /// Runs one handler of server `i` 1ms after the last; its sends go on the wire.
+    fn on(&mut self, i: u32, f: impl FnOnce(&mut Server, &mut Step<'_, Msg, Timer>)) {
+        self.now += 1_000_000;
+        let now = LocalTime(self.now);
+        let mut step = Step::new(
+            NodeId(i),
+            &self.cluster,
+            now,
+            now,
+            &mut self.storage[i as usize],
+            &mut self.rng,
+        );
+        f(&mut self.servers[i as usize], &mut step);
+        for effect in step.effects {
+            if let Effect::Send { to, msg } = effect {
+                self.wire.push((i, to.0, msg));
+            }
+        }
+    }
+
+    fn timer(&mut self, i: u32, timer: Timer) {
+        self.on(i, |s, e| s.on_timer(e, timer));
+    }
+
+    /// Takes the first message on the wire that `pick` wants, without delivering it.
+    fn take(&mut self, pick: impl Fn(u32, u32, &Msg) -> bool) -> (u32, u32, Msg) {
+        let at = self
+            .wire
+            .iter()
+            .position(|(f, t, m)| pick(*f, *t, m))
+            .expect("such a message was sent");
+        self.wire.remove(at)
+    }
+
+    fn deliver(&mut self, (from, to, msg): (u32, u32, Msg)) {
+        if to < 3 {
+            self.on(to, |s, e| s.on_message(e, NodeId(from), msg));
+        }
+    }
+
+    /// Delivers what is on the wire, and what that sends, until nothing is left, except
+    /// messages `hold` keeps back (returned) and messages to or from `cut` (dropped).
+    fn pump(
+        &mut self,
+        cut: Option<u32>,
+        hold: impl Fn(u32, u32, &Msg) -> bool,
+    ) -> Vec<(u32, u32, Msg)> {
+        let mut held = Vec::new();
+        let mut replies = Vec::new();
+        while !self.wire.is_empty() {
+            let (from, to, msg) = self.wire.remove(0);
+            if Some(from) == cut || Some(to) == cut {
+                continue;
+            }
+            if hold(from, to, &msg) {
+                held.push((from, to, msg));
+            } else if to >= 3 {
+                replies.push((from, to, msg));
+            } else {
+                self.deliver((from, to, msg));
+            }
+        }
+        self.wire = held;
+        replies
+    }
+
+    fn kv(&mut self, client: u32, server: u32, attempt: u64, op: crate::raft_log::Op) {
+        let req = crate::raft_log::Request {
+            attempt,
+            session: u64::from(client),
+            seq: attempt,
+            op,
+        };
+        self.on(server, |s, e| {
+            s.on_message(e, NodeId(client), Msg::KvRequest(req))
+        });
+    }
+}
+
+/// The value a kv-client was answered for `attempt`, if it was.
+fn kv_answer(replies: &[(u32, u32, Msg)], attempt: u64) -> Option<crate::raft_log::Answer> {
+    replies.iter().find_map(|(_, _, m)| match m {
+        Msg::KvReply { attempt: a, answer } if *a == attempt => Some(*answer),
+        _ => None,
+    })
+}
+
+/// etcd-io/raft's `TestReadOnlyDuplicateRequest` (PR #397), through etcd's read loop: a
+/// follower's ReadIndex is confirmed, its answer is lost, and the follower's read loop
+/// retries; one acknowledgement of the first round and the retry are delayed past an
+/// election (held by the network, or behind a pause). A new leader commits a put; a
+/// get then reaches the deposed leader, which queues its own ReadIndex. With the ctx
+/// reused (before PR #21399) the retry is queued after it under the same ctx, the
+/// delayed acknowledgement confirms the retry, and `advance` releases the deposed
+/// leader's read too: it answers the get from before the put. With a fresh id per retry
+/// (`correct`) nothing confirms it.
+fn reused_ctx_run(variant: EtcdServiceVariant) -> Option<crate::raft_log::Answer> {
+    use crate::raft_log::{Answer as KvAnswer, Op as KvOp};
+    let mut h = Hand::new(variant);
+    // n0 leads term 1 and commits its no-op.
+    h.timer(0, Timer::Election);
+    h.pump(None, |_, _, _| false);
+    assert_eq!(h.servers[0].role(), Role::Leader);
+    assert_eq!(h.servers[0].commit_index(), 1);
+    // A get at n1: its read loop sends ReadIndex(A) to n0, which asks both followers.
+    h.kv(5, 1, 1, KvOp::Get { key: 0 });
+    h.timer(1, Timer::ReadLoop);
+    let read_index = h.take(|f, t, m| f == 1 && t == 0 && matches!(m, Msg::ReadIndex { .. }));
+    let Msg::ReadIndex { ctx: a } = read_index.2 else {
+        unreachable!()
+    };
+    h.deliver(read_index);
+    // n1's acknowledgement confirms A; n2's is delayed, and so is n0's answer to n1.
+    let held = |f: u32, t: u32, m: &Msg| {
+        (f == 2 && t == 0 && matches!(m, Msg::AppendEntriesReply { ctx: Some(c), .. } if *c == a))
+            || matches!(m, Msg::ReadIndexResp { .. })
+    };
+    h.pump(None, held);
+    let late_ack = h.take(|f, _, m| f == 2 && matches!(m, Msg::AppendEntriesReply { .. }));
+    h.wire.clear(); // n0's answer to n1 is lost
+                    // No read state for `read_index_retry`: n1's read loop sends its ReadIndex again,
+                    // and the network holds it.
+    h.timer(1, Timer::ReadRetry);
+    let retry = h.take(|f, t, m| f == 1 && t == 0 && matches!(m, Msg::ReadIndex { .. }));
+    let Msg::ReadIndex { ctx: again } = retry.2 else {
+        unreachable!()
+    };
+    assert_eq!(again == a, variant.reuses_read_ctx(), "the retry's id");
+    // n0 is cut off; n1 leads term 2 and commits a put of 7 to k0, answered.
+    h.timer(1, Timer::Election);
+    h.pump(Some(0), |_, _, _| false);
+    assert_eq!(h.servers[1].role(), Role::Leader);
+    h.kv(6, 1, 1, KvOp::Put { key: 0, value: 7 });
+    let replies = h.pump(Some(0), |_, _, _| false);
+    assert_eq!(kv_answer(&replies, 1), Some(KvAnswer::Ok(None)), "the put");
+    // Then a get reaches n0, which still believes it leads term 1: ReadIndex(B).
+    h.kv(7, 0, 9, KvOp::Get { key: 0 });
+    h.timer(0, Timer::ReadLoop);
+    h.wire.clear(); // its heartbeats are cut off
+                    // The held retry, then the held acknowledgement of the first round, reach n0.
+    h.deliver(retry);
+    h.wire.clear();
+    h.deliver(late_ack);
+    h.timer(0, Timer::ReadLoop);
+    let replies = h.pump(Some(99), |_, _, _| false);
+    assert_eq!(
+        h.servers[0].role(),
+        Role::Leader,
+        "n0 has heard of no new term"
+    );
+    kv_answer(&replies, 9)
+}
+
+#[test]
+fn a_reused_readindex_ctx_lets_a_deposed_leader_answer_a_stale_read() {
+    use crate::raft_log::Answer as KvAnswer;
+    // The put of 7 was answered before the get began: the get must see 7, or fail.
+    assert_eq!(
+        reused_ctx_run(EtcdServiceVariant::ReadindexCtxReused),
+        Some(KvAnswer::Ok(Some(0))),
+        "before PR #21399: a stale read"
+    );
+    assert_eq!(
+        reused_ctx_run(EtcdServiceVariant::StaleRead20418),
+        Some(KvAnswer::Ok(Some(0)))
+    );
+    // Negative controls: a fresh id per retry leaves the delayed acknowledgement nothing
+    // to confirm; so with PR #21399 alone (`read-across-leader-change`).
+    assert_eq!(reused_ctx_run(EtcdServiceVariant::Correct), None);
+    assert_eq!(
+        reused_ctx_run(EtcdServiceVariant::ReadAcrossLeaderChange),
+        None
+    );
+}

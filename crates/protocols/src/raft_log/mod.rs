@@ -1356,6 +1356,30 @@ impl<W: ClientWire> Client<W> {
         self.attempt(env);
     }
 
+    /// Starts `op` now on `server` (a scenario's scripted `request`), unless an
+    /// operation is open.
+    pub fn invoke(&mut self, env: &mut CE<'_, W>, op: Op, server: NodeId) {
+        if self.open.is_some() {
+            return;
+        }
+        self.guess = self.position(server);
+        if matches!(op, Op::Put { .. }) {
+            self.seq += 1;
+        }
+        env.observe(Observation::Invoke {
+            f: op.f().to_string(),
+            key: format!("k{}", op.key()),
+            value: op.value(),
+        });
+        self.open = Some(Open {
+            op,
+            seq: self.seq,
+            attempts: Vec::new(),
+            to: self.me,
+        });
+        self.attempt(env);
+    }
+
     fn attempt(&mut self, env: &mut CE<'_, W>) {
         let to = self.servers[self.guess % self.servers.len()];
         let Some(open) = self.open.as_mut() else {
