@@ -205,8 +205,11 @@ fn benches(c: &mut Criterion) {
 }
 
 /// `fuzz` group: (bench name, protocol, variant), each under `chaos`.
-const FUZZ: [(&str, &str, Option<&str>); 2] = [
+/// `raft-log` is raft-rs's like-for-like (a log, clients, ReadIndex, transfers);
+/// `raft` runs elections only.
+const FUZZ: [(&str, &str, Option<&str>); 3] = [
     ("raft-chaos", "raft", None),
+    ("raft-log-chaos", "raft-log", None),
     ("raft-rs-hardened-chaos", "raft-rs", Some("hardened")),
 ];
 /// The clusters of the `huge` group (`TENURE_BENCH_HUGE=1`), timeouts scaled.
@@ -266,12 +269,17 @@ fn main() {
         summary_with(&format!("raft-scaled-{nodes}-60s"), nodes, false, true, 1);
     }
     let zoo = fuzz_summary("fuzz raft chaos", &fuzz_target("raft", None), 500);
+    let log = fuzz_summary("fuzz raft-log chaos", &fuzz_target("raft-log", None), 100);
     let real = fuzz_summary(
         "fuzz raft-rs hardened chaos",
         &fuzz_target("raft-rs", Some("hardened")),
         50,
     );
-    println!("raft-rs / zoo raft: {:.1}x slower a seed", zoo / real);
+    println!(
+        "raft-rs a seed: {:.1}x the zoo's raft, {:.1}x raft-log",
+        zoo / real,
+        log / real
+    );
     if huge() {
         for nodes in HUGE_SCALED {
             summary_with(&format!("raft-scaled-{nodes}-60s"), nodes, false, true, 1);
