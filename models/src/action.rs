@@ -2,7 +2,7 @@
 //! reads: `n1 -> n2 RequestVote { term: 2 } delivered`, `n2 timer Election fired`.
 
 use std::fmt;
-use tenure_core::{NodeId, Protocol};
+use tenure_core::{Byzantine, NodeId, Protocol};
 
 /// One transition of the model.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -30,8 +30,13 @@ pub enum Action<P: Protocol> {
     /// The process dies: its value and timers are gone, its storage stays (uses the
     /// crash budget).
     Crash { node: NodeId },
-    /// A crashed node starts again: `new` + `on_start`.
+    /// A crashed node starts again: `new` + `on_start` (and `on_byzantine` again if it
+    /// was turned, as the simulator does).
     Restart { node: NodeId },
+    /// A live node of the cluster's first role turns Byzantine for the rest of the run:
+    /// the host records `Observation::Byzantine` and the node gets
+    /// `Protocol::on_byzantine(behaviour)` (uses the Byzantine budget).
+    Turn { node: NodeId, behaviour: Byzantine },
     /// Every clock moves forward by [`crate::state::LEAP`], past every deadline (uses
     /// the leap budget).
     Leap,
@@ -48,6 +53,7 @@ impl<P: Protocol> fmt::Display for Action<P> {
             Action::Fire { node, timer } => write!(f, "{node} timer {timer:?} fired"),
             Action::Crash { node } => write!(f, "{node} crashed"),
             Action::Restart { node } => write!(f, "{node} restarted"),
+            Action::Turn { node, behaviour } => write!(f, "{node} turned Byzantine ({behaviour})"),
             Action::Leap => write!(f, "time leaps 1h on every clock"),
         }
     }

@@ -104,6 +104,9 @@ pub const PROGRESS_EVERY: u64 = 1024;
 pub struct WalkFailure {
     pub seed: u64,
     pub counterexample: Counterexample,
+    /// With [`Explorer::shrinking`]: how many steps the walk's own counterexample had
+    /// before shrinking (`counterexample` is the shrunk one).
+    pub walked_depth: Option<usize>,
 }
 
 /// What a batch of random walks did.
@@ -125,6 +128,8 @@ pub struct Explorer<P: Protocol> {
     invariants: Vec<(String, Invariant<P>)>,
     step_invariants: Vec<(String, StepInvariant<P>)>,
     constraints: Vec<Constraint<P>>,
+    /// Shrink a walk's counterexample ([`Explorer::shrinking`]).
+    shrink: bool,
 }
 
 struct Entry<P: Protocol> {
@@ -154,7 +159,19 @@ impl<P: Protocol> Explorer<P> {
             invariants: Vec::new(),
             step_invariants: Vec::new(),
             constraints: Vec::new(),
+            shrink: false,
         }
+    }
+
+    /// With `true`, a random walk's counterexample is shrunk before it is reported:
+    /// steps are taken out one at a time, from the last to the first, for as long as
+    /// the path that is left is still enabled step by step, kept by the constraints and
+    /// still breaks a property (the search restarts after every removal that worked).
+    /// The result is locally minimal, no single step can go, not necessarily a shortest
+    /// counterexample (only breadth-first search finds that).
+    pub fn shrinking(mut self, shrink: bool) -> Self {
+        self.shrink = shrink;
+        self
     }
 
     /// Judges every path with a fresh checker from `factory`. A safety checker of
@@ -461,10 +478,18 @@ impl<P: Protocol> Explorer<P> {
             report.seeds_run += 1;
             let (broken, steps_taken) = self.walk_one(seed, max_depth);
             report.steps_total += steps_taken;
-            if let Some(counterexample) = broken {
+            if let Some((counterexample, actions)) = broken {
+                let (counterexample, walked_depth) = if self.shrink {
+                    let walked = counterexample.depth;
+                    let shrunk = self.shrink_path(actions).unwrap_or(counterexample);
+                    (shrunk, Some(walked))
+                } else {
+                    (counterexample, None)
+                };
                 report.failure = Some(WalkFailure {
                     seed,
                     counterexample,
+                    walked_depth,
                 });
                 break;
             }
@@ -472,13 +497,79 @@ impl<P: Protocol> Explorer<P> {
         report
     }
 
-    /// One random walk: the counterexample if it broke a property, and its length.
-    fn walk_one(&self, seed: u64, max_depth: usize) -> (Option<Counterexample>, u64) {
+    /// One random walk: the counterexample (with its actions) if it broke a property,
+    /// and its length.
+    #[allow(clippy::type_complexity)]
+    fn walk_one(
+        &self,
+        seed: u64,
+        max_depth: usize,
+    ) -> (Option<(Counterexample, Vec<Action<P>>)>, u64) {
         let mut rng = SplitMix64(seed);
+        self.run_path(max_depth, &mut |state, depth| {
+            self.random_step(state, &mut rng, depth)
+        })
+    }
+
+    /// Replays `actions` from the initial state: the counterexample if the path is
+    /// enabled and kept step by step and breaks a property (at its earliest prefix
+    /// that does); `None` otherwise.
+    fn replay(&self, actions: &[Action<P>]) -> Option<Counterexample> {
+        let mut invalid = false;
+        let (found, _) = self.run_path(actions.len(), &mut |state, depth| {
+            let action = actions.get(depth)?;
+            if !state.actions(&self.bounds).contains(action) {
+                invalid = true;
+                return None;
+            }
+            let mut next = state.clone();
+            let new = next.apply(&self.config, &self.cluster, &self.bounds, action, depth + 1);
+            if !self.kept(&next) {
+                invalid = true;
+                return None;
+            }
+            Some((action.clone(), next, new))
+        });
+        if invalid {
+            return None;
+        }
+        found.map(|(c, _)| c)
+    }
+
+    /// A walk's counterexample shrunk (see [`Explorer::shrinking`]), from its actions.
+    fn shrink_path(&self, mut actions: Vec<Action<P>>) -> Option<Counterexample> {
+        let mut best = self.replay(&actions)?;
+        actions.truncate(best.depth);
+        let mut i = actions.len();
+        while i > 0 {
+            i -= 1;
+            let mut shorter = actions.clone();
+            shorter.remove(i);
+            if let Some(found) = self.replay(&shorter) {
+                shorter.truncate(found.depth);
+                best = found;
+                actions = shorter;
+                // Start over from the end: a step kept before may go now.
+                i = actions.len();
+            }
+        }
+        Some(best)
+    }
+
+    /// One path from the initial state, each step chosen by `choose` (given the state
+    /// and the steps taken so far; `None` ends the path) for at most `max_depth` steps,
+    /// judged as a walk is: the counterexample with its actions, and the path's length.
+    #[allow(clippy::type_complexity)]
+    fn run_path(
+        &self,
+        max_depth: usize,
+        choose: &mut dyn FnMut(&State<P>, usize) -> Option<(Action<P>, State<P>, Vec<Record>)>,
+    ) -> (Option<(Counterexample, Vec<Action<P>>)>, u64) {
         let (mut state, mut records) =
             State::<P>::initial(&self.config, &self.cluster, &self.bounds);
         let mut checkers: Vec<_> = self.checks.iter().map(|(f, _)| f()).collect();
         let mut steps: Vec<String> = Vec::new();
+        let mut taken: Vec<Action<P>> = Vec::new();
         // marks[k]: how many records the first k steps made (with the start's).
         let mut marks = vec![records.len()];
         let mut judged = 0;
@@ -497,7 +588,7 @@ impl<P: Protocol> Explorer<P> {
                 judged += 1;
             }
             let next = if broken.is_none() && steps.len() < max_depth {
-                self.random_step(&state, &mut rng, steps.len())
+                choose(&state, steps.len())
             } else {
                 None
             };
@@ -513,14 +604,16 @@ impl<P: Protocol> Explorer<P> {
                 };
                 let found = found.map(|((property, message), depth)| {
                     steps.truncate(depth);
+                    taken.truncate(depth);
                     records.truncate(marks[depth]);
-                    Counterexample {
+                    let c = Counterexample {
                         property,
                         message,
                         depth,
                         steps,
                         records,
-                    }
+                    };
+                    (c, taken)
                 });
                 return (found, length as u64);
             };
@@ -529,6 +622,7 @@ impl<P: Protocol> Explorer<P> {
             marks.push(records.len());
             steps.push(action.to_string());
             step_broken = self.step_violation(&before, &action, &state);
+            taken.push(action);
         }
     }
 

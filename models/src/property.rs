@@ -114,13 +114,23 @@ pub fn one_leader_at_a_time<P: Protocol>() -> Invariant<P> {
 }
 
 /// Constraint: every node's stored `key` (a JSON number), if any, is at most `bound`.
-/// Bounds unbounded counters such as Raft's term.
+/// Bounds unbounded counters such as Raft's term. `key/field` reads the number field
+/// `field` of a JSON object stored under `key` (PBFT's view: `pbft/view`).
 pub fn stored_at_most<P: Protocol>(key: &'static str, bound: u64) -> Constraint<P> {
+    let (key, field) = match key.split_once('/') {
+        Some((key, field)) => (key, Some(field)),
+        None => (key, None),
+    };
     Box::new(move |state: &State<P>| {
         (0..state.nodes.len()).all(|i| {
-            state
-                .stored::<u64>(tenure_core::NodeId(i as u32), key)
-                .is_none_or(|v| v <= bound)
+            let node = tenure_core::NodeId(i as u32);
+            let value = match field {
+                None => state.stored::<u64>(node, key),
+                Some(field) => state
+                    .stored::<serde_json::Value>(node, key)
+                    .and_then(|v| v.get(field).and_then(serde_json::Value::as_u64)),
+            };
+            value.is_none_or(|v| v <= bound)
         })
     })
 }

@@ -38,6 +38,8 @@ pub struct Query {
     pub checks: Vec<String>,
     /// The protocol's declared default roles (for `set_nodes`/`set_roles`).
     pub roles: &'static [(&'static str, u32)],
+    /// Random walks: shrink the counterexample found ([`Explorer::shrinking`]).
+    pub shrink: bool,
 }
 
 /// The model's own properties (not tenure-check checkers): a state invariant and a
@@ -259,6 +261,7 @@ impl Models {
             max_term: spec.max_term,
             checks: spec.checks.iter().map(|c| c.to_string()).collect(),
             roles: spec.roles,
+            shrink: false,
         })
     }
 
@@ -355,7 +358,9 @@ fn walk<P: Configurable>(
     seeds: Range<u64>,
     max_depth: usize,
 ) -> Result<WalkReport, ModelError> {
-    Ok(build::<P>(query)?.walk(seeds, max_depth))
+    Ok(build::<P>(query)?
+        .shrinking(query.shrink)
+        .walk(seeds, max_depth))
 }
 
 /// The explorer for `query`: parameters read and checked as a scenario's would be,
@@ -389,6 +394,35 @@ fn build<P: Configurable>(query: &Query) -> Result<Explorer<P>, ModelError> {
     })?;
     if query.checks.is_empty() {
         return Err(ModelError::new("checks", "give at least one check"));
+    }
+    // Byzantine nodes only within what the protocol declares it tolerates: beyond it,
+    // a violation would say nothing about the protocol (the simulator judges such a
+    // run beyond its assumptions).
+    let byzantine = query.bounds.max_byzantine;
+    if byzantine > 0 {
+        if let Some(broken) = P::assumptions(&config).byzantine(
+            byzantine,
+            format!(
+                "{byzantine} Byzantine node{}",
+                if byzantine == 1 { "" } else { "s" }
+            ),
+        ) {
+            return Err(ModelError::new(
+                "byzantine",
+                format!(
+                    "{}/{}: {broken}; the model checker explores only within a protocol's \
+                     assumptions (a scenario with `byzantine` fault events goes beyond them \
+                     in the simulator, which says so)",
+                    info.name, query.variant
+                ),
+            ));
+        }
+        if query.bounds.behaviours.is_empty() {
+            return Err(ModelError::new(
+                "byzantine",
+                "a Byzantine budget needs at least one behaviour",
+            ));
+        }
     }
     let copies = 1 + query.bounds.max_duplicates;
     let mut explorer = Explorer::<P>::new(config, query.cluster.clone(), query.bounds.clone())
@@ -424,13 +458,27 @@ fn build<P: Configurable>(query: &Query) -> Result<Explorer<P>, ModelError> {
                 ))
             }
             other => {
-                let factory =
-                    checker(other, &serde_json::Value::Null, &query.cluster).map_err(|e| {
+                // The parameters the protocol's model declares for it (its promise's), if any.
+                let params = match P::model().ok().and_then(|spec| {
+                    spec.check_params
+                        .iter()
+                        .find(|(c, _)| *c == other)
+                        .map(|(_, p)| *p)
+                }) {
+                    Some(text) => serde_json::from_str(text).map_err(|e| {
                         ModelError::new(
                             "checks",
-                            format!("{e} (the model also knows {})", MODEL_PROPERTIES.join(", ")),
+                            format!("the declared parameters of {other}: {e}"),
                         )
-                    })?;
+                    })?,
+                    None => serde_json::Value::Null,
+                };
+                let factory = checker(other, &params, &query.cluster).map_err(|e| {
+                    ModelError::new(
+                        "checks",
+                        format!("{e} (the model also knows {})", MODEL_PROPERTIES.join(", ")),
+                    )
+                })?;
                 explorer.check(factory)
             }
         };

@@ -18,6 +18,11 @@
 //!   and deliveries stay free, whoever does not run before the deadline-holder acts is
 //!   *paused* past it: a lock holder whose TTL expires at the server before its write
 //!   is delivered (the GC pause of Kleppmann 2016).
+//! * **Nodes may lie.** With [`crate::Bounds::max_byzantine`] above zero the environment
+//!   may turn a live node of the cluster's first role Byzantine ([`Action::Turn`]), as
+//!   the simulator's `byzantine` fault does: the host records `Observation::Byzantine`
+//!   (checkers stop trusting that node's records), the node gets `on_byzantine`, and
+//!   again after every restart.
 //! * **Randomness is a function of the state.** Each handler call gets a
 //!   [`SplitMix64`] seeded from a hash of (node, its step count), so a handler is a
 //!   pure function of the state it runs in.
@@ -28,7 +33,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Duration;
 use tenure_core::{
-    Cluster, Effect, NodeId, Observation, Protocol, Record, SimTime, SplitMix64, Step, StorageMap,
+    Byzantine, Cluster, Effect, NodeId, Observation, Protocol, Record, SimTime, SplitMix64, Step,
+    StorageMap,
 };
 
 /// The clock and seen models, passed together down the handler helpers.
@@ -53,6 +59,9 @@ pub struct NodeState<P: Protocol> {
     /// The term the node last observed itself leading, until it observes another role
     /// or crashes (a belief derived from its observations, not from its internals).
     pub leads: Option<u64>,
+    /// How it lies, once the environment turned it Byzantine ([`Action::Turn`]): for
+    /// the rest of the run, across restarts.
+    pub byzantine: Option<Byzantine>,
 }
 
 /// A global state. `Hash` leaves out the logical clocks ([`NodeState::steps`]): two
@@ -75,6 +84,10 @@ pub struct State<P: Protocol> {
     /// How many times time leapt ([`Action::Leap`]); every clock reads `leaps × LEAP`
     /// on top of the [`ClockModel`]'s reading.
     pub leaps: u32,
+    /// How many nodes (the first ones, `NodeId`s `0..eligible`) form the cluster's first
+    /// role, the only nodes [`Action::Turn`] may turn. Fixed by the cluster: not part
+    /// of the fingerprint.
+    pub eligible: u32,
 }
 
 impl<P: Protocol> Hash for State<P> {
@@ -84,6 +97,7 @@ impl<P: Protocol> Hash for State<P> {
             node.storage.hash(h);
             node.timers.hash(h);
             node.leads.hash(h);
+            node.byzantine.hash(h);
         }
         self.in_flight.hash(h);
         self.seen.hash(h);
@@ -107,6 +121,7 @@ impl<P: Protocol> State<P> {
                     timers: BTreeSet::new(),
                     steps: 0,
                     leads: None,
+                    byzantine: None,
                 })
                 .collect(),
             in_flight: BTreeMap::new(),
@@ -115,6 +130,10 @@ impl<P: Protocol> State<P> {
             drops: 0,
             duplicates: 0,
             leaps: 0,
+            eligible: cluster
+                .roles()
+                .first()
+                .map_or(0, |r| cluster.with_role(&r.role).count() as u32),
         };
         let mut records = Vec::new();
         for node in cluster.nodes() {
@@ -146,6 +165,11 @@ impl<P: Protocol> State<P> {
             .enumerate()
             .filter_map(|(i, n)| n.leads.map(|term| (NodeId(i as u32), term)))
             .collect()
+    }
+
+    /// How many nodes the environment turned Byzantine.
+    pub fn turned(&self) -> u32 {
+        self.nodes.iter().filter(|n| n.byzantine.is_some()).count() as u32
     }
 
     /// A stored value of `node` read as JSON (`None` if absent or of another type).
@@ -194,6 +218,18 @@ impl<P: Protocol> State<P> {
         }
         if self.leaps < bounds.max_leaps {
             out.push(Action::Leap);
+        }
+        if self.turned() < bounds.max_byzantine {
+            for (i, node) in self.nodes.iter().enumerate().take(self.eligible as usize) {
+                if node.process.is_some() && node.byzantine.is_none() {
+                    for &behaviour in bounds.behaviours {
+                        out.push(Action::Turn {
+                            node: NodeId(i as u32),
+                            behaviour,
+                        });
+                    }
+                }
+            }
         }
         for (i, node) in self.nodes.iter().enumerate() {
             let id = NodeId(i as u32);
@@ -273,6 +309,29 @@ impl<P: Protocol> State<P> {
                 );
                 self.start(config, cluster, clock, *node, depth, &mut records);
             }
+            Action::Turn { node, behaviour } => {
+                assert!(
+                    self.turned() < bounds.max_byzantine,
+                    "a node turned Byzantine beyond the budget"
+                );
+                let n = &mut self.nodes[node.index()];
+                assert!(
+                    n.process.is_some() && n.byzantine.is_none(),
+                    "{node} turned while down or already Byzantine"
+                );
+                n.byzantine = Some(*behaviour);
+                let behaviour = *behaviour;
+                self.observe(
+                    *node,
+                    Observation::Byzantine { behaviour },
+                    clock,
+                    depth,
+                    &mut records,
+                );
+                self.run(cluster, clock, *node, depth, &mut records, |p, env| {
+                    p.on_byzantine(env, behaviour)
+                });
+            }
         }
         records
     }
@@ -303,6 +362,13 @@ impl<P: Protocol> State<P> {
         self.run(cluster, clock, node, depth, records, |p, env| {
             p.on_start(env)
         });
+        // A Byzantine node stays Byzantine: every start tells its new process again
+        // (the simulator's `World::start_node` does the same).
+        if let Some(behaviour) = self.nodes[node.index()].byzantine {
+            self.run(cluster, clock, node, depth, records, |p, env| {
+                p.on_byzantine(env, behaviour)
+            });
+        }
     }
 
     /// Runs one handler of `node` through a [`Step`] and applies its effects.

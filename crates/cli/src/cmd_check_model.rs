@@ -46,9 +46,17 @@ pub struct CheckModelArgs {
     /// Time-leap budget (every clock jumps past every TTL and lease).
     #[arg(long)]
     leaps: Option<u32>,
-    /// Highest term explored (protocols with terms).
+    /// Highest term explored (protocols with terms; PBFT: its view).
     #[arg(long)]
     max_term: Option<u64>,
+    /// How many nodes of the first role may turn Byzantine (at most what the protocol
+    /// declares it tolerates, `max-byzantine`; 0: none).
+    #[arg(long)]
+    byzantine: Option<u32>,
+    /// The behaviours a Byzantine node may take, comma-separated (default: the model's;
+    /// equivocate, wrong-digest, silent, conflicting-views).
+    #[arg(long, value_delimiter = ',')]
+    behaviours: Option<Vec<tenure_core::Byzantine>>,
     /// When timers may fire.
     #[arg(long, value_enum)]
     timers: Option<Timers>,
@@ -58,6 +66,11 @@ pub struct CheckModelArgs {
     /// Random walks instead of exhaustive search: N (seeds 0..N) or A..B.
     #[arg(long, value_name = "SEEDS")]
     walk: Option<String>,
+    /// With --walk: shrink the counterexample found, taking steps out one at a time for
+    /// as long as what is left still breaks a property (locally minimal: no single
+    /// step can go; only exhaustive search shows a shortest one).
+    #[arg(long, requires = "walk")]
+    shrink: bool,
     /// Print a JSON report on stdout instead of text.
     #[arg(long)]
     json: bool,
@@ -129,7 +142,7 @@ pub fn check_model(args: CheckModelArgs, tools: &Tools) -> Outcome {
         Err(e) => {
             // A field the user typed is named as its flag.
             let text = match e.field.as_str() {
-                "protocol" | "variant" | "nodes" | "roles" | "checks" | "walk" => {
+                "protocol" | "variant" | "nodes" | "roles" | "checks" | "walk" | "byzantine" => {
                     format!("--{}: {}", e.field, e.message)
                 }
                 _ => e.to_string(),
@@ -167,11 +180,18 @@ fn run(args: &CheckModelArgs, models: &Models) -> Result<Outcome, ModelError> {
         models.query(&args.protocol, &args.variant)?
     };
     apply(args, &mut query)?;
+    query.shrink = args.shrink;
     let out_of_scope = models
         .lookup(&args.protocol)
         .and_then(|e| e.out_of_scope(&args.variant));
     if !args.json {
-        println!("{}", describe(&query));
+        println!(
+            "{}",
+            describe(
+                &query,
+                args.byzantine.is_some() || args.behaviours.is_some()
+            )
+        );
         if let Some(why) = out_of_scope {
             println!(
                 "note: the model leaves `{}`'s bug out of its scope ({why}): a search that finds nothing is not judged",
@@ -239,6 +259,17 @@ fn apply(args: &CheckModelArgs, query: &mut Query) -> Result<(), ModelError> {
     if let Some(l) = args.leaps {
         b.max_leaps = l;
     }
+    if let Some(n) = args.byzantine {
+        b.max_byzantine = n;
+    }
+    if let Some(behaviours) = &args.behaviours {
+        // The bounds hold a `'static` slice (they fit a `static` spec); a command runs
+        // one query, so this one list lives as long as the process anyway.
+        let mut list = behaviours.clone();
+        list.sort();
+        list.dedup();
+        b.behaviours = Box::leak(list.into_boxed_slice());
+    }
     if let Some(t) = args.timers {
         b.timers = match t {
             Timers::Free => TimerModel::Free,
@@ -282,7 +313,7 @@ fn parse_seeds(text: &str) -> Result<Range<u64>, ModelError> {
 }
 
 /// One line: what is explored, under which bounds.
-fn describe(q: &Query) -> String {
+fn describe(q: &Query, byzantine_asked: bool) -> String {
     let roles: Vec<String> = q
         .cluster
         .roles()
@@ -290,13 +321,27 @@ fn describe(q: &Query) -> String {
         .map(|r| format!("{}={}", r.role, r.count))
         .collect();
     let b = &q.bounds;
-    let terms = if q.protocol == "raft" {
-        format!("terms <= {}, ", q.max_term)
+    let terms = match q.protocol.as_str() {
+        "raft" => format!("terms <= {}, ", q.max_term),
+        "pbft" => format!("views <= {}, ", q.max_term),
+        _ => String::new(),
+    };
+    // Shown where the model gives Byzantine nodes, and wherever it was asked for (so a
+    // run with `--byzantine 0` says it had none).
+    let byzantine = if b.max_byzantine > 0 || byzantine_asked {
+        // `byzantine_asked`: --byzantine or --behaviours was given.
+        let first = q.cluster.roles().first().map_or("", |r| r.role.as_str());
+        let behaviours: Vec<String> = b.behaviours.iter().map(|x| x.to_string()).collect();
+        format!(
+            ", byzantine <= {} ({first}s; {})",
+            b.max_byzantine,
+            behaviours.join(", ")
+        )
     } else {
         String::new()
     };
     format!(
-        "check-model {} {} on {}: {terms}depth <= {}, states <= {}, crashes <= {}, drops <= {}, duplicates <= {}, leaps <= {}, timers {}; checks {}",
+        "check-model {} {} on {}: {terms}depth <= {}, states <= {}, crashes <= {}, drops <= {}, duplicates <= {}, leaps <= {}{byzantine}, timers {}; checks {}",
         q.protocol,
         q.variant,
         roles.join(","),
@@ -312,6 +357,34 @@ fn describe(q: &Query) -> String {
         },
         q.checks.join(", ")
     )
+}
+
+/// What was explored, for the JSON reports: the cluster, every bound and the checks.
+fn explored_json(q: &Query) -> serde_json::Value {
+    let b = &q.bounds;
+    let roles: serde_json::Map<String, serde_json::Value> = q
+        .cluster
+        .roles()
+        .iter()
+        .map(|r| (r.role.clone(), json!(r.count)))
+        .collect();
+    json!({
+        "roles": roles,
+        "max_depth": b.max_depth,
+        "max_states": b.max_states,
+        "max_term": q.max_term,
+        "crashes": b.max_crashes,
+        "drops": b.max_drops,
+        "duplicates": b.max_duplicates,
+        "leaps": b.max_leaps,
+        "byzantine": b.max_byzantine,
+        "byzantine_behaviours": b.behaviours.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
+        "timers": match b.timers {
+            TimerModel::Free => "free",
+            TimerModel::Quiet => "quiet",
+        },
+        "checks": q.checks,
+    })
 }
 
 /// Prints progress on stderr about once a second of wall time, and stops the process
@@ -404,6 +477,7 @@ fn print_report(
             "protocol": q.protocol,
             "variant": q.variant,
             "mode": "explore",
+            "explored": explored_json(q),
             "states_explored": report.states_explored,
             "unique_states": report.unique_states,
             "transitions": report.transitions,
@@ -451,12 +525,16 @@ fn print_walks(
             "protocol": q.protocol,
             "variant": q.variant,
             "mode": "walk",
+            "explored": explored_json(q),
             "seeds": [seeds.start, seeds.end],
             "seeds_run": report.seeds_run,
             "steps_total": report.steps_total,
             "violation": report.failure.as_ref().map(|f| {
                 let mut v = counterexample_json(&f.counterexample);
                 v["seed"] = json!(f.seed);
+                if let Some(walked) = f.walked_depth {
+                    v["walked_depth"] = json!(walked);
+                }
                 v
             }),
             "verdict": verdict_key(report.failure.is_some(), out_of_scope),
@@ -466,7 +544,15 @@ fn print_walks(
     } else {
         match &report.failure {
             Some(f) => {
-                println!("walk seed {} breaks {}:", f.seed, f.counterexample.property);
+                match f.walked_depth {
+                    Some(walked) => println!(
+                        "walk seed {} breaks {} (its {walked} steps shrunk to {}):",
+                        f.seed, f.counterexample.property, f.counterexample.depth
+                    ),
+                    None => {
+                        println!("walk seed {} breaks {}:", f.seed, f.counterexample.property)
+                    }
+                }
                 print_counterexample(&f.counterexample);
             }
             None => println!("no violation in any walk"),

@@ -79,6 +79,8 @@ fn bounds_builders_set_each_field_and_only_it() {
         .with_max_drops(2)
         .with_max_duplicates(3)
         .with_max_leaps(4)
+        .with_max_byzantine(5)
+        .with_behaviours(&[crate::Byzantine::Silent])
         .with_clock(ClockModel::Frozen)
         .with_seen(SeenModel::Leaders)
         .with_timers(TimerModel::Quiet);
@@ -89,10 +91,16 @@ fn bounds_builders_set_each_field_and_only_it() {
         max_drops,
         max_duplicates,
         max_leaps,
+        max_byzantine,
+        behaviours,
         clock,
         seen,
         timers,
     } = B;
+    assert_eq!(
+        (max_byzantine, behaviours),
+        (5, &[crate::Byzantine::Silent][..])
+    );
     assert_eq!(
         (
             max_depth,
@@ -112,6 +120,9 @@ fn bounds_builders_set_each_field_and_only_it() {
     let d = Bounds::DEFAULT;
     assert_eq!(d.clone().with_max_leaps(4).max_depth, d.max_depth);
     assert_eq!(d.clone().with_max_depth(7).max_leaps, d.max_leaps);
+    // By default no node lies, and one that is allowed to may take any behaviour.
+    assert_eq!(d.max_byzantine, 0);
+    assert_eq!(d.behaviours.len(), 4);
     assert_eq!(Bounds::default(), d);
 }
 
@@ -125,6 +136,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
         .with_max_term(3)
         .with_term_key("term")
         .with_checks(&["mutual-exclusion"])
+        .with_check_params(&[("mutual-exclusion", r#"{"x": 1}"#)])
         .with_params(r#"{"a": 1}"#)
         .with_walk_params(r#"{"a": 2}"#);
     let ModelSpec {
@@ -136,9 +148,11 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
         max_term,
         term_key,
         checks,
+        check_params,
         params,
         walk_params,
     } = SPEC.clone();
+    assert_eq!(check_params, [("mutual-exclusion", r#"{"x": 1}"#)]);
     assert_eq!(scope, "scope");
     assert_eq!(out_of_scope, [("broken", "why")]);
     assert_eq!(stands_for, [("prop", "checker")]);
@@ -151,6 +165,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
     // What a literal based on `..ModelSpec::new(..)` left out.
     let new = ModelSpec::new("s", &[("node", 3)]);
     assert!(new.out_of_scope.is_empty() && new.stands_for.is_empty() && new.checks.is_empty());
+    assert!(new.check_params.is_empty());
     assert_eq!(new.bounds, Bounds::DEFAULT);
     assert_eq!((new.max_term, new.term_key), (0, None));
     assert_eq!((new.params, new.walk_params), ("{}", "{}"));

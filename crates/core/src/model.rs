@@ -3,7 +3,7 @@
 //! within which exploring it means something, its default cluster, parameters and checks,
 //! and what the model can and cannot show.
 
-use crate::{LocalTime, Observation};
+use crate::{Byzantine, LocalTime, Observation};
 use std::time::Duration;
 
 /// One handler call advances a node's model clock by this much ([`ClockModel::Steps`]).
@@ -27,6 +27,14 @@ pub struct Bounds {
     /// How many times time may leap ([`Action::Leap`]: every clock moves past every
     /// deadline). Zero: no TTL, lease or session ever expires by the clock.
     pub max_leaps: u32,
+    /// How many nodes the environment may turn Byzantine (each with one of
+    /// [`Bounds::behaviours`], through `Protocol::on_byzantine`), among the nodes of the
+    /// cluster's first role, as the `byzantine` fuzz profile draws them. The explorer
+    /// refuses more than the protocol declares it tolerates (`max-byzantine`).
+    pub max_byzantine: u32,
+    /// The behaviours a node turned Byzantine may take (not a bound, but what the model
+    /// explores): every one by default.
+    pub behaviours: &'static [Byzantine],
     /// What node clocks read (not a bound, but part of what the model abstracts).
     pub clock: ClockModel,
     /// Which observations tell paths apart (not a bound either).
@@ -50,6 +58,8 @@ impl Bounds {
         max_drops: 0,
         max_duplicates: 0,
         max_leaps: 0,
+        max_byzantine: 0,
+        behaviours: <Byzantine as strum::VariantArray>::VARIANTS,
         clock: ClockModel::Steps,
         seen: SeenModel::All,
         timers: TimerModel::Free,
@@ -88,6 +98,18 @@ impl Bounds {
     /// With `max_leaps`: how many times time may leap.
     pub const fn with_max_leaps(mut self, max_leaps: u32) -> Bounds {
         self.max_leaps = max_leaps;
+        self
+    }
+
+    /// With `max_byzantine`: how many nodes the environment may turn Byzantine.
+    pub const fn with_max_byzantine(mut self, max_byzantine: u32) -> Bounds {
+        self.max_byzantine = max_byzantine;
+        self
+    }
+
+    /// With `behaviours`: the behaviours a node turned Byzantine may take.
+    pub const fn with_behaviours(mut self, behaviours: &'static [Byzantine]) -> Bounds {
+        self.behaviours = behaviours;
         self
     }
 
@@ -205,10 +227,16 @@ pub struct ModelSpec {
     /// States in which a node stored a term above this are pruned (protocols with
     /// [`ModelSpec::term_key`]).
     pub max_term: u64,
-    /// The stored key holding the node's term, if it has terms.
+    /// The stored key holding the node's term, if it has terms: a JSON number stored
+    /// under that key, or `key/field` for a number field of a JSON object stored under
+    /// `key` (PBFT's view, `pbft/view`).
     pub term_key: Option<&'static str>,
     /// The checks judged by default.
     pub checks: &'static [&'static str],
+    /// Parameters (a JSON object) for some of the checks, as (check, params): those a
+    /// protocol's promise gives its check (PBFT's `validity` with `by_value`). A check
+    /// not listed is built with its defaults.
+    pub check_params: &'static [(&'static str, &'static str)],
     /// Parameters (a JSON object) for exhaustive search: a bounded workload.
     pub params: &'static str,
     /// Parameters for random walks, which are cheap and go deep: a longer workload.
@@ -227,6 +255,7 @@ impl ModelSpec {
             max_term: 0,
             term_key: None,
             checks: &[],
+            check_params: &[],
             params: "{}",
             walk_params: "{}",
         }
@@ -277,6 +306,15 @@ impl ModelSpec {
     /// With `checks`: the checks judged by default.
     pub const fn with_checks(mut self, checks: &'static [&'static str]) -> ModelSpec {
         self.checks = checks;
+        self
+    }
+
+    /// With `check_params`: parameters for some of the checks, as (check, JSON object).
+    pub const fn with_check_params(
+        mut self,
+        check_params: &'static [(&'static str, &'static str)],
+    ) -> ModelSpec {
+        self.check_params = check_params;
         self
     }
 

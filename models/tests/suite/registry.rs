@@ -23,7 +23,8 @@ fn every_entry_is_a_zoo_protocol_and_its_defaults_build() {
             "zookeeper",
             "zookeeper-ensemble",
             "idempotency",
-            "paxos"
+            "paxos",
+            "pbft"
         ]
     );
     let models = zoo();

@@ -299,6 +299,75 @@ fn check_model_json_and_walks() {
     assert!(t.contains("walk seed 0 breaks exactly-once"), "{t}");
 }
 
+/// Issue 35: PBFT with a Byzantine replica. `small-quorum`'s equivocating primary is
+/// found by walks and shrunk to its 11 steps; with no Byzantine node allowed (the
+/// negative control of the explorer's Byzantine action) the same walks find nothing;
+/// `correct` passes the default exhaustive bounds; the JSON says what was explored.
+#[test]
+fn check_model_pbft_finds_the_equivocating_primary_with_a_byzantine_replica() {
+    let base = [
+        "check-model",
+        "--protocol",
+        "pbft",
+        "--variant",
+        "small-quorum",
+        "--roles",
+        "replica=3",
+        "--walk",
+        "0..100",
+    ];
+    let mut args = base.to_vec();
+    args.push("--shrink");
+    let o = tenure(&args);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains(
+            "byzantine <= 1 (replicas; equivocate, wrong-digest, silent, conflicting-views)"
+        ),
+        "{t}"
+    );
+    assert!(
+        t.contains("walk seed 20 breaks agreement (its 28 steps shrunk to 11):"),
+        "{t}"
+    );
+    assert!(t.contains("VIOLATION agreement at depth 11"), "{t}");
+    assert!(t.contains("  1. n0 turned Byzantine (equivocate)"), "{t}");
+
+    let mut args = base.to_vec();
+    args.extend(["--byzantine", "0"]);
+    let o = tenure(&args);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("byzantine <= 0 ("), "{t}");
+    assert!(t.contains("no violation in any walk"), "{t}");
+
+    let o = tenure(&["check-model", "--protocol", "pbft", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(v["verdict"], "pass");
+    assert_eq!(v["explored"]["byzantine"], 1);
+    assert_eq!(v["explored"]["max_depth"], 6);
+    assert_eq!(v["explored"]["max_term"], 1);
+    assert_eq!(v["explored"]["roles"]["replica"], 4);
+    assert_eq!(
+        v["explored"]["byzantine_behaviours"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    assert_eq!(v["unique_states"], 24_165);
+
+    let o = tenure(&["check-model", "--protocol", "pbft", "--byzantine", "2"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("--byzantine: pbft/correct: beyond assumption max-byzantine"),
+        "{t}"
+    );
+}
+
 #[test]
 fn check_model_bad_input_is_exit_2_naming_the_field() {
     for (args, needle) in [

@@ -67,7 +67,13 @@
 //! commit stays behind), MACs and the read-only and tentative-execution optimisations
 //! (§5), request batching. Client requests go to every replica at once (§4.1 sends them
 //! to the primary and multicasts only a retransmission), so backups start their timers
-//! at once.
+//! at once; parameter `to_primary` does as §4.1 (the model checker's settings turn it
+//! on: fewer messages in flight).
+//!
+//! **Model checking** ([`Configurable::model`]): two clients with one request each, one
+//! replica turned Byzantine at any step with any behaviour (f = 1), views up to 1.
+//! `small-quorum`'s 11-step counterexample (an equivocating primary) is beyond
+//! breadth-first search here and is found by random walks, shrunk to those 11 steps.
 //!
 //! **Observations.** A client records `Proposes { instance: its request number, value }`
 //! as it sends a request (values are unique: `(client + 1) x 1,000,000 + number`). A
@@ -268,6 +274,11 @@ pub struct PbftParams {
     /// A backup waiting for a request starts a view change after this long (doubled
     /// for every view that does not start in time).
     pub view_timeout: HumanDuration,
+    /// A client sends a new request to the primary it believes current (of the highest
+    /// view a reply named) and to every replica only when it retransmits, as §4.1 has
+    /// it. Off by default (every request to every replica at once, so backups start
+    /// their timers at once); the model checker turns it on: fewer messages in flight.
+    pub to_primary: bool,
 }
 
 impl Default for PbftParams {
@@ -278,6 +289,7 @@ impl Default for PbftParams {
             interval: HumanDuration(Duration::from_millis(100)),
             retry: HumanDuration(Duration::from_millis(500)),
             view_timeout: HumanDuration(Duration::from_millis(400)),
+            to_primary: false,
         }
     }
 }
@@ -292,6 +304,7 @@ pub struct PbftConfig {
     pub interval: Duration,
     pub retry: Duration,
     pub view_timeout: Duration,
+    pub to_primary: bool,
     pub roles: Roles<PbftRole>,
     pub replicas: Vec<NodeId>,
     pub clients: Vec<NodeId>,
@@ -468,6 +481,9 @@ pub struct Client {
     done: bool,
     /// replica -> result, for request `t`.
     replies: BTreeMap<NodeId, u64>,
+    /// The highest view any reply named: its primary is the one a `to_primary` client
+    /// sends a new request to.
+    view: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -1156,10 +1172,14 @@ impl Client {
         (u64::from(self.me.0) + 1) * 1_000_000 + self.t
     }
 
-    fn send_request(&mut self, config: &PbftConfig, env: E<'_>) {
+    /// Sends request `t`: to every replica, or with `to_primary` (§4.1) first to the
+    /// primary it believes current and to every replica only when it retransmits
+    /// (`broadcast`).
+    fn send_request(&mut self, config: &PbftConfig, env: E<'_>, broadcast: bool) {
         if self.byz == Some(Byzantine::Silent) {
             return;
         }
+        let primary = config.primary(self.view);
         let honest = Req {
             client: self.me,
             t: self.t,
@@ -1167,6 +1187,9 @@ impl Client {
         };
         let half = config.replicas.len().div_ceil(2);
         for (i, &to) in config.replicas.iter().enumerate() {
+            if config.to_primary && !broadcast && to != primary {
+                continue;
+            }
             let body = match self.byz {
                 Some(_) if i >= half => Req {
                     value: honest.value + 500_000,
@@ -1208,11 +1231,16 @@ impl Client {
                 value: self.value() + 500_000,
             });
         }
-        self.send_request(config, env);
+        self.send_request(config, env, false);
     }
 
-    fn on_reply(&mut self, config: &PbftConfig, env: E<'_>, from: NodeId, t: u64, result: u64) {
-        if t != self.t || self.done || !config.replicas.contains(&from) {
+    fn on_reply(&mut self, config: &PbftConfig, env: E<'_>, from: NodeId, reply: (u64, u64, u64)) {
+        let (view, t, result) = reply;
+        if !config.replicas.contains(&from) {
+            return;
+        }
+        self.view = self.view.max(view);
+        if t != self.t || self.done {
             return;
         }
         self.replies.insert(from, result);
@@ -1263,6 +1291,7 @@ impl Protocol for Pbft {
                     t: 0,
                     done: true,
                     replies: BTreeMap::new(),
+                    view: 0,
                 },
             },
         }
@@ -1318,8 +1347,8 @@ impl Protocol for Pbft {
                 r.flush(env);
             }
             Pbft::Client { config, c } => {
-                if let Msg::Reply { t, result, .. } = msg {
-                    c.on_reply(config, env, from, t, result);
+                if let Msg::Reply { view, t, result } = msg {
+                    c.on_reply(config, env, from, (view, t, result));
                 }
             }
             Pbft::Spare => {}
@@ -1344,7 +1373,7 @@ impl Protocol for Pbft {
                 r.flush(env);
             }
             (Pbft::Client { config, c }, Timer::Retry(t)) if t == c.t && !c.done => {
-                c.send_request(config, env);
+                c.send_request(config, env, true);
             }
             (Pbft::Client { config, c }, Timer::Next) => c.next(config, env),
             _ => {}
@@ -1437,6 +1466,7 @@ impl Configurable for Pbft {
             interval: params.interval.0,
             retry: params.retry.0,
             view_timeout: params.view_timeout.0,
+            to_primary: params.to_primary,
             roles,
             replicas,
             clients,
@@ -1451,6 +1481,42 @@ impl Configurable for Pbft {
             tenure_core::Promise::new("agreement"),
             tenure_core::Promise::new("validity").with("by_value", true),
         ]
+    }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel, TimerModel};
+        Ok(ModelSpec::new(
+            "two clients with one request each, sent to the primary first (`to_primary`, \
+             as §4.1), and four replicas (the first three form the group of `small-quorum` \
+             and `small-cluster`, the fourth stands by: `--roles replica=3` leaves it out), \
+             of which the environment may turn one (f = 1, the declared `max-byzantine`) \
+             Byzantine at any step, with any of the four behaviours; messages delivered in \
+             any order, timers firing when no message is in flight, views up to 1. \
+             `small-quorum`'s counterexample (an equivocating primary) is 11 steps, beyond \
+             the exhaustive depth (6; depth 7 holds 58,526 states on three replicas and \
+             each level multiplies them by about 4): random walks find it (`--walk 0..100 \
+             --shrink`: seed 20 on three replicas, shrunk to those 11 steps)",
+            &[("replica", 4), ("client", 2)],
+        )
+        .with_out_of_scope(&[(
+            "small-cluster",
+            "a liveness bug (one silent replica stops every decision): the explorer judges \
+             safety only; scenarios/pbft/ and `tenure fuzz --profile byzantine` show it",
+        )])
+        .with_bounds(
+            Bounds::DEFAULT
+                .with_max_depth(6)
+                .with_max_byzantine(1)
+                .with_clock(ClockModel::Frozen)
+                .with_seen(SeenModel::All)
+                .with_timers(TimerModel::Quiet),
+        )
+        .with_term_key("pbft/view")
+        .with_max_term(1)
+        .with_checks(&["agreement", "validity"])
+        .with_check_params(&[("validity", r#"{"by_value": true}"#)])
+        .with_params(r#"{"requests": 1, "to_primary": true}"#)
+        .with_walk_params(r#"{"requests": 2, "to_primary": true}"#))
     }
 
     fn assumptions(config: &PbftConfig) -> tenure_core::Assumptions {
