@@ -400,7 +400,7 @@ mod tests {
                 bits: vec![false; n * n],
             };
             for step in 0..3000 {
-                let mut nodes = |draw: &mut dyn FnMut(u64) -> u64| -> Vec<NodeId> {
+                let nodes = |draw: &mut dyn FnMut(u64) -> u64| -> Vec<NodeId> {
                     (0..draw(4))
                         .map(|_| NodeId(draw(n as u64) as u32))
                         .collect()
