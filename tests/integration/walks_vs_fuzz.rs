@@ -12,10 +12,18 @@ use tenure_fuzz::{fuzz, FuzzOptions, SeedResult, Target};
 const WALK_SEEDS: u64 = 5_000;
 const FUZZ_SEEDS: u64 = 1_000;
 
-/// The checker the fuzzer's first failing seed violates, if any within the bound.
+/// The checker the fuzzer's first failing seed violates, if any within the bound. A
+/// protocol that tolerates Byzantine nodes is fuzzed under the `byzantine` profile, the
+/// one built-in profile that draws liars (up to its declared `max-byzantine`), as the
+/// walks turn nodes Byzantine up to it; the others under the default profile.
 fn fuzz_verdict(protocol: &str, variant: &str, breaks: &[&str]) -> Option<String> {
-    let target = Target::for_protocol(&crate::support::zoo(), protocol, Some(variant), None)
-        .expect("a zoo protocol");
+    let zoo = crate::support::zoo();
+    let mut target =
+        Target::for_protocol(&zoo, protocol, Some(variant), None).expect("a zoo protocol");
+    if target.assumptions.max_byzantine.is_some() {
+        target = Target::for_protocol(&zoo, protocol, Some(variant), Some("byzantine"))
+            .expect("a zoo protocol");
+    }
     let mut found = None;
     let stop = AtomicBool::new(false);
     fuzz(
