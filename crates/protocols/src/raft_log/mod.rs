@@ -1342,18 +1342,7 @@ impl<W: ClientWire> Client<W> {
                 value: (env.next_u64() % 1_000_000) as i64 + 1,
             }
         };
-        env.observe(Observation::Invoke {
-            f: op.f().to_string(),
-            key: format!("k{key}"),
-            value: op.value(),
-        });
-        self.open = Some(Open {
-            op,
-            seq: self.seq,
-            attempts: Vec::new(),
-            to: self.me,
-        });
-        self.attempt(env);
+        self.start(env, op);
     }
 
     /// Starts `op` now on `server` (a scenario's scripted `request`), unless an
@@ -1366,6 +1355,11 @@ impl<W: ClientWire> Client<W> {
         if matches!(op, Op::Put { .. }) {
             self.seq += 1;
         }
+        self.start(env, op);
+    }
+
+    /// Records `op`'s invocation, opens it and sends its first attempt.
+    fn start(&mut self, env: &mut CE<'_, W>, op: Op) {
         env.observe(Observation::Invoke {
             f: op.f().to_string(),
             key: format!("k{}", op.key()),
