@@ -117,9 +117,10 @@ impl LockClient {
         let first = env.duration_between(self.ttl / 8, self.ttl / 2);
         env.set_timer(Timer::Renew, first);
         self.abandoned = None;
-        if self.abandons && env.cluster().with_role("client").next() == Some(env.me()) {
-            let after = env.duration_between(self.ttl, self.ttl * 2);
-            env.set_timer(Timer::Abandon, after);
+        if self.abandons {
+            if let Some(after) = crate::util::first_client_stops_renewing(env, self.ttl) {
+                env.set_timer(Timer::Abandon, after);
+            }
         }
     }
 

@@ -132,9 +132,10 @@ impl LockClient {
         let first = env.duration_between(self.ttl / 12, self.ttl / 3);
         env.set_timer(Timer::KeepAlive, first);
         self.orphaned = None;
-        if self.orphans && env.cluster().with_role("client").next() == Some(env.me()) {
-            let after = env.duration_between(self.ttl, self.ttl * 2);
-            env.set_timer(Timer::Orphan, after);
+        if self.orphans {
+            if let Some(after) = crate::util::first_client_stops_renewing(env, self.ttl) {
+                env.set_timer(Timer::Orphan, after);
+            }
         }
     }
 
