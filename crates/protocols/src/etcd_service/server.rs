@@ -1440,34 +1440,35 @@ impl Server {
 
     /// `nr.notify(nil)`: each read is served from this member's state machine.
     fn answer_reads(&mut self, env: &mut E<'_>, batch: Vec<KvRead>) {
-        for r in batch {
-            let value = self.state.registers.get(&r.key).copied().unwrap_or(0);
-            let answer = crate::raft_log::Answer::Ok(Some(value));
-            self.send(
-                env,
-                r.client,
-                Msg::KvReply {
-                    attempt: r.attempt,
-                    answer,
-                },
-            );
-        }
+        self.reply_reads(env, batch, |s, r| {
+            let value = s.state.registers.get(&r.key).copied().unwrap_or(0);
+            crate::raft_log::Answer::Ok(Some(value))
+        });
     }
 
     /// `nr.notify(err)`: the reads fail (nothing done), naming the leader we know.
     fn fail_reads(&mut self, env: &mut E<'_>, batch: Vec<KvRead>) {
         env.cancel_timer(&Timer::ReadRetry);
         env.cancel_timer(&Timer::ReadError);
+        self.reply_reads(env, batch, |s, _| {
+            crate::raft_log::Answer::NotLeader(s.leader)
+        });
+    }
+
+    /// Sends each read of `batch` its answer, in order.
+    fn reply_reads(
+        &mut self,
+        env: &mut E<'_>,
+        batch: Vec<KvRead>,
+        answer: impl Fn(&Self, &KvRead) -> crate::raft_log::Answer,
+    ) {
         for r in batch {
-            let answer = crate::raft_log::Answer::NotLeader(self.leader);
-            self.send(
-                env,
-                r.client,
-                Msg::KvReply {
-                    attempt: r.attempt,
-                    answer,
-                },
-            );
+            let answer = answer(self, &r);
+            let reply = Msg::KvReply {
+                attempt: r.attempt,
+                answer,
+            };
+            self.send(env, r.client, reply);
         }
     }
 

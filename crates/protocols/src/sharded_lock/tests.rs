@@ -511,11 +511,32 @@ fn a_join_hands_over_cleanly_with_fencing_and_double_owns_without() {
 
 /// A coordinator's first start at time 0, into `storage` (what a restart reads back).
 fn first_boot(s: &Shared, cluster: &Cluster, node: NodeId, storage: &mut tenure_core::StorageMap) {
+    boot(s, cluster, node, 0, storage, |_, _| {});
+}
+
+/// A process of `node` started at `at_ns` (both clocks) on `storage`: `on_start`, then
+/// `then`; returns the effects.
+fn boot(
+    s: &Shared,
+    cluster: &Cluster,
+    node: NodeId,
+    at_ns: i64,
+    storage: &mut tenure_core::StorageMap,
+    then: impl FnOnce(&mut Coordinator, &mut tenure_core::Step<'_, Msg, Timer>),
+) -> Vec<Effect<Msg, Timer>> {
     let mut rng = tenure_core::SplitMix64(1);
-    let mut first = Coordinator::new(s.clone());
-    let mut env: tenure_core::Step<'_, Msg, Timer> =
-        tenure_core::Step::new(node, cluster, LocalTime(0), LocalTime(0), storage, &mut rng);
-    first.on_start(&mut env);
+    let mut process = Coordinator::new(s.clone());
+    let mut env: tenure_core::Step<'_, Msg, Timer> = tenure_core::Step::new(
+        node,
+        cluster,
+        LocalTime(at_ns),
+        LocalTime(at_ns),
+        storage,
+        &mut rng,
+    );
+    process.on_start(&mut env);
+    then(&mut process, &mut env);
+    env.take_effects()
 }
 
 #[test]
@@ -590,18 +611,7 @@ fn a_standby_restarted_before_its_join_took_effect_joins_again() {
     let s = shared(true);
     let cluster = cluster(3, 2);
     let restart = |storage: &mut tenure_core::StorageMap| {
-        let mut rng = tenure_core::SplitMix64(1);
-        let mut restarted = Coordinator::new(s.clone());
-        let mut env: tenure_core::Step<'_, Msg, Timer> = tenure_core::Step::new(
-            NodeId(2),
-            &cluster,
-            LocalTime(5_000_000_000),
-            LocalTime(5_000_000_000),
-            storage,
-            &mut rng,
-        );
-        restarted.on_start(&mut env);
-        env.take_effects()
+        boot(&s, &cluster, NodeId(2), 5_000_000_000, storage, |_, _| {})
     };
     // First boot: the standby stores the first ring and arms its join; it crashes
     // before the join.
@@ -617,20 +627,9 @@ fn a_standby_restarted_before_its_join_took_effect_joins_again() {
     );
     // Its join took effect (the stored ring is epoch 2, with it): no second join.
     let mut storage = tenure_core::StorageMap::new();
-    {
-        let mut rng = tenure_core::SplitMix64(1);
-        let mut first = Coordinator::new(s.clone());
-        let mut env: tenure_core::Step<'_, Msg, Timer> = tenure_core::Step::new(
-            NodeId(2),
-            &cluster,
-            LocalTime(0),
-            LocalTime(0),
-            &mut storage,
-            &mut rng,
-        );
-        first.on_start(&mut env);
-        first.on_timer(&mut env, Timer::Join);
-    }
+    boot(&s, &cluster, NodeId(2), 0, &mut storage, |first, env| {
+        first.on_timer(env, Timer::Join)
+    });
     let effects = restart(&mut storage);
     assert!(
         effects.iter().all(|e| !matches!(
