@@ -16,7 +16,9 @@
 //! acceptor accepts a ballot no lower than its promise. With acceptances from a
 //! majority the value is chosen, and the proposer learns it. A proposer that hears
 //! nothing back in time, or is refused, tries again with a higher round after a random
-//! back-off. An acceptor writes its promise and its acceptance to disk, and syncs them,
+//! back-off, doubled with every ballot of the decision (up to 64 times `retry`): without
+//! it, proposers whose round trips outlast `retry` (slow links) pre-empt each other for
+//! ever and nothing is decided (§2.4: progress needs one proposer to be let finish). An acceptor writes its promise and its acceptance to disk, and syncs them,
 //! before it answers: its answers are promises about the future, and a restart must
 //! not take them back.
 //!
@@ -36,7 +38,7 @@
 //! decisions, each an independent single-decree Paxos, one every `interval` (default
 //! 200 ms): every proposer starts decision `i` at `(i - 1) x interval` after its start
 //! (or as soon as it learned the one before, if later), so each decision is a race of
-//! all three, as the first one is.
+//! all three, as the first one is: each decision has rounds of its own, from 1.
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -156,6 +158,9 @@ pub struct Proposer {
     pub ballot: Ballot,
     /// The highest round seen in a refusal.
     pub highest_seen: u64,
+    /// Ballots tried for this decision (since the process started), this one included:
+    /// the retry timer doubles with each.
+    pub attempt: u32,
     pub phase: Phase,
 }
 
@@ -176,7 +181,17 @@ pub enum Paxos {
 
 type E<'a> = &'a mut dyn Env<Msg, Timer>;
 
-const ROUND_KEY: &str = "round";
+/// Where a proposer keeps the last round it used for decision `instance` (each decision
+/// is a Paxos of its own, its rounds from 1: every decision is a race of all three, as
+/// the first one is).
+fn round_key(instance: u64) -> String {
+    format!("round/{instance}")
+}
+
+/// The back-off doubles with every ballot of a decision, up to this many doublings (64
+/// times `retry`: with the default 20 to 60 ms, up to 1.3 to 3.8 s, above any round trip
+/// of the built-in profiles' slow links).
+pub const MAX_DOUBLINGS: u32 = 6;
 
 fn instance_key(instance: u64) -> String {
     format!("instance/{instance}")
@@ -192,11 +207,20 @@ impl Proposer {
         config.acceptors.len() / 2 + 1
     }
 
+    /// On to decision `instance`: its rounds start after the last one this proposer used
+    /// for it (on disk: none unless a restart brought it back), its back-off afresh.
+    fn begin(&mut self, instance: u64, env: E<'_>) {
+        self.instance = instance;
+        self.ballot.round = env.load(&round_key(instance)).unwrap_or(0);
+        self.highest_seen = 0;
+        self.attempt = 0;
+    }
+
     /// A new ballot above every round seen, its round on disk before it is used.
     fn prepare(&mut self, config: &Config, env: E<'_>) {
         let round = self.ballot.round.max(self.highest_seen) + 1;
         // A failed sync leaves the round unrecorded: try again later with a higher one.
-        if env.store_synced(ROUND_KEY, &round).is_err() {
+        if env.store_synced(&round_key(self.instance), &round).is_err() {
             self.phase = Phase::Refused;
             self.schedule_retry(config, env);
             return;
@@ -205,6 +229,7 @@ impl Proposer {
             round,
             proposer: self.me.0,
         };
+        self.attempt += 1;
         self.phase = Phase::Preparing {
             promises: BTreeMap::new(),
             refused: BTreeSet::new(),
@@ -223,8 +248,13 @@ impl Proposer {
         self.schedule_retry(config, env);
     }
 
+    /// Randomized exponential back-off (Lamport 2001, §2.4: progress needs one proposer
+    /// to be let finish): drawn from `retry`, doubled for every earlier ballot of this
+    /// decision, up to [`MAX_DOUBLINGS`] times, so a proposer whose round trips outlast
+    /// `retry` (slow links) still completes a ballot.
     fn schedule_retry(&self, config: &Config, env: E<'_>) {
-        let after = env.duration_between(config.retry.0, config.retry.1);
+        let factor = 1u32 << self.attempt.saturating_sub(1).min(MAX_DOUBLINGS);
+        let after = env.duration_between(config.retry.0 * factor, config.retry.1 * factor);
         env.set_timer(Timer::Retry, after);
     }
 
@@ -290,7 +320,7 @@ impl Proposer {
         self.phase = Phase::Done;
         env.cancel_timer(&Timer::Retry);
         if self.slot > self.instance {
-            self.instance = self.slot;
+            self.begin(self.slot, env);
             self.prepare(config, env);
         }
     }
@@ -307,7 +337,7 @@ impl Proposer {
             env.set_timer(Timer::Next, config.interval);
         }
         if self.phase == Phase::Done {
-            self.instance = self.slot;
+            self.begin(self.slot, env);
             self.prepare(config, env);
         }
     }
@@ -445,6 +475,7 @@ impl Protocol for Paxos {
                     slot: 1,
                     ballot: Ballot::default(),
                     highest_seen: 0,
+                    attempt: 0,
                     phase: Phase::Refused,
                 },
             },
@@ -458,7 +489,7 @@ impl Protocol for Paxos {
     fn on_start(&mut self, env: E<'_>) {
         if let Paxos::Proposer { config, p } = self {
             // The last round used, so no ballot is used twice across a restart.
-            p.ballot.round = env.load(ROUND_KEY).unwrap_or(0);
+            p.begin(p.instance, env);
             p.prepare(config, env);
             if config.instances > 1 {
                 env.set_timer(Timer::Next, config.interval);
@@ -783,6 +814,75 @@ mod tests {
         let mut step = host.step();
         a.on_message(&mut step, NodeId(1), prepare(1, 1));
         assert_eq!(shape(&step.effects), vec!["store", "send", "sync"]);
+    }
+
+    /// The retry timers a step set.
+    fn retries(effects: &[Effect<Msg, Timer>]) -> Vec<Duration> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::SetTimer {
+                    timer: Timer::Retry,
+                    after,
+                } => Some(*after),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_refused_proposer_backs_off_twice_as_long_with_every_ballot_up_to_64_times() {
+        let (mut p, cluster) = node(PaxosVariant::Correct, 0);
+        let (min, max) = (Duration::from_millis(20), Duration::from_millis(60));
+        let mut host = StepHost::new(NodeId(0), &cluster);
+        let mut step = host.step();
+        p.on_start(&mut step);
+        let mut windows = Vec::new();
+        for _ in 0..9 {
+            let after = retries(&step.effects);
+            assert_eq!(after.len(), 1, "{:?}", step.effects);
+            windows.push(after[0]);
+            step = host.step();
+            p.on_timer(&mut step, Timer::Retry);
+        }
+        for (i, after) in windows.iter().enumerate() {
+            let factor = 1u32 << (i as u32).min(MAX_DOUBLINGS);
+            assert!(
+                (min * factor..=max * factor).contains(after),
+                "ballot {}: {after:?} outside {factor} x [20ms, 60ms]",
+                i + 1
+            );
+        }
+        // Negative control: without the doubling the seventh ballot's wait would be
+        // at most 60 ms.
+        assert!(windows[6] > max, "{windows:?}");
+    }
+
+    #[test]
+    fn each_decision_starts_its_own_rounds_and_a_restart_resumes_them() {
+        let (mut p, cluster) = node(PaxosVariant::Correct, 1);
+        let mut host = StepHost::new(NodeId(1), &cluster);
+        p.on_start(&mut host.step()); // decision 1, ballot (1, 1)
+        p.on_timer(&mut host.step(), Timer::Retry); // (2, 1)
+        let Paxos::Proposer { p: prop, config } = &mut p else {
+            unreachable!()
+        };
+        assert_eq!(prop.ballot, b(2, 1));
+        // Decision 2 starts at round 1 again, its back-off afresh.
+        let mut step = host.step();
+        prop.begin(2, &mut step);
+        prop.prepare(config, &mut step);
+        assert_eq!(prop.ballot, b(1, 1));
+        assert_eq!(prop.attempt, 1);
+        // A new process over the same storage starts at decision 1 above round 2.
+        let (mut restarted, _) = node(PaxosVariant::Correct, 1);
+        let mut step = host.step();
+        restarted.on_start(&mut step);
+        assert!(
+            step.sent().iter().all(|(_, m)| *m == &prepare(3, 1)),
+            "{:?}",
+            step.sent()
+        );
     }
 
     #[test]

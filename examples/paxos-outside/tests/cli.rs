@@ -29,7 +29,7 @@ fn verify_meets_every_scenarios_expectation() {
 
 #[test]
 fn fuzz_finds_each_planted_bug_at_the_librarys_seed() {
-    for (variant, seed) in [("promise-in-memory", 267), ("reply-before-sync", 181)] {
+    for (variant, seed) in [("promise-in-memory", 181), ("reply-before-sync", 181)] {
         let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fuzz-{variant}"));
         let _ = std::fs::remove_dir_all(&out);
         let o = bin()
@@ -46,4 +46,47 @@ fn fuzz_finds_each_planted_bug_at_the_librarys_seed() {
             "{variant}: {first}\n{t}"
         );
     }
+}
+
+/// The command line fuzzes the repeated decision (`sweeps/forty-decisions.toml`) to the
+/// seeds the library finds (`tests/fuzz.rs`, `reply_before_sync_with_forty_decisions`).
+#[test]
+fn fuzz_of_forty_decisions_finds_reply_before_sync_at_the_librarys_seeds() {
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-forty");
+    let _ = std::fs::remove_dir_all(&out);
+    let o = bin()
+        .args([
+            "fuzz",
+            "sweeps/forty-decisions.toml",
+            "--variant",
+            "reply-before-sync",
+        ])
+        .args([
+            "--profile",
+            "power",
+            "--seeds",
+            "0..1000",
+            "--json",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let mut failing: Vec<u64> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.contains("\"outcome\":\"violation\""))
+        .map(|l| {
+            let at = l.find("\"seed\":").expect("a seed") + 7;
+            let digits: String = l[at..].chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().unwrap()
+        })
+        .collect();
+    failing.sort_unstable();
+    assert_eq!(
+        failing,
+        [37, 170, 181, 215, 216, 475, 539, 579, 631, 705, 958, 972, 996],
+        "{t}"
+    );
 }
