@@ -72,7 +72,9 @@ mod server;
 mod tests;
 
 pub use client::Client;
-pub use server::{Cmd, Entry, KeyState, Server, SessionState, State, SESSION_TTL_MULTIPLIER};
+pub use server::{
+    Cmd, Entry, KeyState, Server, SessionState, State, ANSWERED_PER_CLIENT, SESSION_TTL_MULTIPLIER,
+};
 
 use crate::resource::{FencingMode, Resource, ResourceMsg};
 use crate::workload::{lock_client_params, LockRole, WorkloadConfig, WorkloadTimer};

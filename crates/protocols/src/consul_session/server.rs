@@ -105,6 +105,11 @@ pub enum Role {
     Leader,
 }
 
+/// How many answers a server keeps per client to answer duplicates with (see
+/// `Server::answered`): a client has at most a session request and a lock request in
+/// flight at once, so a few cover every duplicate the network can still deliver.
+pub const ANSWERED_PER_CLIENT: usize = 8;
+
 /// One Consul server.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Server {
@@ -134,6 +139,15 @@ pub struct Server {
     round: u64,
     /// Requests this leader appended, by index: the client and request id to answer.
     proposed: BTreeMap<u64, (NodeId, u64)>,
+    /// The answers this server gave to requests it applied, by (client, request id): the
+    /// last [`ANSWERED_PER_CLIENT`] of each client. Consul's clients talk HTTP over TCP,
+    /// which never delivers one request twice; tenure's datagram network may, so a
+    /// duplicate of an applied request is answered from here instead of applied again
+    /// (a duplicated release applied after its client took the lock again would release
+    /// the new hold: `consul-lock/correct`, seed 1377 of `field`), and one still in the
+    /// log is left to its first answer. Kept per server, as a TCP connection is: a
+    /// duplicate reaches the server its original was sent to.
+    answered: BTreeMap<(NodeId, u64), Answer>,
     /// When each peer last answered this leader (the leader lease: step down without a
     /// majority's answer within the lease timeout).
     last_ack: BTreeMap<NodeId, LocalTime>,
@@ -179,6 +193,7 @@ impl Server {
             acked_round: BTreeMap::new(),
             round: 0,
             proposed: BTreeMap::new(),
+            answered: BTreeMap::new(),
             last_ack: BTreeMap::new(),
             leader_since: None,
             timers: BTreeMap::new(),
@@ -544,6 +559,7 @@ impl Server {
             });
             if let Some((client, req)) = self.proposed.remove(&index) {
                 if let Some(answer) = answer {
+                    self.remember(client, req, answer.clone());
                     self.reply(env, client, req, answer);
                 }
             }
@@ -749,7 +765,35 @@ impl Server {
 
     // ----- client requests -----
 
+    /// Records `answer` to `client`'s request `req`, keeping that client's last
+    /// [`ANSWERED_PER_CLIENT`] (request ids grow within a client's incarnation).
+    fn remember(&mut self, client: NodeId, req: u64, answer: Answer) {
+        self.answered.insert((client, req), answer);
+        let of_client = (client, 0)..=(client, u64::MAX);
+        let kept = self.answered.range(of_client.clone()).count();
+        if kept > ANSWERED_PER_CLIENT {
+            let drop: Vec<(NodeId, u64)> = self
+                .answered
+                .range(of_client)
+                .take(kept - ANSWERED_PER_CLIENT)
+                .map(|(k, _)| *k)
+                .collect();
+            for k in drop {
+                self.answered.remove(&k);
+            }
+        }
+    }
+
     fn on_request(&mut self, env: &mut E<'_>, client: NodeId, req: u64, op: Op) {
+        // A duplicate (see `answered`): answered again, or left to the first.
+        if let Some(answer) = self.answered.get(&(client, req)) {
+            let answer = answer.clone();
+            self.reply(env, client, req, answer);
+            return;
+        }
+        if self.proposed.values().any(|&c| c == (client, req)) {
+            return;
+        }
         if self.role != Role::Leader {
             // A follower forwards RPCs to the leader; here it names the leader instead.
             let leader = self.leader;
@@ -813,6 +857,9 @@ impl Server {
                         lock_index: None,
                         session_gone: false,
                     };
+                    // A duplicate arriving after the delay must not take the lock for
+                    // a client that was told no.
+                    self.remember(client, req, answer.clone());
                     self.reply(env, client, req, answer);
                     return;
                 }

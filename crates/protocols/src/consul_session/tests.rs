@@ -357,3 +357,117 @@ fn an_acquire_waits_until_the_release_of_the_same_session_is_answered() {
         "{sent:?}"
     );
 }
+
+/// One server (n0, a quorum of one: it leads at its first election timeout) and one
+/// client (n1), the server stepped by hand.
+struct OneServer {
+    server: Server,
+    storage: StorageMap,
+    rng: SplitMix64,
+    cluster: Cluster,
+}
+
+impl OneServer {
+    fn leading() -> OneServer {
+        let spec = |role: &str, count| RoleSpec::new(role, count);
+        let cluster = Cluster::new(vec![
+            spec("server", 1),
+            spec("client", 1),
+            spec("storage", 1),
+        ])
+        .unwrap();
+        let config = ConsulLock::configure(params(), ConsulVariant::Correct, &cluster).unwrap();
+        let mut s = OneServer {
+            server: Server::new(&config, NodeId(0), &cluster),
+            storage: StorageMap::new(),
+            rng: SplitMix64(1),
+            cluster,
+        };
+        s.step(|sv, st| sv.on_start(st));
+        s.step(|sv, st| sv.on_timer(st, Timer::Election));
+        assert_eq!(
+            s.server.role(),
+            server::Role::Leader,
+            "a quorum of one elects itself"
+        );
+        s
+    }
+
+    fn step(&mut self, f: impl FnOnce(&mut Server, &mut Step<'_, Msg, Timer>)) -> Effects {
+        let now = LocalTime(1_000_000_000);
+        let mut step = Step::new(
+            NodeId(0),
+            &self.cluster,
+            now,
+            now,
+            &mut self.storage,
+            &mut self.rng,
+        );
+        f(&mut self.server, &mut step);
+        step.effects
+    }
+
+    /// Delivers client n1's request `req`; the answers sent back.
+    fn request(&mut self, req: u64, op: Op) -> Vec<Answer> {
+        let effects = self.step(|sv, st| sv.on_message(st, NodeId(1), Msg::Request { req, op }));
+        effects
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Send {
+                    msg: Msg::Reply { req: r, answer },
+                    ..
+                } if r == req => Some(answer),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn a_duplicated_release_is_answered_again_not_applied_to_the_next_hold() {
+    // Regression (the 2,000-seed sweep: `consul-lock/correct`, `field` seed 1377, 15% of
+    // messages duplicated): a client's release reached the leader twice; between the
+    // two, the client took the lock again with the same session, and the duplicate
+    // released that new hold, so the next waiter took the lock while the client acted.
+    // Consul's clients talk HTTP over TCP, which never delivers a request twice.
+    let mut s = OneServer::leading();
+    let created = s.request(
+        1,
+        Op::CreateSession {
+            ttl: Duration::from_secs(10),
+            lock_delay: Duration::ZERO,
+        },
+    );
+    let [Answer::Created { session, .. }] = created[..] else {
+        panic!("{created:?}")
+    };
+    let key = "service/counter/lock".to_string();
+    let acquire = |key: &String| Op::Acquire {
+        key: key.clone(),
+        session,
+    };
+    let release = Op::Release {
+        key: key.clone(),
+        session,
+    };
+    let held = |a: &[Answer]| {
+        matches!(
+            a,
+            [Answer::Acquired {
+                lock_index: Some(_),
+                ..
+            }]
+        )
+    };
+    assert!(held(&s.request(2, acquire(&key))));
+    assert_eq!(s.request(3, release.clone()), [Answer::Released]);
+    assert!(held(&s.request(4, acquire(&key))));
+    // The duplicate of request 3: answered as before, and the key stays held.
+    assert_eq!(s.request(3, release.clone()), [Answer::Released]);
+    let holder = s.server.state().kv.get(&key).and_then(|kv| kv.session);
+    assert_eq!(holder, Some(session), "the new hold survives the duplicate");
+    // Negative control: a new release (a new request id) does release it.
+    assert_eq!(s.request(5, release), [Answer::Released]);
+    let holder = s.server.state().kv.get(&key).and_then(|kv| kv.session);
+    assert_eq!(holder, None);
+}
