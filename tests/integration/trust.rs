@@ -238,3 +238,24 @@ early = 0
     }
     assert_eq!(failures(&target, 1307..1308), Vec::<String>::new());
 }
+
+/// Regression (the 2,000-seed sweep: `consul-lock/correct` under `field`, seed 1377):
+/// the network duplicated a client's release; the duplicate reached the leader after the
+/// client had taken the lock again with the same session and freed that new hold, so the
+/// next waiter acted beside it (`mutual-exclusion`). A server now answers a duplicate of
+/// a request it applied from its first answer (Consul's clients use TCP, which never
+/// delivers a request twice). The seed's case still duplicates messages; the correct
+/// variant passes it. The server-level steps: `consul_session::tests::
+/// a_duplicated_release_is_answered_again_not_applied_to_the_next_hold`.
+#[test]
+fn consul_lock_applied_a_duplicated_release_to_the_next_hold_field_seed_1377() {
+    let zoo = crate::support::zoo();
+    let target = Target::for_protocol(&zoo, "consul-lock", Some("correct"), Some("field"))
+        .expect("a zoo protocol");
+    let case = target.case(1377).to_toml();
+    assert!(
+        case.contains("kind = \"network\"\nduplicate = 0.15"),
+        "seed 1377 duplicates messages:\n{case}"
+    );
+    assert_eq!(failures(&target, 1377..1378), Vec::<String>::new());
+}
