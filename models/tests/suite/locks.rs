@@ -242,7 +242,7 @@ fn random_walks_find_release_before_write_at_the_earliest_end() {
         .query_for_walks("redis-lock", "release-before-write")
         .unwrap();
     let walk = models
-        .walk_model(&q, 0..1000, tenure_models::registry::WALK_DEPTH)
+        .walk_model_to(&q, 0..1000, tenure_models::registry::WALK_DEPTH)
         .unwrap();
     let failure = walk.failure.expect("a walk breaks it");
     let cex = failure.counterexample;
