@@ -11,8 +11,7 @@ use serde_json::json;
 use std::ops::Range;
 use tenure_models::registry::WALK_DEPTH;
 use tenure_models::{
-    Counterexample, ModelError, Models, Progress, Query, Report, TimerModel, WalkDepth,
-    WalkReport,
+    Counterexample, ModelError, Models, Progress, Query, Report, TimerModel, WalkDepth, WalkReport,
 };
 
 #[derive(Args, Debug)]
@@ -582,7 +581,7 @@ fn print_walks(
             None => println!("no violation in any walk"),
         }
         println!(
-            "walked {} ({}..{}), {} in all ({} not timers), depth <= {}",
+            "walked {} ({}..{}), {} in all, {} of them events, depth <= {}",
             crate::plural(report.seeds_run, "seed", "seeds"),
             seeds.start,
             seeds.end,
@@ -591,7 +590,7 @@ fn print_walks(
             match report.depth {
                 WalkDepth::Steps(steps) => steps.to_string(),
                 WalkDepth::Events(events) => format!(
-                    "{events} events (walk default; an event is any step but a timer firing), at most {} steps = {events} x (1 + {} pending at the start)",
+                    "{events} events (walk default), at most {} steps = {events} x (1 + {} pending at the start)",
                     report.max_steps,
                     crate::plural(report.timers_at_start as u64, "timer", "timers"),
                 ),
