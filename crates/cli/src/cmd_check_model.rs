@@ -608,6 +608,26 @@ fn print_walks(
 mod tests {
     use super::*;
 
+    /// `--max-depth`'s help states the default walk depth: it must name the
+    /// registry's numbers, not an older copy of them.
+    #[test]
+    fn max_depth_help_states_the_default_walk_depth() {
+        use clap::Args as _;
+        use tenure_models::registry::WALK_EVENTS;
+        let cmd = CheckModelArgs::augment_args(clap::Command::new("check-model"));
+        let help = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "max_depth")
+            .and_then(|a| a.get_help())
+            .expect("--max-depth has a help text")
+            .to_string();
+        assert!(
+            help.contains(&format!("default: {WALK_EVENTS} events"))
+                && help.contains(&format!("at most {WALK_EVENTS} x (1 + ")),
+            "{help}"
+        );
+    }
+
     #[test]
     fn sizes_read_with_binary_units() {
         assert_eq!(parse_size("4GiB"), Ok(4 << 30));
