@@ -109,11 +109,41 @@ pub struct WalkFailure {
     pub walked_depth: Option<usize>,
 }
 
+/// How far each random walk goes ([`Explorer::walk_to`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalkDepth {
+    /// At most this many steps of any kind (what `check-model --max-depth` asks for).
+    Steps(usize),
+    /// At most this many events, an event being any step but a timer firing (a
+    /// delivery, a drop, a duplicate, a crash, a restart, a leap, a Byzantine turn),
+    /// and at most `events x (1 + timers)` steps in all, `timers` the number of timers
+    /// pending once every node has started ([`WalkReport::timers_at_start`]).
+    ///
+    /// Why: a timer-driven protocol spends most of a walk's steps on timers (any
+    /// pending timer may fire before any delivery), so a bound in steps leaves a
+    /// lease protocol a few events deep while a protocol without timers goes the
+    /// whole way. Counting events gives both the same reach. The step cap ends walks
+    /// whose timers re-arm themselves without anything else happening (a retry timer
+    /// with nothing to retry), and lets each timer pending at the start fire about
+    /// once between two events.
+    Events(usize),
+}
+
 /// What a batch of random walks did.
 #[derive(Clone, Debug)]
 pub struct WalkReport {
     pub seeds_run: u64,
     pub steps_total: u64,
+    /// Steps other than timer firings, over every walk.
+    pub events_total: u64,
+    /// The bound each walk had.
+    pub depth: WalkDepth,
+    /// Timers pending once every node has started (what [`WalkDepth::Events`] scales
+    /// its step cap by).
+    pub timers_at_start: usize,
+    /// The most steps a walk could take: `n` for [`WalkDepth::Steps`]`(n)`,
+    /// `events x (1 + timers_at_start)` for [`WalkDepth::Events`].
+    pub max_steps: usize,
     pub failure: Option<WalkFailure>,
 }
 
@@ -469,15 +499,32 @@ impl<P: Protocol> Explorer<P> {
     /// end). Faults use the same budgets as exploration. Returns at the first seed that
     /// breaks a property.
     pub fn walk(&self, seeds: Range<u64>, max_depth: usize) -> WalkReport {
+        self.walk_to(seeds, WalkDepth::Steps(max_depth))
+    }
+
+    /// Random walks as [`Explorer::walk`] takes them, each as deep as `depth` allows.
+    /// `WalkDepth::Steps(n)` walks exactly as `walk(seeds, n)` does.
+    pub fn walk_to(&self, seeds: Range<u64>, depth: WalkDepth) -> WalkReport {
+        let (start, _) = State::<P>::initial(&self.config, &self.cluster, &self.bounds);
+        let timers_at_start: usize = start.nodes.iter().map(|n| n.timers.len()).sum();
+        let (max_events, max_steps) = match depth {
+            WalkDepth::Steps(n) => (n, n),
+            WalkDepth::Events(e) => (e, e.saturating_mul(1 + timers_at_start)),
+        };
         let mut report = WalkReport {
             seeds_run: 0,
             steps_total: 0,
+            events_total: 0,
+            depth,
+            timers_at_start,
+            max_steps,
             failure: None,
         };
         for seed in seeds {
             report.seeds_run += 1;
-            let (broken, steps_taken) = self.walk_one(seed, max_depth);
+            let (broken, steps_taken, events) = self.walk_one(seed, max_events, max_steps);
             report.steps_total += steps_taken;
+            report.events_total += events;
             if let Some((counterexample, actions)) = broken {
                 let (counterexample, walked_depth) = if self.shrink {
                     let walked = counterexample.depth;
@@ -497,18 +544,29 @@ impl<P: Protocol> Explorer<P> {
         report
     }
 
-    /// One random walk: the counterexample (with its actions) if it broke a property,
-    /// and its length.
+    /// One random walk of at most `max_events` events and `max_steps` steps: the
+    /// counterexample (with its actions) if it broke a property, its length, and how
+    /// many of its steps were events (not timer firings).
     #[allow(clippy::type_complexity)]
     fn walk_one(
         &self,
         seed: u64,
-        max_depth: usize,
-    ) -> (Option<(Counterexample, Vec<Action<P>>)>, u64) {
+        max_events: usize,
+        max_steps: usize,
+    ) -> (Option<(Counterexample, Vec<Action<P>>)>, u64, u64) {
         let mut rng = SplitMix64(seed);
-        self.run_path(max_depth, &mut |state, depth| {
-            self.random_step(state, &mut rng, depth)
-        })
+        let mut events = 0;
+        let (found, length) = self.run_path(max_steps, &mut |state, depth| {
+            if events >= max_events {
+                return None;
+            }
+            let step = self.random_step(state, &mut rng, depth)?;
+            if !matches!(step.0, Action::Fire { .. }) {
+                events += 1;
+            }
+            Some(step)
+        });
+        (found, length, events as u64)
     }
 
     /// Replays `actions` from the initial state: the counterexample if the path is

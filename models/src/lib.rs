@@ -87,7 +87,7 @@ pub mod state;
 
 pub use action::Action;
 pub use explorer::{
-    Counterexample, Explorer, Progress, Report, WalkFailure, WalkReport, PROGRESS_EVERY,
+    Counterexample, Explorer, Progress, Report, WalkDepth, WalkFailure, WalkReport, PROGRESS_EVERY,
 };
 pub use registry::{ModelEntry, ModelError, Models, Query};
 pub use state::{NodeState, State};

@@ -14,7 +14,7 @@ use crate::property::{
     checker, copies_in_flight_at_most, one_leader_at_a_time, steps_down_on_higher_term,
     stored_at_most,
 };
-use crate::{Bounds, Explorer, Progress, Report, WalkReport};
+use crate::{Bounds, Explorer, Progress, Report, WalkDepth, WalkReport};
 use std::fmt;
 use std::ops::Range;
 use tenure_core::model::ModelSpec;
@@ -81,10 +81,19 @@ pub struct ModelEntry {
 }
 
 type ExploreFn = fn(&Query, &mut dyn FnMut(&Progress)) -> Result<Report, ModelError>;
-type WalkFn = fn(&Query, Range<u64>, usize) -> Result<WalkReport, ModelError>;
+type WalkFn = fn(&Query, Range<u64>, WalkDepth) -> Result<WalkReport, ModelError>;
 
-/// Random walks go this deep by default ([`Query::for_walks`]).
-pub const WALK_DEPTH: usize = 60;
+/// Random walks take this many events by default ([`WALK_DEPTH`]): steps other than
+/// timer firings.
+pub const WALK_EVENTS: usize = 60;
+
+/// How deep random walks go by default ([`Models::query_for_walks`],
+/// `check-model --walk` without `--max-depth`): [`WALK_EVENTS`] events, and at most
+/// `WALK_EVENTS x (1 + timers pending at the start)` steps in all (see
+/// [`WalkDepth::Events`] for why events and not steps). Before, the default was 60
+/// steps of any kind, which left a protocol whose timers fire between every two
+/// events (a lease renewed by a heartbeat, a client's retry) only a few events deep.
+pub const WALK_DEPTH: WalkDepth = WalkDepth::Events(WALK_EVENTS);
 
 /// Random walks multiply the exhaustive fault budgets by this ([`Query::for_walks`]).
 pub const WALK_BUDGET_FACTOR: u32 = 4;
@@ -227,7 +236,18 @@ impl Models {
         seeds: Range<u64>,
         max_depth: usize,
     ) -> Result<WalkReport, ModelError> {
-        (self.entry(&query.protocol)?.walk)(query, seeds, max_depth)
+        self.walk_model_to(query, seeds, WalkDepth::Steps(max_depth))
+    }
+
+    /// Random walks of `query`, one per seed, each as deep as `depth` allows (the
+    /// default: [`WALK_DEPTH`]).
+    pub fn walk_model_to(
+        &self,
+        query: &Query,
+        seeds: Range<u64>,
+        depth: WalkDepth,
+    ) -> Result<WalkReport, ModelError> {
+        (self.entry(&query.protocol)?.walk)(query, seeds, depth)
     }
 
     /// `variant` of `protocol` with the protocol's declared defaults: its default
@@ -265,7 +285,8 @@ impl Models {
         })
     }
 
-    /// Like [`Models::query`], sized for random walks: depth [`WALK_DEPTH`], every fault
+    /// Like [`Models::query`], sized for random walks: depth [`WALK_EVENTS`] (events:
+    /// [`Models::walk_model_to`] with [`WALK_DEPTH`] walks this query by default), every fault
     /// budget the exhaustive default has multiplied by [`WALK_BUDGET_FACTOR`] (a zero
     /// budget stays zero), and a longer workload (more acquire attempts or
     /// operations). A walk samples one path, so it can afford what exhaustive search
@@ -273,7 +294,7 @@ impl Models {
     pub fn query_for_walks(&self, protocol: &str, variant: &str) -> Result<Query, ModelError> {
         let mut query = self.query(protocol, variant)?;
         let b = &mut query.bounds;
-        b.max_depth = WALK_DEPTH;
+        b.max_depth = WALK_EVENTS;
         b.max_crashes *= WALK_BUDGET_FACTOR;
         b.max_drops *= WALK_BUDGET_FACTOR;
         b.max_duplicates *= WALK_BUDGET_FACTOR;
@@ -356,11 +377,11 @@ fn explore<P: Configurable>(
 fn walk<P: Configurable>(
     query: &Query,
     seeds: Range<u64>,
-    max_depth: usize,
+    depth: WalkDepth,
 ) -> Result<WalkReport, ModelError> {
     Ok(build::<P>(query)?
         .shrinking(query.shrink)
-        .walk(seeds, max_depth))
+        .walk_to(seeds, depth))
 }
 
 /// The explorer for `query`: parameters read and checked as a scenario's would be,

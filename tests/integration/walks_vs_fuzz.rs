@@ -59,7 +59,7 @@ fn walks_and_fuzzing_agree_on_every_broken_variant_both_can_show() {
                 .query_for_walks(info.name, variant.name)
                 .expect("in the registry");
             let walk = models
-                .walk_model(&query, 0..WALK_SEEDS, WALK_DEPTH)
+                .walk_model_to(&query, 0..WALK_SEEDS, WALK_DEPTH)
                 .expect("walks run");
             let walked = walk.failure.map(|f| {
                 let property = f.counterexample.property;

@@ -11,7 +11,7 @@ use serde_json::json;
 use std::ops::Range;
 use tenure_models::registry::WALK_DEPTH;
 use tenure_models::{
-    Counterexample, ModelError, Models, Progress, Query, Report, TimerModel, WalkReport,
+    Counterexample, ModelError, Models, Progress, Query, Report, TimerModel, WalkDepth, WalkReport,
 };
 
 #[derive(Args, Debug)]
@@ -28,7 +28,9 @@ pub struct CheckModelArgs {
     /// Role counts, e.g. server=1,client=2,storage=1 (roles left out keep their default).
     #[arg(long)]
     roles: Option<String>,
-    /// States at this depth are judged but not expanded.
+    /// States at this depth are judged but not expanded. With --walk: each walk's
+    /// length in steps (default: 60 events, an event being any step but a timer
+    /// firing, and at most 60 x (1 + the timers pending at the start) steps).
     #[arg(long)]
     max_depth: Option<usize>,
     /// Stop (incomplete) after this many unique states.
@@ -189,7 +191,13 @@ fn run(args: &CheckModelArgs, models: &Models) -> Result<Outcome, ModelError> {
             "{}",
             describe(
                 &query,
-                args.byzantine.is_some() || args.behaviours.is_some()
+                args.byzantine.is_some() || args.behaviours.is_some(),
+                // Default walks count their depth in events (`WALK_DEPTH`).
+                if seeds.is_some() && args.max_depth.is_none() {
+                    " events"
+                } else {
+                    ""
+                }
             )
         );
         if let Some(why) = out_of_scope {
@@ -201,7 +209,13 @@ fn run(args: &CheckModelArgs, models: &Models) -> Result<Outcome, ModelError> {
     }
     let outcome = match seeds {
         Some(seeds) => {
-            let report = models.walk_model(&query, seeds.clone(), query.bounds.max_depth)?;
+            // The user's --max-depth is a bound in steps, as given; without one, the
+            // default counts events (the step cap it derives is printed with the walks).
+            let depth = match args.max_depth {
+                Some(steps) => WalkDepth::Steps(steps),
+                None => WALK_DEPTH,
+            };
+            let report = models.walk_model_to(&query, seeds.clone(), depth)?;
             print_walks(args, &query, &seeds, &report, out_of_scope)
         }
         None => {
@@ -313,7 +327,7 @@ fn parse_seeds(text: &str) -> Result<Range<u64>, ModelError> {
 }
 
 /// One line: what is explored, under which bounds.
-fn describe(q: &Query, byzantine_asked: bool) -> String {
+fn describe(q: &Query, byzantine_asked: bool, depth_unit: &str) -> String {
     let roles: Vec<String> = q
         .cluster
         .roles()
@@ -341,7 +355,7 @@ fn describe(q: &Query, byzantine_asked: bool) -> String {
         String::new()
     };
     format!(
-        "check-model {} {} on {}: {terms}depth <= {}, states <= {}, crashes <= {}, drops <= {}, duplicates <= {}, leaps <= {}{byzantine}, timers {}; checks {}",
+        "check-model {} {} on {}: {terms}depth <= {}{depth_unit}, states <= {}, crashes <= {}, drops <= {}, duplicates <= {}, leaps <= {}{byzantine}, timers {}; checks {}",
         q.protocol,
         q.variant,
         roles.join(","),
@@ -529,6 +543,15 @@ fn print_walks(
             "seeds": [seeds.start, seeds.end],
             "seeds_run": report.seeds_run,
             "steps_total": report.steps_total,
+            "events_total": report.events_total,
+            "depth": match report.depth {
+                WalkDepth::Steps(steps) => json!({ "steps": steps }),
+                WalkDepth::Events(events) => json!({
+                    "events": events,
+                    "timers_at_start": report.timers_at_start,
+                    "max_steps": report.max_steps,
+                }),
+            },
             "violation": report.failure.as_ref().map(|f| {
                 let mut v = counterexample_json(&f.counterexample);
                 v["seed"] = json!(f.seed);
@@ -558,15 +581,19 @@ fn print_walks(
             None => println!("no violation in any walk"),
         }
         println!(
-            "walked {} ({}..{}), {} in all, depth <= {}",
+            "walked {} ({}..{}), {} in all, {} of them events, depth <= {}",
             crate::plural(report.seeds_run, "seed", "seeds"),
             seeds.start,
             seeds.end,
             crate::plural(report.steps_total, "step", "steps"),
-            if q.bounds.max_depth == WALK_DEPTH {
-                format!("{WALK_DEPTH} (walk default)")
-            } else {
-                q.bounds.max_depth.to_string()
+            report.events_total,
+            match report.depth {
+                WalkDepth::Steps(steps) => steps.to_string(),
+                WalkDepth::Events(events) => format!(
+                    "{events} events (walk default), at most {} steps = {events} x (1 + {} pending at the start)",
+                    report.max_steps,
+                    crate::plural(report.timers_at_start as u64, "timer", "timers"),
+                ),
             }
         );
     }
@@ -580,6 +607,26 @@ fn print_walks(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--max-depth`'s help states the default walk depth: it must name the
+    /// registry's numbers, not an older copy of them.
+    #[test]
+    fn max_depth_help_states_the_default_walk_depth() {
+        use clap::Args as _;
+        use tenure_models::registry::WALK_EVENTS;
+        let cmd = CheckModelArgs::augment_args(clap::Command::new("check-model"));
+        let help = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "max_depth")
+            .and_then(|a| a.get_help())
+            .expect("--max-depth has a help text")
+            .to_string();
+        assert!(
+            help.contains(&format!("default: {WALK_EVENTS} events"))
+                && help.contains(&format!("at most {WALK_EVENTS} x (1 + ")),
+            "{help}"
+        );
+    }
 
     #[test]
     fn sizes_read_with_binary_units() {

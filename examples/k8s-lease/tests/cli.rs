@@ -211,6 +211,22 @@ fn check_model_finds_the_leader_acting_after_its_lease_ran_out() {
     let (code, t) = run(&["--walk", "200"]);
     assert_eq!(code, Some(0), "{t}");
     assert!(t.contains("no violation in any walk"), "{t}");
+    // The default depth counts events: the candidates' retry timers fire between them
+    // (2 timers pending at the start: at most 60 x 3 steps a walk).
+    assert!(
+        t.contains("depth <= 60 events (walk default), at most 180 steps = 60 x (1 + 2 timers pending at the start)"),
+        "{t}"
+    );
+
+    // Every planted bug the model can show falls to the default walks.
+    for (variant, breaks) in [
+        ("act-after-failed-renew", "single-leader-at-a-time"),
+        ("transitions-on-renewal", "lease-transitions"),
+    ] {
+        let (code, t) = run(&["--variant", variant, "--walk", "100"]);
+        assert_eq!(code, Some(1), "{variant}: {t}");
+        assert!(t.contains(&format!("breaks {breaks}")), "{variant}: {t}");
+    }
 }
 
 /// A failure caused by clocks, not by fault events: the leader's clock runs 30% slow

@@ -17,7 +17,7 @@ fn walks_find_a_stale_plain_read_on_three_servers_and_two_clients() {
         .unwrap();
     assert_eq!(q.cluster.count("server"), 3);
     assert_eq!(q.cluster.count("register"), 2);
-    let walk = models.walk_model(&q, 0..5_000, WALK_DEPTH).unwrap();
+    let walk = models.walk_model_to(&q, 0..5_000, WALK_DEPTH).unwrap();
     let failure = walk.failure.expect("a walk finds the stale read");
     let cex = failure.counterexample;
     assert_eq!(cex.property, "linearizability", "{cex}");
@@ -34,7 +34,7 @@ fn walks_find_nothing_in_the_correct_ensemble() {
     let q = models
         .query_for_walks("zookeeper-ensemble", "correct")
         .unwrap();
-    let walk = models.walk_model(&q, 0..500, WALK_DEPTH).unwrap();
+    let walk = models.walk_model_to(&q, 0..500, WALK_DEPTH).unwrap();
     assert!(
         walk.failure.is_none(),
         "{:?}",
