@@ -6,10 +6,16 @@
 //! finds the planted bugs, `check-model` finds one by walks and says the other is out of
 //! its scope, `verify` meets the scenario, `cluster` runs it as real processes.
 //!
-//! Ignored by default: it builds tenure again as an outside crate's dependency (about
-//! ten minutes on two cores). Run it with
-//! `cargo test -p tenure-tests --test integration author_guide -- --ignored`; the target
-//! directory is `target/author-guide` (kept, so a second run only rebuilds the crate).
+//! What it costs (issue 33: it runs in CI): the crate is built in the workspace's own
+//! target directory (the one this test binary sits in), with the workspace's
+//! `[profile.dev*]` tables passed by `--config`, so cargo computes the same units for the
+//! registry dependencies as `cargo test --workspace` did and reuses them. tenure's own
+//! crates are compiled again: cargo hashes a path dependency by its path relative to the
+//! workspace root, which for a crate outside the workspace is its absolute path, so no
+//! unit of the workspace can serve. The test builds them unoptimised (`opt-level = 0`, a
+//! `--config` override by name): about a minute and a half on two cores, against five with
+//! the workspace's `opt-level = 1`; the page's commands run in seconds either way.
+//! The page's `Cargo.toml`, sources and `.cargo/config.toml` are used as written.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -107,13 +113,57 @@ fn the_page_gives_the_whole_crate_and_commands_for_every_tool() {
     assert!(files[0].1.contains("path = \"../tenure/crates/tenure\""));
 }
 
+/// The target directory this test binary was built in (cargo marks its top with
+/// `CACHEDIR.TAG`): `target/` or wherever `CARGO_TARGET_DIR` / `--target-dir` put it.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.ancestors()
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| repo().join("target"))
+}
+
+/// A cargo config with the workspace's `[profile.dev]` tables (`Cargo.toml`, copied as
+/// text), and tenure's crates (the workspace's path dependencies) at `opt-level = 0`.
+fn build_config(manifest: &str) -> String {
+    let mut out = String::new();
+    let mut in_dev = false;
+    let mut in_deps = false;
+    let mut ours = Vec::new();
+    for line in manifest.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_dev = t == "[profile.dev]" || t.starts_with("[profile.dev.");
+            in_deps = t == "[workspace.dependencies]";
+        }
+        if in_dev {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if in_deps && t.contains("path = ") {
+            ours.push(t.split_whitespace().next().unwrap().to_string());
+        }
+    }
+    assert!(
+        out.contains("[profile.dev.package.\"*\"]") && ours.contains(&"tenure".to_string()),
+        "the workspace's profile and path dependencies:\n{out}{ours:?}"
+    );
+    for name in ours {
+        out.push_str(&format!("[profile.dev.package.{name}]\nopt-level = 0\n"));
+    }
+    out
+}
+
 #[test]
-#[ignore = "builds tenure as an outside crate's dependency (~10 min on 2 cores): run with --ignored"]
 fn the_author_guide_builds_an_outside_crate_that_fuzzes_explores_and_runs_for_real() {
     let page = std::fs::read_to_string(repo().join("book/src/author-guide.md")).unwrap();
-    // A fixed place, so the paths of tenure's crates (and so their build) are the same
-    // from one run to the next.
-    let base = std::env::temp_dir().join("tenure-author-guide");
+    // A fixed place per checkout, so the paths of tenure's crates (and so their units)
+    // are the same from one run to the next; outside the repository, which is a workspace
+    // the crate is not a member of.
+    let base = std::env::temp_dir().join(format!(
+        "tenure-author-guide{}",
+        repo().display().to_string().replace('/', "-")
+    ));
     let _ = std::fs::remove_dir_all(&base);
     let krate = base.join("ttl-lock");
     for (file, body) in files(&page) {
@@ -124,9 +174,13 @@ fn the_author_guide_builds_an_outside_crate_that_fuzzes_explores_and_runs_for_re
     std::os::unix::fs::symlink(repo(), base.join("tenure")).unwrap();
     std::fs::copy(repo().join("Cargo.lock"), krate.join("Cargo.lock")).unwrap();
 
-    let target = repo().join("target/author-guide");
+    let manifest = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    let config = base.join("workspace-profile.toml");
+    std::fs::write(&config, build_config(&manifest)).unwrap();
+    let target = target_dir();
     let build = Command::new(env!("CARGO"))
-        .args(["build", "--offline"])
+        .args(["build", "--offline", "--config"])
+        .arg(&config)
         .current_dir(&krate)
         .env("CARGO_TARGET_DIR", &target)
         .status()
