@@ -7,7 +7,7 @@
 use super::*;
 use crate::testkit::Net;
 use crate::workload::LockApi;
-use tenure_core::{Effect, LocalTime, Observation, RoleSpec, SplitMix64, Step, StorageMap};
+use tenure_core::{Effect, LocalTime, Observation, RoleSpec, Step, StepHost};
 
 /// Three servers (n0..n2), three clients (n3..n5), the storage (n6).
 fn cluster() -> Cluster {
@@ -260,32 +260,23 @@ type Effects = Vec<Effect<Msg, Timer>>;
 /// One client (n3) stepped by hand, its clock standing at 1s.
 struct OneClient {
     client: Client,
-    storage: StorageMap,
-    rng: SplitMix64,
-    cluster: Cluster,
+    host: StepHost,
 }
 
 impl OneClient {
     fn new() -> OneClient {
         let cluster = cluster();
+        let mut host = StepHost::new(NodeId(3), &cluster);
+        host.monotonic = LocalTime(1_000_000_000);
+        host.wall = host.monotonic;
         OneClient {
             client: Client::new(&config(ConsulVariant::Correct), &cluster),
-            storage: StorageMap::new(),
-            rng: SplitMix64(1),
-            cluster,
+            host,
         }
     }
 
     fn step(&mut self, f: impl FnOnce(&mut Client, &mut Step<'_, Msg, Timer>)) -> Effects {
-        let now = LocalTime(1_000_000_000);
-        let mut step = Step::new(
-            NodeId(3),
-            &self.cluster,
-            now,
-            now,
-            &mut self.storage,
-            &mut self.rng,
-        );
+        let mut step = self.host.step();
         f(&mut self.client, &mut step);
         step.effects
     }
@@ -362,9 +353,7 @@ fn an_acquire_waits_until_the_release_of_the_same_session_is_answered() {
 /// client (n1), the server stepped by hand.
 struct OneServer {
     server: Server,
-    storage: StorageMap,
-    rng: SplitMix64,
-    cluster: Cluster,
+    host: StepHost,
 }
 
 impl OneServer {
@@ -379,9 +368,7 @@ impl OneServer {
         let config = ConsulLock::configure(params(), ConsulVariant::Correct, &cluster).unwrap();
         let mut s = OneServer {
             server: Server::new(&config, NodeId(0), &cluster),
-            storage: StorageMap::new(),
-            rng: SplitMix64(1),
-            cluster,
+            host: StepHost::new(NodeId(0), &cluster),
         };
         s.step(|sv, st| sv.on_start(st));
         s.step(|sv, st| sv.on_timer(st, Timer::Election));
@@ -394,15 +381,7 @@ impl OneServer {
     }
 
     fn step(&mut self, f: impl FnOnce(&mut Server, &mut Step<'_, Msg, Timer>)) -> Effects {
-        let now = LocalTime(1_000_000_000);
-        let mut step = Step::new(
-            NodeId(0),
-            &self.cluster,
-            now,
-            now,
-            &mut self.storage,
-            &mut self.rng,
-        );
+        let mut step = self.host.step();
         f(&mut self.server, &mut step);
         step.effects
     }

@@ -5,7 +5,9 @@
 use super::*;
 use crate::testkit::Net;
 use crate::workload::LockApi;
-use tenure_core::{Effect, LocalTime, Observation, RoleSpec, SplitMix64, Step, StorageMap};
+use tenure_core::{
+    Effect, LocalTime, Observation, RoleSpec, SplitMix64, Step, StepHost, StorageMap,
+};
 
 /// Three servers (n0..n2), three clients (n3..n5), the storage (n6).
 fn cluster() -> Cluster {
@@ -159,32 +161,23 @@ type Effects = Vec<Effect<Msg, Timer>>;
 
 struct OneClient {
     client: Client,
-    storage: StorageMap,
-    rng: SplitMix64,
-    cluster: Cluster,
+    host: StepHost,
 }
 
 impl OneClient {
     fn new() -> OneClient {
         let cluster = cluster();
+        let mut host = StepHost::new(NodeId(3), &cluster);
+        host.monotonic = LocalTime(1_000_000_000);
+        host.wall = host.monotonic;
         OneClient {
             client: Client::new(&config(EtcdServiceVariant::Correct), &cluster),
-            storage: StorageMap::new(),
-            rng: SplitMix64(1),
-            cluster,
+            host,
         }
     }
 
     fn step(&mut self, f: impl FnOnce(&mut Client, &mut Step<'_, Msg, Timer>)) -> Effects {
-        let now = LocalTime(1_000_000_000);
-        let mut step = Step::new(
-            NodeId(3),
-            &self.cluster,
-            now,
-            now,
-            &mut self.storage,
-            &mut self.rng,
-        );
+        let mut step = self.host.step();
         f(&mut self.client, &mut step);
         step.effects
     }
@@ -305,7 +298,7 @@ fn a_restarted_client_never_takes_its_previous_lifes_answer_for_its_own() {
         .collect();
     // The process dies; a new one starts with the same configuration (the rng goes on,
     // as a node's seeded stream does across a restart).
-    c.client = Client::new(&config(EtcdServiceVariant::Correct), &c.cluster);
+    c.client = Client::new(&config(EtcdServiceVariant::Correct), &c.host.cluster);
     let start = c.step(|c, s| c.on_start(s));
     let (grant, op) = requests(&start)[0].clone();
     assert!(matches!(op, Op::Grant { .. }));
