@@ -123,35 +123,37 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| repo().join("target"))
 }
 
-/// A cargo config with the workspace's `[profile.dev]` tables (`Cargo.toml`, copied as
-/// text), and tenure's crates (the workspace's path dependencies) at `opt-level = 0`.
+/// A cargo config with the workspace's `[profile.dev]` table (with its `package` and
+/// `build-override` tables), and tenure's crates (the workspace's path dependencies) at
+/// `opt-level = 0`.
 fn build_config(manifest: &str) -> String {
-    let mut out = String::new();
-    let mut in_dev = false;
-    let mut in_deps = false;
-    let mut ours = Vec::new();
-    for line in manifest.lines() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            in_dev = t == "[profile.dev]" || t.starts_with("[profile.dev.");
-            in_deps = t == "[workspace.dependencies]";
-        }
-        if in_dev {
-            out.push_str(line);
-            out.push('\n');
-        }
-        if in_deps && t.contains("path = ") {
-            ours.push(t.split_whitespace().next().unwrap().to_string());
-        }
-    }
-    assert!(
-        out.contains("[profile.dev.package.\"*\"]") && ours.contains(&"tenure".to_string()),
-        "the workspace's profile and path dependencies:\n{out}{ours:?}"
-    );
+    let manifest: toml::Table = manifest.parse().expect("the workspace's Cargo.toml");
+    let mut dev = manifest["profile"]["dev"]
+        .as_table()
+        .expect("a [profile.dev] table")
+        .clone();
+    let ours: Vec<&String> = manifest["workspace"]["dependencies"]
+        .as_table()
+        .expect("[workspace.dependencies]")
+        .iter()
+        .filter(|(_, dep)| dep.get("path").is_some())
+        .map(|(name, _)| name)
+        .collect();
+    let packages = dev
+        .get_mut("package")
+        .and_then(toml::Value::as_table_mut)
+        .expect("[profile.dev.package.*] tables");
+    assert!(packages.contains_key("*") && ours.iter().any(|n| *n == "tenure"));
     for name in ours {
-        out.push_str(&format!("[profile.dev.package.{name}]\nopt-level = 0\n"));
+        let mut opt = toml::Table::new();
+        opt.insert("opt-level".into(), 0.into());
+        packages.insert(name.clone(), opt.into());
     }
-    out
+    let mut profile = toml::Table::new();
+    profile.insert("dev".into(), dev.into());
+    let mut config = toml::Table::new();
+    config.insert("profile".into(), profile.into());
+    toml::to_string(&config).expect("a table serializes")
 }
 
 #[test]
