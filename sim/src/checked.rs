@@ -9,7 +9,7 @@ use crate::run::{RunOutput, Sim};
 use std::sync::{Arc, Mutex};
 use tenure_check::verdict::{self, CheckVerdict, StoppedAt};
 use tenure_check::{Checker, Judged, Violation};
-use tenure_core::Protocol;
+use tenure_core::{Protocol, SimTime};
 use tenure_scenario::FaultEvent;
 
 /// A run and what its checkers found.
@@ -24,12 +24,18 @@ pub struct CheckedRun {
 }
 
 impl<P: Protocol> Sim<P> {
-    /// Schedules every event of `events` at its time (events aimed at "the leader" with
-    /// no leader at that instant are skipped, and the trace says so).
+    /// Schedules every event of `events` at its time. An event aimed at "the leader"
+    /// with no leader at that instant is skipped; one aimed at "the holder" or "the
+    /// waiter" when nobody holds or waits waits for one, up to the timeline's next heal
+    /// ([`FaultEvent::aim_deadline`]), and is skipped only then. The trace says so.
     pub fn timeline(mut self, events: &[FaultEvent]) -> Self {
-        for event in events {
+        let end = self.duration;
+        for (i, event) in events.iter().enumerate() {
             let fault = event.fault.clone();
-            self = self.at(event.at, move |c| play::apply(c, &fault));
+            let until = FaultEvent::aim_deadline(events, i, end).map(SimTime::from_duration);
+            self = self.at(event.at, move |c| {
+                play::apply_or_wait(c, &fault, until, None)
+            });
         }
         self
     }

@@ -93,6 +93,55 @@ impl<P: Protocol> Control<'_, P> {
         Some(selected.node)
     }
 
+    /// Whether somebody is of the role `aim` names now, without re-aiming: a leader, a
+    /// holder (see [`tenure_core::Beliefs::holder`]), a waiter.
+    pub fn finds(&self, aim: Aim) -> bool {
+        let b = &self.world.beliefs;
+        match aim {
+            Aim::Leader => b.leader().is_some(),
+            Aim::Holder => b.holder(|_| true).is_some(),
+            Aim::Waiter => b.waiter(|_| true).is_some(),
+        }
+    }
+
+    /// A fault of `kind` aimed at `aim` (`holder` or `waiter`) found nobody of that
+    /// role: it waits for one, until `until`. The moment a node records that it holds
+    /// (for `holder`) or waits (for `waiter`), the supervisor runs `action(id)`, which
+    /// aims the fault again and may wait again with the same `id`; at `until` a fault
+    /// still waiting runs `at_end`, which aims it as it would have been without the
+    /// wait (re-aimed at the other role, or skipped). The trace says `waiting` when it
+    /// begins.
+    pub fn wait_for_aim(
+        &mut self,
+        kind: &'static str,
+        aim: Aim,
+        until: SimTime,
+        id: Option<u64>,
+        action: impl FnOnce(u64) -> Action<P>,
+        at_end: Action<P>,
+    ) {
+        let first = id.is_none();
+        let id = id.unwrap_or_else(|| self.world.new_await_id());
+        self.world.await_aim(id, aim, action(id));
+        if !first {
+            return;
+        }
+        let detail = format!(
+            "{kind} aimed at the {} waits for one until {until}: no node believes it {}",
+            aim.name(),
+            if aim == Aim::Holder { "holds" } else { "waits" }
+        );
+        tracing::info!(%detail, "fault waits");
+        self.world
+            .trace_fault(self.now, "waiting", Vec::new(), detail);
+        let expire: Action<P> = Box::new(move |c: &mut Control<'_, P>| {
+            if c.world.forget_aim(id).is_some() {
+                at_end(c);
+            }
+        });
+        self.later.push((until, expire));
+    }
+
     /// Schedules `action` to run `after` from now.
     pub fn after(&mut self, after: Duration, action: Action<P>) {
         self.later.push((self.now + after, action));

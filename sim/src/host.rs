@@ -169,7 +169,7 @@ impl<P: Protocol> Future for Doorbell<'_, P> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         {
             let mut w = lock(self.world);
-            if w.stop_requested || w.restarts_pending() {
+            if w.stop_requested || w.restarts_pending() || w.aim_ready() {
                 return Poll::Ready(());
             }
             w.supervisor_waker = Some(cx.waker().clone());

@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 use tenure_check::verdict::{CheckVerdict, Overall, Verdict};
 use tenure_check::{Checker, Judged, Violation};
 use tenure_core::{
-    Assumptions, Cluster, Configurable, History, NodeId, Promise, Protocol, Request,
+    Assumptions, Cluster, Configurable, History, NodeId, Promise, Protocol, Request, SimTime,
 };
 use tenure_scenario::{Expectation, Fault, NodeSel, Scenario, ScenarioError};
 
@@ -340,11 +340,7 @@ pub fn simulation<P: Protocol>(
         let cpu = scenario.processing.time_of(node);
         sim = sim.processing(node, cpu.min, cpu.max);
     }
-    for event in &scenario.faults {
-        let fault = event.fault.clone();
-        sim = sim.at(event.at, move |c| apply(c, &fault));
-    }
-    sim
+    sim.timeline(&scenario.faults)
 }
 
 fn play<P: Protocol>(
@@ -487,6 +483,38 @@ fn resolve<P: Protocol>(
 /// the event; a `holder` or `waiter` selector with nobody of its kind is re-aimed at the
 /// other kind, and skipped when nobody holds or waits (the trace says which).
 pub fn apply<P: Protocol>(c: &mut Control<'_, P>, fault: &Fault) {
+    apply_or_wait(c, fault, None, None)
+}
+
+/// Applies one timeline event as [`apply`] does, except that a `holder` (`waiter`)
+/// selector that finds nobody who holds (waits) waits for one until `until` (see
+/// [`tenure_scenario::FaultEvent::aim_deadline`] and [`Control::wait_for_aim`]), and
+/// is only then re-aimed at the other role or skipped. `id` is the waiting fault's,
+/// when it is aimed again.
+pub fn apply_or_wait<P: Protocol>(
+    c: &mut Control<'_, P>,
+    fault: &Fault,
+    until: Option<SimTime>,
+    id: Option<u64>,
+) {
+    if let (Some(until), Some(aim)) = (until, fault.node().and_then(|s| s.aim())) {
+        if aim != tenure_core::Aim::Leader && c.now() < until && !c.finds(aim) {
+            let (again, last) = (fault.clone(), fault.clone());
+            c.wait_for_aim(
+                fault.kind(),
+                aim,
+                until,
+                id,
+                move |id| {
+                    Box::new(move |c: &mut Control<'_, P>| {
+                        apply_or_wait(c, &again, Some(until), Some(id))
+                    })
+                },
+                Box::new(move |c: &mut Control<'_, P>| apply(c, &last)),
+            );
+            return;
+        }
+    }
     let node = match fault.node() {
         Some(sel) => match resolve(c, *sel, fault.kind()) {
             Some(n) => Some(n),

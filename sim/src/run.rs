@@ -316,6 +316,12 @@ async fn supervise<P: Protocol>(
             next_order += 1;
             queue.sort_by_key(|(at, order, _)| std::cmp::Reverse((*at, *order)));
         }
+        // Faults that waited for a holder or a waiter: somebody is one now.
+        for action in w.take_ready_aims() {
+            queue.push((t, next_order, action));
+            next_order += 1;
+            queue.sort_by_key(|(at, order, _)| std::cmp::Reverse((*at, *order)));
+        }
         while queue.last().is_some_and(|(at, _, _)| *at <= t) {
             let (_, _, action) = queue.pop().expect("peeked");
             let mut control = Control {

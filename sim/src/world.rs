@@ -490,6 +490,13 @@ pub struct World<P: Protocol> {
     /// While the faults at time zero are being applied, the node tasks waiting to start
     /// (`None`: the gate is open; see [`World::close_start_gate`]).
     start_gate: Option<Vec<Waker>>,
+    /// Faults aimed at `"holder"` or `"waiter"` that found nobody and wait for one, by
+    /// id (see [`crate::Control::wait_for_aim`]).
+    awaiting: Vec<(u64, tenure_core::Aim, crate::control::Action<P>)>,
+    next_await: u64,
+    /// Somebody began to hold or wait while faults were waiting: the supervisor is to
+    /// apply them now.
+    aim_ready: bool,
 }
 
 impl<P: Protocol> World<P> {
@@ -561,6 +568,9 @@ impl<P: Protocol> World<P> {
             order_after_stall: false,
             time: None,
             start_gate: None,
+            awaiting: Vec::new(),
+            next_await: 0,
+            aim_ready: false,
         }
     }
 
@@ -676,6 +686,18 @@ impl<P: Protocol> World<P> {
     /// Records an observation of `node` at `now`, stamped with its clock readings.
     pub fn record(&mut self, now: SimTime, node: NodeId, obs: Observation) {
         self.beliefs.apply(node, &obs);
+        if !self.awaiting.is_empty() && !self.aim_ready && {
+            let (holds, waits) = (self.beliefs.holds(node), self.beliefs.waits(node));
+            self.awaiting.iter().any(|(_, aim, _)| match aim {
+                tenure_core::Aim::Holder => holds,
+                _ => waits,
+            })
+        } {
+            self.aim_ready = true;
+            if let Some(w) = self.supervisor_waker.take() {
+                w.wake();
+            }
+        }
         let clock = &self.nodes[node.index()].clock;
         let record = Record::new(now, node, clock.monotonic(now), clock.wall(now), obs);
         if self.trace_has_room(now) {
@@ -857,6 +879,53 @@ impl<P: Protocol> World<P> {
 
     pub fn restarts_pending(&self) -> bool {
         !self.restarts.is_empty()
+    }
+
+    /// A new id for a waiting fault.
+    pub(crate) fn new_await_id(&mut self) -> u64 {
+        self.next_await += 1;
+        self.next_await
+    }
+
+    /// Keeps `action`, the waiting fault `id`, until somebody is what `aim` names.
+    pub(crate) fn await_aim(
+        &mut self,
+        id: u64,
+        aim: tenure_core::Aim,
+        action: crate::control::Action<P>,
+    ) {
+        self.awaiting.push((id, aim, action));
+    }
+
+    /// Takes the waiting fault `id` back, if it is still waiting.
+    pub(crate) fn forget_aim(&mut self, id: u64) -> Option<crate::control::Action<P>> {
+        let i = self.awaiting.iter().position(|(i, _, _)| *i == id)?;
+        Some(self.awaiting.remove(i).2)
+    }
+
+    /// Whether somebody began to hold or wait while faults were waiting.
+    pub fn aim_ready(&self) -> bool {
+        self.aim_ready
+    }
+
+    /// The waiting faults that find their node now (a holder for `"holder"`, a waiter
+    /// for `"waiter"`), to apply now (in the order they began to wait).
+    pub(crate) fn take_ready_aims(&mut self) -> Vec<crate::control::Action<P>> {
+        if !std::mem::take(&mut self.aim_ready) {
+            return Vec::new();
+        }
+        let (holder, waiter) = (
+            self.beliefs.holder(|_| true).is_some(),
+            self.beliefs.waiter(|_| true).is_some(),
+        );
+        let (ready, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.awaiting)
+            .into_iter()
+            .partition(|(_, aim, _)| match aim {
+                tenure_core::Aim::Holder => holder,
+                _ => waiter,
+            });
+        self.awaiting = wait;
+        ready.into_iter().map(|(_, _, a)| a).collect()
     }
 
     /// Runs one handler on `node` and applies its effects.

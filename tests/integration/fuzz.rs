@@ -411,7 +411,7 @@ fn power_finds_the_raft_log_durability_bugs_and_not_their_controls() {
         "state-machine-safety",
         "single-leader-per-term",
     ];
-    // Seed 275 is the first of 0..1000 that finds it (7 of 1,000 do: a release sweep,
+    // Seed 5 is the first of 0..1000 that finds it (10 of 1,000 do: a release sweep,
     // `tenure fuzz --protocol raft-log --variant ack-before-fsync --profile power`);
     // pinned here, as sweeping up to it and the control over as many seeds took over a
     // minute of CI. The control is judged on the same seed and on the first twenty.
@@ -419,9 +419,9 @@ fn power_finds_the_raft_log_durability_bugs_and_not_their_controls() {
         "raft-log/ack-before-fsync",
         &target("ack-before-fsync"),
         &breaks,
-        275..276,
+        5..6,
     );
-    assert_eq!(seed, 275);
+    assert_eq!(seed, 5);
     let mut control = failing_seeds(&target("correct"), 0..20);
     control.extend(failing_seeds(&target("correct"), seed..seed + 1));
     assert_eq!(control, Vec::<u64>::new());

@@ -182,9 +182,10 @@ latency = ["1ms", "5ms"]
 
 [profile]
 name = "power"
-# the draws of before issue 33 (faults from time zero): the case the regression was
-# found with
+# the draws of before issue 33 (faults from time zero, crashes aimed at the holder):
+# the case the regression was found with
 early = 0
+holder = 0
 "#;
     let scenario = tenure_scenario::parse(text, "etcd-lock-power.toml").unwrap();
     let target = Target::from_scenario(&crate::support::zoo(), scenario, None).unwrap();

@@ -42,6 +42,9 @@ pub enum Aimed {
     Reaimed,
     /// Nobody held or waited (nobody led, for `"leader"`): it was skipped.
     Skipped,
+    /// Nobody of its role when it fired: it waited for one, up to the timeline's next
+    /// heal ([`FaultEvent::aim_deadline`]), and hit the first node that became one.
+    Waited,
 }
 
 /// One drawn fault of a seed: its kind, and where it landed.
@@ -79,32 +82,66 @@ pub fn landed(faults: &[FaultEvent], history: &History) -> Vec<Landed> {
     }) {
         return Vec::new();
     }
-    let mut order: Vec<&FaultEvent> = faults.iter().filter(|e| counts(&e.fault)).collect();
-    order.sort_by_key(|e| e.at);
+    let end = history.info.end.as_duration();
+    let mut order: Vec<(usize, &FaultEvent)> = faults
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| counts(&e.fault))
+        .collect();
+    order.sort_by_key(|(_, e)| e.at);
     let mut beliefs = Beliefs::new(size);
-    let mut records = history.records.iter().peekable();
+    let records = &history.records;
+    let mut next = 0;
     let mut out = Vec::new();
-    for e in order {
+    for (i, e) in order {
         let at = SimTime::from_duration(e.at);
         if at > history.info.end {
             break;
         }
         // Records made before the fault (at the same instant: the fault comes first,
         // as the supervisor applies it before the nodes run).
-        while let Some(r) = records.next_if(|r| r.time < at) {
-            beliefs.apply(r.node, &r.obs);
+        while next < records.len() && records[next].time < at {
+            beliefs.apply(records[next].node, &records[next].obs);
+            next += 1;
         }
+        let mut waited: Option<Beliefs> = None;
         let (node, aimed): (Option<NodeId>, Option<(Aim, Aimed)>) = match e.fault.node() {
             None => (None, None),
             Some(sel) => match sel.aim() {
                 None => (sel.id(), None),
-                Some(aim) => match beliefs.select(aim, |_| true) {
-                    Some(s) if s.reaimed.is_some() => (Some(s.node), Some((aim, Aimed::Reaimed))),
-                    Some(s) => (Some(s.node), Some((aim, Aimed::Hit))),
-                    None => (None, Some((aim, Aimed::Skipped))),
-                },
+                Some(aim) => {
+                    // A holder (waiter) fault that finds no holder (waiter) waits for
+                    // one up to its deadline, then is aimed as without the wait.
+                    let wait = match aim {
+                        Aim::Leader => None,
+                        _ if finds(&beliefs, aim) => None,
+                        _ => FaultEvent::aim_deadline(faults, i, end),
+                    };
+                    if let Some(until) = wait {
+                        let (then, found) = wait_for_aim(&beliefs, &records[next..], aim, until);
+                        waited = Some(then);
+                        let b = waited.as_ref().expect("just set");
+                        match b.select(aim, |_| true) {
+                            Some(s) if found => (Some(s.node), Some((aim, Aimed::Waited))),
+                            Some(s) if s.reaimed.is_some() => {
+                                (Some(s.node), Some((aim, Aimed::Reaimed)))
+                            }
+                            Some(s) => (Some(s.node), Some((aim, Aimed::Hit))),
+                            None => (None, Some((aim, Aimed::Skipped))),
+                        }
+                    } else {
+                        match beliefs.select(aim, |_| true) {
+                            Some(s) if s.reaimed.is_some() => {
+                                (Some(s.node), Some((aim, Aimed::Reaimed)))
+                            }
+                            Some(s) => (Some(s.node), Some((aim, Aimed::Hit))),
+                            None => (None, Some((aim, Aimed::Skipped))),
+                        }
+                    }
+                }
             },
         };
+        let beliefs = waited.as_ref().unwrap_or(&beliefs);
         let skipped = matches!(aimed, Some((_, Aimed::Skipped)));
         let (on_holder, on_waiter, in_flight) = match node {
             Some(n) => (beliefs.holds(n), beliefs.waits(n), beliefs.in_flight(n)),
@@ -120,6 +157,40 @@ pub fn landed(faults: &[FaultEvent], history: &History) -> Vec<Landed> {
         });
     }
     out
+}
+
+/// Whether somebody is of the role `aim` names, without re-aiming.
+fn finds(beliefs: &Beliefs, aim: Aim) -> bool {
+    match aim {
+        Aim::Leader => beliefs.leader().is_some(),
+        Aim::Holder => beliefs.holder(|_| true).is_some(),
+        Aim::Waiter => beliefs.waiter(|_| true).is_some(),
+    }
+}
+
+/// What the nodes believe when a fault that waits for a holder (a waiter) is applied,
+/// from `records` (those after the fault's time): at the first record whose node then
+/// holds (waits), with `true`; else at `until`, with `false` (as `Control::wait_for_aim`
+/// in `tenure-sim` does).
+fn wait_for_aim(
+    beliefs: &Beliefs,
+    records: &[tenure_core::Record],
+    aim: Aim,
+    until: std::time::Duration,
+) -> (Beliefs, bool) {
+    let until = SimTime::from_duration(until);
+    let mut then = beliefs.clone();
+    for r in records.iter().take_while(|r| r.time < until) {
+        then.apply(r.node, &r.obs);
+        let found = match aim {
+            Aim::Holder => then.holds(r.node),
+            _ => then.waits(r.node),
+        };
+        if found {
+            return (then, true);
+        }
+    }
+    (then, false)
 }
 
 /// `1 seed`, `3 seeds`.
@@ -144,6 +215,9 @@ pub struct AimCounts {
     pub aimed: u64,
     pub reaimed: u64,
     pub skipped: u64,
+    /// Found nobody of their role when they fired, waited for one and hit it.
+    #[serde(default)]
+    pub waited: u64,
 }
 
 /// One seed's coverage of faults, as its JSON line carries it.
@@ -169,6 +243,7 @@ impl SeedFaults {
                 a.aimed += 1;
                 a.reaimed += u64::from(what == Aimed::Reaimed);
                 a.skipped += u64::from(what == Aimed::Skipped);
+                a.waited += u64::from(what == Aimed::Waited);
             }
         }
         out
@@ -273,6 +348,7 @@ impl Coverage {
             e.aimed += c.aimed;
             e.reaimed += c.reaimed;
             e.skipped += c.skipped;
+            e.waited += c.waited;
         }
     }
 
@@ -369,6 +445,16 @@ impl Coverage {
             if c.reaimed > 0 {
                 what.push_str(&format!(", {} re-aimed{other}", c.reaimed));
             }
+            if c.waited > 0 {
+                let (one, none) = match aim.as_str() {
+                    "holder" => ("a holder", "nobody held"),
+                    _ => ("a waiter", "nobody waited"),
+                };
+                what.push_str(&format!(
+                    ", {} waited for {one} ({none} when they fired)",
+                    c.waited
+                ));
+            }
             what.push_str(&format!(", {} skipped ({nobody})", c.skipped));
             out.push(what);
         }
@@ -403,6 +489,7 @@ impl Coverage {
                 "faults": c.aimed,
                 "reaimed": c.reaimed,
                 "skipped": c.skipped,
+                "waited": c.waited,
             })).collect::<Vec<_>>(),
         })
     }
@@ -538,18 +625,16 @@ mod tests {
                 },
             )
         };
-        let got = landed(
-            &[
-                pause(NodeSel::Holder, 150), // nobody holds: n1 waits
-                pause(NodeSel::Holder, 250), // n1 holds
-                pause(NodeSel::Waiter, 350), // n2 waits
-                pause(NodeSel::Waiter, 450), // nobody holds, n2 waits
-                pause(NodeSel::Holder, 600), // nobody holds or waits
-                pause(NodeSel::Leader, 250), // nobody leads
-                pause(NodeSel::Id(2), 350),  // a fixed node that waits
-            ],
-            &h,
-        );
+        let events = [
+            pause(NodeSel::Holder, 150), // nobody holds: it waits, n1 holds at 200
+            pause(NodeSel::Holder, 250), // n1 holds
+            pause(NodeSel::Waiter, 350), // n2 waits
+            pause(NodeSel::Waiter, 450), // nobody holds, n2 waits
+            pause(NodeSel::Holder, 600), // nobody holds or waits, nor will by 990
+            pause(NodeSel::Leader, 250), // nobody leads
+            pause(NodeSel::Id(2), 350),  // a fixed node that waits
+        ];
+        let got = landed(&events, &h);
         let what: Vec<_> = got
             .iter()
             .map(|l| (l.on_holder, l.on_waiter, l.in_flight, l.aimed))
@@ -558,7 +643,7 @@ mod tests {
         assert_eq!(
             what,
             vec![
-                (false, true, true, Some((Aim::Holder, Reaimed))),
+                (true, false, false, Some((Aim::Holder, Waited))),
                 (true, false, false, Some((Aim::Holder, Hit))),
                 (false, false, false, Some((Aim::Leader, Skipped))),
                 (false, true, true, Some((Aim::Waiter, Hit))),
@@ -567,20 +652,30 @@ mod tests {
                 (false, false, false, Some((Aim::Holder, Skipped))),
             ]
         );
+        // With a heal at 155 ms the first has no time to wait (its 10 ms would end
+        // after the heal): it is re-aimed at once at n1, who waits.
+        let mut healed = events.to_vec();
+        healed.push(at(155, Fault::Heal {}));
+        let first = landed(&healed, &h)[0].clone();
+        assert_eq!(
+            (first.on_holder, first.on_waiter, first.aimed),
+            (false, true, Some((Aim::Holder, Reaimed)))
+        );
         let faults = SeedFaults::of(&got);
         assert_eq!(
             faults.aims["holder"],
             AimCounts {
                 aimed: 3,
-                reaimed: 1,
-                skipped: 1
+                reaimed: 0,
+                skipped: 1,
+                waited: 1,
             }
         );
         let mut c = Coverage::default();
         c.add(&[], &[], &got);
         let lines = c.lines();
         assert!(
-            lines.contains(&"aimed at the holder: 3 faults, 1 re-aimed (at a waiter: nobody held), 1 skipped (nobody held or waited)".to_string()),
+            lines.contains(&"aimed at the holder: 3 faults, 1 waited for a holder (nobody held when they fired), 1 skipped (nobody held or waited)".to_string()),
             "{lines:?}"
         );
         assert!(

@@ -605,18 +605,30 @@ impl<'a> Drawer<'a> {
                         let at_effect = self.rng.gen_range(1..=6);
                         let power = self.rng.gen_bool(0.5);
                         if at < heal_at && self.may_go_down(node, at, heal_at) {
-                            self.down.push((node, at, heal_at));
+                            // Sometimes armed on whoever holds or waits then: down in
+                            // every role until the heal, which restarts every node.
+                            let sel = match self.reaim_fixed() {
+                                Some(sel) if self.may_crash_aimed(at, heal_at) => {
+                                    self.leader_down.push((at, heal_at));
+                                    restart_at_heal.extend(self.cluster.nodes());
+                                    sel
+                                }
+                                _ => {
+                                    self.down.push((node, at, heal_at));
+                                    restart_at_heal.push(node);
+                                    NodeSel::Id(node.0)
+                                }
+                            };
                             self.push(
                                 at,
                                 Fault::CrashPoint {
-                                    node: NodeSel::Id(node.0),
+                                    node: sel,
                                     at_effect,
                                     at_sync: false,
                                     power,
                                     restart_after: None,
                                 },
                             );
-                            restart_at_heal.push(node);
                         }
                     } else {
                         let end = (at + self.log_between(p.outage_range)).min(heal_at);
@@ -672,7 +684,13 @@ impl<'a> Drawer<'a> {
         let any = !self.events.is_empty();
         if any {
             self.push(heal_at, Fault::Heal {});
+            let mut restarted = Vec::new();
             for node in restart_at_heal {
+                // Once each, in the order first asked for.
+                if restarted.contains(&node) {
+                    continue;
+                }
+                restarted.push(node);
                 self.push(
                     heal_at,
                     Fault::Restart {

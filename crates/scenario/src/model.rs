@@ -707,6 +707,67 @@ impl Fault {
     }
 }
 
+impl Fault {
+    /// How long the fault lasts once applied, for the faults that end by themselves (a
+    /// pause, a disk stall or error, a slow node or link, a clock stall).
+    pub fn lasts(&self) -> Option<Duration> {
+        match self {
+            Fault::Pause { duration, .. }
+            | Fault::DiskStall { duration, .. }
+            | Fault::DiskError { duration, .. }
+            | Fault::Slow { duration, .. }
+            | Fault::SlowLink { duration, .. }
+            | Fault::ClockStall { duration, .. } => Some(*duration),
+            _ => None,
+        }
+    }
+}
+
+impl FaultEvent {
+    /// Until when the fault `events[index]` may wait for a node to aim at, when it is
+    /// aimed at `"holder"` or `"waiter"` and nobody holds or waits as it fires: the
+    /// timeline's next `heal` after it (else `end`, the end of the run), less what the
+    /// fault lasts (at least 1 ms), so that it is over by the heal. `None` when it does
+    /// not wait: a
+    /// fixed node or `"leader"` (strict, as it always was); a crash or a power loss (its
+    /// outage is drawn against a restart at a fixed time, and a later crash would
+    /// shorten it below a declared minimum restart delay; a crash point, which fires at
+    /// a time nobody knows in advance, does wait); a restart or a request; or no time
+    /// left before the heal.
+    pub fn aim_deadline(events: &[FaultEvent], index: usize, end: Duration) -> Option<Duration> {
+        let e = events.get(index)?;
+        let aim = e.fault.node()?.aim()?;
+        if aim == tenure_core::Aim::Leader
+            || matches!(
+                e.fault,
+                Fault::Crash { .. }
+                    | Fault::PowerLoss { .. }
+                    | Fault::Restart { .. }
+                    | Fault::Request { .. }
+            )
+        {
+            return None;
+        }
+        let heal = events
+            .iter()
+            .filter(|h| matches!(h.fault, Fault::Heal {}) && h.at > e.at)
+            .map(|h| h.at)
+            .min()
+            .unwrap_or(end)
+            .min(end);
+        // Over by the heal: a fault with no duration of its own (an isolation, a clock
+        // step, a crash point) is applied 1 ms before it at the latest, never at the
+        // heal's instant, where it would come after the heal and outlast it.
+        let lasts = e
+            .fault
+            .lasts()
+            .unwrap_or_default()
+            .max(Duration::from_millis(1));
+        let until = heal.saturating_sub(lasts);
+        (until > e.at).then_some(until)
+    }
+}
+
 /// One entry of `checks`, with its `[check.<name>]` table as JSON (an empty object when
 /// not written).
 #[derive(Clone, Debug, PartialEq)]
@@ -728,6 +789,82 @@ pub enum Expectation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_holder_or_waiter_fault_waits_until_the_next_heal_less_its_duration() {
+        let ms = Duration::from_millis;
+        let e = |at, fault| FaultEvent { at: ms(at), fault };
+        let pause = |node| Fault::Pause {
+            node,
+            duration: ms(30),
+        };
+        let events = [
+            e(10, pause(NodeSel::Holder)),
+            e(20, pause(NodeSel::Waiter)),
+            e(30, pause(NodeSel::Leader)),
+            e(40, pause(NodeSel::Id(1))),
+            e(
+                50,
+                Fault::Crash {
+                    node: NodeSel::Holder,
+                },
+            ),
+            e(
+                60,
+                Fault::PowerLoss {
+                    node: NodeSel::Holder,
+                    torn: false,
+                },
+            ),
+            e(
+                70,
+                Fault::CrashPoint {
+                    node: NodeSel::Holder,
+                    at_effect: 1,
+                    at_sync: false,
+                    power: false,
+                    restart_after: None,
+                },
+            ),
+            e(
+                80,
+                Fault::Restart {
+                    node: NodeSel::Holder,
+                },
+            ),
+            e(100, Fault::Heal {}),
+            e(110, pause(NodeSel::Holder)),
+            e(190, pause(NodeSel::Holder)),
+            e(200, Fault::Heal {}),
+            e(
+                300,
+                Fault::Isolate {
+                    node: NodeSel::Holder,
+                },
+            ),
+        ];
+        let until = |i| FaultEvent::aim_deadline(&events, i, ms(1000));
+        assert_eq!(until(0), Some(ms(70)), "the heal at 100 ms less 30 ms");
+        assert_eq!(until(1), Some(ms(70)));
+        assert_eq!(until(2), None, "\"leader\" stays strict");
+        assert_eq!(until(3), None, "a fixed node");
+        assert_eq!(until(4), None, "a crash does not wait");
+        assert_eq!(until(5), None, "a power loss does not wait");
+        assert_eq!(
+            until(6),
+            Some(ms(99)),
+            "a crash point waits to 1 ms before the heal"
+        );
+        assert_eq!(until(7), None, "a restart does not wait");
+        assert_eq!(until(9), Some(ms(170)), "the next heal, not the first");
+        assert_eq!(until(10), None, "no time left: over after the heal");
+        assert_eq!(
+            until(12),
+            Some(ms(999)),
+            "no heal after it: the end of the run"
+        );
+        assert_eq!(until(99), None);
+    }
 
     #[test]
     fn every_kind_is_listed_and_named_by_serde() {

@@ -684,6 +684,10 @@ impl Profile {
                 window: [0.0, 0.6],
                 // power losses in the first fsyncs, where one-shot decisions are made
                 early: 0.5,
+                // in clusters of several roles, half the crashes and crash points are
+                // aimed at whoever holds (the leader's counterpart: a lock or lease
+                // holder, a proposer with its promises)
+                holder: 0.5,
                 ..base
             },
             // Byzantine nodes up to the target's declared max-byzantine (none for a

@@ -126,7 +126,7 @@ fn cli_renew_deadline_too_long_under_crashes() {
     fuzz_finds_and_shrinks(
         "renew-deadline-too-long",
         "crashes",
-        43,
+        316,
         "single-leader-at-a-time",
     );
 }

@@ -1,6 +1,7 @@
 //! Faults aimed at what nodes believe (issue 33): a `holder` selector hits the node that
 //! holds when the event fires, is re-aimed at a waiter when nobody holds, and is skipped
-//! (the trace says so) when nobody holds or waits; a `slow-link` slows one direction of
+//! (the trace says so) when nobody holds or waits; in a timeline, one that finds nobody
+//! of its role waits for one up to the next heal; a `slow-link` slows one direction of
 //! one link for its duration only.
 
 use std::time::Duration;
@@ -185,4 +186,84 @@ fn a_slow_link_slows_one_direction_of_one_link_for_its_duration() {
         delays(2, 300, 500)
     );
     assert!(!delays(2, 300, 500).is_empty());
+}
+
+/// The faults of `trace` but resumes, as (time in ms, kind, nodes).
+fn timed(trace: &[TraceEvent]) -> Vec<(u64, String, Vec<NodeId>)> {
+    trace
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::Fault {
+                time, kind, nodes, ..
+            } if *kind != "resume" => Some((
+                time.as_duration().as_millis() as u64,
+                kind.to_string(),
+                nodes.clone(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+fn event(at: u64, fault: Fault) -> tenure_scenario::FaultEvent {
+    tenure_scenario::FaultEvent { at: ms(at), fault }
+}
+
+#[test]
+fn a_holder_or_waiter_fault_that_finds_nobody_waits_for_one_until_the_heal() {
+    // n1 waits from 100 ms and holds from 200 ms to 300 ms.
+    let timeline = [
+        event(50, pause(NodeSel::Holder)),
+        event(60, pause(NodeSel::Waiter)),
+        // A crash does not wait: skipped at once.
+        event(
+            70,
+            Fault::Crash {
+                node: NodeSel::Holder,
+            },
+        ),
+        // After the release nobody holds or waits: it waits to 395 ms (the heal less
+        // its 5 ms) and is skipped then.
+        event(350, pause(NodeSel::Holder)),
+        event(400, Fault::Heal {}),
+    ];
+    let out = sim().timeline(&timeline).run();
+    let trace = out.trace.as_deref().expect("traced");
+    let all = timed(trace);
+    let got: Vec<(u64, &str, &[NodeId])> = all
+        .iter()
+        .map(|(t, k, n)| (*t, k.as_str(), n.as_slice()))
+        .collect();
+    let n1 = &[NodeId(1)][..];
+    assert_eq!(
+        got,
+        vec![
+            (50, "waiting", &[][..]),
+            (60, "waiting", &[][..]),
+            (70, "skipped", &[][..]),
+            (100, "pause", n1), // the waiter, the moment n1 waits
+            (200, "pause", n1), // the holder, the moment n1 holds
+            (350, "waiting", &[][..]),
+            (395, "skipped", &[][..]),
+            (400, "heal", &[][..]),
+        ],
+        "{:?}",
+        faults(trace)
+    );
+    let details = faults(trace);
+    assert!(
+        details[0]
+            .2
+            .contains("pause aimed at the holder waits for one until 0.395_000s"),
+        "{details:?}"
+    );
+    // Negative control: applied at once (no heal to wait for), the same events skip.
+    let out = sim()
+        .at(ms(50), |c| play::apply(c, &pause(NodeSel::Holder)))
+        .run();
+    let kinds: Vec<String> = timed(out.trace.as_deref().expect("traced"))
+        .into_iter()
+        .map(|(_, k, _)| k)
+        .collect();
+    assert_eq!(kinds, vec!["skipped"]);
 }

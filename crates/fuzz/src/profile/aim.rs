@@ -358,7 +358,7 @@ impl Drawer<'_> {
                 // Log-uniform: most in the first milliseconds, where one-shot
                 // decisions are made.
                 let at = self.log_between([ms(1), end.max(ms(1))]);
-                let node = if self.rng.gen_bool(0.6) {
+                let node = if self.rng.gen_bool(0.5) {
                     NodeSel::Waiter
                 } else {
                     NodeSel::Holder

@@ -96,10 +96,15 @@ fn assert_well_formed(d: &Drawn, cluster: &Cluster, duration: Duration, p: &Prof
             // effects, which the draw cannot know: the heal restarts the node (a no-op if
             // the point never fired; the heal disarms it).
             Fault::CrashPoint { node, .. } => {
-                let n = id(node).unwrap();
-                assert!(cluster.contains(NodeId(n)));
                 assert!(e.at < heal_at, "crash points are armed before the heal");
-                armed.push(n);
+                match id(node) {
+                    Some(n) => {
+                        assert!(cluster.contains(NodeId(n)));
+                        armed.push(n);
+                    }
+                    // Aimed at a role (`power`): the heal restarts every node.
+                    None => assert!(all.contains(&heal_at), "every node restarts at the heal"),
+                }
             }
             // The heal restarts it, whether a point fired or it crashed otherwise too.
             Fault::Restart { node } if e.at == heal_at && armed.contains(&id(node).unwrap()) => {
