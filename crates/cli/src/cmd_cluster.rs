@@ -346,10 +346,9 @@ impl Launch<'_> {
     }
 }
 
-/// The node a `holder` or `waiter` selector hits now, from the logs so far: every node's
-/// records in time order through [`tenure_core::Beliefs`], as the simulator resolves it
-/// (among the nodes still up).
-fn current_aimed(out: &Path, nodes: usize, up: &[bool], sel: NodeSel) -> Option<usize> {
+/// What the nodes believe now, from the logs so far: every node's records in time order
+/// through [`tenure_core::Beliefs`], as the simulator keeps them.
+fn current_beliefs(out: &Path, nodes: usize) -> tenure_core::Beliefs {
     let mut records: Vec<Record> = (0..nodes)
         .flat_map(|n| {
             std::fs::read_to_string(out.join(format!("n{n}/observations.jsonl")))
@@ -364,10 +363,28 @@ fn current_aimed(out: &Path, nodes: usize, up: &[bool], sel: NodeSel) -> Option<
     for r in &records {
         beliefs.apply(r.node, &r.obs);
     }
-    let aim = sel.aim()?;
     beliefs
+}
+
+/// The node a `holder` or `waiter` selector hits now, from the logs so far, as the
+/// simulator resolves it (among the nodes still up).
+fn current_aimed(out: &Path, nodes: usize, up: &[bool], sel: NodeSel) -> Option<usize> {
+    let aim = sel.aim()?;
+    current_beliefs(out, nodes)
         .select(aim, |n| up.get(n.index()).copied().unwrap_or(false))
         .map(|s| s.node.index())
+}
+
+/// Whether a node that is up is of the role `sel` names now (a holder for `holder`, a
+/// waiter for `waiter`), without re-aiming: what a fault aimed at it waits for.
+fn role_present(out: &Path, nodes: usize, up: &[bool], sel: NodeSel) -> bool {
+    let beliefs = current_beliefs(out, nodes);
+    let ok = |n: tenure_core::NodeId| up.get(n.index()).copied().unwrap_or(false);
+    match sel {
+        NodeSel::Holder => beliefs.holder(ok).is_some(),
+        NodeSel::Waiter => beliefs.waiter(ok).is_some(),
+        _ => true,
+    }
 }
 
 /// The node that last said it leads (the highest term's latest `leader` record of a
@@ -622,7 +639,11 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
     };
     // Pauses to end: (when, node).
     let mut resumes: Vec<(Duration, usize)> = Vec::new();
-    let mut events: std::collections::VecDeque<&FaultEvent> = scenario.faults.iter().collect();
+    let mut events: std::collections::VecDeque<(usize, &FaultEvent)> =
+        scenario.faults.iter().enumerate().collect();
+    // Faults aimed at a holder or a waiter that found nobody of their role, waiting for
+    // one until their deadline (`FaultEvent::aim_deadline`), as in the simulator.
+    let mut waiting: Vec<(Duration, &FaultEvent)> = Vec::new();
     while started.elapsed() < scenario.duration && !stop.load(Ordering::SeqCst) {
         let now = started.elapsed();
         // A node that exited on its own is not what the scenario asked for.
@@ -667,8 +688,54 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
                 note(&mut schedule, line, &e, true);
             }
         }
-        while events.front().is_some_and(|e| e.at <= now) {
-            let e = events.pop_front().expect("checked");
+        // What is due now: the waiting faults whose role someone now holds (or whose
+        // wait ran out: aimed as without it), then the events of their time.
+        let mut due_events: Vec<&FaultEvent> = Vec::new();
+        waiting.retain(|(until, e)| {
+            let sel = *e.fault.node().expect("aimed at a role");
+            if now >= *until || role_present(&args.out, nodes, &up, sel) {
+                due_events.push(e);
+                false
+            } else {
+                true
+            }
+        });
+        while events.front().is_some_and(|(_, e)| e.at <= now) {
+            let (i, e) = events.pop_front().expect("checked");
+            let wait = match e.fault.node() {
+                Some(sel @ (NodeSel::Holder | NodeSel::Waiter)) => {
+                    FaultEvent::aim_deadline(&scenario.faults, i, scenario.duration)
+                        .filter(|until| now < *until)
+                        .filter(|_| !role_present(&args.out, nodes, &up, *sel))
+                }
+                _ => None,
+            };
+            match wait {
+                Some(until) => {
+                    let said = format!(
+                        "{} aimed at the {} waits for one until {}: no node believes it {}",
+                        e.fault.kind(),
+                        e.fault.node().expect("aimed"),
+                        tenure_core::format_duration(until),
+                        if matches!(e.fault.node(), Some(NodeSel::Holder)) {
+                            "holds"
+                        } else {
+                            "waits"
+                        }
+                    );
+                    let line = serde_json::json!({
+                        "planned_at": tenure_core::format_duration(e.at),
+                        "at": format!("{:.3}s", now.as_secs_f64()),
+                        "fault": e.fault.kind(),
+                        "waiting_until": tenure_core::format_duration(until),
+                    });
+                    note(&mut schedule, line, &said, false);
+                    waiting.push((until, e));
+                }
+                None => due_events.push(e),
+            }
+        }
+        for e in due_events {
             let node = match e.fault.node() {
                 Some(NodeSel::Id(n)) => Some(*n as usize),
                 Some(NodeSel::Leader) => current_leader(&args.out, nodes, &up),
@@ -749,8 +816,9 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         }
         let next = events
             .front()
-            .map(|e| e.at)
+            .map(|(_, e)| e.at)
             .into_iter()
+            .chain(waiting.iter().map(|(until, _)| *until))
             .chain(resumes.iter().map(|(at, _)| *at))
             .chain([scenario.duration])
             .min()

@@ -728,3 +728,75 @@ fn etcd_lock_on_tcp_survives_a_partition_past_the_connection_timeout_and_a_sigki
 
     assert_eq!(processes_mentioning(s(&out)), Vec::<String>::new());
 }
+
+/// On real processes too, a pause aimed at the holder before anyone holds waits for one
+/// (up to the next heal, less its duration) and stops the first client to hold: the
+/// schedule says it waited, then SIGSTOPs a client (n1..n3), after time zero.
+#[test]
+fn a_pause_aimed_at_the_holder_waits_for_one_on_real_processes_too() {
+    let _one = one_real_cluster_at_a_time();
+    let dir = scratch("cluster", "aim-waits");
+    let scenario = dir.join("aim-waits.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+name = "etcd-lock: a pause aimed at the holder before anyone holds"
+seed = 1
+duration = "3s"
+checks = ["fencing-safety", "no-lost-update"]
+
+[protocol]
+name = "etcd-lock"
+variant = "correct"
+
+[protocol.params]
+ttl = "2s"
+resource_mode = "fenced"
+work_duration = "200ms"
+
+[cluster.roles]
+server = 1
+client = 3
+storage = 1
+
+[network]
+latency = ["1ms", "5ms"]
+connection_timeout = "1s"
+
+[[fault]]
+at = "0s"
+kind = "pause"
+node = "holder"
+duration = "100ms"
+
+[[fault]]
+at = "2s"
+kind = "heal"
+"#,
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = tenure(&["cluster", s(&scenario), "--out", s(&out)]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let schedule = std::fs::read_to_string(out.join("schedule.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = schedule
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["waiting_until"], "1900ms", "{schedule}");
+    let pause = lines
+        .iter()
+        .find(|l| l["fault"] == "pause" && l.get("applied").is_some())
+        .unwrap_or_else(|| panic!("the pause was applied: {schedule}"));
+    let node = pause["node"].as_u64().expect("a node");
+    assert!((1..=3).contains(&node), "a client: {schedule}");
+    assert!(
+        pause["applied"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("SIGSTOP n{node} for 100ms")),
+        "{schedule}"
+    );
+    assert_ne!(pause["applied_at"], "0.000s", "{schedule}");
+}
