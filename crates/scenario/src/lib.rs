@@ -36,8 +36,9 @@
 //! | `power-loss` | `node`, `torn = false` | a machine crash: unsynced writes lost (the last one torn) |
 //! | `byzantine` | `node`, `behaviour` | the node lies from then on: `equivocate`, `wrong-digest`, `silent`, `conflicting-views` |
 //!
-//! `node` fields take an id, `"leader"`, `"holder"` or `"waiter"` ([`NodeSel`]); node
-//! lists take ids.
+//! `node` fields take an id, `"leader"`, `"holder"` or `"waiter"` ([`NodeSel`]: a
+//! `"holder"` or `"waiter"` event that finds nobody of its role waits for one, up to the
+//! next heal); node lists take ids.
 //!
 //! # Checks and expectation
 //!

@@ -370,8 +370,10 @@ pub struct FaultEvent {
 /// (the simulator resolves it from what the nodes believe at that instant, see
 /// [`tenure_core::Beliefs`]): `"leader"`, the node that believes it leads the highest
 /// term (none: the event is skipped); `"holder"`, a node that believes it holds a lock,
-/// a lease, a resource or a leadership (none: re-aimed at a waiter); `"waiter"`, a node
-/// waiting for a lock or standing for election (none: re-aimed at a holder).
+/// a lease, a resource or a leadership; `"waiter"`, a node waiting for a lock or
+/// standing for election. A `"holder"` (`"waiter"`) event that finds none waits for one,
+/// up to the next heal ([`FaultEvent::aim_deadline`]); then it is re-aimed at a waiter (a
+/// holder), or skipped when nobody holds or waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum NodeSel {
     Id(u32),
