@@ -93,15 +93,10 @@ impl<P: Protocol> Control<'_, P> {
         Some(selected.node)
     }
 
-    /// Whether somebody is of the role `aim` names now, without re-aiming: a leader, a
-    /// holder (see [`tenure_core::Beliefs::holder`]), a waiter.
+    /// Whether somebody is of the role `aim` names now, without re-aiming
+    /// ([`tenure_core::Beliefs::of_role`]).
     pub fn finds(&self, aim: Aim) -> bool {
-        let b = &self.world.beliefs;
-        match aim {
-            Aim::Leader => b.leader().is_some(),
-            Aim::Holder => b.holder(|_| true).is_some(),
-            Aim::Waiter => b.waiter(|_| true).is_some(),
-        }
+        self.world.beliefs.of_role(aim, |_| true).is_some()
     }
 
     /// A fault of `kind` aimed at `aim` (`holder` or `waiter`) found nobody of that

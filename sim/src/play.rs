@@ -498,7 +498,8 @@ pub fn apply_or_wait<P: Protocol>(
     id: Option<u64>,
 ) {
     if let (Some(until), Some(aim)) = (until, fault.node().and_then(|s| s.aim())) {
-        if aim != tenure_core::Aim::Leader && c.now() < until && !c.finds(aim) {
+        // `until` is `None` for `"leader"` (strict: see `FaultEvent::aim_deadline`).
+        if c.now() < until && !c.finds(aim) {
             let (again, last) = (fault.clone(), fault.clone());
             c.wait_for_aim(
                 fault.kind(),

@@ -686,13 +686,12 @@ impl<P: Protocol> World<P> {
     /// Records an observation of `node` at `now`, stamped with its clock readings.
     pub fn record(&mut self, now: SimTime, node: NodeId, obs: Observation) {
         self.beliefs.apply(node, &obs);
-        if !self.awaiting.is_empty() && !self.aim_ready && {
-            let (holds, waits) = (self.beliefs.holds(node), self.beliefs.waits(node));
-            self.awaiting.iter().any(|(_, aim, _)| match aim {
-                tenure_core::Aim::Holder => holds,
-                _ => waits,
-            })
-        } {
+        if !self.aim_ready
+            && self
+                .awaiting
+                .iter()
+                .any(|(_, aim, _)| self.beliefs.is(node, *aim))
+        {
             self.aim_ready = true;
             if let Some(w) = self.supervisor_waker.take() {
                 w.wake();
@@ -914,16 +913,10 @@ impl<P: Protocol> World<P> {
         if !std::mem::take(&mut self.aim_ready) {
             return Vec::new();
         }
-        let (holder, waiter) = (
-            self.beliefs.holder(|_| true).is_some(),
-            self.beliefs.waiter(|_| true).is_some(),
-        );
+        let beliefs = &self.beliefs;
         let (ready, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.awaiting)
             .into_iter()
-            .partition(|(_, aim, _)| match aim {
-                tenure_core::Aim::Holder => holder,
-                _ => waiter,
-            });
+            .partition(|(_, aim, _)| beliefs.of_role(*aim, |_| true).is_some());
         self.awaiting = wait;
         ready.into_iter().map(|(_, _, a)| a).collect()
     }

@@ -378,13 +378,11 @@ fn current_aimed(out: &Path, nodes: usize, up: &[bool], sel: NodeSel) -> Option<
 /// Whether a node that is up is of the role `sel` names now (a holder for `holder`, a
 /// waiter for `waiter`), without re-aiming: what a fault aimed at it waits for.
 fn role_present(out: &Path, nodes: usize, up: &[bool], sel: NodeSel) -> bool {
-    let beliefs = current_beliefs(out, nodes);
-    let ok = |n: tenure_core::NodeId| up.get(n.index()).copied().unwrap_or(false);
-    match sel {
-        NodeSel::Holder => beliefs.holder(ok).is_some(),
-        NodeSel::Waiter => beliefs.waiter(ok).is_some(),
-        _ => true,
-    }
+    sel.aim().is_none_or(|aim| {
+        current_beliefs(out, nodes)
+            .of_role(aim, |n| up.get(n.index()).copied().unwrap_or(false))
+            .is_some()
+    })
 }
 
 /// The node that last said it leads (the highest term's latest `leader` record of a

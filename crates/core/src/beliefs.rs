@@ -276,6 +276,28 @@ impl Beliefs {
             .or_else(|| longest(&|b| b.candidate))
     }
 
+    /// The node of the role `aim` names among the nodes `ok` accepts, without re-aiming
+    /// at the other role: the leader ([`Beliefs::leader`]), the holder
+    /// ([`Beliefs::holder`]), the waiter ([`Beliefs::waiter`]). What a fault aimed at a
+    /// role that finds none waits for.
+    pub fn of_role(&self, aim: Aim, ok: impl Fn(NodeId) -> bool) -> Option<NodeId> {
+        match aim {
+            Aim::Leader => self.leader_where(&ok),
+            Aim::Holder => self.holder(ok),
+            Aim::Waiter => self.waiter(ok),
+        }
+    }
+
+    /// Whether `node` is of the role `aim` names: it leads, holds ([`Beliefs::holds`])
+    /// or waits ([`Beliefs::waits`]).
+    pub fn is(&self, node: NodeId, aim: Aim) -> bool {
+        match aim {
+            Aim::Leader => self.leads(node),
+            Aim::Holder => self.holds(node),
+            Aim::Waiter => self.waits(node),
+        }
+    }
+
     /// The node `aim` selects among the nodes `ok` accepts. `leader` is strict; a
     /// `holder` that finds none is re-aimed at a waiter (the next holder), and a
     /// `waiter` that finds none at a holder (what the waiters wait for), so a fault
@@ -289,16 +311,11 @@ impl Beliefs {
             node,
             reaimed: Some(kind),
         };
+        let found = self.of_role(aim, &ok).map(plain);
         match aim {
-            Aim::Leader => self.leader_where(&ok).map(plain),
-            Aim::Holder => self
-                .holder(&ok)
-                .map(plain)
-                .or_else(|| self.waiter(&ok).map(|n| other(n, Aim::Waiter))),
-            Aim::Waiter => self
-                .waiter(&ok)
-                .map(plain)
-                .or_else(|| self.holder(&ok).map(|n| other(n, Aim::Holder))),
+            Aim::Leader => found,
+            Aim::Holder => found.or_else(|| self.waiter(&ok).map(|n| other(n, Aim::Waiter))),
+            Aim::Waiter => found.or_else(|| self.holder(&ok).map(|n| other(n, Aim::Holder))),
         }
     }
 }
@@ -398,6 +415,24 @@ mod tests {
                 reaimed: None
             })
         );
+    }
+
+    #[test]
+    fn of_role_is_strict_and_is_says_which_role_a_node_has() {
+        let mut b = Beliefs::new(3);
+        b.apply(NodeId(1), &waiting("r"));
+        assert_eq!(b.of_role(Aim::Holder, |_| true), None, "no re-aim");
+        assert_eq!(b.of_role(Aim::Waiter, |_| true), Some(NodeId(1)));
+        assert_eq!(b.of_role(Aim::Waiter, |n| n != NodeId(1)), None);
+        assert!(b.is(NodeId(1), Aim::Waiter) && !b.is(NodeId(1), Aim::Holder));
+        b.apply(NodeId(2), &Observation::Leader { term: 2 });
+        assert_eq!(b.of_role(Aim::Leader, |_| true), Some(NodeId(2)));
+        assert_eq!(
+            b.of_role(Aim::Holder, |_| true),
+            Some(NodeId(2)),
+            "a leader holds"
+        );
+        assert!(b.is(NodeId(2), Aim::Leader) && b.is(NodeId(2), Aim::Holder));
     }
 
     #[test]

@@ -111,32 +111,26 @@ pub fn landed(faults: &[FaultEvent], history: &History) -> Vec<Landed> {
                 None => (sel.id(), None),
                 Some(aim) => {
                     // A holder (waiter) fault that finds no holder (waiter) waits for
-                    // one up to its deadline, then is aimed as without the wait.
-                    let wait = match aim {
-                        Aim::Leader => None,
-                        _ if finds(&beliefs, aim) => None,
-                        _ => FaultEvent::aim_deadline(faults, i, end),
+                    // one up to its deadline (none for "leader"), then is aimed as
+                    // without the wait.
+                    let wait = FaultEvent::aim_deadline(faults, i, end)
+                        .filter(|_| beliefs.of_role(aim, |_| true).is_none());
+                    let found = match wait {
+                        Some(until) => {
+                            let (then, found) =
+                                wait_for_aim(&beliefs, &records[next..], aim, until);
+                            waited = Some(then);
+                            found
+                        }
+                        None => false,
                     };
-                    if let Some(until) = wait {
-                        let (then, found) = wait_for_aim(&beliefs, &records[next..], aim, until);
-                        waited = Some(then);
-                        let b = waited.as_ref().expect("just set");
-                        match b.select(aim, |_| true) {
-                            Some(s) if found => (Some(s.node), Some((aim, Aimed::Waited))),
-                            Some(s) if s.reaimed.is_some() => {
-                                (Some(s.node), Some((aim, Aimed::Reaimed)))
-                            }
-                            Some(s) => (Some(s.node), Some((aim, Aimed::Hit))),
-                            None => (None, Some((aim, Aimed::Skipped))),
+                    match waited.as_ref().unwrap_or(&beliefs).select(aim, |_| true) {
+                        Some(s) if found => (Some(s.node), Some((aim, Aimed::Waited))),
+                        Some(s) if s.reaimed.is_some() => {
+                            (Some(s.node), Some((aim, Aimed::Reaimed)))
                         }
-                    } else {
-                        match beliefs.select(aim, |_| true) {
-                            Some(s) if s.reaimed.is_some() => {
-                                (Some(s.node), Some((aim, Aimed::Reaimed)))
-                            }
-                            Some(s) => (Some(s.node), Some((aim, Aimed::Hit))),
-                            None => (None, Some((aim, Aimed::Skipped))),
-                        }
+                        Some(s) => (Some(s.node), Some((aim, Aimed::Hit))),
+                        None => (None, Some((aim, Aimed::Skipped))),
                     }
                 }
             },
@@ -159,15 +153,6 @@ pub fn landed(faults: &[FaultEvent], history: &History) -> Vec<Landed> {
     out
 }
 
-/// Whether somebody is of the role `aim` names, without re-aiming.
-fn finds(beliefs: &Beliefs, aim: Aim) -> bool {
-    match aim {
-        Aim::Leader => beliefs.leader().is_some(),
-        Aim::Holder => beliefs.holder(|_| true).is_some(),
-        Aim::Waiter => beliefs.waiter(|_| true).is_some(),
-    }
-}
-
 /// What the nodes believe when a fault that waits for a holder (a waiter) is applied,
 /// from `records` (those after the fault's time): at the first record whose node then
 /// holds (waits), with `true`; else at `until`, with `false` (as `Control::wait_for_aim`
@@ -182,11 +167,7 @@ fn wait_for_aim(
     let mut then = beliefs.clone();
     for r in records.iter().take_while(|r| r.time < until) {
         then.apply(r.node, &r.obs);
-        let found = match aim {
-            Aim::Holder => then.holds(r.node),
-            _ => then.waits(r.node),
-        };
-        if found {
+        if then.is(r.node, aim) {
             return (then, true);
         }
     }
