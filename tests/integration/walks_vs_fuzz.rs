@@ -62,13 +62,10 @@ fn walks_and_fuzzing_agree_on_every_broken_variant_both_can_show() {
                 .walk_model_to(&query, 0..WALK_SEEDS, WALK_DEPTH)
                 .expect("walks run");
             let walked = walk.failure.map(|f| {
-                let property = f.counterexample.property;
                 entry
                     .spec()
-                    .stands_for
-                    .iter()
-                    .find(|(p, _)| *p == property)
-                    .map_or(property.clone(), |(_, checker)| checker.to_string())
+                    .checker_for(&f.counterexample.property)
+                    .to_string()
             });
             let fuzzed = fuzz_verdict(info.name, variant.name, variant.breaks);
             println!("{label}: walks -> {walked:?}, fuzz -> {fuzzed:?}");

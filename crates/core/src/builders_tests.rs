@@ -156,6 +156,8 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
     assert_eq!(scope, "scope");
     assert_eq!(out_of_scope, [("broken", "why")]);
     assert_eq!(stands_for, [("prop", "checker")]);
+    assert_eq!(SPEC.checker_for("prop"), "checker");
+    assert_eq!(SPEC.checker_for("mutual-exclusion"), "mutual-exclusion");
     assert_eq!(roles, [("server", 2), ("client", 1)]);
     assert_eq!(bounds, Bounds::DEFAULT.with_max_depth(5));
     assert_eq!((max_term, term_key), (3, Some("term")));

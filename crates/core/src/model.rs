@@ -285,6 +285,15 @@ impl ModelSpec {
         self
     }
 
+    /// The simulator checker a model property stands for ([`ModelSpec::stands_for`]),
+    /// or the property itself when it is a checker's own name.
+    pub fn checker_for<'a>(&self, property: &'a str) -> &'a str {
+        self.stands_for
+            .iter()
+            .find(|(p, _)| *p == property)
+            .map_or(property, |(_, checker)| checker)
+    }
+
     /// With `bounds`: the exploration and fault bounds.
     pub const fn with_bounds(mut self, bounds: Bounds) -> ModelSpec {
         self.bounds = bounds;

@@ -35,13 +35,7 @@ fn walks_agree_with_what_each_variant_breaks() {
             match (&report.failure, expect_failure) {
                 (Some(f), true) => {
                     let property = f.counterexample.property.as_str();
-                    let stands_for = entry
-                        .spec()
-                        .stands_for
-                        .iter()
-                        .find(|(p, _)| *p == property)
-                        .map(|(_, checker)| *checker);
-                    let checker = stands_for.unwrap_or(property);
+                    let checker = entry.spec().checker_for(property);
                     assert!(
                         variant.breaks.contains(&checker),
                         "{label}: walk seed {} broke {property}, not one of {:?}",
@@ -89,13 +83,8 @@ fn in_scope_broken() -> Vec<(&'static str, &'static str, &'static [&'static str]
 /// stands for).
 fn checker_of(protocol: &str, property: &str) -> String {
     let models = zoo();
-    let entry = models.lookup(protocol).unwrap();
-    entry
-        .spec()
-        .stands_for
-        .iter()
-        .find(|(p, _)| *p == property)
-        .map_or(property.to_string(), |(_, c)| c.to_string())
+    let entry = models.lookup(protocol).expect("in the registry");
+    entry.spec().checker_for(property).to_string()
 }
 
 /// Issue 33, item 5: the default walks count events, not timer firings, so one
