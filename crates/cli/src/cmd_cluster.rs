@@ -377,9 +377,9 @@ fn current_aimed(out: &Path, nodes: usize, up: &[bool], sel: NodeSel) -> Option<
 
 /// Whether a node that is up is of the role `sel` names now (a holder for `holder`, a
 /// waiter for `waiter`), without re-aiming: what a fault aimed at it waits for.
-fn role_present(out: &Path, nodes: usize, up: &[bool], sel: NodeSel) -> bool {
+fn role_present(beliefs: &tenure_core::Beliefs, up: &[bool], sel: NodeSel) -> bool {
     sel.aim().is_none_or(|aim| {
-        current_beliefs(out, nodes)
+        beliefs
             .of_role(aim, |n| up.get(n.index()).copied().unwrap_or(false))
             .is_some()
     })
@@ -689,9 +689,15 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
         // What is due now: the waiting faults whose role someone now holds (or whose
         // wait ran out: aimed as without it), then the events of their time.
         let mut due_events: Vec<&FaultEvent> = Vec::new();
+        // The nodes' logs, read at most once a round, and only if a fault needs them.
+        let mut beliefs = None;
+        let mut present = |sel: NodeSel| {
+            let b = beliefs.get_or_insert_with(|| current_beliefs(&args.out, nodes));
+            role_present(b, &up, sel)
+        };
         waiting.retain(|(until, e)| {
             let sel = *e.fault.node().expect("aimed at a role");
-            if now >= *until || role_present(&args.out, nodes, &up, sel) {
+            if now >= *until || present(sel) {
                 due_events.push(e);
                 false
             } else {
@@ -704,7 +710,7 @@ pub fn run(args: ClusterArgs, tools: &Tools) -> Outcome {
                 Some(sel @ (NodeSel::Holder | NodeSel::Waiter)) => {
                     FaultEvent::aim_deadline(&scenario.faults, i, scenario.duration)
                         .filter(|until| now < *until)
-                        .filter(|_| !role_present(&args.out, nodes, &up, *sel))
+                        .filter(|_| !present(*sel))
                 }
                 _ => None,
             };
