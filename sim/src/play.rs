@@ -340,7 +340,8 @@ pub fn simulation<P: Protocol>(
         let cpu = scenario.processing.time_of(node);
         sim = sim.processing(node, cpu.min, cpu.max);
     }
-    sim.timeline(&scenario.faults)
+    sim.order_after_stall(scenario.processing.order_after_stall)
+        .timeline(&scenario.faults)
 }
 
 fn play<P: Protocol>(

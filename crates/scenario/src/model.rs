@@ -291,6 +291,14 @@ pub struct ProcessingSpec {
     pub time: Latency,
     #[serde(default, rename = "node")]
     pub nodes: Vec<NodeProcessingSpec>,
+    /// `order_after_stall = true`: after a stall (a pause's end, a handler's processing
+    /// time) a node handles the messages and timers that fell due meanwhile in an order
+    /// drawn from the seed (traced as `reordered`), not by due time: a runtime that
+    /// reads several connections and timers in no set order (Go's `select`). Off by
+    /// default. The simulator only; real runs (`cluster`) have whatever order their
+    /// runtime gives.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub order_after_stall: bool,
 }
 
 /// `[[processing.node]]`: one node's processing time.
@@ -311,9 +319,9 @@ impl ProcessingSpec {
             .map_or(self.time, |d| d.time)
     }
 
-    /// Whether everything is at its default (zero, no overrides).
+    /// Whether everything is at its default (zero, no overrides, arrival order).
     pub fn is_default(&self) -> bool {
-        self.time == zero_latency() && self.nodes.is_empty()
+        self.time == zero_latency() && self.nodes.is_empty() && !self.order_after_stall
     }
 }
 
@@ -322,6 +330,7 @@ impl Default for ProcessingSpec {
         ProcessingSpec {
             time: zero_latency(),
             nodes: Vec::new(),
+            order_after_stall: false,
         }
     }
 }

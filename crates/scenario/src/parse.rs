@@ -1165,6 +1165,16 @@ mod tests {
             }
         );
         assert!(ProcessingSpec::default().is_default());
+        assert!(!s.processing.order_after_stall, "off unless written");
+        let on = parse(
+            &format!("{HEAD}[processing]\norder_after_stall = true\n"),
+            "ok.toml",
+        )
+        .unwrap();
+        assert!(on.processing.order_after_stall);
+        assert!(!on.processing.is_default());
+        let err = error("[processing]\norder_after_stall = \"yes\"\n");
+        assert!(err.to_string().contains("order_after_stall"), "{err}");
         let err = error(
             "[[fault]]\nat = \"1s\"\nkind = \"slow\"\nnode = 1\nfactor = 0.5\nduration = \"1s\"\n",
         );

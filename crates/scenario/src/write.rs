@@ -212,6 +212,9 @@ fn processing_table(processing: &ProcessingSpec) -> Table {
             .collect();
         t.insert("node", Item::ArrayOfTables(nodes));
     }
+    if processing.order_after_stall {
+        t.insert("order_after_stall", value(true));
+    }
     t
 }
 
@@ -567,6 +570,7 @@ mod tests {
                         time: latency(&mut rng),
                     })
                     .collect(),
+                order_after_stall: rng.chance(0.3),
             },
             faults,
             checks,
