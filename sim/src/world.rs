@@ -97,6 +97,10 @@ pub struct NodeSlot<P: Protocol> {
     sync_pending: bool,
     busy_until: SimTime,
     deferred: Vec<Effect<P::Msg, P::Timer>>,
+    /// The sync in progress was the armed crash point's last effect: the node crashes
+    /// when it completes, after the effects that waited for it (if any; the first of
+    /// them crashes it before it).
+    crash_when_synced: bool,
     /// An armed crash point: the node crashes (or loses power, if `power`) before
     /// applying its next effect once `remaining` more effects were applied.
     crash_point: Option<CrashPoint>,
@@ -527,6 +531,7 @@ impl<P: Protocol> World<P> {
                 incarnation: 0,
                 disk: Disk::new(seed, i),
                 sync_pending: false,
+                crash_when_synced: false,
                 busy_until: SimTime::ZERO,
                 deferred: Vec::new(),
                 crash_point: None,
@@ -840,6 +845,7 @@ impl<P: Protocol> World<P> {
         slot.sync_pending = false;
         slot.busy_until = SimTime::ZERO;
         slot.deferred.clear();
+        slot.crash_when_synced = false;
         slot.crash_point = None;
         slot.cpu_busy_until = SimTime::ZERO;
         slot.stalled = false;
@@ -867,6 +873,7 @@ impl<P: Protocol> World<P> {
     }
 
     pub fn arm_crash_point(&mut self, node: NodeId, point: CrashPoint) {
+        self.nodes[node.index()].crash_when_synced = false;
         self.nodes[node.index()].crash_point = Some(point);
     }
 
@@ -1075,6 +1082,8 @@ impl<P: Protocol> World<P> {
     /// point may crash the node between two effects; the rest are then never applied.
     fn apply(&mut self, node: NodeId, now: SimTime, effects: &mut Vec<Effect<P::Msg, P::Timer>>) {
         let mut iter = effects.drain(..);
+        // The effect this call counted an armed crash point down to zero with, if any.
+        let mut counted_out = None;
         while let Some(effect) = iter.next() {
             if let Some(point) = &mut self.nodes[node.index()].crash_point {
                 if point.at_sync && matches!(effect, Effect::Sync { .. }) {
@@ -1085,16 +1094,11 @@ impl<P: Protocol> World<P> {
                         let point = *point;
                         let detail = format!("crash point, before {}", effect_name(&effect));
                         drop(iter);
-                        self.crash_here(node, now, point.power, detail);
-                        if let Some(after) = point.restart_after {
-                            self.restarts.push((now + after, node));
-                            if let Some(w) = self.supervisor_waker.take() {
-                                w.wake();
-                            }
-                        }
+                        self.fire_crash_point(node, now, point, detail);
                         return;
                     }
                     point.remaining -= 1;
+                    counted_out = (point.remaining == 0).then(|| effect_name(&effect));
                 }
             }
             match effect {
@@ -1133,10 +1137,21 @@ impl<P: Protocol> World<P> {
                         slot.sync_pending = true;
                         slot.busy_until = done;
                         slot.deferred.extend(iter);
+                        slot.crash_when_synced = counted_out.is_some();
                         return;
                     }
                 }
                 Effect::Observe(obs) => self.record(now, node, obs),
+            }
+        }
+        // The point's last effect ended the handling: the crash comes right after it
+        // (after a reply, the reply is out), not at the node's next effect, which
+        // would come later and lose the input it handles.
+        if let Some(last) = counted_out {
+            if let Some(point) = self.nodes[node.index()].crash_point {
+                if !point.at_sync && point.remaining == 0 {
+                    self.fire_crash_point(node, now, point, format!("crash point, after {last}"));
+                }
             }
         }
     }
@@ -1193,7 +1208,26 @@ impl<P: Protocol> World<P> {
         let writes = std::mem::take(&mut slot.disk.syncing);
         apply_writes(&mut slot.disk.durable, writes);
         let mut rest = std::mem::take(&mut slot.deferred);
+        if std::mem::take(&mut slot.crash_when_synced) && rest.is_empty() {
+            if let Some(point) = slot.crash_point {
+                let detail = "crash point, after a sync".to_string();
+                self.fire_crash_point(node, now, point, detail);
+                return;
+            }
+        }
         self.apply(node, now, &mut rest);
+    }
+
+    /// An armed crash point fires: the node crashes (or loses power) here, and boots
+    /// again `restart_after` later if the point says so.
+    fn fire_crash_point(&mut self, node: NodeId, now: SimTime, point: CrashPoint, detail: String) {
+        self.crash_here(node, now, point.power, detail);
+        if let Some(after) = point.restart_after {
+            self.restarts.push((now + after, node));
+            if let Some(w) = self.supervisor_waker.take() {
+                w.wake();
+            }
+        }
     }
 
     /// A crash point fires inside the node's own handling.

@@ -574,8 +574,9 @@ pub enum Fault {
     },
     /// A crash inside the node's handling: it keeps running and crashes right after
     /// applying `at_effect` more effects (sends, timer changes, writes, syncs,
-    /// observations), before the next one: between two effects of one handler if
-    /// that is where the count ends. With `power = true` it is a power loss. With
+    /// observations): between two effects of one handler if that is where the count
+    /// ends, or as the handler ends if it is its last effect (not at the node's next
+    /// effect, which may come much later). With `power = true` it is a power loss. With
     /// `at_sync = true` the count starts at the node's next sync (`at_effect = 0`:
     /// right before it, the writes it would have made durable still unsynced). With
     /// `restart_after` the node boots again that long after the crash (else a

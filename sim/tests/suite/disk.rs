@@ -254,6 +254,53 @@ fn a_power_loss_crash_point_after_the_sync_keeps_the_write() {
     );
 }
 
+/// The fifth effect (the timer) is the tick's last: the node crashes right after it, at
+/// the tick (10 ms), not at its next effect (the next tick, 20 ms, whose input the crash
+/// would swallow). The fourth (the note) is followed by the timer in the same handling:
+/// the crash comes before the timer, at the same instant.
+#[test]
+fn a_crash_point_at_a_handlers_last_effect_crashes_right_after_it() {
+    let crashed_at = |out: &RunOutput| {
+        out.history
+            .records
+            .iter()
+            .find(|r| r.obs == Observation::Crashed)
+            .expect("crashed")
+            .time
+            .0
+    };
+    let tick = ms(10).as_nanos() as u64;
+    let detail = |out: &RunOutput| {
+        out.trace.as_ref().unwrap().iter().find_map(|e| match e {
+            tenure_sim::TraceEvent::Fault {
+                kind: "crash",
+                detail,
+                ..
+            } => Some(detail.clone()),
+            _ => None,
+        })
+    };
+    let last = crash_point(5, false);
+    assert!(
+        (tick..tick + 1_000_000).contains(&crashed_at(&last)),
+        "{:?}",
+        notes(&last)
+    );
+    assert_eq!(noted(&last, "synced"), ["synced 1"]);
+    assert!(noted(&last, "write 2").is_empty(), "{:?}", notes(&last));
+    assert_eq!(
+        detail(&last).as_deref(),
+        Some("crash point, after a timer set")
+    );
+    // Control: one effect earlier, the crash is before the timer, at the same tick.
+    let before = crash_point(4, false);
+    assert!((tick..tick + 1_000_000).contains(&crashed_at(&before)));
+    assert_eq!(
+        detail(&before).as_deref(),
+        Some("crash point, before a timer set")
+    );
+}
+
 #[test]
 fn a_disk_error_fails_syncs_and_a_power_loss_then_loses_the_writes() {
     let out = journal(true)
