@@ -115,7 +115,7 @@ fn no_resource_version_under_crashes() {
     found_and_shrunk(
         LeaseVariant::NoResourceVersion,
         "crashes",
-        157,
+        29,
         "lease-transitions",
     );
 }
