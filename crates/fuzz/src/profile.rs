@@ -675,6 +675,8 @@ impl<'a> Drawer<'a> {
         // Asymmetric delays and the early faults, each from its own stream (see `aim`).
         links.extend(self.draw_asymmetric());
         restart_at_heal.extend(self.draw_early(heal_at));
+        // A rack's power failure, from its own stream (see `rack`).
+        restart_at_heal.extend(self.draw_rack(heal_at));
         // Byzantine nodes, from their own stream (see `byzantine`).
         self.draw_byzantine();
 
@@ -1092,6 +1094,7 @@ fn round_to(x: f64, scale: f64) -> f64 {
 mod aim;
 mod byzantine;
 mod field;
+mod rack;
 
 #[cfg(test)]
 mod tests;

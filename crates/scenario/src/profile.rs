@@ -249,6 +249,15 @@ pub struct Profile {
     /// How long from the start the `early` faults are drawn in.
     #[serde(with = "duration")]
     pub early_window: Duration,
+    /// Chance that a seed loses power in a rack: a majority of one role's nodes (the
+    /// role of a node drawn as a power loss's is; roles of at least 3 nodes) lose power
+    /// at their next sync, all armed at one instant in the window, and boot again after
+    /// one outage from `outage_range`. More nodes than the role tolerates down at once,
+    /// on purpose: safety must survive any number of crashes, and a write acknowledged
+    /// before its fsync is lost only if a majority loses it. Needs crash points (off
+    /// for targets that declare a minimum restart delay). Drawn from a stream of its own.
+    #[serde(deserialize_with = "de::probability")]
+    pub rack: f64,
     /// Chance that a seed has Byzantine nodes (`byzantine` events, each with a behaviour
     /// drawn from the four, at time zero or in the fault window): from 1 to as many as
     /// the target declares it tolerates (`max-byzantine`), among the nodes of the
@@ -407,6 +416,9 @@ pub struct ProfileTable {
     pub early_window: Option<Duration>,
     #[serde(default, deserialize_with = "de::opt_probability")]
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub rack: Option<f64>,
+    #[serde(default, deserialize_with = "de::opt_probability")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub byzantine: Option<f64>,
 }
 
@@ -545,6 +557,7 @@ impl Profile {
             asymmetric: 0.0,
             early: 0.0,
             early_window: ms(100),
+            rack: 0.0,
             byzantine: 0.0,
             byzantine_max: 0,
         }
@@ -684,6 +697,8 @@ impl Profile {
                 window: [0.0, 0.6],
                 // power losses in the first fsyncs, where one-shot decisions are made
                 early: 0.5,
+                // a rack's power fails: a majority of one role loses its unsynced writes
+                rack: 0.3,
                 // in clusters of several roles, half the crashes and crash points are
                 // aimed at whoever holds (the leader's counterpart: a lock or lease
                 // holder, a proposer with its promises)
@@ -787,6 +802,7 @@ impl Profile {
         "asymmetric",
         "early",
         "early_window",
+        "rack",
         "byzantine",
     ];
 
@@ -817,6 +833,7 @@ impl Profile {
             ("waiter", self.waiter),
             ("asymmetric", self.asymmetric),
             ("early", self.early),
+            ("rack", self.rack),
             ("byzantine", self.byzantine),
         ];
         for (knob, p) in probabilities {
