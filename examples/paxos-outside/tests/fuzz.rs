@@ -7,8 +7,8 @@
 //! --profile P --seeds 0..1000`): `power` finds `promise-in-memory` in 3 of 1,000
 //! seeds and `reply-before-sync` in 9; `chaos` finds `promise-in-memory` in 1; no other
 //! built-in profile finds either. With the decision repeated (`instances = 40`, one every
-//! 200 ms: a scenario's `[protocol.params]`), `power` finds `reply-before-sync` in 15 of
-//! 1,000 seeds (1.5%) and `promise-in-memory` in 4. A one-shot decision made in the first
+//! 200 ms: a scenario's `[protocol.params]`), `power` finds `reply-before-sync` in 16 of
+//! 1,000 seeds (1.6%) and `promise-in-memory` in 5. A one-shot decision made in the first
 //! milliseconds is broken only by faults that land inside its race (a power loss between
 //! an answer and its sync, the node back within milliseconds) on a network that reorders
 //! the race (slow links, slow disks): rare under random faults. `power`'s flaps and its
@@ -113,7 +113,7 @@ fn reply_before_sync_with_forty_decisions() {
     };
     let variant = PaxosVariant::ReplyBeforeSync;
     let seeds = [
-        37, 170, 181, 215, 216, 376, 435, 504, 539, 579, 631, 705, 958, 972, 996,
+        37, 170, 181, 215, 216, 376, 435, 539, 579, 603, 631, 705, 914, 958, 972, 996,
     ];
     assert!(seeds.len() >= 10, "at least 1% of 1,000 seeds");
     found_and_shrunk_in(
