@@ -11,12 +11,14 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::task::Waker;
 use std::time::Duration;
 mod stream;
+mod timers;
 
 pub use stream::Streams;
 use tenure_core::{
-    Cluster, Effect, History, LocalTime, NodeId, Observation, Protocol, Record, Request, RunInfo,
-    SimTime, Step, StorageMap,
+    Cluster, Effect, History, NodeId, Observation, Protocol, Record, Request, RunInfo, SimTime,
+    Step, StorageMap,
 };
+use timers::Timers;
 
 /// A protocol handler running this many events at one true instant is a livelock bug.
 const MAX_EVENTS_PER_INSTANT: u32 = 1_000_000;
@@ -148,7 +150,7 @@ pub struct NodeSlot<P: Protocol> {
     pub incarnation: u32,
     inbox: BinaryHeap<Due>,
     /// Each timer's deadline on the node's monotonic clock, and its scheduling order.
-    timers: BTreeMap<P::Timer, (LocalTime, u64)>,
+    timers: Timers<P::Timer>,
     cpu_busy_until: SimTime,
     busy_until: SimTime,
     pub clock: NodeClock,
@@ -575,7 +577,7 @@ impl<P: Protocol> World<P> {
                 status: Status::Down,
                 proto: None,
                 storage: StorageMap::new(),
-                timers: BTreeMap::new(),
+                timers: Timers::new(),
                 inbox: BinaryHeap::new(),
                 clock,
                 rng: Box::new(SeededRng::node(seed, i)),
@@ -1370,7 +1372,7 @@ impl<P: Protocol> World<P> {
     fn next_due(&self, node: NodeId, now: SimTime) -> Option<(SimTime, u64, Option<P::Timer>)> {
         let slot = &self.nodes[node.index()];
         let mut best = slot.inbox.peek().map(|p| (p.at, p.seq, None));
-        for (timer, (deadline, seq)) in &slot.timers {
+        for (timer, (deadline, seq)) in slot.timers.iter() {
             let at = slot.clock.true_time_at(now, *deadline);
             if best
                 .as_ref()
