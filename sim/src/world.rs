@@ -11,12 +11,14 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::task::Waker;
 use std::time::Duration;
 mod stream;
+mod timers;
 
 pub use stream::Streams;
 use tenure_core::{
-    Cluster, Effect, History, LocalTime, NodeId, Observation, Protocol, Record, Request, RunInfo,
-    SimTime, Step, StorageMap,
+    Cluster, Effect, History, NodeId, Observation, Protocol, Record, Request, RunInfo, SimTime,
+    Step, StorageMap,
 };
+use timers::Timers;
 
 /// A protocol handler running this many events at one true instant is a livelock bug.
 const MAX_EVENTS_PER_INSTANT: u32 = 1_000_000;
@@ -43,86 +45,153 @@ enum Input<M> {
     },
 }
 
-/// Something due at a node: ordered by true time, then by the order it was scheduled.
-struct Pending<M> {
+/// Something due at a node, in its inbox: its true time, the order it was scheduled
+/// in, and where its input waits in the world's [`Inputs`]. Ordered by (`at`, `seq`),
+/// which no two share, exactly as the inbox's entries were when they held their
+/// inputs: the heap makes the same comparisons with the same outcomes, so its layout
+/// (which `start_node` and `draw_order` walk) and its order do not change. An entry is
+/// 24 bytes instead of 72 (Raft's): a leader's inbox holds a reply from every
+/// follower, and each pop moves an entry down each of its levels.
+#[derive(Clone, Copy)]
+struct Due {
     at: SimTime,
     seq: u64,
-    input: Input<M>,
+    input: u32,
 }
 
-impl<M> PartialEq for Pending<M> {
+impl PartialEq for Due {
     fn eq(&self, other: &Self) -> bool {
         (self.at, self.seq) == (other.at, other.seq)
     }
 }
-impl<M> Eq for Pending<M> {}
-impl<M> PartialOrd for Pending<M> {
+impl Eq for Due {}
+impl PartialOrd for Due {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<M> Ord for Pending<M> {
+impl Ord for Due {
     /// Reversed: `BinaryHeap` is a max-heap and we want the earliest first.
     fn cmp(&self, other: &Self) -> Ordering {
         (other.at, other.seq).cmp(&(self.at, self.seq))
     }
 }
 
+/// The inputs waiting in every node's inbox, by slot; freed slots are reused last
+/// freed first, so a new message goes where one was just taken out (memory the
+/// caches still hold).
+struct Inputs<M> {
+    slots: Vec<Line<Option<Input<M>>>>,
+    free: Vec<u32>,
+}
+
+/// One slot a cache line (or whole lines): a delivery's `take` and a send's `put`
+/// read one line, not two (Raft's 56-byte input straddled two lines at 6 of every 8
+/// slots).
+#[repr(align(64))]
+struct Line<T>(T);
+
+impl<M> Inputs<M> {
+    fn new() -> Self {
+        Inputs {
+            slots: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    fn put(&mut self, input: Input<M>) -> u32 {
+        match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Line(Some(input));
+                slot
+            }
+            None => {
+                let slot = u32::try_from(self.slots.len()).expect("at most 2^32 inputs queued");
+                self.slots.push(Line(Some(input)));
+                slot
+            }
+        }
+    }
+
+    fn get(&self, slot: u32) -> &Input<M> {
+        self.slots[slot as usize]
+            .0
+            .as_ref()
+            .expect("a queued input")
+    }
+
+    fn take(&mut self, slot: u32) -> Input<M> {
+        let input = self.slots[slot as usize].0.take().expect("a queued input");
+        self.free.push(slot);
+        input
+    }
+}
+
+/// A node's state. `repr(C)` keeps the fields in the order written: what a delivery
+/// touches first, so the handful of cache lines a message brings in are the same few
+/// (at 10,000 nodes every node's slot falls out of the caches between two
+/// heartbeats, and the compiler's order spread the hot fields over most of a
+/// 904-byte slot: `rung`, the first field a woken node task reads, sat at byte 892,
+/// its task's first cache miss). The first line holds what the sender's side (`due_at`) and the
+/// node task's wake (`node_waits`) read; then what `run_due`, the handlers and
+/// `apply` read; the rest is cold. Aligned to a cache line so the first line is one.
+/// Layout only: no run changes.
+#[repr(C, align(64))]
 pub struct NodeSlot<P: Protocol> {
-    pub status: Status,
-    proto: Option<P>,
-    pub storage: StorageMap,
-    /// Each timer's deadline on the node's monotonic clock, and its scheduling order.
-    timers: BTreeMap<P::Timer, (LocalTime, u64)>,
-    inbox: BinaryHeap<Pending<P::Msg>>,
-    pub clock: NodeClock,
-    /// The protocol's stream (boxed: a ChaCha8 state would spread the slot's hot
-    /// fields over more cache lines).
-    rng: Box<SeededRng>,
     /// The node task's waker and whether it was rung since it last looked.
     waker: Option<Waker>,
-    rung: bool,
     /// When the node task plans to wake next (what `process_due` returned, or an
     /// earlier arrival since).
     planned_wake: SimTime,
     /// The deadlines of the madsim timers set to wake the node task that had not gone
     /// off when last looked at (see [`crate::host::wake_by`]).
     wakeups: crate::host::Wakeups,
-    pub incarnation: u32,
-    /// What is on the node's disk and how its syncs behave.
-    pub disk: Disk,
+    pub status: Status,
+    rung: bool,
     /// A sync is in progress: the node does nothing else until `busy_until`, then the
     /// sync's writes become durable and `deferred` (the rest of the handler's effects)
     /// are applied.
     sync_pending: bool,
+    /// The node was stalled (paused, or busy processing): the next time it handles
+    /// what is due, the order of its overdue messages and timers is drawn from
+    /// `order_rng` (see [`World::draw_order`]).
+    stalled: bool,
+    pub incarnation: u32,
+    inbox: BinaryHeap<Due>,
+    /// Each timer's deadline on the node's monotonic clock, and its scheduling order.
+    timers: Timers<P::Timer>,
+    cpu_busy_until: SimTime,
     busy_until: SimTime,
-    deferred: Vec<Effect<P::Msg, P::Timer>>,
-    /// The sync in progress was the armed crash point's last effect: the node crashes
-    /// when it completes, after the effects that waited for it (if any; the first of
-    /// them crashes it before it).
-    crash_when_synced: bool,
+    pub clock: NodeClock,
+    /// The protocol's stream (boxed: a ChaCha8 state would spread the slot's hot
+    /// fields over more cache lines).
+    rng: Box<SeededRng>,
+    /// The drawn order still to follow: `Some(timer)` or `None` for the inbox's next
+    /// (overdue messages were re-keyed to come out of the heap in the drawn order).
+    forced: std::collections::VecDeque<Option<P::Timer>>,
     /// An armed crash point: the node crashes (or loses power, if `power`) before
     /// applying its next effect once `remaining` more effects were applied.
     crash_point: Option<CrashPoint>,
     /// Each handler takes a processing time drawn uniformly from this range (zero
     /// unless set); the node handles nothing else until `cpu_busy_until`.
     pub cpu: (Duration, Duration),
+    /// The handler running (or whose effects wait on a sync), for durability hints.
+    handling: Handling<P::Timer>,
+    /// What is on the node's disk and how its syncs behave.
+    pub disk: Disk,
+    pub storage: StorageMap,
+    proto: Option<P>,
+    deferred: Vec<Effect<P::Msg, P::Timer>>,
+    /// The sync in progress was the armed crash point's last effect: the node crashes
+    /// when it completes, after the effects that waited for it (if any; the first of
+    /// them crashes it before it).
+    crash_when_synced: bool,
     cpu_rng: LazyRng,
-    cpu_busy_until: SimTime,
     /// A `slow` fault: processing times and fsync latencies are multiplied by
     /// `slow_factor` until `slow_until`.
     pub slow_factor: f64,
     pub slow_until: SimTime,
-    /// The node was stalled (paused, or busy processing): the next time it handles
-    /// what is due, the order of its overdue messages and timers is drawn from
-    /// `order_rng` (see [`World::draw_order`]).
-    stalled: bool,
     order_rng: LazyRng,
-    /// The drawn order still to follow: `Some(timer)` or `None` for the inbox's next
-    /// (overdue messages were re-keyed to come out of the heap in the drawn order).
-    forced: std::collections::VecDeque<Option<P::Timer>>,
-    /// The handler running (or whose effects wait on a sync), for durability hints.
-    handling: Handling<P::Timer>,
     /// A `byzantine` fault turned the node: every start tells its new process again.
     pub byzantine: Option<tenure_core::Byzantine>,
 }
@@ -162,11 +231,7 @@ pub struct CrashPoint {
 
 /// An item overdue after a stall: its due time, scheduling order, and the timer (`Ok`)
 /// or the input (`Err`).
-type Overdue<P> = (
-    SimTime,
-    u64,
-    Result<<P as Protocol>::Timer, Pending<<P as Protocol>::Msg>>,
-);
+type Overdue<P> = (SimTime, u64, Result<<P as Protocol>::Timer, Due>);
 
 /// Writes as a file system sees them: `None` is a delete.
 type Writes = BTreeMap<String, Option<String>>;
@@ -182,19 +247,22 @@ fn apply_writes(map: &mut StorageMap, writes: Writes) {
 
 /// A node's disk. The node's `storage` (what handlers read) is always
 /// `durable` + `syncing` + `unsynced`, applied in that order.
+/// `repr(C)`: what every handler's send and start read (`unsynced`, `error_until`)
+/// first, on the line after the node slot's hot fields (see [`NodeSlot`]).
+#[repr(C)]
 pub struct Disk {
+    /// Writes that reached the operating system since the last sync began.
+    unsynced: Writes,
+    /// Syncs before this true time fail (`disk-error`).
+    pub error_until: SimTime,
     /// What survives a power loss.
     pub durable: StorageMap,
     /// Writes of the sync in progress: durable when it completes.
     syncing: Writes,
-    /// Writes that reached the operating system since the last sync began.
-    unsynced: Writes,
     /// Each sync takes a latency drawn uniformly from this range.
     pub fsync: (Duration, Duration),
     /// Syncs begun before this true time complete no earlier than it (`disk-stall`).
     pub stall_until: SimTime,
-    /// Syncs before this true time fail (`disk-error`).
-    pub error_until: SimTime,
     /// The key of the latest write (to tear it on a torn power loss).
     last_write: Option<String>,
     /// Torn records: the prefix of a write a power loss tore (see
@@ -478,6 +546,8 @@ pub struct World<P: Protocol> {
     restarts: Vec<(SimTime, NodeId)>,
     /// An empty effect buffer, reused by every handler call (no allocation per call).
     effects: Vec<Effect<P::Msg, P::Timer>>,
+    /// The inputs in every node's inbox (the inbox holds their order, see [`Due`]).
+    inputs: Inputs<P::Msg>,
     /// Items in every node's inbox together (messages and requests), and its limit.
     in_flight: usize,
     max_in_flight: usize,
@@ -520,7 +590,7 @@ impl<P: Protocol> World<P> {
                 status: Status::Down,
                 proto: None,
                 storage: StorageMap::new(),
-                timers: BTreeMap::new(),
+                timers: Timers::new(),
                 inbox: BinaryHeap::new(),
                 clock,
                 rng: Box::new(SeededRng::node(seed, i)),
@@ -566,6 +636,7 @@ impl<P: Protocol> World<P> {
             supervisor_waker: None,
             restarts: Vec::new(),
             effects: Vec::new(),
+            inputs: Inputs::new(),
             in_flight: 0,
             max_in_flight: tenure_scenario::limits().max_in_flight,
             max_trace_events: tenure_scenario::limits().max_trace_events,
@@ -789,24 +860,25 @@ impl<P: Protocol> World<P> {
         // A request handed to a node booting at time zero (see `close_start_gate`)
         // waits for its first start; only a node that never started has one queued.
         let first = self.nodes[i].incarnation == 0;
-        let stale: Vec<Pending<P::Msg>> = {
+        let stale: Vec<Input<P::Msg>> = {
             let inbox = &mut self.nodes[i].inbox;
+            let inputs = &mut self.inputs;
             let mut keep = BinaryHeap::new();
             let mut stale = Vec::new();
-            for p in std::mem::take(inbox).into_vec() {
-                if p.at <= now && !(first && matches!(p.input, Input::Request(_))) {
-                    stale.push(p);
+            for d in std::mem::take(inbox).into_vec() {
+                if d.at <= now && !(first && matches!(inputs.get(d.input), Input::Request(_))) {
+                    stale.push(inputs.take(d.input));
                 } else {
-                    keep.push(p);
+                    keep.push(d);
                 }
             }
             *inbox = keep;
             stale
         };
         self.in_flight -= stale.len();
-        for p in stale {
+        for input in stale {
             self.stats.messages_dropped += 1;
-            if let Input::Message { id, .. } = p.input {
+            if let Input::Message { id, .. } = input {
                 self.trace(now, || TraceEvent::Lost {
                     time: now,
                     id,
@@ -1028,7 +1100,7 @@ impl<P: Protocol> World<P> {
                     forced.push_back(Some(t));
                 }
                 Err(p) => {
-                    order.push(match &p.input {
+                    order.push(match self.inputs.get(p.input) {
                         Input::Message { id, from, .. } => format!("message {id} from {from}"),
                         Input::Request(r) => format!("request {}", r.name),
                         Input::Byzantine(b) => format!("byzantine {b}"),
@@ -1043,7 +1115,7 @@ impl<P: Protocol> World<P> {
         for p in requeue {
             self.seq += 1;
             let seq = self.seq;
-            self.nodes[i].inbox.push(Pending {
+            self.nodes[i].inbox.push(Due {
                 at: SimTime::ZERO,
                 seq,
                 input: p.input,
@@ -1239,6 +1311,12 @@ impl<P: Protocol> World<P> {
         self.crash_node(node, now, power);
     }
 
+    /// Queues `input` in `node`'s inbox, due at `at`, scheduled `seq`-th.
+    fn push_input(&mut self, node: NodeId, at: SimTime, seq: u64, input: Input<P::Msg>) {
+        let input = self.inputs.put(input);
+        self.nodes[node.index()].inbox.push(Due { at, seq, input });
+    }
+
     fn send(&mut self, from: NodeId, to: NodeId, now: SimTime, msg: P::Msg) {
         self.stats.messages_sent += 1;
         self.stats
@@ -1277,12 +1355,7 @@ impl<P: Protocol> World<P> {
                         msg.clone().expect("still here")
                     };
                     let seq = self.next_seq();
-                    let slot = &mut self.nodes[to.index()];
-                    slot.inbox.push(Pending {
-                        at,
-                        seq,
-                        input: Input::Message { id, from, msg: m },
-                    });
+                    self.push_input(to, at, seq, Input::Message { id, from, msg: m });
                     self.due_at(to, at, now);
                     self.queued(now);
                 }
@@ -1293,11 +1366,7 @@ impl<P: Protocol> World<P> {
     /// Queues a client request for `node`, due now.
     pub fn request(&mut self, node: NodeId, now: SimTime, request: Request) {
         let seq = self.next_seq();
-        self.nodes[node.index()].inbox.push(Pending {
-            at: now,
-            seq,
-            input: Input::Request(request),
-        });
+        self.push_input(node, now, seq, Input::Request(request));
         self.ring(node);
         self.queued(now);
     }
@@ -1315,11 +1384,7 @@ impl<P: Protocol> World<P> {
 
     fn queue_byzantine(&mut self, node: NodeId, now: SimTime, behaviour: tenure_core::Byzantine) {
         let seq = self.next_seq();
-        self.nodes[node.index()].inbox.push(Pending {
-            at: now,
-            seq,
-            input: Input::Byzantine(behaviour),
-        });
+        self.push_input(node, now, seq, Input::Byzantine(behaviour));
         self.ring(node);
         self.queued(now);
     }
@@ -1350,7 +1415,7 @@ impl<P: Protocol> World<P> {
     fn next_due(&self, node: NodeId, now: SimTime) -> Option<(SimTime, u64, Option<P::Timer>)> {
         let slot = &self.nodes[node.index()];
         let mut best = slot.inbox.peek().map(|p| (p.at, p.seq, None));
-        for (timer, (deadline, seq)) in &slot.timers {
+        for (timer, (deadline, seq)) in slot.timers.iter() {
             let at = slot.clock.true_time_at(now, *deadline);
             if best
                 .as_ref()
@@ -1437,9 +1502,9 @@ impl<P: Protocol> World<P> {
                 self.run_handler(node, now, |p, env| p.on_timer(env, timer));
             }
             None => {
-                let pending = self.nodes[node.index()].inbox.pop().expect("peeked");
+                let due = self.nodes[node.index()].inbox.pop().expect("peeked");
                 self.in_flight -= 1;
-                match pending.input {
+                match self.inputs.take(due.input) {
                     Input::Message { id, from, msg } => {
                         self.stats.messages_delivered += 1;
                         self.trace(now, || TraceEvent::Delivered {
@@ -1571,5 +1636,59 @@ mod torn_tests {
         write(&mut disk, "k", "v2");
         disk.syncing = std::mem::take(&mut disk.unsynced);
         assert_eq!(disk.tear_last_write().map(|t| t.2), Some(2));
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+    use std::mem::offset_of;
+    type Slot = NodeSlot<tenure_protocols::raft::Raft>;
+
+    /// What a delivery reads of the receiver's slot lies in its first cache lines (see
+    /// [`NodeSlot`]): the wake's fields in the first, `run_due`'s and the handlers'
+    /// in the next five. With the compiler's order `rung` was at byte 892.
+    #[test]
+    fn a_delivery_reads_the_first_lines_of_a_node_slot() {
+        assert_eq!(std::mem::align_of::<Slot>(), 64);
+        let end = |offset: usize, size: usize| offset + size;
+        for (field, offset, size) in [
+            ("waker", offset_of!(Slot, waker), 16),
+            ("planned_wake", offset_of!(Slot, planned_wake), 8),
+            ("wakeups", offset_of!(Slot, wakeups), 32),
+            ("status", offset_of!(Slot, status), 1),
+            ("rung", offset_of!(Slot, rung), 1),
+            ("sync_pending", offset_of!(Slot, sync_pending), 1),
+            ("stalled", offset_of!(Slot, stalled), 1),
+        ] {
+            assert!(
+                end(offset, size) <= 64,
+                "{field} at {offset}: not in the first line"
+            );
+        }
+        for (field, offset) in [
+            ("inbox", offset_of!(Slot, inbox)),
+            ("timers", offset_of!(Slot, timers)),
+            ("cpu_busy_until", offset_of!(Slot, cpu_busy_until)),
+            ("clock", offset_of!(Slot, clock)),
+            ("rng", offset_of!(Slot, rng)),
+            ("forced", offset_of!(Slot, forced)),
+            ("crash_point", offset_of!(Slot, crash_point)),
+            ("cpu", offset_of!(Slot, cpu)),
+            ("handling", offset_of!(Slot, handling)),
+            (
+                "disk.unsynced",
+                offset_of!(Slot, disk) + offset_of!(Disk, unsynced),
+            ),
+            (
+                "disk.error_until",
+                offset_of!(Slot, disk) + offset_of!(Disk, error_until),
+            ),
+        ] {
+            assert!(
+                offset < 6 * 64,
+                "{field} at {offset}: not in the first six lines"
+            );
+        }
     }
 }

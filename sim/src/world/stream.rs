@@ -21,7 +21,7 @@
 //! Everything here is decided by the run's network stream and the order of events, so
 //! a run stays a pure function of (code, scenario, seed).
 
-use super::{Input, Pending, Status, World};
+use super::{Input, Status, World};
 use crate::net::DropReason;
 use crate::trace::TraceEvent;
 use std::collections::VecDeque;
@@ -147,11 +147,7 @@ impl<P: Protocol> World<P> {
     ) {
         self.queued(now);
         let seq = self.next_seq();
-        self.nodes[to.index()].inbox.push(Pending {
-            at,
-            seq,
-            input: Input::Message { id, from, msg },
-        });
+        self.push_input(to, at, seq, Input::Message { id, from, msg });
         self.due_at(to, at, now);
     }
 
@@ -262,10 +258,12 @@ impl<P: Protocol> World<P> {
             let held = std::mem::take(&mut self.streams().held[link]);
             let mut lost: Vec<u64> = held.into_iter().map(|(id, _)| id).collect();
             let inbox = &mut self.nodes[to.index()].inbox;
+            let inputs = &mut self.inputs;
             let mut in_flight: Vec<(u64, u64)> = Vec::new();
-            inbox.retain(|p| match &p.input {
-                Input::Message { id, from: f, .. } if *f == from => {
-                    in_flight.push((p.seq, *id));
+            inbox.retain(|d| match *inputs.get(d.input) {
+                Input::Message { id, from: f, .. } if f == from => {
+                    in_flight.push((d.seq, id));
+                    inputs.take(d.input);
                     false
                 }
                 _ => true,
@@ -290,11 +288,7 @@ impl<P: Protocol> World<P> {
             }
             self.queued(now);
             let seq = self.next_seq();
-            self.nodes[node.index()].inbox.push(Pending {
-                at: now,
-                seq,
-                input: Input::Disconnect { peer },
-            });
+            self.push_input(node, now, seq, Input::Disconnect { peer });
             self.ring(node);
         }
     }
