@@ -425,7 +425,12 @@ fn order_after_stall_in_a_scenario_draws_the_order_after_a_pause() {
         let p = scratch(&format!("{name}.toml"), &scenario(on));
         let trace = p.with_extension("jsonl");
         let _ = std::fs::remove_file(&trace);
-        let o = tenure(&["run", p.to_str().unwrap(), "--trace", trace.to_str().unwrap()]);
+        let o = tenure(&[
+            "run",
+            p.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+        ]);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         std::fs::read_to_string(&trace)
             .unwrap()
@@ -434,5 +439,9 @@ fn order_after_stall_in_a_scenario_draws_the_order_after_a_pause() {
             .count()
     };
     assert!(reordered(true) >= 1, "the drawn order is traced");
-    assert_eq!(reordered(false), 0, "arrival order unless the scenario asks");
+    assert_eq!(
+        reordered(false),
+        0,
+        "arrival order unless the scenario asks"
+    );
 }
