@@ -378,6 +378,24 @@ fn assert_replays(label: &str, shrunk: &tenure_fuzz::Shrunk, checker: &str) {
     );
 }
 
+/// `file` (under `scenarios/`) with its faults cleared and a pass expected, fuzzed under
+/// `profile`: a target for each variant asked (the profile draws the faults, the scenario
+/// keeps its cluster, parameters and checks).
+fn without_faults(file: &str, profile: &'static str) -> impl Fn(&str) -> Target {
+    let zoo = crate::support::zoo();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(file);
+    let mut scenario = tenure_scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    scenario.faults.clear();
+    scenario.expect = tenure_scenario::Expectation::Pass;
+    move |variant: &str| {
+        let mut s = scenario.clone();
+        s.protocol.variant = variant.to_string();
+        Target::from_scenario(&zoo, s, Some(profile)).unwrap()
+    }
+}
+
 /// The failures of `target` in `seeds`.
 fn failing_seeds(target: &Target, seeds: std::ops::Range<u64>) -> Vec<u64> {
     let mut failed = Vec::new();
@@ -425,16 +443,7 @@ fn power_finds_the_raft_log_durability_bugs_and_not_their_controls() {
     control.extend(failing_seeds(&target("correct"), seed..seed + 1));
     assert_eq!(control, Vec::<u64>::new());
 
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios/raft-log/single-voter-read-index-stale-read.toml");
-    let mut scenario = tenure_scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    scenario.faults.clear();
-    scenario.expect = tenure_scenario::Expectation::Pass;
-    let target = |variant: &str| {
-        let mut s = scenario.clone();
-        s.protocol.variant = variant.to_string();
-        Target::from_scenario(&zoo, s, Some("power")).unwrap()
-    };
+    let target = without_faults("raft-log/single-voter-read-index-stale-read.toml", "power");
     let seed = find_and_shrink(
         "raft-log/single-voter-read-index",
         &target("single-voter-read-index"),
@@ -452,17 +461,7 @@ fn power_finds_the_raft_log_durability_bugs_and_not_their_controls() {
 /// `correct` on the same scenario fails none of the same seeds.
 #[test]
 fn power_finds_the_multi_paxos_acceptance_lost_by_a_rack_and_not_its_control() {
-    let zoo = crate::support::zoo();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios/multi-paxos/no-sync-accept-lost-acceptance.toml");
-    let mut scenario = tenure_scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    scenario.faults.clear();
-    scenario.expect = tenure_scenario::Expectation::Pass;
-    let target = |variant: &str| {
-        let mut s = scenario.clone();
-        s.protocol.variant = variant.to_string();
-        Target::from_scenario(&zoo, s, Some("power")).unwrap()
-    };
+    let target = without_faults("multi-paxos/no-sync-accept-lost-acceptance.toml", "power");
     // Pinned: 466 is the second find of 0..1000 (`tenure fuzz` of the scenario without
     // its faults, `--profile power`); the first, 398, shrinks to 7 events.
     let seed = find_and_shrink_in(
