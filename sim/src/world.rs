@@ -169,8 +169,8 @@ pub struct NodeSlot<P: Protocol> {
     /// The drawn order still to follow: `Some(timer)` or `None` for the inbox's next
     /// (overdue messages were re-keyed to come out of the heap in the drawn order).
     forced: std::collections::VecDeque<Option<P::Timer>>,
-    /// An armed crash point: the node crashes (or loses power, if `power`) before
-    /// applying its next effect once `remaining` more effects were applied.
+    /// An armed crash point: the node crashes (or loses power, if `power`) right after
+    /// applying `remaining` more effects (before its next one if `remaining` is 0).
     crash_point: Option<CrashPoint>,
     /// Each handler takes a processing time drawn uniformly from this range (zero
     /// unless set); the node handles nothing else until `cpu_busy_until`.
@@ -183,8 +183,7 @@ pub struct NodeSlot<P: Protocol> {
     proto: Option<P>,
     deferred: Vec<Effect<P::Msg, P::Timer>>,
     /// The sync in progress was the armed crash point's last effect: the node crashes
-    /// when it completes, after the effects that waited for it (if any; the first of
-    /// them crashes it before it).
+    /// when it completes, before the effects that waited for it.
     crash_when_synced: bool,
     cpu_rng: LazyRng,
     /// A `slow` fault: processing times and fsync latencies are multiplied by
@@ -1151,12 +1150,15 @@ impl<P: Protocol> World<P> {
 
     /// Applies (and empties) `effects`, in order. A sync that takes time stops here:
     /// the effects after it wait in `deferred` until it completes. An armed crash
-    /// point may crash the node between two effects; the rest are then never applied.
+    /// point crashes the node right after the effect its count ends on (between two
+    /// effects of a handler, or as the handler ends: a reply is out), or before the
+    /// next effect when armed at zero; the rest are then never applied. A count that
+    /// ends on a sync that takes time crashes the node when the sync completes.
     fn apply(&mut self, node: NodeId, now: SimTime, effects: &mut Vec<Effect<P::Msg, P::Timer>>) {
         let mut iter = effects.drain(..);
-        // The effect this call counted an armed crash point down to zero with, if any.
-        let mut counted_out = None;
         while let Some(effect) = iter.next() {
+            // `Some(name)`: this effect ends an armed crash point's count.
+            let mut last = None;
             if let Some(point) = &mut self.nodes[node.index()].crash_point {
                 if point.at_sync && matches!(effect, Effect::Sync { .. }) {
                     point.at_sync = false;
@@ -1170,7 +1172,7 @@ impl<P: Protocol> World<P> {
                         return;
                     }
                     point.remaining -= 1;
-                    counted_out = (point.remaining == 0).then(|| effect_name(&effect));
+                    last = (point.remaining == 0).then(|| effect_name(&effect));
                 }
             }
             match effect {
@@ -1209,21 +1211,17 @@ impl<P: Protocol> World<P> {
                         slot.sync_pending = true;
                         slot.busy_until = done;
                         slot.deferred.extend(iter);
-                        slot.crash_when_synced = counted_out.is_some();
+                        slot.crash_when_synced = last.is_some();
                         return;
                     }
                 }
                 Effect::Observe(obs) => self.record(now, node, obs),
             }
-        }
-        // The point's last effect ended the handling: the crash comes right after it
-        // (after a reply, the reply is out), not at the node's next effect, which
-        // would come later and lose the input it handles.
-        if let Some(last) = counted_out {
-            if let Some(point) = self.nodes[node.index()].crash_point {
-                if !point.at_sync && point.remaining == 0 {
-                    self.fire_crash_point(node, now, point, format!("crash point, after {last}"));
-                }
+            if let Some(last) = last {
+                let point = self.nodes[node.index()].crash_point.expect("counted above");
+                drop(iter);
+                self.fire_crash_point(node, now, point, format!("crash point, after {last}"));
+                return;
             }
         }
     }
@@ -1280,7 +1278,8 @@ impl<P: Protocol> World<P> {
         let writes = std::mem::take(&mut slot.disk.syncing);
         apply_writes(&mut slot.disk.durable, writes);
         let mut rest = std::mem::take(&mut slot.deferred);
-        if std::mem::take(&mut slot.crash_when_synced) && rest.is_empty() {
+        if std::mem::take(&mut slot.crash_when_synced) {
+            // The sync ended a crash point's count (unless the heal disarmed it since).
             if let Some(point) = slot.crash_point {
                 let detail = "crash point, after a sync".to_string();
                 self.fire_crash_point(node, now, point, detail);

@@ -233,7 +233,7 @@ fn a_crash_point_between_the_write_and_the_sync() {
     );
     let traced = out.trace.as_ref().unwrap().iter().any(|e| {
         matches!(e, tenure_sim::TraceEvent::Fault { kind: "crash", detail, .. }
-            if detail == "crash point, before a sync")
+            if detail == "crash point, after a write")
     });
     assert!(traced, "the trace names the crash point");
 }
@@ -292,12 +292,13 @@ fn a_crash_point_at_a_handlers_last_effect_crashes_right_after_it() {
         detail(&last).as_deref(),
         Some("crash point, after a timer set")
     );
-    // Control: one effect earlier, the crash is before the timer, at the same tick.
+    // Control: one effect earlier (the note), the crash is before the timer, at the same
+    // tick.
     let before = crash_point(4, false);
     assert!((tick..tick + 1_000_000).contains(&crashed_at(&before)));
     assert_eq!(
         detail(&before).as_deref(),
-        Some("crash point, before a timer set")
+        Some("crash point, after an observation")
     );
 }
 
