@@ -162,21 +162,84 @@ pub struct Explorer<P: Protocol> {
     shrink: bool,
 }
 
-struct Entry<P: Protocol> {
-    parent: Option<usize>,
-    action: Option<Action<P>>,
-    records: Vec<Record>,
+/// One state the breadth-first search kept: 12 bytes, so that tens of millions fit.
+/// The state itself, its path and its records are rebuilt from the chain of entries
+/// when needed ([`Rebuilder`], [`Explorer::counterexample`]).
+#[derive(Clone, Copy)]
+struct Entry {
+    /// The parent's index ([`ROOT`] for the initial state).
+    parent: u32,
+    /// The step from the parent: an index into the parent's [`State::actions`].
+    action: u32,
     /// A checker finished at every state passed here but would report at a later end
     /// with no new record (an overlap under way, not yet longer than tolerated): a
     /// successor that adds no record is judged again, at its own later time.
     pending: bool,
 }
 
+/// The parent of the initial state's entry.
+const ROOT: u32 = u32::MAX;
+
+/// The most entries a search keeps (indices are `u32`, and [`ROOT`] is taken).
+const MAX_ENTRIES: usize = (u32::MAX - 1) as usize;
+
 /// What judging one state found.
 struct Judged {
     broken: Option<(String, String)>,
     /// See [`Entry::pending`].
     pending: bool,
+}
+
+/// Rebuilds a state of the breadth-first search, with its path's records, from its
+/// entry: its parent's (rebuilt the same way) with the entry's action applied. States
+/// are pure functions of their path (handlers see only the state; randomness and clocks
+/// come from it), so a rebuilt state equals the one first computed. One cached state
+/// per depth makes this cheap: the queue holds a level's states in the order of their
+/// parents, so a parent is rebuilt once for all its children.
+struct Rebuilder<P: Protocol> {
+    /// `cache[d]`: the entry index, state and path records last rebuilt at depth `d`.
+    cache: Vec<Option<(usize, State<P>, Vec<Record>)>>,
+}
+
+impl<P: Protocol> Rebuilder<P> {
+    fn new(initial: State<P>, records: Vec<Record>) -> Self {
+        Rebuilder {
+            cache: vec![Some((0, initial, records))],
+        }
+    }
+
+    fn state(
+        &mut self,
+        explorer: &Explorer<P>,
+        entries: &[Entry],
+        index: usize,
+        depth: usize,
+    ) -> (State<P>, Vec<Record>) {
+        if let Some(Some((cached, state, records))) = self.cache.get(depth) {
+            if *cached == index {
+                return (state.clone(), records.clone());
+            }
+        }
+        let entry = entries[index];
+        assert!(entry.parent != ROOT, "the initial state is always cached");
+        let (mut state, mut records) =
+            self.state(explorer, entries, entry.parent as usize, depth - 1);
+        let action = state
+            .actions(&explorer.bounds)
+            .swap_remove(entry.action as usize);
+        records.extend(state.apply(
+            &explorer.config,
+            &explorer.cluster,
+            &explorer.bounds,
+            &action,
+            depth,
+        ));
+        if self.cache.len() <= depth {
+            self.cache.resize_with(depth + 1, || None);
+        }
+        self.cache[depth] = Some((index, state.clone(), records.clone()));
+        (state, records)
+    }
 }
 
 impl<P: Protocol> Explorer<P> {
@@ -370,25 +433,40 @@ impl<P: Protocol> Explorer<P> {
         // states, the difference was within noise next to running the handlers.
         let mut visited: BTreeSet<u64> = BTreeSet::new();
         visited.insert(initial.fingerprint());
-        let mut entries: Vec<Entry<P>> = vec![Entry {
-            parent: None,
-            action: None,
-            records,
+        // Debug builds check every rebuilt state against the fingerprint of the state
+        // first computed (the tests run this way).
+        let mut first_computed: Vec<u64> = Vec::new();
+        if cfg!(debug_assertions) {
+            first_computed.push(initial.fingerprint());
+        }
+        let mut entries: Vec<Entry> = vec![Entry {
+            parent: ROOT,
+            action: 0,
             pending: false,
         }];
         report.unique_states = 1;
-        let judged = self.judge_state(&initial, 0, entries[0].records.len(), false, || {
-            entries[0].records.clone()
-        });
+        let judged = self.judge_state(&initial, 0, records.len(), false, || records.clone());
         entries[0].pending = judged.pending;
         if let Some((property, message)) = judged.broken {
             report.counterexample = Some(self.counterexample(&entries, 0, property, message, 0));
         }
-        let mut queue: VecDeque<(usize, usize, State<P>)> = VecDeque::new();
+        // The queue holds entry indices, not states: a state is rebuilt from its
+        // parent's when it is expanded (see `Rebuilder`), so a frontier of millions of
+        // states costs a few bytes each instead of a whole `State` each.
+        let mut queue: VecDeque<(usize, usize)> = VecDeque::new();
         if report.counterexample.is_none() && self.kept(&initial) {
-            queue.push_back((0, 0, initial));
+            queue.push_back((0, 0));
         }
-        'search: while let Some((index, depth, state)) = queue.pop_front() {
+        let mut rebuilder = Rebuilder::new(initial, records);
+        'search: while let Some((index, depth)) = queue.pop_front() {
+            let (state, path) = rebuilder.state(self, &entries, index, depth);
+            if cfg!(debug_assertions) {
+                assert_eq!(
+                    state.fingerprint(),
+                    first_computed[index],
+                    "entry {index} at depth {depth} rebuilt to another state"
+                );
+            }
             report.states_explored += 1;
             if report.states_explored.is_multiple_of(PROGRESS_EVERY) {
                 progress(&Progress {
@@ -398,13 +476,14 @@ impl<P: Protocol> Explorer<P> {
                 });
             }
             report.max_depth_reached = report.max_depth_reached.max(depth);
+            let actions = state.actions(&self.bounds);
             if depth >= self.bounds.max_depth {
-                if !state.actions(&self.bounds).is_empty() {
+                if !actions.is_empty() {
                     report.depth_cut += 1;
                 }
                 continue;
             }
-            for action in state.actions(&self.bounds) {
+            for (number, action) in actions.into_iter().enumerate() {
                 report.transitions += 1;
                 let mut next = state.clone();
                 let new = next.apply(
@@ -428,18 +507,22 @@ impl<P: Protocol> Explorer<P> {
                 let new_len = new.len();
                 let parent_pending = entries[index].pending;
                 entries.push(Entry {
-                    parent: Some(index),
-                    action: Some(action),
-                    records: new,
+                    parent: index as u32,
+                    action: number as u32,
                     pending: false,
                 });
                 let child = entries.len() - 1;
+                if cfg!(debug_assertions) {
+                    first_computed.push(next.fingerprint());
+                }
                 let found = if step_broken.is_some() {
                     step_broken
                 } else {
                     let judged =
                         self.judge_state(&next, depth + 1, new_len, parent_pending, || {
-                            path_records(&entries, child)
+                            let mut records = path.clone();
+                            records.extend(new.iter().cloned());
+                            records
                         });
                     entries[child].pending = judged.pending;
                     judged.broken
@@ -450,11 +533,11 @@ impl<P: Protocol> Explorer<P> {
                         Some(self.counterexample(&entries, child, property, message, depth + 1));
                     break 'search;
                 }
-                if report.unique_states >= self.bounds.max_states as u64 {
+                if report.unique_states >= self.bounds.max_states.min(MAX_ENTRIES) as u64 {
                     report.complete = false;
                     break 'search;
                 }
-                queue.push_back((child, depth + 1, next));
+                queue.push_back((child, depth + 1));
             }
         }
         report.elapsed_seconds = started.elapsed().as_secs_f64();
@@ -463,30 +546,42 @@ impl<P: Protocol> Explorer<P> {
         report
     }
 
+    /// The path to entry `index`, replayed from the initial state for its steps and
+    /// records.
     fn counterexample(
         &self,
-        entries: &[Entry<P>],
+        entries: &[Entry],
         index: usize,
         property: String,
         message: String,
         depth: usize,
     ) -> Counterexample {
-        let mut steps = Vec::new();
-        let mut at = Some(index);
-        while let Some(i) = at {
-            if let Some(action) = &entries[i].action {
-                steps.push(action.to_string());
-            }
-            at = entries[i].parent;
+        let mut chain = Vec::new();
+        let mut at = index as u32;
+        while at != ROOT {
+            chain.push(entries[at as usize]);
+            at = entries[at as usize].parent;
         }
-        steps.reverse();
-        assert_eq!(steps.len(), depth, "a path's length is its depth");
+        // The initial state's entry is not a step.
+        chain.pop();
+        chain.reverse();
+        assert_eq!(chain.len(), depth, "a path's length is its depth");
+        let (mut state, mut records) =
+            State::<P>::initial(&self.config, &self.cluster, &self.bounds);
+        let mut steps = Vec::new();
+        for (i, entry) in chain.iter().enumerate() {
+            let action = state
+                .actions(&self.bounds)
+                .swap_remove(entry.action as usize);
+            steps.push(action.to_string());
+            records.extend(state.apply(&self.config, &self.cluster, &self.bounds, &action, i + 1));
+        }
         Counterexample {
             property,
             message,
             depth,
             steps,
-            records: path_records(entries, index),
+            records,
         }
     }
 
@@ -766,19 +861,4 @@ pub(crate) fn end_info(cluster: &Cluster, end: SimTime) -> RunInfo {
         end,
         calm_from: SimTime::ZERO,
     }
-}
-
-/// Every record on the path from the initial state to `index`, in order.
-fn path_records<P: Protocol>(entries: &[Entry<P>], index: usize) -> Vec<Record> {
-    let mut chain = Vec::new();
-    let mut at = Some(index);
-    while let Some(i) = at {
-        chain.push(i);
-        at = entries[i].parent;
-    }
-    chain
-        .iter()
-        .rev()
-        .flat_map(|i| entries[*i].records.iter().cloned())
-        .collect()
 }

@@ -277,7 +277,7 @@ impl Models {
                 ModelError::new("roles", format!("the declared default roles: {e}"))
             })?,
             params: json_params(spec.params)?,
-            bounds: spec.bounds.clone(),
+            bounds: spec.bounds_for(variant).clone(),
             max_term: spec.max_term,
             checks: spec.checks.iter().map(|c| c.to_string()).collect(),
             roles: spec.roles,

@@ -224,6 +224,10 @@ pub struct ModelSpec {
     /// The default cluster, as (role, count).
     pub roles: &'static [(&'static str, u32)],
     pub bounds: Bounds,
+    /// Bounds for some variants instead of [`ModelSpec::bounds`], as (variant, bounds):
+    /// a variant whose shortest counterexample lies deeper or needs a fault the others
+    /// do not (a crash), so that the default search of that variant finds it.
+    pub variant_bounds: &'static [(&'static str, Bounds)],
     /// States in which a node stored a term above this are pruned (protocols with
     /// [`ModelSpec::term_key`]).
     pub max_term: u64,
@@ -252,6 +256,7 @@ impl ModelSpec {
             stands_for: &[],
             roles,
             bounds: Bounds::DEFAULT,
+            variant_bounds: &[],
             max_term: 0,
             term_key: None,
             checks: &[],
@@ -298,6 +303,25 @@ impl ModelSpec {
     pub const fn with_bounds(mut self, bounds: Bounds) -> ModelSpec {
         self.bounds = bounds;
         self
+    }
+
+    /// With `variant_bounds`: bounds for some variants instead of the spec's, as
+    /// (variant, bounds).
+    pub const fn with_variant_bounds(
+        mut self,
+        variant_bounds: &'static [(&'static str, Bounds)],
+    ) -> ModelSpec {
+        self.variant_bounds = variant_bounds;
+        self
+    }
+
+    /// The bounds `variant` is explored with by default: its own
+    /// ([`ModelSpec::variant_bounds`]) or the spec's.
+    pub fn bounds_for(&self, variant: &str) -> &Bounds {
+        self.variant_bounds
+            .iter()
+            .find(|(v, _)| *v == variant)
+            .map_or(&self.bounds, |(_, b)| b)
     }
 
     /// With `max_term`: states in which a node stored a term above this are pruned.

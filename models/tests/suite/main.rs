@@ -3,6 +3,7 @@
 
 mod bully;
 mod locks;
+mod paxos;
 mod pbft;
 mod raft;
 mod registry;
