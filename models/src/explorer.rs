@@ -197,9 +197,12 @@ struct Judged {
 /// per depth makes this cheap: the queue holds a level's states in the order of their
 /// parents, so a parent is rebuilt once for all its children.
 struct Rebuilder<P: Protocol> {
-    /// `cache[d]`: the entry index, state and path records last rebuilt at depth `d`.
-    cache: Vec<Option<(usize, State<P>, Vec<Record>)>>,
+    /// `cache[d]`: the entry last rebuilt at depth `d`.
+    cache: Vec<Option<Rebuilt<P>>>,
 }
+
+/// An entry index, with its state and its path's records.
+type Rebuilt<P> = (usize, State<P>, Vec<Record>);
 
 impl<P: Protocol> Rebuilder<P> {
     fn new(initial: State<P>, records: Vec<Record>) -> Self {

@@ -133,6 +133,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
         .with_out_of_scope(&[("broken", "why")])
         .with_stands_for(&[("prop", "checker")])
         .with_bounds(Bounds::DEFAULT.with_max_depth(5))
+        .with_variant_bounds(&[("deep", Bounds::DEFAULT.with_max_depth(9))])
         .with_max_term(3)
         .with_term_key("term")
         .with_checks(&["mutual-exclusion"])
@@ -145,6 +146,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
         stands_for,
         roles,
         bounds,
+        variant_bounds,
         max_term,
         term_key,
         checks,
@@ -160,6 +162,10 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
     assert_eq!(SPEC.checker_for("mutual-exclusion"), "mutual-exclusion");
     assert_eq!(roles, [("server", 2), ("client", 1)]);
     assert_eq!(bounds, Bounds::DEFAULT.with_max_depth(5));
+    assert_eq!(variant_bounds.len(), 1);
+    // A variant with bounds of its own gets them; every other variant the spec's.
+    assert_eq!(SPEC.bounds_for("deep").max_depth, 9);
+    assert_eq!(SPEC.bounds_for("correct").max_depth, 5);
     assert_eq!((max_term, term_key), (3, Some("term")));
     assert_eq!(checks, ["mutual-exclusion"]);
     assert_eq!((params, walk_params), (r#"{"a": 1}"#, r#"{"a": 2}"#));
@@ -169,6 +175,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
     assert!(new.out_of_scope.is_empty() && new.stands_for.is_empty() && new.checks.is_empty());
     assert!(new.check_params.is_empty());
     assert_eq!(new.bounds, Bounds::DEFAULT);
+    assert!(new.variant_bounds.is_empty());
     assert_eq!((new.max_term, new.term_key), (0, None));
     assert_eq!((new.params, new.walk_params), ("{}", "{}"));
     assert_eq!(new.roles, [("node", 3)]);

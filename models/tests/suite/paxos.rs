@@ -36,6 +36,10 @@ fn breadth_first_search_finds_forget_promises_shortest_counterexample() {
     assert_eq!((cex.property.as_str(), cex.depth), ("agreement", 18));
     assert!(report.complete);
     assert_eq!(report.unique_states, 28_372_768);
-    let crash = cex.steps.iter().position(|s| s.ends_with("crashed")).unwrap();
+    let crash = cex
+        .steps
+        .iter()
+        .position(|s| s.ends_with("crashed"))
+        .unwrap();
     assert!(cex.steps[crash + 1].ends_with("restarted"), "{cex}");
 }
