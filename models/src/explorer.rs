@@ -436,8 +436,8 @@ impl<P: Protocol> Explorer<P> {
         // states, the difference was within noise next to running the handlers.
         let mut visited: BTreeSet<u64> = BTreeSet::new();
         visited.insert(initial.fingerprint());
-        // Debug builds check every rebuilt state against the fingerprint of the state
-        // first computed (the tests run this way).
+        // Debug builds check rebuilt states against the fingerprint of the state first
+        // computed (the tests run this way).
         let mut first_computed: Vec<u64> = Vec::new();
         if cfg!(debug_assertions) {
             first_computed.push(initial.fingerprint());
@@ -463,7 +463,8 @@ impl<P: Protocol> Explorer<P> {
         let mut rebuilder = Rebuilder::new(initial, records);
         'search: while let Some((index, depth)) = queue.pop_front() {
             let (state, path) = rebuilder.state(self, &entries, index, depth);
-            if cfg!(debug_assertions) {
+            // One state in eight: a rebuild that goes wrong goes wrong for many.
+            if cfg!(debug_assertions) && index % 8 == 0 {
                 assert_eq!(
                     state.fingerprint(),
                     first_computed[index],

@@ -1,5 +1,6 @@
-//! Single-decree Paxos (issue 35): `forget-promise` has bounds of its own (one crash,
-//! depth 18), under which breadth-first search finds its shortest counterexample.
+//! Single-decree Paxos (issue 35): `forget-promise` (one crash, depth 18) and
+//! `shared-slot` (depth 27) have bounds of their own, under which breadth-first search
+//! finds their shortest counterexamples.
 
 use tenure_models::Models;
 
@@ -18,8 +19,24 @@ fn forget_promise_is_in_scope_with_a_crash_and_the_depth_of_its_counterexample()
     let q = models.query("paxos", "forget-promise").unwrap();
     assert_eq!((q.bounds.max_crashes, q.bounds.max_depth), (1, 18));
     assert!(q.bounds.max_states > 28_372_768);
+    let q = models.query("paxos", "shared-slot").unwrap();
+    assert_eq!((q.bounds.max_crashes, q.bounds.max_depth), (0, 27));
     let q = models.query("paxos", "same-ballot").unwrap();
     assert_eq!((q.bounds.max_crashes, q.bounds.max_depth), (0, 16));
+}
+
+/// `shared-slot` with its own bounds: the second decision takes the first's value, a
+/// shortest counterexample at depth 27 (about 10 seconds in a release build).
+#[test]
+#[ignore = "400,000 states: run with --release -- --ignored"]
+fn breadth_first_search_finds_shared_slots_shortest_counterexample() {
+    let models = zoo();
+    let q = models.query("paxos", "shared-slot").unwrap();
+    let report = models.check_model(&q).unwrap();
+    let cex = report.counterexample.as_ref().expect("validity breaks");
+    assert_eq!((cex.property.as_str(), cex.depth), ("validity", 27));
+    assert_eq!(report.unique_states, 404_680);
+    assert!(cex.message.contains("for instance 2"), "{cex}");
 }
 
 /// Breadth-first search to `forget-promise`'s own bounds: every state to depth 17
