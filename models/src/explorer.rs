@@ -227,16 +227,7 @@ impl<P: Protocol> Rebuilder<P> {
         assert!(entry.parent != ROOT, "the initial state is always cached");
         let (mut state, mut records) =
             self.state(explorer, entries, entry.parent as usize, depth - 1);
-        let action = state
-            .actions(&explorer.bounds)
-            .swap_remove(entry.action as usize);
-        records.extend(state.apply(
-            &explorer.config,
-            &explorer.cluster,
-            &explorer.bounds,
-            &action,
-            depth,
-        ));
+        explorer.replay_step(&mut state, &mut records, entry, depth);
         if self.cache.len() <= depth {
             self.cache.resize_with(depth + 1, || None);
         }
@@ -550,6 +541,22 @@ impl<P: Protocol> Explorer<P> {
         report
     }
 
+    /// Takes `entry`'s step from its parent's `state` (which becomes the entry's, at
+    /// `depth`), adding the step's records to `records`; returns the step.
+    fn replay_step(
+        &self,
+        state: &mut State<P>,
+        records: &mut Vec<Record>,
+        entry: Entry,
+        depth: usize,
+    ) -> Action<P> {
+        let action = state
+            .actions(&self.bounds)
+            .swap_remove(entry.action as usize);
+        records.extend(state.apply(&self.config, &self.cluster, &self.bounds, &action, depth));
+        action
+    }
+
     /// The path to entry `index`, replayed from the initial state for its steps and
     /// records.
     fn counterexample(
@@ -574,11 +581,8 @@ impl<P: Protocol> Explorer<P> {
             State::<P>::initial(&self.config, &self.cluster, &self.bounds);
         let mut steps = Vec::new();
         for (i, entry) in chain.iter().enumerate() {
-            let action = state
-                .actions(&self.bounds)
-                .swap_remove(entry.action as usize);
+            let action = self.replay_step(&mut state, &mut records, *entry, i + 1);
             steps.push(action.to_string());
-            records.extend(state.apply(&self.config, &self.cluster, &self.bounds, &action, i + 1));
         }
         Counterexample {
             property,

@@ -895,30 +895,27 @@ impl Configurable for Paxos {
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel, TimerModel};
+        // Every variant's model: frozen clocks, every observation kept, timers when the
+        // network is quiet, no crash, depth 16.
+        const BOUNDS: Bounds = Bounds::DEFAULT
+            .with_max_depth(16)
+            .with_max_crashes(0)
+            .with_clock(ClockModel::Frozen)
+            .with_seen(SeenModel::All)
+            .with_timers(TimerModel::Quiet);
         const VARIANT_BOUNDS: &[(&str, Bounds)] = &[
+            // An acceptor that forgets its promise needs a crash and a restart between
+            // that promise and a lower ballot's accept: 18 steps, all of them explored.
             (
                 "forget-promise",
-                // An acceptor that forgets its promise needs a crash and a restart between
-                // that promise and a lower ballot's accept: 18 steps, all of them explored.
-                Bounds::DEFAULT
+                BOUNDS
                     .with_max_depth(18)
                     .with_max_states(40_000_000)
-                    .with_max_crashes(1)
-                    .with_clock(ClockModel::Frozen)
-                    .with_seen(SeenModel::All)
-                    .with_timers(TimerModel::Quiet),
+                    .with_max_crashes(1),
             ),
-            (
-                "shared-slot",
-                // The second decision takes a value reported for the first: 27 steps,
-                // once the first decision's messages are all delivered.
-                Bounds::DEFAULT
-                    .with_max_depth(27)
-                    .with_max_crashes(0)
-                    .with_clock(ClockModel::Frozen)
-                    .with_seen(SeenModel::All)
-                    .with_timers(TimerModel::Quiet),
-            ),
+            // The second decision takes a value reported for the first: 27 steps, once
+            // the first decision's messages are all delivered.
+            ("shared-slot", BOUNDS.with_max_depth(27)),
         ];
         Ok(ModelSpec::new(
             "two decisions by two proposers and three acceptors (the proposers learn); \
@@ -935,15 +932,8 @@ impl Configurable for Paxos {
             "a liveness bug (dueling proposers): the explorer judges safety only; \
              scenarios/paxos/dueling-no-backoff.toml shows it in the simulator",
         )])
+        .with_bounds(BOUNDS)
         .with_variant_bounds(VARIANT_BOUNDS)
-        .with_bounds(
-            Bounds::DEFAULT
-                .with_max_depth(16)
-                .with_max_crashes(0)
-                .with_clock(ClockModel::Frozen)
-                .with_seen(SeenModel::All)
-                .with_timers(TimerModel::Quiet),
-        )
         .with_checks(&["agreement", "validity"])
         .with_params(r#"{"instances": 2}"#)
         .with_walk_params(r#"{"instances": 3}"#))

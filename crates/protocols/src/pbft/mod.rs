@@ -1485,15 +1485,16 @@ impl Configurable for Pbft {
 
     fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
         use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel, TimerModel};
+        const BOUNDS: Bounds = Bounds::DEFAULT
+            .with_max_depth(6)
+            .with_max_byzantine(1)
+            .with_clock(ClockModel::Frozen)
+            .with_seen(SeenModel::All)
+            .with_timers(TimerModel::Quiet);
+        // An equivocating primary splits two quorums of two: 11 steps, all explored.
         const VARIANT_BOUNDS: &[(&str, Bounds)] = &[(
             "small-quorum",
-            Bounds::DEFAULT
-                .with_max_depth(11)
-                .with_max_states(10_000_000)
-                .with_max_byzantine(1)
-                .with_clock(ClockModel::Frozen)
-                .with_seen(SeenModel::All)
-                .with_timers(TimerModel::Quiet),
+            BOUNDS.with_max_depth(11).with_max_states(10_000_000),
         )];
         Ok(ModelSpec::new(
             "two clients with one request each, sent to the primary first (`to_primary`, \
@@ -1512,14 +1513,7 @@ impl Configurable for Pbft {
             "a liveness bug (one silent replica stops every decision): the explorer judges \
              safety only; scenarios/pbft/ and `tenure fuzz --profile byzantine` show it",
         )])
-        .with_bounds(
-            Bounds::DEFAULT
-                .with_max_depth(6)
-                .with_max_byzantine(1)
-                .with_clock(ClockModel::Frozen)
-                .with_seen(SeenModel::All)
-                .with_timers(TimerModel::Quiet),
-        )
+        .with_bounds(BOUNDS)
         .with_variant_bounds(VARIANT_BOUNDS)
         .with_term_key("pbft/view")
         .with_max_term(1)
