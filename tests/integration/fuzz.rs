@@ -383,17 +383,23 @@ fn assert_replays(label: &str, shrunk: &tenure_fuzz::Shrunk, checker: &str) {
 /// keeps its cluster, parameters and checks).
 fn without_faults(file: &str, profile: &'static str) -> impl Fn(&str) -> Target {
     let zoo = crate::support::zoo();
+    let scenario = faultless(file);
+    move |variant: &str| {
+        let mut s = scenario.clone();
+        s.protocol.variant = variant.to_string();
+        Target::from_scenario(&zoo, s, Some(profile)).unwrap()
+    }
+}
+
+/// The scenario `file` (under `scenarios/`) with its faults cleared and a pass expected.
+fn faultless(file: &str) -> tenure_scenario::Scenario {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../scenarios")
         .join(file);
     let mut scenario = tenure_scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
     scenario.faults.clear();
     scenario.expect = tenure_scenario::Expectation::Pass;
-    move |variant: &str| {
-        let mut s = scenario.clone();
-        s.protocol.variant = variant.to_string();
-        Target::from_scenario(&zoo, s, Some(profile)).unwrap()
-    }
+    scenario
 }
 
 /// The failures of `target` in `seeds`.
@@ -485,12 +491,7 @@ fn power_finds_the_multi_paxos_acceptance_lost_by_a_rack_and_not_its_control() {
 fn byzantine_finds_the_pbft_quorum_bugs_on_3f_replicas_and_not_their_controls() {
     let zoo = crate::support::zoo();
     let target = |file: &str| {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../scenarios/pbft")
-            .join(file);
-        let mut scenario = tenure_scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        scenario.faults.clear();
-        scenario.expect = tenure_scenario::Expectation::Pass;
+        let mut scenario = faultless(&format!("pbft/{file}"));
         scenario.profile = Some(serde_json::json!({
             "name": "byzantine",
             "crash": 0.0,
