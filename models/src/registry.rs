@@ -445,7 +445,7 @@ fn build<P: Configurable>(query: &Query) -> Result<Explorer<P>, ModelError> {
             ));
         }
     }
-    let copies = 1 + query.bounds.max_duplicates;
+    let copies = P::model().map_or(1, |spec| spec.copies) + query.bounds.max_duplicates;
     let mut explorer = Explorer::<P>::new(config, query.cluster.clone(), query.bounds.clone())
         .within(copies_in_flight_at_most(copies));
     if let Some(key) = P::model().ok().and_then(|spec| spec.term_key) {

@@ -338,6 +338,7 @@ fn describe(q: &Query, byzantine_asked: bool, depth_unit: &str) -> String {
     let terms = match q.protocol.as_str() {
         "raft" => format!("terms <= {}, ", q.max_term),
         "pbft" => format!("views <= {}, ", q.max_term),
+        "multi-paxos" => format!("ballot rounds <= {}, ", q.max_term),
         _ => String::new(),
     };
     // Shown where the model gives Byzantine nodes, and wherever it was asked for (so a

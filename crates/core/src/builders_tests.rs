@@ -136,6 +136,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
         .with_variant_bounds(&[("deep", Bounds::DEFAULT.with_max_depth(9))])
         .with_max_term(3)
         .with_term_key("term")
+        .with_copies(2)
         .with_checks(&["mutual-exclusion"])
         .with_check_params(&[("mutual-exclusion", r#"{"x": 1}"#)])
         .with_params(r#"{"a": 1}"#)
@@ -149,6 +150,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
         variant_bounds,
         max_term,
         term_key,
+        copies,
         checks,
         check_params,
         params,
@@ -167,6 +169,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
     assert_eq!(SPEC.bounds_for("deep").max_depth, 9);
     assert_eq!(SPEC.bounds_for("correct").max_depth, 5);
     assert_eq!((max_term, term_key), (3, Some("term")));
+    assert_eq!(copies, 2);
     assert_eq!(checks, ["mutual-exclusion"]);
     assert_eq!((params, walk_params), (r#"{"a": 1}"#, r#"{"a": 2}"#));
 
@@ -177,6 +180,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
     assert_eq!(new.bounds, Bounds::DEFAULT);
     assert!(new.variant_bounds.is_empty());
     assert_eq!((new.max_term, new.term_key), (0, None));
+    assert_eq!(new.copies, 1);
     assert_eq!((new.params, new.walk_params), ("{}", "{}"));
     assert_eq!(new.roles, [("node", 3)]);
 }

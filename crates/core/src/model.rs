@@ -235,6 +235,12 @@ pub struct ModelSpec {
     /// under that key, or `key/field` for a number field of a JSON object stored under
     /// `key` (PBFT's view, `pbft/view`).
     pub term_key: Option<&'static str>,
+    /// How many copies of one message may be in flight without a duplicate fault (1 by
+    /// default): states with more are pruned, so heartbeats that re-send what is still
+    /// in flight do not pile up. A protocol that sends the same message twice in one
+    /// step (Multi-Paxos: a new leader's accepts, then its first heartbeat's re-sends
+    /// of them) needs 2, or the paths through that step are pruned.
+    pub copies: u32,
     /// The checks judged by default.
     pub checks: &'static [&'static str],
     /// Parameters (a JSON object) for some of the checks, as (check, params): those a
@@ -259,6 +265,7 @@ impl ModelSpec {
             variant_bounds: &[],
             max_term: 0,
             term_key: None,
+            copies: 1,
             checks: &[],
             check_params: &[],
             params: "{}",
@@ -333,6 +340,13 @@ impl ModelSpec {
     /// With `term_key`: the stored key holding the node's term (a protocol with terms).
     pub const fn with_term_key(mut self, term_key: &'static str) -> ModelSpec {
         self.term_key = Some(term_key);
+        self
+    }
+
+    /// With `copies`: how many copies of one message may be in flight without a
+    /// duplicate fault (see [`ModelSpec::copies`]).
+    pub const fn with_copies(mut self, copies: u32) -> ModelSpec {
+        self.copies = copies;
         self
     }
 

@@ -3,6 +3,7 @@
 
 mod bully;
 mod locks;
+mod multi_paxos;
 mod paxos;
 mod pbft;
 mod raft;

@@ -24,7 +24,8 @@ fn every_entry_is_a_zoo_protocol_and_its_defaults_build() {
             "zookeeper-ensemble",
             "idempotency",
             "paxos",
-            "pbft"
+            "pbft",
+            "multi-paxos"
         ]
     );
     let models = zoo();

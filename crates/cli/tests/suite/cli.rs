@@ -368,6 +368,47 @@ fn check_model_pbft_finds_the_equivocating_primary_with_a_byzantine_replica() {
     );
 }
 
+/// Issue 35: Multi-Paxos in the model checker. `skip-phase1` is found by walks and
+/// shrunk to a path where the second leader never saw slot 1; `no-sync-accept` (a
+/// power loss) is not judged, exit 5, and says why; the header names the ballot bound.
+#[test]
+fn check_model_multi_paxos_finds_skip_phase1_and_leaves_no_sync_accept_out() {
+    let o = tenure(&[
+        "check-model",
+        "--protocol",
+        "multi-paxos",
+        "--variant",
+        "skip-phase1",
+        "--walk",
+        "0..100",
+        "--shrink",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("on server=3: ballot rounds <= 2, depth <= 60 events"),
+        "{t}"
+    );
+    assert!(
+        t.contains("walk seed 40 breaks state-machine-safety (its 27 steps shrunk to 11):"),
+        "{t}"
+    );
+
+    let o = tenure(&[
+        "check-model",
+        "--protocol",
+        "multi-paxos",
+        "--variant",
+        "no-sync-accept",
+        "--max-depth",
+        "4",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(5), "{t}");
+    assert!(t.contains("NOT JUDGED (could not fail)"), "{t}");
+    assert!(t.contains("never cuts power"), "{t}");
+}
+
 #[test]
 fn check_model_bad_input_is_exit_2_naming_the_field() {
     for (args, needle) in [

@@ -107,6 +107,11 @@ pub struct MultiPaxosParams {
     pub request_timeout: HumanDuration,
     /// Attempts per operation, retries included.
     pub max_attempts: u32,
+    /// A new leader proposes a no-op in the first slot after those it re-proposes, as a
+    /// Raft leader appends one (Raft §8), so each leadership chooses a value of its own
+    /// without clients. Off by default; the model checker's runs, which have no
+    /// clients, turn it on.
+    pub noop_on_lead: bool,
 }
 
 impl Default for MultiPaxosParams {
@@ -124,6 +129,7 @@ impl Default for MultiPaxosParams {
             think: HumanDuration(Duration::from_millis(10)),
             request_timeout: HumanDuration(Duration::from_millis(60)),
             max_attempts: 4,
+            noop_on_lead: false,
         }
     }
 }
@@ -135,6 +141,8 @@ pub struct MultiPaxosConfig {
     pub election_timeout: (Duration, Duration),
     pub heartbeat_interval: Duration,
     pub catch_up: u64,
+    /// See [`MultiPaxosParams::noop_on_lead`].
+    pub noop_on_lead: bool,
     pub client: ClientConfig,
     pub servers: Vec<NodeId>,
     pub roles: Roles<MultiPaxosRole>,
@@ -196,6 +204,7 @@ pub fn configure(
         election_timeout: (min, max),
         heartbeat_interval: heartbeat,
         catch_up: u64::from(params.catch_up),
+        noop_on_lead: params.noop_on_lead,
         client: ClientConfig {
             keys: params.keys,
             key_period: params.key_period.0,

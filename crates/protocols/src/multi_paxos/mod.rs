@@ -549,6 +549,15 @@ impl Server {
             );
             self.propose(env, slot, value);
         }
+        if self.config.noop_on_lead {
+            let slot = self.next_slot;
+            self.next_slot += 1;
+            let noop = Proposal {
+                origin: self.ballot,
+                command: Command::Noop,
+            };
+            self.propose(env, slot, noop);
+        }
         self.heartbeat(env);
     }
 
@@ -1031,6 +1040,41 @@ impl Configurable for MultiPaxos {
                     f(slack)
                 ),
             ))
+    }
+
+    fn model() -> Result<tenure_core::model::ModelSpec, &'static str> {
+        use tenure_core::model::{Bounds, ClockModel, ModelSpec, SeenModel};
+        Ok(ModelSpec::new(
+            "three servers, no clients: each leader's value is the no-op it proposes on \
+             leading (`noop_on_lead`, as a Raft leader's); prepares, promises, accepts \
+             and chosen slots, heartbeats and re-sent accepts; messages delivered in any \
+             order or never, timers firing at any point, ballots up to round 2",
+            &[("server", 3)],
+        )
+        .with_out_of_scope(&[(
+            "no-sync-accept",
+            "the explorer crashes processes but never cuts power: every write survives, \
+             so an acknowledgement sent before its fsync is never taken back; the \
+             simulator's `power` profile finds it",
+        )])
+        .with_bounds(
+            Bounds::DEFAULT
+                .with_max_depth(10)
+                .with_max_states(20_000_000)
+                .with_clock(ClockModel::Frozen)
+                .with_seen(SeenModel::All),
+        )
+        .with_max_term(2)
+        .with_term_key("promised/round")
+        // A new leader's accepts, then its first heartbeat's re-sends of them.
+        .with_copies(2)
+        .with_checks(&[
+            "single-leader-per-term",
+            "log-matching",
+            "state-machine-safety",
+        ])
+        .with_params(r#"{ "noop_on_lead": true }"#)
+        .with_walk_params(r#"{ "noop_on_lead": true }"#))
     }
 
     fn message_term(msg: &Msg) -> Option<u64> {
