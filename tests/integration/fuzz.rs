@@ -482,6 +482,31 @@ fn power_finds_the_multi_paxos_acceptance_lost_by_a_rack_and_not_its_control() {
     assert_eq!(control, Vec::<u64>::new());
 }
 
+/// Issue 33: a single-decree Paxos whose acceptor keeps its promise only in memory
+/// (`paxos/forget-promise`) is found by `power` on the denser workload
+/// `scenarios/paxos/hundred-decisions.toml` (100 decisions, one every 80 ms). Measured
+/// with a release build (`tenure fuzz scenarios/paxos/hundred-decisions.toml --variant
+/// forget-promise --profile power --seeds 0..1000`): 13 of 1,000 seeds (1.3%), and 53
+/// of the 3,000 seeds 1000..4000 (1.8%). The built-in 40 decisions, one every 200 ms,
+/// find it in 5 of 1,000 (31 of 3,000 in 1000..4000). Seed 197, the first find, is
+/// pinned and shrinks to 2 fault events (two power losses at a crash point of one
+/// acceptor). `correct` on the same workload fails none of 2,000 seeds of any
+/// within-assumption profile; 11 seeds of `power` decide nothing there (not judged).
+#[test]
+fn power_finds_a_promise_kept_in_memory_on_a_hundred_decisions() {
+    let target = without_faults("paxos/hundred-decisions.toml", "power");
+    let seed = find_and_shrink_in(
+        "paxos/forget-promise (100 decisions)",
+        &target("forget-promise"),
+        &["agreement"],
+        197..198,
+    );
+    assert_eq!(seed, 197);
+    let mut control = failing_seeds(&target("correct"), 0..10);
+    control.extend(failing_seeds(&target("correct"), seed..seed + 1));
+    assert_eq!(control, Vec::<u64>::new());
+}
+
 /// PBFT's broken variants on their three-replica scenarios (faults cleared) are found by
 /// `byzantine` drawing Byzantine nodes only (its crash-fault kinds off: a crashed replica
 /// besides a liar is a second faulty one, past what even the correct PBFT stays live
