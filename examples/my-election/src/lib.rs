@@ -434,6 +434,27 @@ impl Configurable for MyElection {
         }
         Ok(config)
     }
+
+    /// The model checker's view (`check-model --protocol my-election`): three nodes,
+    /// messages delivered in any order or never, timers firing at any point, clocks
+    /// frozen (only the order of events matters to who votes for whom), terms up to 2.
+    fn model() -> Result<tenure::model::ModelSpec, &'static str> {
+        use tenure::model::{Bounds, ClockModel, ModelSpec, SeenModel};
+        Ok(ModelSpec::new(
+            "three nodes; messages delivered in any order or never, timers firing at \
+             any point, terms up to 2",
+            &[("node", 3)],
+        )
+        .with_bounds(
+            Bounds::DEFAULT
+                .with_max_depth(8)
+                .with_clock(ClockModel::Frozen)
+                .with_seen(SeenModel::Leaders),
+        )
+        .with_max_term(2)
+        .with_term_key("durable/term")
+        .with_checks(&["single-leader-per-term"]))
+    }
 }
 
 /// This crate's catalogue: what its `my-election` binary (the whole `tenure` command

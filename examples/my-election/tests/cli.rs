@@ -222,3 +222,35 @@ fn the_replay_command_names_this_crate_and_works_when_pasted() {
     assert_eq!(o.status.code(), Some(1), "{replay}:\n{t}");
     assert!(t.contains("single-leader-per-term violated"), "{t}");
 }
+
+/// `check-model` on the crate's own model (`Configurable::model`: three nodes, terms up
+/// to 2): exhaustive search finds the planted double vote with a shortest
+/// counterexample, two leaders of term 1 in 6 steps; the correct election passes the
+/// same bounds and the default random walks.
+#[test]
+fn check_model_finds_the_double_vote_in_six_steps() {
+    let run = |args: &[&str]| {
+        let o = bin()
+            .args(["check-model", "--protocol", "my-election"])
+            .args(args)
+            .output()
+            .unwrap();
+        (o.status.code(), text(&o))
+    };
+    let (code, t) = run(&["--variant", "vote-twice"]);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(
+        t.contains("VIOLATION single-leader-per-term at depth 6"),
+        "{t}"
+    );
+    let (code, t) = run(&["--variant", "vote-twice", "--walk", "0..100"]);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(t.contains("breaks single-leader-per-term"), "{t}");
+
+    let (code, t) = run(&[]);
+    assert_eq!(code, Some(0), "{t}");
+    assert!(t.contains("no violation within the bounds"), "{t}");
+    let (code, t) = run(&["--walk", "0..300"]);
+    assert_eq!(code, Some(0), "{t}");
+    assert!(t.contains("no violation in any walk"), "{t}");
+}
