@@ -33,6 +33,9 @@ pub struct Query {
     /// Protocols with terms (raft): states in which a node stored a term above this are
     /// pruned. Other protocols ignore it.
     pub max_term: u64,
+    /// The stored key that `max_term` bounds (the model's `ModelSpec::term_key`), if
+    /// the protocol has terms.
+    pub term_key: Option<&'static str>,
     /// tenure-check checker names, or the model's own properties
     /// ([`MODEL_PROPERTIES`]).
     pub checks: Vec<String>,
@@ -279,6 +282,7 @@ impl Models {
             params: json_params(spec.params)?,
             bounds: spec.bounds_for(variant).clone(),
             max_term: spec.max_term,
+            term_key: spec.term_key,
             checks: spec.checks.iter().map(|c| c.to_string()).collect(),
             roles: spec.roles,
             shrink: false,

@@ -335,12 +335,12 @@ fn describe(q: &Query, byzantine_asked: bool, depth_unit: &str) -> String {
         .map(|r| format!("{}={}", r.role, r.count))
         .collect();
     let b = &q.bounds;
-    let terms = match q.protocol.as_str() {
-        "raft" => format!("terms <= {}, ", q.max_term),
-        "pbft" => format!("views <= {}, ", q.max_term),
-        "multi-paxos" => format!("ballot rounds <= {}, ", q.max_term),
-        _ => String::new(),
-    };
+    // The bound on the stored term, named by the key's last part: `term` (raft),
+    // `pbft/view` (views), `promised/round` (multi-paxos's ballot rounds).
+    let terms = q.term_key.map_or(String::new(), |key| {
+        let name = key.rsplit('/').next().unwrap_or(key);
+        format!("{name}s <= {}, ", q.max_term)
+    });
     // Shown where the model gives Byzantine nodes, and wherever it was asked for (so a
     // run with `--byzantine 0` says it had none).
     let byzantine = if b.max_byzantine > 0 || byzantine_asked {

@@ -386,7 +386,7 @@ fn check_model_multi_paxos_finds_skip_phase1_and_leaves_no_sync_accept_out() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(
-        t.contains("on server=3: ballot rounds <= 2, depth <= 60 events"),
+        t.contains("on server=3: rounds <= 2, depth <= 60 events"),
         "{t}"
     );
     assert!(
