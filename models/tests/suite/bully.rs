@@ -2,6 +2,7 @@
 //! free timing split brain is found at once; with `TimerModel::Quiet` (timeouts longer
 //! than any round trip) it is safe unless a message is lost.
 
+use crate::zoo;
 use tenure_core::Cluster;
 use tenure_models::property::{copies_in_flight_at_most, one_leader_at_a_time};
 use tenure_models::{Bounds, Explorer, Report, TimerModel};
@@ -60,8 +61,4 @@ fn registry_finds_split_brain_with_one_lost_message() {
         (cex.property.as_str(), cex.depth),
         ("one-leader-at-a-time", 14)
     );
-}
-
-fn zoo() -> tenure_models::Models {
-    tenure_zoo_prebuilt::models()
 }

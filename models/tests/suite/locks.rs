@@ -11,6 +11,7 @@
 //! * `redis-lock` release-before-write: a client acts after its hold ended; only the
 //!   actions overlap, and only finishing `mutual-exclusion` at every state shows it.
 
+use crate::zoo;
 use serde_json::Value;
 use tenure_core::{Record, RunInfo, SimTime};
 use tenure_models::{Query, Report};
@@ -321,8 +322,4 @@ fn idempotency_with_keys_applies_once_exhaustively() {
     assert!(report.counterexample.is_none(), "{report}");
     assert!(report.complete && report.depth_cut == 0, "{report}");
     assert_eq!(report.unique_states, 306);
-}
-
-fn zoo() -> tenure_models::Models {
-    tenure_zoo_prebuilt::models()
 }

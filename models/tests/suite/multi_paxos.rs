@@ -3,12 +3,8 @@
 //! counterexample (10 steps), `correct` passes the same bounds, and random walks find
 //! `skip-phase1` too.
 
+use crate::{shortest, zoo};
 use tenure_models::registry::WALK_DEPTH;
-use tenure_models::Models;
-
-fn zoo() -> Models {
-    tenure_zoo_prebuilt::models()
-}
 
 /// The default query: three servers, depth 10, ballots up to round 2, two copies of a
 /// message in flight (a new leader's accepts and its first heartbeat's re-sends), the
@@ -40,20 +36,7 @@ fn multi_paxos_declares_its_model_and_skip_phase1_is_found_by_walks() {
 #[test]
 #[ignore = "376,006 states: run with --release -- --ignored"]
 fn breadth_first_search_finds_skip_phase1s_shortest_counterexample() {
-    let models = zoo();
-    let q = models.query("multi-paxos", "skip-phase1").unwrap();
-    let report = models.check_model(&q).unwrap();
-    println!("{report}");
-    let cex = report
-        .counterexample
-        .clone()
-        .expect("skip-phase1 is broken");
-    assert_eq!(
-        (cex.property.as_str(), cex.depth),
-        ("state-machine-safety", 10),
-        "{cex}"
-    );
-    assert!(report.complete, "{report}");
+    let (report, cex) = shortest("multi-paxos", "skip-phase1", "state-machine-safety", 10);
     assert_eq!(report.unique_states, 376_006);
     assert!(
         cex.steps.iter().any(|s| s == "n2 timer Election fired"),

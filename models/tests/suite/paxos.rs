@@ -2,11 +2,7 @@
 //! `shared-slot` (depth 27) have bounds of their own, under which breadth-first search
 //! finds their shortest counterexamples.
 
-use tenure_models::{Counterexample, Models, Report};
-
-fn zoo() -> Models {
-    tenure_zoo_prebuilt::models()
-}
+use crate::{shortest, zoo};
 
 /// The default query of `forget-promise` is the one that reaches its bug: a crash, and
 /// the depth of its 18 steps, with room for every state to depth 17. The other
@@ -25,32 +21,12 @@ fn forget_promise_is_in_scope_with_a_crash_and_the_depth_of_its_counterexample()
     assert_eq!((q.bounds.max_crashes, q.bounds.max_depth), (0, 16));
 }
 
-/// Breadth-first search of `variant` with its default (its own) bounds: the report,
-/// and its counterexample, which must break `property` at `depth`.
-fn shortest(variant: &str, property: &str, depth: usize) -> (Report, Counterexample) {
-    let models = zoo();
-    let q = models.query("paxos", variant).unwrap();
-    let report = models.check_model(&q).unwrap();
-    println!("{report}");
-    let cex = report
-        .counterexample
-        .clone()
-        .unwrap_or_else(|| panic!("{variant}: no violation within {:?}", q.bounds));
-    assert_eq!(
-        (cex.property.as_str(), cex.depth),
-        (property, depth),
-        "{cex}"
-    );
-    assert!(report.complete, "{report}");
-    (report, cex)
-}
-
 /// `shared-slot` with its own bounds: the second decision takes the first's value, a
 /// shortest counterexample at depth 27 (about 10 seconds in a release build).
 #[test]
 #[ignore = "400,000 states: run with --release -- --ignored"]
 fn breadth_first_search_finds_shared_slots_shortest_counterexample() {
-    let (report, cex) = shortest("shared-slot", "validity", 27);
+    let (report, cex) = shortest("paxos", "shared-slot", "validity", 27);
     assert_eq!(report.unique_states, 404_680);
     assert!(cex.message.contains("for instance 2"), "{cex}");
 }
@@ -61,7 +37,7 @@ fn breadth_first_search_finds_shared_slots_shortest_counterexample() {
 #[test]
 #[ignore = "28 million states: run with --release -- --ignored"]
 fn breadth_first_search_finds_forget_promises_shortest_counterexample() {
-    let (report, cex) = shortest("forget-promise", "agreement", 18);
+    let (report, cex) = shortest("paxos", "forget-promise", "agreement", 18);
     assert_eq!(report.unique_states, 28_372_768);
     let crash = cex
         .steps

@@ -12,11 +12,8 @@
 //! * `correct` (n = 4, quorums of 3) and `small-cluster` (n = 3, quorums of 3): nothing,
 //!   exhaustively to the default depth and in the same walks.
 
+use crate::{shortest, zoo};
 use tenure_models::{Query, Report, WalkReport};
-
-fn zoo() -> tenure_models::Models {
-    tenure_zoo_prebuilt::models()
-}
 
 /// `variant` on three replicas (the group, without the stand-by fourth) or the default
 /// four, with the registry's defaults otherwise.
@@ -131,12 +128,7 @@ fn correct_and_small_cluster_hold_with_a_byzantine_replica() {
 #[test]
 #[ignore = "3.9 million states: run with --release -- --ignored"]
 fn breadth_first_search_finds_small_quorums_shortest_counterexample() {
-    let q = zoo().query("pbft", "small-quorum").unwrap();
-    assert_eq!(q.bounds.max_depth, 11);
-    let report = explore(&q);
-    let cex = report.counterexample.as_ref().expect("two quorums split");
-    assert_eq!((cex.property.as_str(), cex.depth), ("agreement", 11));
-    assert!(report.complete, "{report}");
+    let (report, cex) = shortest("pbft", "small-quorum", "agreement", 11);
     assert!(
         cex.steps
             .contains(&"n0 turned Byzantine (equivocate)".to_string()),

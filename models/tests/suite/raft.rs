@@ -6,6 +6,7 @@
 //! one copy of each message in flight (heartbeats would otherwise pile up), and terms
 //! bounded through the stored `term`.
 
+use crate::zoo;
 use tenure_core::Cluster;
 use tenure_models::property::{
     checker, copies_in_flight_at_most, steps_down_on_higher_term, stored_at_most,
@@ -150,8 +151,4 @@ fn random_walks_find_forget_vote_and_pass_correct() {
     assert_eq!(failure.counterexample.property, "single-leader-per-term");
     let correct = raft(RaftVariant::Correct, bounds(1, 40), 3).walk(0..300, 40);
     assert!(correct.failure.is_none());
-}
-
-fn zoo() -> tenure_models::Models {
-    tenure_zoo_prebuilt::models()
 }

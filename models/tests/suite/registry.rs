@@ -1,12 +1,9 @@
 //! The zoo as the explorer sees it: which protocols declare model settings, and errors
 //! that name the field at fault.
 
+use crate::zoo;
 use serde_json::json;
-use tenure_models::{ModelError, Models, Query};
-
-fn zoo() -> Models {
-    tenure_zoo_prebuilt::models()
-}
+use tenure_models::{ModelError, Query};
 
 #[test]
 fn every_entry_is_a_zoo_protocol_and_its_defaults_build() {

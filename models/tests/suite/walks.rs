@@ -9,6 +9,7 @@
 //! * A correct variant, or a broken one whose failure needs real timing or is liveness
 //!   (`ModelEntry::out_of_scope`): no walk within the bound breaks anything.
 
+use crate::zoo;
 use tenure_models::registry::{WALK_DEPTH, WALK_EVENTS};
 use tenure_models::WalkDepth;
 
@@ -168,8 +169,4 @@ fn a_bound_in_steps_ends_walks_at_that_many_steps() {
         events.steps_total,
         steps.steps_total
     );
-}
-
-fn zoo() -> tenure_models::Models {
-    tenure_zoo_prebuilt::models()
 }

@@ -3,11 +3,8 @@
 //! from a follower that has not applied a write another client was told is committed),
 //! with a counterexample that breaks `linearizability`, and find nothing in `correct`.
 
+use crate::zoo;
 use tenure_models::registry::WALK_DEPTH;
-
-fn zoo() -> tenure_models::Models {
-    tenure_zoo_prebuilt::models()
-}
 
 #[test]
 fn walks_find_a_stale_plain_read_on_three_servers_and_two_clients() {
