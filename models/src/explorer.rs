@@ -59,6 +59,11 @@ pub struct Report {
     pub depth_cut: u64,
     /// False if `max_states` cut the search short.
     pub complete: bool,
+    /// Every state at this depth or less was reached and judged: `max_depth_reached`
+    /// for a complete search; for one cut by `max_states`, the depth it was expanding
+    /// (the next depth was only partly reached). What a search that found nothing can
+    /// say passed.
+    pub judged_depth: usize,
     pub elapsed_seconds: f64,
     pub unique_states_per_second: f64,
     pub counterexample: Option<Counterexample>,
@@ -75,7 +80,11 @@ impl fmt::Display for Report {
             self.pruned,
             self.max_depth_reached,
             self.depth_cut,
-            if self.complete { "complete" } else { "incomplete (max_states)" },
+            if self.complete {
+                "complete".to_string()
+            } else {
+                format!("incomplete (max_states; every state to depth {} judged)", self.judged_depth)
+            },
             self.elapsed_seconds,
             self.unique_states_per_second
         )?;
@@ -418,6 +427,7 @@ impl<P: Protocol> Explorer<P> {
             max_depth_reached: 0,
             depth_cut: 0,
             complete: true,
+            judged_depth: 0,
             elapsed_seconds: 0.0,
             unique_states_per_second: 0.0,
             counterexample: None,
@@ -530,10 +540,14 @@ impl<P: Protocol> Explorer<P> {
                 }
                 if report.unique_states >= self.bounds.max_states.min(MAX_ENTRIES) as u64 {
                     report.complete = false;
+                    report.judged_depth = depth;
                     break 'search;
                 }
                 queue.push_back((child, depth + 1));
             }
+        }
+        if report.complete {
+            report.judged_depth = report.max_depth_reached;
         }
         report.elapsed_seconds = started.elapsed().as_secs_f64();
         report.unique_states_per_second =

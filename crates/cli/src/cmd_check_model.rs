@@ -2,7 +2,8 @@
 //! random walks) of a zoo protocol with tenure-models, the same protocol code the
 //! simulator runs. Exit 0: no violation within the bounds; 1: a violation, printed as
 //! a shortest counterexample; 2: bad input; 5: not judged (no violation found for a
-//! variant whose bug the protocol's model declares out of its scope).
+//! variant whose bug the protocol's model declares out of its scope, or a search that
+//! `--max-states` stopped before the depth bound: undecided).
 
 use crate::Outcome;
 use crate::Tools;
@@ -33,7 +34,8 @@ pub struct CheckModelArgs {
     /// firing, and at most 60 x (1 + the timers pending at the start) steps).
     #[arg(long)]
     max_depth: Option<usize>,
-    /// Stop (incomplete) after this many unique states.
+    /// Stop (incomplete) after this many unique states: a search that finds nothing
+    /// before its depth bound is then not judged (undecided, exit 5).
     #[arg(long)]
     max_states: Option<usize>,
     /// Crash budget (a crashed node may restart).
@@ -440,7 +442,11 @@ fn how_far(report: &Report) -> String {
     if report.counterexample.is_some() {
         "stopped at the first violation".to_string()
     } else if !report.complete {
-        "cut by max-states".to_string()
+        format!(
+            "cut by max-states at depth {} (every state to depth {} judged)",
+            report.judged_depth + 1,
+            report.judged_depth
+        )
     } else if report.depth_cut > 0 {
         format!(
             "cut by max-depth ({} states not expanded)",
@@ -472,7 +478,7 @@ fn counterexample_json(cex: &Counterexample) -> serde_json::Value {
 }
 
 /// The verdict's key in JSON: a violation fails; nothing found passes, unless the
-/// model declared the variant's bug out of its scope.
+/// model declared the variant's bug out of its scope or the search was cut short.
 fn verdict_key(violation: bool, out_of_scope: Option<&str>) -> &'static str {
     match (violation, out_of_scope) {
         (true, _) => "fail",
@@ -481,12 +487,31 @@ fn verdict_key(violation: bool, out_of_scope: Option<&str>) -> &'static str {
     }
 }
 
+/// Why a search that found nothing judged less than the bounds asked: `max_states`
+/// stopped it before the depth bound (it says what did pass, but not what was asked).
+fn undecided(q: &Query, report: &Report) -> Option<String> {
+    (report.counterexample.is_none() && !report.complete).then(|| {
+        format!(
+            "--max-states {} stopped the search at depth {} of the {} asked; every state to \
+             depth {} passed. Raise --max-states (and --max-memory) to judge depth {}, or \
+             ask --max-depth {} for a complete search",
+            q.bounds.max_states,
+            report.judged_depth + 1,
+            q.bounds.max_depth,
+            report.judged_depth,
+            q.bounds.max_depth,
+            report.judged_depth
+        )
+    })
+}
+
 fn print_report(
     args: &CheckModelArgs,
     q: &Query,
     report: &Report,
     out_of_scope: Option<&str>,
 ) -> Outcome {
+    let undecided = undecided(q, report);
     if args.json {
         let out = json!({
             "protocol": q.protocol,
@@ -501,14 +526,21 @@ fn print_report(
             "complete": report.complete,
             "elapsed_seconds": report.elapsed_seconds,
             "states_per_second": report.unique_states_per_second,
+            "judged_depth": report.judged_depth,
             "violation": report.counterexample.as_ref().map(counterexample_json),
-            "verdict": verdict_key(report.counterexample.is_some(), out_of_scope),
+            "verdict": if undecided.is_some() {
+                "not-judged"
+            } else {
+                verdict_key(report.counterexample.is_some(), out_of_scope)
+            },
             "out_of_scope": out_of_scope,
+            "undecided": undecided,
         });
         println!("{out:#}");
     } else {
         match &report.counterexample {
             Some(cex) => print_counterexample(cex),
+            None if undecided.is_some() => println!("no violation in the states explored"),
             None => println!("no violation within the bounds"),
         }
         println!(
@@ -520,9 +552,14 @@ fn print_report(
             report.unique_states_per_second,
             report.elapsed_seconds
         );
+        if let Some(why) = &undecided {
+            println!("NOT JUDGED (undecided): {why}");
+        }
     }
     if report.counterexample.is_some() {
         Outcome::CheckFailed
+    } else if undecided.is_some() {
+        Outcome::NotJudged
     } else {
         Outcome::Passed
     }

@@ -267,6 +267,44 @@ fn check_model_passes_with_exit_0_and_a_report_line() {
     );
 }
 
+/// A search `--max-states` stops before its depth bound judged less than was asked: not
+/// judged (undecided, exit 5), never a pass, saying the depth every state passed to.
+/// The control: the same search asked only to that depth is complete and passes.
+#[test]
+fn check_model_cut_by_max_states_is_not_judged_but_says_what_passed() {
+    let cut = ["--protocol", "raft-log", "--max-states", "1000"];
+    let o = tenure(&[&["check-model"][..], &cut].concat());
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(5), "{t}");
+    assert!(!t.contains("no violation within the bounds"), "{t}");
+    assert!(
+        t.contains("cut by max-states at depth 5 (every state to depth 4 judged)"),
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "NOT JUDGED (undecided): --max-states 1000 stopped the search at depth 5 of the \
+             7 asked; every state to depth 4 passed"
+        ),
+        "{t}"
+    );
+    let o = tenure(&[&["check-model"][..], &cut, &["--json"]].concat());
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(v["verdict"], "not-judged");
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["judged_depth"], 4);
+    assert!(v["undecided"].as_str().is_some(), "{v:#}");
+
+    let o = tenure(&[&["check-model"][..], &cut, &["--max-depth", "4", "--json"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(v["verdict"], "pass");
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["judged_depth"], 4);
+    assert!(v["undecided"].is_null(), "{v:#}");
+}
+
 #[test]
 fn check_model_json_and_walks() {
     let o = tenure(&[
