@@ -1057,7 +1057,9 @@ impl<P: Protocol> World<P> {
 
     /// After a stall, draws the order of `node`'s overdue items (messages and requests
     /// that arrived, timers that fell due, strictly before `now`) from its order stream,
-    /// and traces it. Nothing is drawn with fewer than two.
+    /// and traces it: each sender's messages stay in their arrival order (one
+    /// connection, read in order), and the senders, timers and outside requests are
+    /// raced. Nothing is drawn with fewer than two queues.
     fn draw_order(&mut self, node: NodeId, now: SimTime) {
         use tenure_core::Rng;
         let i = node.index();
@@ -1076,17 +1078,50 @@ impl<P: Protocol> World<P> {
             .filter(|(at, _, _)| *at < now)
             .collect();
         timers.sort();
-        // Today's order (by due time, then scheduling order), then a Fisher-Yates shuffle.
+        // Arrival order (by due time, then scheduling order), then the queues raced.
         let mut items: Vec<Overdue<P>> = overdue
             .into_iter()
             .map(|p| (p.at, p.seq, Err(p)))
             .chain(timers.into_iter().map(|(at, seq, t)| (at, seq, Ok(t))))
             .collect();
         items.sort_by_key(|(at, seq, _)| (*at, *seq));
-        if items.len() >= 2 {
-            for k in (1..items.len()).rev() {
-                let j = slot.order_rng.range_inclusive(0, k as u64) as usize;
-                items.swap(k, j);
+        // One queue per connection (a sender's messages, and its disconnect, in the
+        // order they arrived: one TCP stream read in order), one per timer and per
+        // outside request; then the queues are raced: each next item is the head of a
+        // queue drawn uniformly among those not yet empty (goroutines woken together,
+        // scheduled in no set order). A queue's length does not weigh its chances.
+        // Queues in the order of their first item; a sender's queue found by its id.
+        let mut queues: Vec<std::collections::VecDeque<Overdue<P>>> = Vec::new();
+        let mut by_sender: BTreeMap<NodeId, usize> = BTreeMap::new();
+        for item in items {
+            let sender = match &item.2 {
+                Err(p) => match self.inputs.get(p.input) {
+                    Input::Message { from, .. } => Some(*from),
+                    Input::Disconnect { peer } => Some(*peer),
+                    Input::Request(_) | Input::Byzantine(_) => None,
+                },
+                Ok(_) => None,
+            };
+            match sender.and_then(|s| by_sender.get(&s)) {
+                Some(&q) => queues[q].push_back(item),
+                None => {
+                    if let Some(s) = sender {
+                        by_sender.insert(s, queues.len());
+                    }
+                    queues.push(std::collections::VecDeque::from([item]));
+                }
+            }
+        }
+        let mut items = Vec::new();
+        while !queues.is_empty() {
+            let j = if queues.len() >= 2 {
+                slot.order_rng.range_inclusive(0, queues.len() as u64 - 1) as usize
+            } else {
+                0
+            };
+            items.extend(queues[j].pop_front());
+            if queues[j].is_empty() {
+                queues.remove(j);
             }
         }
         let mut order = Vec::with_capacity(items.len());

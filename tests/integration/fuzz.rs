@@ -100,10 +100,10 @@ const SHOWN_BY_SCENARIO_ONLY: &[&str] = &[
     // etcd #20418 (PR #21399; etcd-io/raft PR #397): a ReadIndex retried with the same
     // ctx is confirmed at a deposed leader by an acknowledgement of its first round, and
     // releases the leader's own stale read queued before it. The built-in scenario has
-    // no kv-clients (whose gets go through the read loop); fuzzing
-    // scenarios/etcd-service/kv-read-loop.toml finds neither variant in 500 seeds each of
-    // chaos, beyond, pauses and field: the acknowledgement has to outlive an election
-    // (held 1.5s), and the simulator handles a paused node's backlog in arrival order.
+    // no kv-clients (whose gets go through the read loop); `pauses` finds both on
+    // scenarios/etcd-service/kv-read-loop.toml (twelve kv-clients, a Go runtime's order
+    // after a stall), 6 and 3 seeds of 1,000, the first shrunk to two pauses
+    // (`pauses_find_the_stale_read_of_etcd_20418_on_the_kv_read_loop` below).
     // scenarios/etcd-service/readindex-ctx-reused-stale-read.toml and
     // stale-read-20418.toml play the schedule (etcd-io/raft's
     // TestReadOnlyDuplicateRequest), their control the same on `correct`.
@@ -516,6 +516,51 @@ fn power_finds_a_promise_kept_in_memory_on_a_hundred_decisions() {
     let mut control = failing_seeds(&target("correct"), 0..10);
     control.extend(failing_seeds(&target("correct"), seed..seed + 1));
     assert_eq!(control, Vec::<u64>::new());
+}
+
+/// Issue 34: etcd #20418 ("Stale reads caused by process pausing") is found by `pauses`
+/// on `scenarios/etcd-service/kv-read-loop.toml` (three members, twelve kv-clients
+/// sending their gets to the members in turn, as clientv3's gRPC `round_robin` policy
+/// does; a Go runtime that races the connections that piled up during a stall,
+/// `order_after_stall`). A paused leader wakes with a follower's retried ReadIndex (the
+/// same ctx, before PR #21399), gets and the acknowledgements of the first round in its
+/// pile; the race lets a stale acknowledgement confirm the retry and release what was
+/// queued before it. Measured with a release build (`tenure fuzz
+/// scenarios/etcd-service/kv-read-loop.toml --variant stale-read-20418 --profile
+/// pauses --seeds 0..1000`): 6 of 1,000 seeds. Each fails again here; seed 51 shrinks
+/// to 2 fault events (pauses of a waiter and of the leader) and replays. PR #21399
+/// alone (`read-across-leader-change`: fresh ids) closes every find; PR #21375 alone
+/// (`readindex-ctx-reused`: the reused ctx left) closes half of them, e.g. 51, and
+/// not 437: the reused ctx is in every find, the leader-change race only adds to it.
+#[test]
+fn pauses_find_the_stale_read_of_etcd_20418_on_the_kv_read_loop() {
+    let target = without_faults("etcd-service/kv-read-loop.toml", "pauses");
+    let finds = [51, 59, 437, 682, 816, 978];
+    let broken = target("stale-read-20418");
+    let failing: Vec<u64> = finds
+        .iter()
+        .flat_map(|&s| failing_seeds(&broken, s..s + 1))
+        .collect();
+    assert_eq!(failing, finds);
+    let seed = find_and_shrink_in(
+        "etcd-service/stale-read-20418 (kv-read-loop)",
+        &broken,
+        &["linearizability"],
+        51..52,
+    );
+    assert_eq!(seed, 51);
+    let fails =
+        |variant: &str, seed: u64| !failing_seeds(&target(variant), seed..seed + 1).is_empty();
+    assert!(fails("readindex-ctx-reused", 437), "the reused ctx alone");
+    assert!(
+        !fails("readindex-ctx-reused", 51),
+        "the reused ctx and the race"
+    );
+    for fixed in ["read-across-leader-change", "correct"] {
+        for seed in [51, 437] {
+            assert!(!fails(fixed, seed), "{fixed}, seed {seed}");
+        }
+    }
 }
 
 /// PBFT's broken variants on their three-replica scenarios (faults cleared) are found by

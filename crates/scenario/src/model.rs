@@ -294,8 +294,9 @@ pub struct ProcessingSpec {
     /// `order_after_stall = true`: after a stall (a pause's end, a handler's processing
     /// time) a node handles the messages and timers that fell due meanwhile in an order
     /// drawn from the seed (traced as `reordered`), not by due time: a runtime that
-    /// reads several connections and timers in no set order (Go's `select`). Off by
-    /// default. The simulator only; real runs (`cluster`) have whatever order their
+    /// reads several connections and timers in no set order (Go's `select`). Each
+    /// sender's messages keep their arrival order (one connection); the senders, timers
+    /// and outside requests are raced. Off by default. The simulator only; real runs (`cluster`) have whatever order their
     /// runtime gives.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub order_after_stall: bool,

@@ -92,11 +92,16 @@
 //! first round was confirmed is confirmed again by an acknowledgement of that round
 //! still in flight, and releases the deposed leader's own read queued before it
 //! (etcd-io/raft PR #397); the leader-change race alone returns no stale index (a read
-//! state for a fresh id was confirmed by a majority after its request). Fuzzing finds
-//! neither: the acknowledgement must outlive an election (`scenarios/etcd-service/
-//! readindex-ctx-reused-stale-read.toml` holds it 1.5s). Client puts carry raft-log's
-//! sessions (§6.3) so a duplicated put applies once (etcd has no such table; gRPC does
-//! not duplicate).
+//! state for a fresh id was confirmed by a majority after its request). The
+//! acknowledgement must outlive an election: the network holds it in
+//! `scenarios/etcd-service/readindex-ctx-reused-stale-read.toml`; a pause of the leader
+//! holds it when fuzzing `kv-read-loop.toml` under `pauses`, as in Antithesis's runs.
+//! There a kv-client sends its gets to the members in turn (clientv3 dials with gRPC's
+//! `round_robin` policy), an idle read loop takes a get at once, and the paused leader's pile is
+//! raced connection by connection (`order_after_stall`), so its own get can queue
+//! between the first round's acknowledgements and before the follower's retry. Client
+//! puts carry raft-log's sessions (§6.3) so a duplicated put applies once (etcd has no
+//! such table; gRPC does not duplicate).
 //!
 //! **Sources verified** (etcd-io/etcd, read at tags v3.5.12, v3.5.13, v3.5.17 (lease
 //! checkpoints, `Promote` in `applyEntryNormal`) and v3.5.19):
@@ -792,6 +797,7 @@ impl Configurable for EtcdService {
                 think: params.kv_think.0,
                 request_timeout: params.kv_request_timeout.0,
                 max_attempts: params.kv_max_attempts.max(1),
+                round_robin_gets: true,
             },
         })
     }

@@ -1260,9 +1260,13 @@ impl Server {
                     attempt: req.attempt,
                     key,
                 });
-                // `readwaitc`: wake the loop if it is idle.
+                // `readwaitc`: an idle loop wakes and takes this read at once, before
+                // raft handles its next message (the loop goroutine scheduled first:
+                // after a stall, a get that piled up may so send its ReadIndex between
+                // two peers' messages, as in etcd #20418). A busy loop takes it on its
+                // next turn.
                 if self.read_loop.current.is_none() {
-                    env.set_timer(Timer::ReadLoop, Duration::from_micros(1));
+                    self.run_read_loop(env);
                 }
             }
         }
@@ -1329,9 +1333,10 @@ impl Server {
     }
 
     /// The read loop goroutine (`linearizableReadLoop` and `requestCurrentIndex`,
-    /// etcd v3.5.x `server/etcdserver/v3_server.go`): it runs after raft has handled
-    /// what was already waiting, so a read state and a leader change can both be
-    /// ready when it looks.
+    /// etcd v3.5.x `server/etcdserver/v3_server.go`). Woken by a read state, a leader
+    /// change or an applied index, it runs after raft has handled what was already
+    /// waiting, so a read state and a leader change can both be ready when it looks;
+    /// woken by a get while idle, it runs at once (`on_kv_request`).
     fn run_read_loop(&mut self, env: &mut E<'_>) {
         loop {
             let Some(it) = self.read_loop.current.as_mut() else {

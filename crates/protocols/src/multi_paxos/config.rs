@@ -212,6 +212,7 @@ pub fn configure(
             think: params.think.0,
             request_timeout: params.request_timeout.0,
             max_attempts: params.max_attempts,
+            round_robin_gets: false,
         },
         servers,
         roles,

@@ -1222,6 +1222,13 @@ pub struct ClientConfig {
     pub think: std::time::Duration,
     pub request_timeout: std::time::Duration,
     pub max_attempts: u32,
+    /// Gets go to the servers in turn, starting from the first guess: etcd's clientv3
+    /// dials with gRPC's `round_robin` policy (v3.5.27
+    /// `client/v3/internal/resolver/resolver.go`), each RPC to the next endpoint, and
+    /// any member serves a linearizable get through its read loop. Puts still go to the
+    /// server believed to lead. Off: every operation goes to the server believed to
+    /// lead.
+    pub round_robin_gets: bool,
 }
 
 impl From<&RaftLogConfig> for ClientConfig {
@@ -1233,6 +1240,7 @@ impl From<&RaftLogConfig> for ClientConfig {
             think: c.think,
             request_timeout: c.request_timeout,
             max_attempts: c.max_attempts,
+            round_robin_gets: false,
         }
     }
 }
@@ -1292,6 +1300,8 @@ pub struct Client<W: ClientWire = RaftWire> {
     servers: Vec<NodeId>,
     config: ClientConfig,
     guess: usize,
+    /// The server the last get went to, with [`ClientConfig::round_robin_gets`].
+    home: usize,
     session: u64,
     seq: u64,
     open: Option<Open>,
@@ -1306,6 +1316,7 @@ impl<W: ClientWire> Client<W> {
             servers,
             config,
             guess: 0,
+            home: 0,
             session: 0,
             seq: 0,
             open: None,
@@ -1322,6 +1333,7 @@ impl<W: ClientWire> Client<W> {
         // A new process is a new session (§6.3); the guess starts anywhere.
         self.session = env.next_u64() | 1;
         self.guess = env.range_inclusive(0, self.servers.len() as u64 - 1) as usize;
+        self.home = self.guess;
         env.set_timer(W::timer(ClientTimer::Think), self.config.think);
     }
 
@@ -1334,6 +1346,10 @@ impl<W: ClientWire> Client<W> {
             .saturating_mul(u32::from(self.config.keys));
         let key = first + env.range_inclusive(0, u64::from(self.config.keys) - 1) as u32;
         let op = if env.range_inclusive(0, 99) < u64::from(self.config.reads) {
+            if self.config.round_robin_gets {
+                self.home = (self.home + 1) % self.servers.len();
+                self.guess = self.home;
+            }
             Op::Get { key }
         } else {
             self.seq += 1;
