@@ -37,6 +37,10 @@ pub enum Action<P: Protocol> {
     /// the host records `Observation::Byzantine` and the node gets
     /// `Protocol::on_byzantine(behaviour)` (uses the Byzantine budget).
     Turn { node: NodeId, behaviour: Byzantine },
+    /// For an instant `node` is cut off: every message then in flight to or from it is
+    /// lost, as one fault event (uses the isolation budget). Enabled only while some
+    /// message to or from it is in flight.
+    Isolate { node: NodeId },
     /// Every clock moves forward by [`crate::state::LEAP`], past every deadline (uses
     /// the leap budget).
     Leap,
@@ -54,6 +58,10 @@ impl<P: Protocol> fmt::Display for Action<P> {
             Action::Crash { node } => write!(f, "{node} crashed"),
             Action::Restart { node } => write!(f, "{node} restarted"),
             Action::Turn { node, behaviour } => write!(f, "{node} turned Byzantine ({behaviour})"),
+            Action::Isolate { node } => write!(
+                f,
+                "{node} isolated: every message in flight to or from it lost"
+            ),
             Action::Leap => write!(f, "time leaps 1h on every clock"),
         }
     }

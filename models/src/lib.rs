@@ -10,10 +10,11 @@
 //!   multiset of in-flight messages, the observations made so far and the fault
 //!   budget used. See [`state`] for what is abstracted (timing, clocks, randomness).
 //! * From a state the environment may deliver, drop or duplicate any in-flight message,
-//!   fire any pending timer, crash a live node or restart a crashed one, let time
+//!   fire any pending timer, crash a live node or restart a crashed one, isolate a node
+//!   for an instant (every message in flight to or from it lost at once), let time
 //!   leap past every deadline, or turn a live node of the cluster's first role Byzantine
 //!   (`Protocol::on_byzantine`, with one of [`Bounds::behaviours`]) ([`Action`]), with
-//!   drops, duplicates, crashes, leaps and Byzantine nodes bounded by [`Bounds`] (the
+//!   drops, duplicates, crashes, isolations, leaps and Byzantine nodes bounded by [`Bounds`] (the
 //!   registry allows no more Byzantine nodes than the protocol declares it tolerates,
 //!   `max-byzantine`).
 //! * [`Explorer::explore`] runs a breadth-first search with deduplication and returns a

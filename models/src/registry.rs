@@ -122,14 +122,23 @@ impl ModelEntry {
         self.out_of_scope(variant).is_none()
     }
 
+    /// Why random walks are not expected to find `variant`'s failure though the search
+    /// shows it, if the model declared so (see [`ModelSpec::walks_miss`]).
+    pub fn walks_miss(&self, variant: &str) -> Option<&'static str> {
+        reason_for(self.spec.walks_miss, variant)
+    }
+
     /// Why the model cannot show `variant` failing, if it declared so.
     pub fn out_of_scope(&self, variant: &str) -> Option<&'static str> {
-        self.spec
-            .out_of_scope
-            .iter()
-            .find(|(v, _)| *v == variant)
-            .map(|(_, why)| *why)
+        reason_for(self.spec.out_of_scope, variant)
     }
+}
+
+/// The reason a (variant, reason) list gives `variant`, if it lists it.
+fn reason_for(list: &[(&str, &'static str)], variant: &str) -> Option<&'static str> {
+    list.iter()
+        .find(|(v, _)| *v == variant)
+        .map(|(_, why)| *why)
 }
 
 /// The protocols of a catalogue as the explorer sees them: those that declare model
@@ -303,6 +312,7 @@ impl Models {
         b.max_drops *= WALK_BUDGET_FACTOR;
         b.max_duplicates *= WALK_BUDGET_FACTOR;
         b.max_leaps *= WALK_BUDGET_FACTOR;
+        b.max_isolations *= WALK_BUDGET_FACTOR;
         query.params = json_params(self.entry(protocol)?.spec.walk_params)?;
         Ok(query)
     }

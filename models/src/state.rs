@@ -84,6 +84,8 @@ pub struct State<P: Protocol> {
     /// How many times time leapt ([`Action::Leap`]); every clock reads `leaps × LEAP`
     /// on top of the [`ClockModel`]'s reading.
     pub leaps: u32,
+    /// How many times a node was isolated ([`Action::Isolate`]).
+    pub isolations: u32,
     /// How many nodes (the first ones, `NodeId`s `0..eligible`) form the cluster's first
     /// role, the only nodes [`Action::Turn`] may turn. Fixed by the cluster: not part
     /// of the fingerprint.
@@ -101,7 +103,14 @@ impl<P: Protocol> Hash for State<P> {
         }
         self.in_flight.hash(h);
         self.seen.hash(h);
-        (self.crashes, self.drops, self.duplicates, self.leaps).hash(h);
+        (
+            self.crashes,
+            self.drops,
+            self.duplicates,
+            self.leaps,
+            self.isolations,
+        )
+            .hash(h);
     }
 }
 
@@ -130,6 +139,7 @@ impl<P: Protocol> State<P> {
             drops: 0,
             duplicates: 0,
             leaps: 0,
+            isolations: 0,
             eligible: cluster
                 .roles()
                 .first()
@@ -216,6 +226,18 @@ impl<P: Protocol> State<P> {
                 });
             }
         }
+        if self.isolations < bounds.max_isolations {
+            for i in 0..self.nodes.len() {
+                let id = NodeId(i as u32);
+                if self
+                    .in_flight
+                    .keys()
+                    .any(|(from, to, _)| *from == id || *to == id)
+                {
+                    out.push(Action::Isolate { node: id });
+                }
+            }
+        }
         if self.leaps < bounds.max_leaps {
             out.push(Action::Leap);
         }
@@ -286,6 +308,16 @@ impl<P: Protocol> State<P> {
                 self.run(cluster, clock, *node, depth, &mut records, |p, env| {
                     p.on_timer(env, timer)
                 });
+            }
+            Action::Isolate { node } => {
+                assert!(
+                    self.isolations < bounds.max_isolations,
+                    "a node was isolated beyond the budget"
+                );
+                let node = *node;
+                self.in_flight
+                    .retain(|(from, to, _), _| *from != node && *to != node);
+                self.isolations += 1;
             }
             Action::Leap => {
                 assert!(

@@ -221,6 +221,63 @@ mod tests {
     }
 
     #[test]
+    fn an_isolation_loses_every_message_to_or_from_one_node_in_one_step() {
+        // Three nodes: n0 and n2 campaign, so n0 -> n1, n0 -> n2, n2 -> n0 and n2 -> n1
+        // are in flight. Isolating n1 loses the two addressed to it and nothing else.
+        let cluster = Cluster::uniform("node", 3);
+        let bounds = Bounds::DEFAULT.with_max_isolations(1);
+        let (mut state, _) = State::<Vote>::initial(&Variant::Correct, &cluster, &bounds);
+        let isolations = |state: &State<Vote>| -> Vec<String> {
+            state
+                .actions(&bounds)
+                .iter()
+                .filter(|a| matches!(a, Action::Isolate { .. }))
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert!(
+            isolations(&state).is_empty(),
+            "nothing in flight: no isolation is enabled"
+        );
+        for node in [0, 2] {
+            let fire = Action::Fire {
+                node: NodeId(node),
+                timer: Timer::Campaign,
+            };
+            state.apply(&Variant::Correct, &cluster, &bounds, &fire, 1);
+        }
+        assert_eq!(state.in_flight.len(), 4);
+        assert_eq!(
+            isolations(&state),
+            vec![
+                "n0 isolated: every message in flight to or from it lost",
+                "n1 isolated: every message in flight to or from it lost",
+                "n2 isolated: every message in flight to or from it lost",
+            ]
+        );
+        let before = state.fingerprint();
+        let records = state.apply(
+            &Variant::Correct,
+            &cluster,
+            &bounds,
+            &Action::Isolate { node: NodeId(1) },
+            3,
+        );
+        assert!(records.is_empty(), "no node sees an isolation");
+        assert_ne!(state.fingerprint(), before);
+        assert_eq!(
+            state
+                .in_flight
+                .keys()
+                .map(|(from, to, _)| (from.0, to.0))
+                .collect::<Vec<_>>(),
+            vec![(0, 2), (2, 0)]
+        );
+        assert_eq!((state.isolations, state.drops), (1, 0));
+        assert!(isolations(&state).is_empty(), "the budget is spent");
+    }
+
+    #[test]
     fn correct_vote_passes_exhaustively_with_one_crash() {
         let report = explorer(Variant::Correct, crashes(1)).explore();
         assert!(report.counterexample.is_none(), "{report}");

@@ -403,6 +403,15 @@ fn faultless(file: &str) -> tenure_scenario::Scenario {
 }
 
 /// The failures of `target` in `seeds`.
+/// Each of `finds` (a release sweep's failing seeds) fails again, run alone.
+fn assert_each_fails(target: &Target, finds: &[u64]) {
+    let failing: Vec<u64> = finds
+        .iter()
+        .flat_map(|&s| failing_seeds(target, s..s + 1))
+        .collect();
+    assert_eq!(failing, finds);
+}
+
 fn failing_seeds(target: &Target, seeds: std::ops::Range<u64>) -> Vec<u64> {
     let mut failed = Vec::new();
     fuzz(
@@ -501,11 +510,7 @@ fn power_finds_a_promise_kept_in_memory_on_a_hundred_decisions() {
     ];
     assert!(finds.len() >= 10, "at least 1% of 1,000 seeds");
     let broken = target("forget-promise");
-    let failing: Vec<u64> = finds
-        .iter()
-        .flat_map(|&s| failing_seeds(&broken, s..s + 1))
-        .collect();
-    assert_eq!(failing, finds);
+    assert_each_fails(&broken, &finds);
     let seed = find_and_shrink_in(
         "paxos/forget-promise (100 decisions)",
         &broken,
@@ -537,11 +542,7 @@ fn pauses_find_the_stale_read_of_etcd_20418_on_the_kv_read_loop() {
     let target = without_faults("etcd-service/kv-read-loop.toml", "pauses");
     let finds = [51, 59, 437, 682, 816, 978];
     let broken = target("stale-read-20418");
-    let failing: Vec<u64> = finds
-        .iter()
-        .flat_map(|&s| failing_seeds(&broken, s..s + 1))
-        .collect();
-    assert_eq!(failing, finds);
+    assert_each_fails(&broken, &finds);
     let seed = find_and_shrink_in(
         "etcd-service/stale-read-20418 (kv-read-loop)",
         &broken,

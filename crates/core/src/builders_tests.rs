@@ -79,6 +79,7 @@ fn bounds_builders_set_each_field_and_only_it() {
         .with_max_drops(2)
         .with_max_duplicates(3)
         .with_max_leaps(4)
+        .with_max_isolations(6)
         .with_max_byzantine(5)
         .with_behaviours(&[crate::Byzantine::Silent])
         .with_clock(ClockModel::Frozen)
@@ -91,12 +92,14 @@ fn bounds_builders_set_each_field_and_only_it() {
         max_drops,
         max_duplicates,
         max_leaps,
+        max_isolations,
         max_byzantine,
         behaviours,
         clock,
         seen,
         timers,
     } = B;
+    assert_eq!(max_isolations, 6);
     assert_eq!(
         (max_byzantine, behaviours),
         (5, &[crate::Byzantine::Silent][..])
@@ -120,6 +123,8 @@ fn bounds_builders_set_each_field_and_only_it() {
     let d = Bounds::DEFAULT;
     assert_eq!(d.clone().with_max_leaps(4).max_depth, d.max_depth);
     assert_eq!(d.clone().with_max_depth(7).max_leaps, d.max_leaps);
+    assert_eq!(d.clone().with_max_isolations(6).max_drops, d.max_drops);
+    assert_eq!(d.max_isolations, 0);
     // By default no node lies, and one that is allowed to may take any behaviour.
     assert_eq!(d.max_byzantine, 0);
     assert_eq!(d.behaviours.len(), 4);
@@ -131,6 +136,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
     static SPEC: ModelSpec = ModelSpec::new("scope", &[("server", 1)])
         .with_roles(&[("server", 2), ("client", 1)])
         .with_out_of_scope(&[("broken", "why")])
+        .with_walks_miss(&[("rare", "a narrow schedule")])
         .with_stands_for(&[("prop", "checker")])
         .with_bounds(Bounds::DEFAULT.with_max_depth(5))
         .with_variant_bounds(&[("deep", Bounds::DEFAULT.with_max_depth(9))])
@@ -144,6 +150,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
     let ModelSpec {
         scope,
         out_of_scope,
+        walks_miss,
         stands_for,
         roles,
         bounds,
@@ -159,6 +166,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
     assert_eq!(check_params, [("mutual-exclusion", r#"{"x": 1}"#)]);
     assert_eq!(scope, "scope");
     assert_eq!(out_of_scope, [("broken", "why")]);
+    assert_eq!(walks_miss, [("rare", "a narrow schedule")]);
     assert_eq!(stands_for, [("prop", "checker")]);
     assert_eq!(SPEC.checker_for("prop"), "checker");
     assert_eq!(SPEC.checker_for("mutual-exclusion"), "mutual-exclusion");
@@ -176,7 +184,7 @@ fn model_spec_builders_set_each_field_and_new_keeps_the_old_defaults() {
     // What a literal based on `..ModelSpec::new(..)` left out.
     let new = ModelSpec::new("s", &[("node", 3)]);
     assert!(new.out_of_scope.is_empty() && new.stands_for.is_empty() && new.checks.is_empty());
-    assert!(new.check_params.is_empty());
+    assert!(new.check_params.is_empty() && new.walks_miss.is_empty());
     assert_eq!(new.bounds, Bounds::DEFAULT);
     assert!(new.variant_bounds.is_empty());
     assert_eq!((new.max_term, new.term_key), (0, None));

@@ -27,6 +27,11 @@ pub struct Bounds {
     /// How many times time may leap ([`Action::Leap`]: every clock moves past every
     /// deadline). Zero: no TTL, lease or session ever expires by the clock.
     pub max_leaps: u32,
+    /// How many times the environment may isolate a node for an instant: every message
+    /// then in flight to or from it is lost at once (`Action::Isolate`, one fault event
+    /// where dropping them one by one would take as many steps as there are messages).
+    /// Zero: messages are lost only one at a time, within [`Bounds::max_drops`].
+    pub max_isolations: u32,
     /// How many nodes the environment may turn Byzantine (each with one of
     /// [`Bounds::behaviours`], through `Protocol::on_byzantine`), among the nodes of the
     /// cluster's first role, as the `byzantine` fuzz profile draws them. The explorer
@@ -58,6 +63,7 @@ impl Bounds {
         max_drops: 0,
         max_duplicates: 0,
         max_leaps: 0,
+        max_isolations: 0,
         max_byzantine: 0,
         behaviours: <Byzantine as strum::VariantArray>::VARIANTS,
         clock: ClockModel::Steps,
@@ -98,6 +104,13 @@ impl Bounds {
     /// With `max_leaps`: how many times time may leap.
     pub const fn with_max_leaps(mut self, max_leaps: u32) -> Bounds {
         self.max_leaps = max_leaps;
+        self
+    }
+
+    /// With `max_isolations`: how many times a node may be isolated (every message in
+    /// flight to or from it lost at once).
+    pub const fn with_max_isolations(mut self, max_isolations: u32) -> Bounds {
+        self.max_isolations = max_isolations;
         self
     }
 
@@ -219,6 +232,10 @@ pub struct ModelSpec {
     pub scope: &'static str,
     /// Broken variants whose failure the model cannot show, and why.
     pub out_of_scope: &'static [(&'static str, &'static str)],
+    /// Broken variants the breadth-first search shows failing but random walks are not
+    /// expected to, and why (a schedule too particular for a uniform walk to draw): a
+    /// walk of them that finds nothing is a pass of the walks taken, with this said.
+    pub walks_miss: &'static [(&'static str, &'static str)],
     /// Model properties that stand for a simulator checker, as (property, checker).
     pub stands_for: &'static [(&'static str, &'static str)],
     /// The default cluster, as (role, count).
@@ -259,6 +276,7 @@ impl ModelSpec {
         ModelSpec {
             scope,
             out_of_scope: &[],
+            walks_miss: &[],
             stands_for: &[],
             roles,
             bounds: Bounds::DEFAULT,
@@ -285,6 +303,16 @@ impl ModelSpec {
         out_of_scope: &'static [(&'static str, &'static str)],
     ) -> ModelSpec {
         self.out_of_scope = out_of_scope;
+        self
+    }
+
+    /// With `walks_miss`: broken variants the search shows failing but random walks are
+    /// not expected to, and why.
+    pub const fn with_walks_miss(
+        mut self,
+        walks_miss: &'static [(&'static str, &'static str)],
+    ) -> ModelSpec {
+        self.walks_miss = walks_miss;
         self
     }
 

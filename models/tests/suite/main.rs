@@ -7,6 +7,7 @@ mod multi_paxos;
 mod paxos;
 mod pbft;
 mod raft;
+mod raft_log;
 mod registry;
 mod walks;
 mod zk_ensemble;

@@ -305,6 +305,44 @@ fn check_model_cut_by_max_states_is_not_judged_but_says_what_passed() {
     assert!(v["undecided"].is_null(), "{v:#}");
 }
 
+/// raft-log's `commit-old-term` is searched with bounds of its own (quiet timers, three
+/// isolations, depth 21), which the header names; its walks say they are not expected
+/// to find it, and a walk that finds nothing passes only the walks taken.
+#[test]
+fn check_model_names_commit_old_terms_bounds_and_that_walks_miss_it() {
+    let o = tenure(&[
+        "check-model",
+        "--protocol",
+        "raft-log",
+        "--variant",
+        "commit-old-term",
+        "--walk",
+        "0..20",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("terms <= 4,"), "{t}");
+    assert!(t.contains("drops <= 0, isolations <= 12,"), "{t}");
+    assert!(t.contains("timers quiet"), "{t}");
+    assert!(
+        t.contains("note: random walks are not expected to find `commit-old-term`'s bug"),
+        "{t}"
+    );
+    assert!(t.contains("no violation in any walk"), "{t}");
+    // Other variants: no isolation, and the header does not mention it.
+    let o = tenure(&[
+        "check-model",
+        "--protocol",
+        "raft-log",
+        "--max-depth",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(v["explored"]["isolations"], 0, "{v:#}");
+}
+
 #[test]
 fn check_model_json_and_walks() {
     let o = tenure(&[
