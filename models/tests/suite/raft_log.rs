@@ -51,8 +51,10 @@ fn breadth_first_search_finds_figure_8_as_commit_old_terms_shortest_counterexamp
     let isolations = cex.steps.iter().filter(|s| s.contains("isolated")).count();
     assert_eq!(isolations, 3, "{cex}");
     assert!(
-        cex.message
-            .contains("became leader of term 4 without the committed entry"),
+        cex.message.starts_with("n1 became leader of term 4 at ")
+            && cex
+                .message
+                .contains("without the committed entry at index 1 (term 1"),
         "{cex}"
     );
 }
