@@ -189,9 +189,12 @@ fn run(args: &CheckModelArgs, models: &Models) -> Result<Outcome, ModelError> {
     };
     apply(args, &mut query)?;
     query.shrink = args.shrink;
-    let out_of_scope = models
-        .lookup(&args.protocol)
-        .and_then(|e| e.out_of_scope(&args.variant));
+    let entry = models.lookup(&args.protocol);
+    let out_of_scope = entry.and_then(|e| e.out_of_scope(&args.variant));
+    // Said only of walks: the breadth-first search is what shows these.
+    let walks_miss = entry
+        .and_then(|e| e.walks_miss(&args.variant))
+        .filter(|_| seeds.is_some());
     if !args.json {
         println!(
             "{}",
@@ -212,10 +215,7 @@ fn run(args: &CheckModelArgs, models: &Models) -> Result<Outcome, ModelError> {
                 args.variant
             );
         }
-        let walks_miss = models
-            .lookup(&args.protocol)
-            .and_then(|e| e.walks_miss(&args.variant));
-        if let (Some(why), Some(_)) = (walks_miss, &seeds) {
+        if let Some(why) = walks_miss {
             println!(
                 "note: random walks are not expected to find `{}`'s bug ({why}); the breadth-first search (check-model without --walk) shows it",
                 args.variant
@@ -231,7 +231,7 @@ fn run(args: &CheckModelArgs, models: &Models) -> Result<Outcome, ModelError> {
                 None => WALK_DEPTH,
             };
             let report = models.walk_model_to(&query, seeds.clone(), depth)?;
-            print_walks(args, &query, &seeds, &report, out_of_scope)
+            print_walks(args, &query, &seeds, &report, out_of_scope, walks_miss)
         }
         None => {
             let report = models.check_model_with(&query, &mut progress_printer(args.max_memory))?;
@@ -594,6 +594,7 @@ fn print_walks(
     seeds: &Range<u64>,
     report: &WalkReport,
     out_of_scope: Option<&str>,
+    walks_miss: Option<&str>,
 ) -> Outcome {
     if args.json {
         let out = json!({
@@ -623,6 +624,7 @@ fn print_walks(
             }),
             "verdict": verdict_key(report.failure.is_some(), out_of_scope),
             "out_of_scope": out_of_scope,
+            "walks_miss": walks_miss,
         });
         println!("{out:#}");
     } else {

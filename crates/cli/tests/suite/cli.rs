@@ -329,6 +329,19 @@ fn check_model_names_commit_old_terms_bounds_and_that_walks_miss_it() {
         "{t}"
     );
     assert!(t.contains("no violation in any walk"), "{t}");
+    let o = tenure(&[
+        "check-model",
+        "--protocol",
+        "raft-log",
+        "--variant",
+        "commit-old-term",
+        "--walk",
+        "0..5",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert!(v["walks_miss"].as_str().is_some(), "{v:#}");
     // Other variants: no isolation, and the header does not mention it.
     let o = tenure(&[
         "check-model",
