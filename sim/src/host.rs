@@ -1,5 +1,6 @@
-//! The node host: one madsim task per node that sleeps until its next due item (a
-//! message arrival or a timer on its own clock) or until its doorbell rings.
+//! The node host: one madsim task per node (a light task: see [`node_process`]) that
+//! sleeps until its next due item (a message arrival or a timer on its own clock) or
+//! until its doorbell rings.
 
 use crate::world::World;
 use std::future::Future;
@@ -21,68 +22,73 @@ pub fn lock<P: Protocol>(world: &Mutex<World<P>>) -> MutexGuard<'_, World<P>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The node's process: start (reading storage back), then handle what is due, forever.
-/// A crash kills this task; a restart runs it again.
-pub async fn node_main<P: Protocol>(world: Arc<Mutex<World<P>>>, node: NodeId) {
-    // One handle for the process's life: `TimeHandle::current()` clones it from a
-    // thread-local on every call, which the hot loop below would pay twice a wake.
-    let time = madsim::time::TimeHandle::current();
-    let now = || SimTime::from_duration(time.elapsed());
-    StartGate { world: &world }.await;
-    {
-        let mut w = lock(&world);
-        w.set_time(&time);
-        w.start_node(node, now());
-    }
-    loop {
-        let t = now();
-        lock(&world).process_due(node, t);
-        NodeWait {
-            world: &world,
-            node,
-            time: &time,
+/// The node processes' poll function, shared by every node task of a run: madsim runs
+/// each node's process as a light task (vendor/madsim, `task::light`), keyed by the
+/// node's index, with one byte of state: 0 until it has passed the start gate, then 1.
+///
+/// A process: start (reading storage back), then handle what is due, forever. A crash
+/// kills its task; a restart spawns it again (state 0). This is the loop that was an
+/// `async fn` per node: `StartGate.await`, start, then `loop { process_due;
+/// NodeWait.await }`, each wait polled as it was. Its schedule is madsim's for a future
+/// (the same wakes, queue draws and clock advances), so runs are the same; what it
+/// saves is the future's allocation and task metadata, which each delivery touched
+/// three times (issue 38).
+pub fn node_process<P: Protocol>(world: Arc<Mutex<World<P>>>) -> madsim::task::LightFn {
+    Arc::new(NodeProcess { world })
+}
+
+struct NodeProcess<P: Protocol> {
+    world: Arc<Mutex<World<P>>>,
+}
+
+impl<P: Protocol> madsim::task::Light for NodeProcess<P> {
+    fn poll(
+        &self,
+        key: u32,
+        state: &mut u8,
+        time: &madsim::time::TimeHandle,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
+        let world = &self.world;
+        let node = NodeId(key);
+        let now = || SimTime::from_duration(time.elapsed());
+        lock(world).prefetch(node);
+        if *state == 0 {
+            // Waits until the faults of time zero are applied (see
+            // [`World::close_start_gate`]); open at once when there are none.
+            if !lock(world).start_gate_open(cx.waker()) {
+                return Poll::Pending;
+            }
+            {
+                let mut w = lock(world);
+                w.set_time(time);
+                w.start_node(node, now());
+            }
+            *state = 1;
+            lock(world).process_due(node, now());
         }
-        .await;
-    }
-}
-
-/// Waits until the faults of time zero are applied (see [`World::close_start_gate`]);
-/// ready at once when there are none.
-struct StartGate<'a, P: Protocol> {
-    world: &'a Mutex<World<P>>,
-}
-
-impl<P: Protocol> Future for StartGate<'_, P> {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if lock(self.world).start_gate_open(cx.waker()) {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
+        // Waits until the node's doorbell rings or what it planned to wake for is due
+        // (see [`World::node_waits`]: the world keeps the plan and sets the timers, so a
+        // message sent to the node sets the timer for its arrival without running the
+        // node first).
+        loop {
+            if !lock(world).node_waits(node, now(), cx.waker()) {
+                return Poll::Pending;
+            }
+            lock(world).process_due(node, now());
         }
     }
-}
 
-/// Waits until the node's doorbell rings or what it planned to wake for is due (see
-/// [`World::node_waits`]: the world keeps the plan and sets the timers, so a message
-/// sent to the node sets the timer for its arrival without running the node first).
-pub struct NodeWait<'a, P: Protocol> {
-    pub world: &'a Mutex<World<P>>,
-    pub node: NodeId,
-    pub time: &'a madsim::time::TimeHandle,
-}
+    /// The node runs next: its slot's lines are fetched while the node before it runs
+    /// (see [`World::prefetch_slot`]).
+    fn warm(&self, key: u32) {
+        lock(&self.world).prefetch_slot(NodeId(key));
+    }
 
-impl<P: Protocol> Future for NodeWait<'_, P> {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let now = SimTime::from_duration(self.time.elapsed());
-        if lock(self.world).node_waits(self.node, now, cx.waker()) {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
+    /// After the node before it ran: what its slot points to (see
+    /// [`World::prefetch_behind`]).
+    fn warm_late(&self, key: u32) {
+        lock(&self.world).prefetch_behind(NodeId(key));
     }
 }
 
@@ -111,10 +117,9 @@ pub fn wake_by(time: &madsim::time::TimeHandle, set: &mut Wakeups, waker: &Waker
     if set.iter().any(|d| *d > now && *d <= deadline) {
         return;
     }
-    let mut sleep = time.sleep(deadline.saturating_sub(now));
-    // The first poll sets the timer (the sleep is not due: its deadline is ahead);
-    // dropping the sleep leaves the timer in place.
-    let _ = Pin::new(&mut sleep).poll(&mut Context::from_waker(waker));
+    // What polling `time.sleep(..)` once does: it sets the timer (the sleep is not due:
+    // its deadline is ahead), and dropping the sleep would leave the timer in place.
+    time.wake_after(deadline.saturating_sub(now), waker);
     let slot = match set.iter().position(|d| *d <= now) {
         Some(gone) => gone,
         None => (0..set.len()).max_by_key(|&i| set[i]).unwrap_or(0),

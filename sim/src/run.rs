@@ -2,7 +2,7 @@
 
 use crate::clock::NodeClock;
 use crate::control::{Action, Control};
-use crate::host::{lock, node_main, now, Alarm, Doorbell};
+use crate::host::{lock, node_process, now, Alarm, Doorbell};
 use crate::net::{LinkOverride, LinkSettings, Network};
 use crate::trace::TraceEvent;
 use crate::world::{RecordHook, Stats, World};
@@ -220,12 +220,13 @@ impl<P: Protocol> Sim<P> {
             madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         let handle = runtime.handle().clone();
         let mut madsim_ids = Vec::with_capacity(cluster.size());
+        // One poll function for every node's process (see `node_process`).
+        let process = node_process(world.clone());
         for node in cluster.nodes() {
-            let w = world.clone();
             let built = handle
                 .create_node()
                 .name(node.to_string())
-                .init(move || node_main(w.clone(), node))
+                .init_light(node.0, process.clone())
                 .build();
             madsim_ids.push(built.id());
         }

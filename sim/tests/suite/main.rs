@@ -4,6 +4,7 @@
 mod aimed;
 mod disk;
 mod durability_hints;
+mod light;
 mod memory;
 mod processing;
 mod raft_on_sim;
