@@ -13,7 +13,14 @@
 //!   node), sets it aside (paused node) or runs it, and advances the clock after it by
 //!   the same 50-100 ns draw;
 //! * killing its node wakes it (madsim wakes every task of a killed node so that the
-//!   executor drops it), and a paused node's queued tasks are dropped with it.
+//!   executor drops it), and the tasks a paused node set aside are dropped when it is
+//!   killed or restarted.
+//!
+//! Two differences, neither met by tenure's node hosts (one task a node, which never
+//! completes): a light task that completes (its poll returns `Ready`) ends, and that
+//! is all, where a node's initial future that completes also exits its node (madsim's
+//! `NodeBuilder::init` wraps it so); and a killed node wakes its light tasks after its
+//! futures, not in the order they were spawned.
 //!
 //! What it saves: an `async_task` task is an allocation of its own (header, future,
 //! metadata) plus a `TaskInfo`, and waking and running it touch them at three
